@@ -1,0 +1,92 @@
+"""A view as plain text, Markdown and HTML, for terminals and notebooks alike."""
+
+from __future__ import annotations
+
+import html
+import json
+from typing import TYPE_CHECKING
+
+from bub_nb.context.messages import Message
+
+if TYPE_CHECKING:
+    from bub_nb.context.view import View
+
+PREVIEW_CHARS = 100
+
+
+def message_preview(message: Message, width: int = PREVIEW_CHARS) -> str:
+    """One line that says what a message holds: its text, the tools it calls or the tool it answers."""
+    content = message.get("content")
+    if isinstance(content, list):
+        content = " ".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+    text = content if isinstance(content, str) else ""
+    calls = [_call_text(call) for call in message.get("tool_calls") or () if isinstance(call, dict)]
+    if calls:
+        text = " ".join(filter(None, [text, "→ " + ", ".join(calls)]))
+    if message.get("role") == "tool" and message.get("name"):
+        text = f"{message['name']} ← {text}"
+    line = " ".join(text.split())
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
+def _call_text(call: dict) -> str:
+    function = call.get("function") if isinstance(call.get("function"), dict) else {}
+    arguments = function.get("arguments", "")
+    if not isinstance(arguments, str):
+        arguments = json.dumps(arguments, ensure_ascii=False)
+    return f"{function.get('name', '?')}({arguments})"
+
+
+def summary_line(view: View) -> str:
+    start = f"from anchor {view.anchor.name!r} (#{view.anchor.id})" if view.anchor else "from the tape's start"
+    if view.mode.startswith("window:"):
+        start = "from the tape's end"
+    parts = [
+        f"View [{view.mode}] {start}",
+        f"{len(view.messages)} messages from {len(view.entry_ids)} entries",
+        f"~{view.total_tokens} tokens ({view.tokenizer})",
+    ]
+    if view.usage is not None:
+        parts.append(
+            f"last run reported prompt {view.usage.prompt_tokens}, completion {view.usage.completion_tokens}"
+        )
+    if view.dropped:
+        parts.append(f"left out to stay valid: {', '.join(f'#{i}' for i in view.dropped)}")
+    return " · ".join(parts)
+
+
+def _rows(view: View) -> list[tuple[str, str, str, str]]:
+    return [
+        (f"#{source}", str(message.get("role", "?")), str(tokens), message_preview(message))
+        for message, source, tokens in zip(view.messages, view.sources, view.tokens, strict=True)
+    ]
+
+
+def view_text(view: View) -> str:
+    lines = [summary_line(view)]
+    for entry, role, tokens, preview in _rows(view):
+        lines.append(f"{entry:>7}  {role:<9} {tokens:>6}  {preview}")
+    return "\n".join(lines)
+
+
+def view_markdown(view: View) -> str:
+    lines = [f"**{_md(summary_line(view))}**", "", "| entry | role | tokens | content |", "|---:|---|---:|---|"]
+    lines.extend(f"| {entry} | {role} | {tokens} | {_md(preview)} |" for entry, role, tokens, preview in _rows(view))
+    return "\n".join(lines)
+
+
+def _md(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("*", "\\*").replace("_", "\\_").replace("<", "&lt;")
+
+
+def view_html(view: View) -> str:
+    rows = "".join(
+        f"<tr><td>{entry}</td><td>{html.escape(role)}</td><td style='text-align:right'>{tokens}</td>"
+        f"<td>{html.escape(preview)}</td></tr>"
+        for entry, role, tokens, preview in _rows(view)
+    )
+    return (
+        f"<div class='bub-nb-view'><p><b>{html.escape(summary_line(view))}</b></p>"
+        "<table><thead><tr><th>entry</th><th>role</th><th>tokens</th><th>content</th></tr></thead>"
+        f"<tbody>{rows}</tbody></table></div>"
+    )

@@ -1,0 +1,135 @@
+"""The view: what the model receives, built fresh from a tape on every turn."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from bub_nb.context.messages import Message, render_entries
+from bub_nb.context.strategies import LAST_ANCHOR, Mode, Selection, as_strategy
+from bub_nb.context.tokens import REPLY_PRIMING, count_message_tokens, tokenizer_name
+from bub_nb.tape.entries import TapeEntry
+
+if TYPE_CHECKING:
+    from bub_nb.tape import AnchorSummary, Tape
+
+
+@dataclass(frozen=True, slots=True)
+class RunUsage:
+    """The token usage an endpoint reported for one turn, read from its ``run`` event."""
+
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+    model: str | None
+    entry_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class View:
+    """The messages a model will see, with where each came from and what it costs.
+
+    ``tokens`` is an offline estimate per message, aligned with ``messages``; ``total_tokens``
+    is the whole prompt's estimate (every message plus the reply priming). ``usage`` is what
+    the endpoint itself reported for the last turn inside this view, when there was one.
+    ``sources`` gives the entry id of each message; ``dropped`` lists entries whose messages
+    (some or all) were left out to keep the sequence valid for the API.
+    """
+
+    messages: tuple[Message, ...]
+    entry_ids: tuple[int, ...]
+    anchor: AnchorSummary | None
+    tokens: tuple[int, ...]
+    total_tokens: int
+    mode: str
+    usage: RunUsage | None = None
+    sources: tuple[int, ...] = ()
+    dropped: tuple[int, ...] = ()
+    tokenizer: str = "heuristic"
+
+    def to_messages(self) -> list[Message]:
+        """Fresh copies of the messages, safe to extend and send."""
+        return copy.deepcopy(list(self.messages))
+
+    def to_text(self) -> str:
+        from bub_nb.context.display import view_text
+
+        return view_text(self)
+
+    def __str__(self) -> str:
+        return self.to_text()
+
+    def _repr_markdown_(self) -> str:
+        from bub_nb.context.display import view_markdown
+
+        return view_markdown(self)
+
+    def _repr_html_(self) -> str:
+        from bub_nb.context.display import view_html
+
+        return view_html(self)
+
+
+def build_view(tape: Tape, mode: Mode = LAST_ANCHOR) -> View:
+    """Build the view of ``tape`` for ``mode``: ``LAST_ANCHOR``, an anchor name, ``None`` (the full
+    tape), ``window(n)`` or any :class:`~bub_nb.context.ContextStrategy`."""
+    strategy = as_strategy(mode)
+    return view_from_selection(strategy.select(tape), strategy.label)
+
+
+def view_from_selection(selection: Selection, mode: str = "custom") -> View:
+    """Render a selection into a view; strategies that pick entries their own way end here too."""
+    rendering = render_entries(selection.entries)
+    messages, sources, dropped = rendering.messages, rendering.sources, list(rendering.dropped)
+    if selection.last is not None and len(messages) > selection.last:
+        cut = len(messages) - selection.last
+        # A cut inside a call's answers would orphan them; the answers go with the call.
+        while cut < len(messages) and messages[cut].get("role") == "tool":
+            dropped.append(sources[cut])
+            cut += 1
+        messages, sources = messages[cut:], sources[cut:]
+    tokens = tuple(count_message_tokens(message) for message in messages)
+    return View(
+        messages=messages,
+        entry_ids=tuple(dict.fromkeys(sources)),
+        anchor=selection.anchor,
+        tokens=tokens,
+        total_tokens=REPLY_PRIMING + sum(tokens),
+        mode=mode,
+        usage=last_run_usage(selection.entries),
+        sources=sources,
+        dropped=tuple(dict.fromkeys(dropped)),
+        tokenizer=tokenizer_name(),
+    )
+
+
+def last_run_usage(entries: Iterable[TapeEntry]) -> RunUsage | None:
+    """The usage of the newest ``run`` event among ``entries`` that reported one."""
+    for entry in reversed(list(entries)):
+        if entry.kind != "event" or entry.name != "run":
+            continue
+        usage = _usage(entry)
+        if usage is not None:
+            return usage
+    return None
+
+
+def _usage(entry: TapeEntry) -> RunUsage | None:
+    data = entry.payload.get("data")
+    reported: Any = data.get("usage") if isinstance(data, dict) else None
+    if not isinstance(reported, dict):
+        return None
+    prompt, completion = reported.get("prompt_tokens"), reported.get("completion_tokens")
+    if not isinstance(prompt, int) or not isinstance(completion, int):
+        return None
+    total = reported.get("total_tokens")
+    model = data.get("model") if isinstance(data, dict) else None
+    return RunUsage(
+        prompt_tokens=prompt,
+        completion_tokens=completion,
+        total_tokens=total if isinstance(total, int) else prompt + completion,
+        model=model if isinstance(model, str) else None,
+        entry_id=entry.id,
+    )
