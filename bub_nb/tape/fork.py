@@ -1,0 +1,103 @@
+"""Forks: writes that go aside until they are merged back, and new sessions forked from an anchor."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from bub_nb.tape.entries import TapeEntry, utc_now
+from bub_nb.tape.store import AnchorRef, StoreStats, TapeStore
+
+
+class ForkedStore:
+    """A store for one tape that reads through to its parent and keeps its own writes aside.
+
+    Entries written here get provisional ids after the parent's last id; merging appends them to
+    the parent in order, which gives them their final ids.
+    """
+
+    def __init__(self, parent: TapeStore, tape: str) -> None:
+        self.parent = parent
+        self.tape = tape
+        self.base_id = parent.stats(tape).last_id
+        self.entries: list[TapeEntry] = []
+        self._lock = threading.Lock()
+
+    def _own(self, tape: str) -> bool:
+        return tape == self.tape
+
+    def list_tapes(self) -> list[str]:
+        return self.parent.list_tapes()
+
+    def exists(self, tape: str) -> bool:
+        return self.parent.exists(tape) or (self._own(tape) and bool(self.entries))
+
+    def append(self, tape: str, entries: Sequence[TapeEntry]) -> list[TapeEntry]:
+        if not self._own(tape):
+            return self.parent.append(tape, entries)
+        with self._lock:
+            first = self.base_id + len(self.entries) + 1
+            stored = [entry.with_id(first + i) for i, entry in enumerate(entries)]
+            self.entries.extend(stored)
+            return stored
+
+    def read(self, tape: str, start: int = 1, stop: int | None = None) -> list[TapeEntry]:
+        if not self._own(tape):
+            return self.parent.read(tape, start, stop)
+        parent_stop = self.base_id + 1 if stop is None else min(stop, self.base_id + 1)
+        head = self.parent.read(tape, start, parent_stop) if start < parent_stop else []
+        return head + [e for e in self.entries if e.id >= start and (stop is None or e.id < stop)]
+
+    def iter_reverse(self, tape: str) -> Iterator[TapeEntry]:
+        if not self._own(tape):
+            yield from self.parent.iter_reverse(tape)
+            return
+        yield from reversed(list(self.entries))
+        for entry in self.parent.iter_reverse(tape):
+            if entry.id <= self.base_id:
+                yield entry
+
+    def anchors(self, tape: str) -> Sequence[AnchorRef]:
+        own = [AnchorRef(e.id, e.payload.get("name", "")) for e in self.entries if e.kind == "anchor"]
+        base = [a for a in self.parent.anchors(tape) if a.id <= self.base_id]
+        return [*base, *own] if self._own(tape) else self.parent.anchors(tape)
+
+    def stats(self, tape: str) -> StoreStats:
+        stats = self.parent.stats(tape)
+        if not self._own(tape) or not self.entries:
+            return stats
+        return replace(stats, entries=stats.entries + len(self.entries), last_id=self.entries[-1].id)
+
+    def reset(self, tape: str, *, archive: bool = False) -> str | None:
+        return self.parent.reset(tape, archive=archive)
+
+    def merge(self) -> list[TapeEntry]:
+        """Append the forked entries to the parent, in order; returns them with their final ids."""
+        with self._lock:
+            pending, self.entries = self.entries, []
+        return self.parent.append(self.tape, [e.with_id(0) for e in pending]) if pending else []
+
+
+def record_lineage(directory: Path, record: dict[str, Any]) -> None:
+    """Append one fork to ``session_graph.jsonl`` under the tapes home."""
+    directory.mkdir(parents=True, exist_ok=True)
+    with open(directory / "session_graph.jsonl", "ab") as handle:
+        handle.write(orjson.dumps({**record, "date": utc_now()}, option=orjson.OPT_APPEND_NEWLINE, default=str))
+
+
+def read_lineage(directory: Path) -> list[dict[str, Any]]:
+    path = directory / "session_graph.jsonl"
+    if not path.exists():
+        return []
+    records = []
+    for line in path.read_bytes().splitlines():
+        try:
+            records.append(orjson.loads(line))
+        except orjson.JSONDecodeError:
+            continue
+    return records

@@ -1,0 +1,76 @@
+"""Where tapes live and what they are called: Bub's per-session names and the current notebook's tape."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from bub_nb.errors import TapeNameError
+
+DEFAULT_SESSION_ID = "default"
+
+
+def bub_home(home: str | Path | None = None) -> Path:
+    """The Bub home folder: ``home``, else ``$BUB_HOME``, else ``~/.bub``."""
+    return Path(home or os.environ.get("BUB_HOME") or "~/.bub").expanduser()
+
+
+def tapes_home(home: str | Path | None = None) -> Path:
+    """The folder holding tape files, ``<bub home>/tapes``, shared with Bub."""
+    return bub_home(home) / "tapes"
+
+
+def session_tape_name(workspace: str | Path, session_id: str) -> str:
+    """Bub's tape name for a session: ``md5(workspace)[:16] + "__" + md5(session_id)[:16]``."""
+    workspace_hash = hashlib.md5(str(Path(workspace).resolve()).encode()).hexdigest()[:16]
+    session_hash = hashlib.md5(session_id.encode()).hexdigest()[:16]
+    return f"{workspace_hash}__{session_hash}"
+
+
+def validate_tape_name(name: str) -> str:
+    """Return ``name`` if it is a plain tape name; raise ``TapeNameError`` quoting it otherwise."""
+    problem = None
+    if not isinstance(name, str) or not name.strip():
+        problem = "it is empty"
+    elif "/" in name or "\\" in name or os.sep in name or (os.altsep and os.altsep in name):
+        problem = "it contains a path separator"
+    elif ".." in name:
+        problem = "it contains '..'"
+    elif "\x00" in name or name.startswith("."):
+        problem = "it is not a plain file name"
+    if problem:
+        raise TapeNameError(
+            f"Tape name {name!r} is not allowed: {problem}; use a plain name, or a path ending in .jsonl"
+        )
+    return name
+
+
+@dataclass(frozen=True, slots=True)
+class NotebookSession:
+    """The notebook a kernel runs, as Bub would see it: a workspace and a session id."""
+
+    workspace: Path
+    session_id: str
+    source: str
+
+    @property
+    def tape_name(self) -> str:
+        return session_tape_name(self.workspace, self.session_id)
+
+
+def current_notebook() -> NotebookSession:
+    """Find the running notebook: ``JPY_SESSION_NAME``, VS Code's ``__vsc_ipynb_file__``, else the cwd."""
+    candidates = [
+        ("JPY_SESSION_NAME", os.environ.get("JPY_SESSION_NAME")),
+        ("__vsc_ipynb_file__", getattr(sys.modules.get("__main__"), "__vsc_ipynb_file__", None)),
+    ]
+    for source, value in candidates:
+        if isinstance(value, str) and value.strip():
+            path = Path(value).expanduser()
+            if not path.is_absolute():
+                path = path if path.exists() else Path.cwd() / path.name
+            return NotebookSession(path.resolve().parent, path.name, source)
+    return NotebookSession(Path.cwd(), DEFAULT_SESSION_ID, "cwd")

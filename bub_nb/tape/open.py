@@ -1,0 +1,43 @@
+"""``open_tape``: a tape by name, by path, or the current notebook's."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from bub_nb.errors import TapeNameError
+from bub_nb.tape.file_store import FileTapeStore
+from bub_nb.tape.naming import current_notebook, tapes_home, validate_tape_name
+from bub_nb.tape.service import Tape
+from bub_nb.tape.store import TapeStore
+
+_stores: dict[Path, FileTapeStore] = {}
+_stores_lock = threading.Lock()
+
+
+def file_store(directory: str | Path) -> FileTapeStore:
+    """The shared store for a folder, so every tape opened there reuses one warm index."""
+    key = Path(directory).expanduser().resolve()
+    with _stores_lock:
+        store = _stores.get(key)
+        if store is None:
+            store = _stores[key] = FileTapeStore(key)
+        return store
+
+
+def open_tape(
+    name_or_path: str | Path | None = None, *, home: str | Path | None = None, store: TapeStore | None = None
+) -> Tape:
+    """Open a tape. Nothing is written until something is appended.
+
+    - ``None``: the current notebook's tape, named as Bub names sessions.
+    - a ``Path``, or a string ending in ``.jsonl``: that file.
+    - any other string: a tape name under ``<home>/tapes`` (``$BUB_HOME``, default ``~/.bub``).
+    """
+    if isinstance(name_or_path, Path) or (isinstance(name_or_path, str) and name_or_path.endswith(".jsonl")):
+        path = Path(name_or_path).expanduser()
+        if not path.name.endswith(".jsonl"):
+            raise TapeNameError(f"Tape path {str(path)!r} must end in .jsonl")
+        return Tape(path.name[: -len(".jsonl")], store or file_store(path.parent))
+    name = current_notebook().tape_name if name_or_path is None else validate_tape_name(name_or_path)
+    return Tape(name, store or file_store(tapes_home(home)))

@@ -1,0 +1,37 @@
+"""Keep API keys off tapes: secrets are replaced before an entry is stored."""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+REDACTED = "[redacted]"
+_KEY_VARIABLES = ("BUB_API_KEY", "OPENAI_API_KEY")
+_KEY_PATTERN = re.compile(r"\bsk-[A-Za-z0-9_\-]{16,}")
+
+
+def _known_keys() -> list[str]:
+    return [value for name in _KEY_VARIABLES if len(value := os.environ.get(name, "")) >= 8]
+
+
+def redact_text(text: str, keys: list[str] | None = None) -> str:
+    """``text`` with API keys (the configured ones and anything shaped like ``sk-…``) replaced."""
+    for key in _known_keys() if keys is None else keys:
+        if key in text:
+            text = text.replace(key, REDACTED)
+    return _KEY_PATTERN.sub(REDACTED, text) if "sk-" in text else text
+
+
+def redact(value: Any, keys: list[str] | None = None) -> Any:
+    """A copy of ``value`` with every string redacted; ``value`` itself when nothing changed."""
+    keys = _known_keys() if keys is None else keys
+    if isinstance(value, str):
+        return redact_text(value, keys)
+    if isinstance(value, dict):
+        items = {k: redact(v, keys) for k, v in value.items()}
+        return value if all(items[k] is value[k] for k in value) else items
+    if isinstance(value, list | tuple):
+        items_list = [redact(v, keys) for v in value]
+        return value if all(a is b for a, b in zip(items_list, value, strict=True)) else items_list
+    return value

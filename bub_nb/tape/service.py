@@ -1,0 +1,343 @@
+"""The Tape: one session's append-only history and the operations Bub defines on it."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from bub_nb.errors import AnchorNotFoundError, EntryNotFoundError, TapeError
+from bub_nb.tape import extensions
+from bub_nb.tape.address import TapeAddress, anchor_address, entry_address
+from bub_nb.tape.entries import TapeEntry, is_phase_anchor
+from bub_nb.tape.fork import ForkedStore, read_lineage, record_lineage
+from bub_nb.tape.naming import validate_tape_name
+from bub_nb.tape.query import TapeQuery
+from bub_nb.tape.redact import redact
+from bub_nb.tape.selectors import LAST_ANCHOR
+from bub_nb.tape.store import StoreStats, TapeStore
+from bub_nb.tape.summary import AnchorSummary, TapeInfo
+from bub_nb.tape.text import entry_text
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+BOOTSTRAP_ANCHOR = "session/start"
+_USAGE_LOOKBACK = 2000
+
+
+class Tape:
+    """One tape in a store. Every method reads the store afresh, so other writers are always seen."""
+
+    def __init__(self, name: str, store: TapeStore) -> None:
+        self.name = name
+        self._base_store = store
+        self._forks: list[ForkedStore] = []
+        self._anchor_cache: dict[int, AnchorSummary] = {}
+        self._lock = threading.RLock()
+
+    def __repr__(self) -> str:
+        return f"Tape({self.name!r}, store={self._base_store!r})"
+
+    @property
+    def store(self) -> TapeStore:
+        """The store reads and writes go to: a fork's while inside ``fork()``."""
+        return self._forks[-1] if self._forks else self._base_store
+
+    @property
+    def location(self) -> str:
+        return self.store.stats(self.name).location
+
+    @property
+    def path(self) -> Path | None:
+        """The tape file, for file-backed tapes."""
+        path_for = getattr(self._base_store, "path_for", None)
+        return path_for(self.name) if path_for else None
+
+    @property
+    def last_id(self) -> int:
+        return self.store.stats(self.name).last_id
+
+    def stats(self) -> StoreStats:
+        return self.store.stats(self.name)
+
+    def __len__(self) -> int:
+        return self.store.stats(self.name).entries
+
+    def __iter__(self) -> Iterator[TapeEntry]:
+        return iter(self.read())
+
+    # -- writing ----------------------------------------------------------------------------------
+
+    def extend(self, entries: Sequence[TapeEntry]) -> list[TapeEntry]:
+        """Append entries in order; secrets are redacted first. Returns them as stored, with ids."""
+        clean = [TapeEntry(0, e.kind, redact(e.payload), redact(e.meta), e.date) for e in entries]
+        return self.store.append(self.name, clean)
+
+    def append(self, entry: TapeEntry) -> TapeEntry:
+        return self.extend([entry])[0]
+
+    def append_message(self, message: Mapping[str, Any], **meta: Any) -> TapeEntry:
+        return self.append(TapeEntry.message(dict(message), **meta))
+
+    def append_system(self, content: str, **meta: Any) -> TapeEntry:
+        return self.append(TapeEntry.system(content, **meta))
+
+    def append_event(self, name: str, data: Any = None, **meta: Any) -> TapeEntry:
+        return self.append(TapeEntry.event(name, data, **meta))
+
+    def append_tool_call(self, calls: list[dict[str, Any]], content: str | None = None, **meta: Any) -> TapeEntry:
+        return self.append(TapeEntry.tool_call(calls, content, **meta))
+
+    def append_tool_result(self, results: list[Any], **meta: Any) -> TapeEntry:
+        return self.append(TapeEntry.tool_result(results, **meta))
+
+    def append_error(self, kind: str, message: str, details: Any = None, **meta: Any) -> TapeEntry:
+        return self.append(TapeEntry.error(kind, message, details, **meta))
+
+    def handoff(self, name: str, state: Mapping[str, Any] | None = None, **meta: Any) -> list[TapeEntry]:
+        """Write an anchor carrying ``state``, then a ``handoff`` event recording it."""
+        if not isinstance(name, str) or not name.strip():
+            raise TapeError(f"Anchor name {name!r} must be a non-empty string")
+        state_dict = dict(state) if state is not None else None
+        return self.extend(
+            [
+                TapeEntry.anchor(name, state_dict, **meta),
+                TapeEntry.event("handoff", {"name": name, "state": state_dict}, **meta),
+            ]
+        )
+
+    def ensure_bootstrap_anchor(self) -> list[TapeEntry]:
+        """Write ``session/start`` on a tape that has no anchor yet; returns what was written."""
+        with self._lock:
+            if self.store.anchors(self.name):
+                return []
+            return self.handoff(BOOTSTRAP_ANCHOR, {"owner": "human"})
+
+    def reset(self, *, archive: bool = False) -> list[TapeEntry]:
+        """Start the tape over with ``session/start``; with ``archive`` keep the old file as a ``.bak``."""
+        if self._forks:
+            raise TapeError(f"Tape {self.name!r} cannot be reset inside fork()")
+        archived = self._base_store.reset(self.name, archive=archive)
+        self._anchor_cache.clear()
+        state: dict[str, Any] = {"owner": "human"}
+        if archived:
+            state["archived"] = archived
+        return self.handoff(BOOTSTRAP_ANCHOR, state)
+
+    # -- reading ----------------------------------------------------------------------------------
+
+    def read(self, start: int = 1, stop: int | None = None, kinds: Sequence[str] = ()) -> list[TapeEntry]:
+        """Entries with ``start <= id < stop``, oldest first, optionally of some kinds only."""
+        entries = self.store.read(self.name, start, stop)
+        return [e for e in entries if e.kind in kinds] if kinds else entries
+
+    def iter_reverse(self, kinds: Sequence[str] = ()) -> Iterator[TapeEntry]:
+        """Entries newest first, read lazily from the end."""
+        for entry in self.store.iter_reverse(self.name):
+            if not kinds or entry.kind in kinds:
+                yield entry
+
+    def get(self, entry_id: int) -> TapeEntry:
+        found = self.store.read(self.name, entry_id, entry_id + 1)
+        if not found:
+            raise EntryNotFoundError(f"Entry {entry_id!r} is not on tape {self.name!r} (last id {self.last_id})")
+        return found[0]
+
+    def _summary(self, entry_id: int, name: str) -> AnchorSummary:
+        summary = self._anchor_cache.get(entry_id)
+        if summary is None or summary.name != name:
+            found = self.store.read(self.name, entry_id, entry_id + 1)
+            entry = found[0] if found else TapeEntry(entry_id, "anchor", {"name": name})
+            state = entry.payload.get("state")
+            summary = AnchorSummary(entry_id, name, state if isinstance(state, dict) else None, entry.date)
+            if found:
+                self._anchor_cache[entry_id] = summary
+        return summary
+
+    def anchors(self, limit: int | None = 20) -> list[AnchorSummary]:
+        """The last ``limit`` anchors (all with ``None``), oldest first."""
+        refs = list(self.store.anchors(self.name))
+        if limit is not None:
+            refs = refs[-limit:] if limit > 0 else []
+        return [self._summary(ref.id, ref.name) for ref in refs]
+
+    def anchor_names(self) -> list[str]:
+        return [ref.name for ref in self.store.anchors(self.name)]
+
+    def last_anchor(self, *, phase: bool = True) -> AnchorSummary | None:
+        """The newest anchor; with ``phase`` the newest that starts a phase (not ``memory/...``)."""
+        for ref in reversed(self.store.anchors(self.name)):
+            if not phase or is_phase_anchor(ref.name):
+                return self._summary(ref.id, ref.name)
+        return None
+
+    def find_anchor(self, name: str) -> AnchorSummary:
+        """The last anchor called ``name``."""
+        refs = self.store.anchors(self.name)
+        for ref in reversed(refs):
+            if ref.name == name:
+                return self._summary(ref.id, ref.name)
+        raise AnchorNotFoundError(name, [ref.name for ref in refs])
+
+    def from_last_anchor(self, kinds: Sequence[str] = ()) -> list[TapeEntry]:
+        """Entries after the last phase anchor (all entries when there is none)."""
+        anchor = self.last_anchor()
+        return self.read(anchor.id + 1 if anchor else 1, kinds=kinds)
+
+    def after_anchor(self, name: str, kinds: Sequence[str] = ()) -> list[TapeEntry]:
+        """Entries after the last anchor called ``name``."""
+        return self.read(self.find_anchor(name).id + 1, kinds=kinds)
+
+    def between_anchors(self, start: str, end: str, kinds: Sequence[str] = ()) -> list[TapeEntry]:
+        """Entries after the last ``start`` anchor and before the last ``end`` anchor."""
+        first, last = self.find_anchor(start), self.find_anchor(end)
+        if last.id <= first.id:
+            raise TapeError(
+                f"Anchor {end!r} (#{last.id}) does not come after anchor {start!r} (#{first.id}) on tape {self.name!r}"
+            )
+        return self.read(first.id + 1, last.id, kinds=kinds)
+
+    def search(self, query: str, limit: int = 20) -> list[TapeEntry]:
+        """Entries whose text contains ``query`` (case-insensitive), newest first."""
+        return self.query().text(query).newest_first().limit(limit).all()
+
+    def query(self) -> TapeQuery:
+        return TapeQuery(self)
+
+    def last_usage(self) -> dict[str, Any] | None:
+        """The token usage of the newest ``run`` event, if one is recent."""
+        for count, entry in enumerate(self.iter_reverse()):
+            if count >= _USAGE_LOOKBACK:
+                break
+            if entry.kind == "event" and entry.payload.get("name") == "run":
+                usage = (entry.payload.get("data") or {}).get("usage")
+                if isinstance(usage, dict) and usage:
+                    return usage
+        return None
+
+    def info(self) -> TapeInfo:
+        stats = self.stats()
+        anchor = self.last_anchor()
+        return TapeInfo(
+            name=self.name,
+            location=stats.location,
+            entries=stats.entries,
+            anchors=len(self.store.anchors(self.name)),
+            last_anchor=anchor.name if anchor else None,
+            entries_since_last_anchor=stats.last_id - anchor.id if anchor else stats.entries,
+            last_usage=self.last_usage(),
+            bad_lines=stats.bad_lines,
+            torn_tail_bytes=stats.torn_tail_bytes,
+            size_bytes=stats.size_bytes,
+        )
+
+    # -- forks and addresses ----------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _forked(self, merge_back: bool) -> Iterator[ForkedStore]:
+        fork = ForkedStore(self.store, self.name)
+        self._forks.append(fork)
+        try:
+            yield fork
+        finally:
+            self._forks.remove(fork)
+            if merge_back:
+                fork.merge()
+
+    def fork(self, merge_back: bool = True) -> _Fork:
+        """Send writes aside for the block; on exit merge them back in order, or drop them."""
+        return _Fork(self, merge_back)
+
+    def fork_session(
+        self, new_name: str, from_anchor: str | None = None, intention: Mapping[str, Any] | str | None = None
+    ) -> Tape:
+        """Copy the entries from ``from_anchor`` on into a new tape that continues on its own."""
+        validate_tape_name(new_name)
+        if self.store.exists(new_name):
+            raise TapeError(f"Tape {new_name!r} already exists; fork into a new name")
+        start = self.find_anchor(from_anchor).id if from_anchor else 1
+        child = Tape(new_name, self._base_store)
+        child.extend(
+            [
+                TapeEntry(0, e.kind, e.payload, {**e.meta, "forked_from": entry_address(self.name, e.id)}, e.date)
+                for e in self.read(start)
+            ]
+        )
+        if intention is not None:
+            child.handoff("intention", {"next_steps": intention} if isinstance(intention, str) else intention)
+        else:
+            child.ensure_bootstrap_anchor()
+        directory = getattr(self._base_store, "directory", None)
+        if directory is not None:
+            record_lineage(
+                Path(directory),
+                {"parent": self.name, "child": new_name, "from_anchor": from_anchor, "from_id": start},
+            )
+        return child
+
+    def lineage(self) -> list[dict[str, Any]]:
+        """Forks recorded in ``session_graph.jsonl`` that involve this tape."""
+        directory = getattr(self._base_store, "directory", None)
+        records = read_lineage(Path(directory)) if directory is not None else []
+        return [r for r in records if self.name in (r.get("parent"), r.get("child"))]
+
+    def address(self, entry: TapeEntry | int) -> str:
+        return entry_address(self.name, entry if isinstance(entry, int) else entry.id)
+
+    def anchor_address(self, name: str) -> str:
+        return anchor_address(self.name, name)
+
+    def resolve(self, address: str) -> TapeEntry:
+        """The entry a ``tape://`` address points to; other tapes are looked up in the same store."""
+        parsed = TapeAddress.parse(address)
+        tape = self if parsed.tape == self.name else Tape(validate_tape_name(parsed.tape), self._base_store)
+        if parsed.tape != self.name and not self._base_store.exists(parsed.tape):
+            raise EntryNotFoundError(f"Address {address!r} names tape {parsed.tape!r}, which does not exist")
+        if parsed.kind == "entry":
+            return tape.get(int(parsed.target))
+        return tape.get(tape.find_anchor(parsed.target).id)
+
+    # -- the layers above -------------------------------------------------------------------------
+
+    def view(self, mode: Any = LAST_ANCHOR) -> Any:
+        """What the model would see now; see ``bub_nb.context.build_view``."""
+        return extensions.require("view")(self, mode)
+
+    @property
+    def memory(self) -> Any:
+        """The memory zone on this tape (``bub_nb.memory.MemoryZone``)."""
+        return extensions.require("memory")(self)
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per entry, with flattened columns; see ``bub_nb.tape.frame``."""
+        from bub_nb.tape.frame import tape_to_frame
+
+        return tape_to_frame(self)
+
+    def text(self, entry: TapeEntry) -> str:
+        return entry_text(entry)
+
+    def _repr_markdown_(self) -> str:
+        return self.info()._repr_markdown_()
+
+
+class _Fork:
+    """``tape.fork()`` as a sync and an async context manager."""
+
+    def __init__(self, tape: Tape, merge_back: bool) -> None:
+        self._cm = tape._forked(merge_back)
+
+    def __enter__(self) -> ForkedStore:
+        return self._cm.__enter__()
+
+    def __exit__(self, *exc: Any) -> bool | None:
+        return self._cm.__exit__(*exc)
+
+    async def __aenter__(self) -> ForkedStore:
+        return self.__enter__()
+
+    async def __aexit__(self, *exc: Any) -> bool | None:
+        return self.__exit__(*exc)

@@ -1,0 +1,95 @@
+"""What an entry says, as text a person reads: for search, DataFrames and displays."""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+import orjson
+
+from bub_nb.tape.entries import TapeEntry
+
+
+def _json(value: Any) -> str:
+    return orjson.dumps(value, default=str).decode()
+
+
+def _content_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # multimodal parts
+        return "\n".join(str(p.get("text", "")) for p in content if isinstance(p, dict) and "text" in p)
+    return "" if content is None else _json(content)
+
+
+def call_names(entry: TapeEntry) -> list[str]:
+    """The tool names of a ``tool_call`` entry, or of an assistant message's ``tool_calls``."""
+    calls = entry.payload.get("calls") if entry.kind == "tool_call" else entry.payload.get("tool_calls")
+    if not isinstance(calls, list):
+        return []
+    return [str((c.get("function") or {}).get("name", "")) for c in calls if isinstance(c, dict)]
+
+
+def entry_text(entry: TapeEntry) -> str:
+    """The readable text of an entry: content, names, arguments, results or error messages."""
+    payload = entry.payload
+    match entry.kind:
+        case "message":
+            text = _content_text(payload.get("content"))
+            names = call_names(entry)
+            return text + ("\n" if text and names else "") + ", ".join(names)
+        case "system":
+            return _content_text(payload.get("content"))
+        case "anchor":
+            state = payload.get("state")
+            return f"{payload.get('name', '')}" + (f" {_json(state)}" if state else "")
+        case "event":
+            data = payload.get("data")
+            return f"{payload.get('name', '')}" + (f" {_json(data)}" if data is not None else "")
+        case "tool_call":
+            calls = payload.get("calls") if isinstance(payload.get("calls"), list) else []
+            parts = [
+                f"{(c.get('function') or {}).get('name', '')}({(c.get('function') or {}).get('arguments', '')})"
+                for c in calls
+                if isinstance(c, dict)
+            ]
+            return "\n".join(filter(None, [_content_text(payload.get("content")), *parts]))
+        case "tool_result":
+            results = payload.get("results") if isinstance(payload.get("results"), list) else []
+            return "\n".join(r if isinstance(r, str) else _json(r) for r in results)
+        case "error":
+            return f"{payload.get('kind', 'error')}: {payload.get('message', '')}"
+    return _json(payload)
+
+
+def entry_role(entry: TapeEntry) -> str | None:
+    """The chat role an entry speaks in, when it has one."""
+    match entry.kind:
+        case "message":
+            role = entry.payload.get("role")
+            return role if isinstance(role, str) else None
+        case "system":
+            return "system"
+        case "tool_call" | "anchor":
+            return "assistant"
+        case "tool_result":
+            return "tool"
+    return None
+
+
+def entry_markdown(entry: TapeEntry) -> str:
+    label = entry.name or entry_role(entry) or ""
+    text = entry_text(entry)
+    if len(text) > 2000:
+        text = text[:2000] + " …"
+    return f"**#{entry.id} {entry.kind}** `{label}` · {entry.date[:19]}\n\n{text}"
+
+
+def entry_html(entry: TapeEntry) -> str:
+    label = html.escape(entry.name or entry_role(entry) or "")
+    text = html.escape(entry_text(entry)[:2000])
+    return (
+        f'<div class="bub-entry bub-{entry.kind}"><b>#{entry.id} {entry.kind}</b> '
+        f"<code>{label}</code> <small>{html.escape(entry.date[:19])}</small>"
+        f'<pre style="white-space:pre-wrap;margin:2px 0">{text}</pre></div>'
+    )
