@@ -24,9 +24,7 @@ def _as_utc(value: str | date | datetime, *, end: bool) -> datetime:
         try:
             parsed: date | datetime = datetime.fromisoformat(value)
         except ValueError:
-            raise TapeError(
-                f"Date {value!r} is not ISO-8601 (for example 2026-02-10 or 2026-02-10T12:00)"
-            ) from None
+            raise TapeError(f"Date {value!r} is not ISO-8601 (for example 2026-02-10 or 2026-02-10T12:00)") from None
         if len(value.strip()) <= 10:
             parsed = parsed.date() if isinstance(parsed, datetime) else parsed
         value = parsed

@@ -24,7 +24,8 @@ class AnchorSummary:
 
     def _repr_html_(self) -> str:
         state = html.escape(orjson.dumps(self.state).decode()) if self.state else ""
-        return f"<span>⚓ <b>{html.escape(self.name)}</b> <small>#{self.id} {self.date[:19]}</small> <code>{state}</code></span>"
+        where = f"#{self.id} {self.date[:19]}"
+        return f"<span>⚓ <b>{html.escape(self.name)}</b> <small>{where}</small> <code>{state}</code></span>"
 
 
 @dataclass(frozen=True, slots=True)
