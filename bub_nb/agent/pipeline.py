@@ -1,0 +1,304 @@
+"""The turn pipeline: one inbound envelope through the pluggy stages of seed 004 to its outbounds."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import pluggy
+from pluggy import HookImpl
+
+from bub_nb.agent.hookspecs import (
+    PROJECT,
+    Envelope,
+    Outbound,
+    Prompt,
+    State,
+    StreamEvent,
+    TurnSpecs,
+    content_of,
+    default_session_id,
+    field_of,
+    with_session,
+)
+from bub_nb.errors import ModelError
+
+if TYPE_CHECKING:
+    from bub_nb.context import View
+    from bub_nb.tape import Tape
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+EventSink = Callable[[StreamEvent], Awaitable[None] | None]
+
+
+@dataclass(frozen=True, slots=True)
+class TurnResult:
+    """What one turn produced."""
+
+    session_id: str
+    prompt: Prompt
+    model_output: str
+    outbounds: tuple[Outbound, ...]
+    state: State
+
+
+def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine to completion from synchronous code.
+
+    Inside a running event loop (a Jupyter kernel) the loop is made re-entrant with nest_asyncio;
+    that patch is applied only then, so plain scripts keep a stock ``asyncio.run``.
+    """
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine)
+    import nest_asyncio
+
+    nest_asyncio.apply(loop)
+    return loop.run_until_complete(coroutine)
+
+
+class TurnPipeline:
+    """Runs turns through the hooks of the registered plugins.
+
+    The builtin plugin is registered first, then the plugins of the ``bub_nb`` entry-point group,
+    then whatever :meth:`register_plugin` adds; the plugin registered last runs first.
+    Entry points should name a module or an instance, which pluggy registers as it is.
+    """
+
+    def __init__(self, builtin: object | None = None, *, entry_points: bool = True) -> None:
+        self._plugins = pluggy.PluginManager(PROJECT)
+        self._plugins.add_hookspecs(TurnSpecs)
+        if builtin is not None:
+            self._plugins.register(builtin, name="builtin")
+        if entry_points:
+            self._plugins.load_setuptools_entrypoints(PROJECT)
+
+    def register_plugin(self, plugin: object, name: str | None = None) -> str:
+        """Register a plugin above every plugin registered before it; returns its name."""
+        registered = self._plugins.register(plugin, name=name)
+        if registered is None:  # pluggy returns None for a blocked name
+            raise ValueError(f"Plugin name {name!r} is blocked")
+        return registered
+
+    @property
+    def plugin_names(self) -> list[str]:
+        """Registered plugin names, the one that runs first first."""
+        return [name for name, _ in reversed(self._plugins.list_name_plugin())]
+
+    # -- the turn --------------------------------------------------------------------------------
+
+    async def process_inbound(self, message: Outbound, *, on_event: EventSink | None = None) -> TurnResult:
+        """Run one turn. Passing ``on_event`` makes it a streaming turn: every event reaches it."""
+        try:
+            resolved = await self._call_first("resolve_session", message=message)
+            session_id = str(resolved) if resolved else default_session_id(message)
+            message = with_session(message, session_id)
+            state: State = {}
+            contributions = await self._call_many("load_state", message=message, session_id=session_id)
+            for contribution in reversed(contributions):
+                if contribution is not None:
+                    state.update(contribution)
+            prompt = await self._call_first("build_prompt", message=message, session_id=session_id, state=state)
+            if not prompt:
+                prompt = content_of(message)
+            parts: list[str] = []
+            try:
+                output = await self._run_model(message, prompt, session_id, state, on_event, parts)
+            finally:
+                await self._call_many(
+                    "save_state", session_id=session_id, state=state, message=message, model_output="".join(parts)
+                )
+            outbounds = await self._render(message, session_id, state, output)
+            for outbound in outbounds:
+                await self._call_many("dispatch_outbound", message=outbound)
+            return TurnResult(session_id, prompt, output, tuple(outbounds), state)
+        except Exception as exc:
+            logger.exception("Turn failed for inbound %r", message)
+            await self.notify_error("turn", exc, message)
+            raise
+
+    def process_inbound_sync(self, message: Outbound, *, on_event: EventSink | None = None) -> TurnResult:
+        """:meth:`process_inbound` from synchronous code, also inside a running event loop."""
+        return run_sync(self.process_inbound(message, on_event=on_event))
+
+    async def _run_model(
+        self,
+        message: Outbound,
+        prompt: Prompt,
+        session_id: str,
+        state: State,
+        on_event: EventSink | None,
+        parts: list[str],
+    ) -> str:
+        # `parts` belongs to the caller so save_state still sees the text that arrived before a failure.
+        arguments = {"prompt": prompt, "session_id": session_id, "state": state}
+        for impl in self._model_impls(streaming=on_event is not None):
+            value = await _invoke(impl, arguments)
+            if value is None:
+                continue
+            if _hook_of(impl) == "run_model":
+                text = str(value)
+                parts.append(text)
+                await _emit(on_event, StreamEvent.text(text))
+                return text
+            await self._consume(value, message, on_event, parts)
+            return "".join(parts)
+        names = ", ".join(self.plugin_names) or "(none)"
+        error = ModelError(f"No plugin returned model output for session {session_id!r}; plugins: {names}")
+        await self.notify_error("run_model", error, message)
+        return prompt if isinstance(prompt, str) else content_of(message)
+
+    async def _consume(self, stream: Any, message: Outbound, on_event: EventSink | None, parts: list[str]) -> None:
+        async for raw in _aiter(stream):
+            event = _as_event(raw)
+            if event.kind == "text":
+                parts.append(str(event.data.get("delta", "")))
+            elif event.kind == "error":
+                kind, text = event.data.get("kind", "error"), event.data.get("message", "")
+                await self.notify_error("run_model", ModelError(f"{kind}: {text}"), message)
+            await _emit(on_event, event)
+
+    def _model_impls(self, *, streaming: bool) -> list[HookImpl]:
+        """Implementations of both model hooks in one precedence order (later plugins first).
+
+        A plugin that implements both is asked first through the hook matching the caller's mode.
+        """
+        order = {name: index for index, (name, _) in enumerate(self._plugins.list_name_plugin())}
+        preferred = "run_model_stream" if streaming else "run_model"
+
+        def rank(impl: HookImpl) -> tuple[int, int, int]:
+            tier = 2 if impl.tryfirst else 0 if impl.trylast else 1
+            return tier, order.get(impl.plugin_name, -1), int(_hook_of(impl) == preferred)
+
+        impls = self._impls("run_model_stream") + self._impls("run_model")
+        return sorted(impls, key=rank, reverse=True)
+
+    async def _render(self, message: Outbound, session_id: str, state: State, output: str) -> list[Outbound]:
+        batches = await self._call_many(
+            "render_outbound", message=message, session_id=session_id, state=state, model_output=output
+        )
+        outbounds: list[Outbound] = []
+        for batch in batches:
+            if batch is None:
+                continue
+            if isinstance(batch, Envelope | Mapping):
+                outbounds.append(batch)
+            else:
+                outbounds.extend(batch)
+        if outbounds:
+            return outbounds
+        channel = str(field_of(message, "channel") or "default")
+        chat_id = str(field_of(message, "chat_id") or "default")
+        return [Envelope(channel, chat_id, output, session_id=session_id)]
+
+    # -- hooks the agent asks while it runs ------------------------------------------------------
+
+    def system_prompt(self, prompt: Prompt, state: State) -> str:
+        """Every plugin's part of the system prompt, lowest priority first, joined by blank lines."""
+        parts = reversed(self._call_many_sync("system_prompt", prompt=prompt, state=state))
+        return "\n\n".join(str(part).strip() for part in parts if part and str(part).strip())
+
+    def tape_store(self) -> Any:
+        """The store the highest-priority plugin provides, or ``None`` when none does."""
+        return self._call_first_sync("provide_tape_store")
+
+    def build_tape_context(self, tape: Tape, mode: Any) -> View:
+        """The view for ``tape``: built by a plugin, by a plugin's strategy, or for ``mode`` by default."""
+        from bub_nb.context import View, build_view
+
+        answer = self._call_first_sync("build_tape_context", tape=tape, mode=mode)
+        if isinstance(answer, View):
+            return answer
+        return build_view(tape, mode if answer is None else answer)
+
+    async def notify_error(self, stage: str, error: Exception, message: Outbound | None) -> None:
+        """Tell every ``on_error`` observer; an observer that raises is logged and skipped."""
+        arguments = {"stage": stage, "error": error, "message": message}
+        for impl in self._impls("on_error"):
+            try:
+                await _invoke(impl, arguments)
+            except Exception:
+                logger.exception("on_error observer %r failed at stage %r", impl.plugin_name, stage)
+
+    # -- calling implementations one by one, so coroutine functions work as hooks ----------------
+
+    def _impls(self, hook: str) -> list[HookImpl]:
+        caller = getattr(self._plugins.hook, hook)
+        return [impl for impl in reversed(caller.get_hookimpls()) if not (impl.wrapper or impl.hookwrapper)]
+
+    async def _call_first(self, hook: str, **arguments: Any) -> Any:
+        for impl in self._impls(hook):
+            value = await _invoke(impl, arguments)
+            if value is not None:
+                return value
+        return None
+
+    async def _call_many(self, hook: str, **arguments: Any) -> list[Any]:
+        return [await _invoke(impl, arguments) for impl in self._impls(hook)]
+
+    def _call_first_sync(self, hook: str, **arguments: Any) -> Any:
+        for impl in self._impls(hook):
+            value = _invoke_sync(impl, arguments)
+            if value is not None:
+                return value
+        return None
+
+    def _call_many_sync(self, hook: str, **arguments: Any) -> list[Any]:
+        return [_invoke_sync(impl, arguments) for impl in self._impls(hook)]
+
+
+def _hook_of(impl: HookImpl) -> str:
+    return str(impl.opts.get("specname") or impl.function.__name__)
+
+
+def _call(impl: HookImpl, arguments: Mapping[str, Any]) -> Any:
+    return impl.function(**{name: arguments[name] for name in impl.argnames if name in arguments})
+
+
+async def _invoke(impl: HookImpl, arguments: Mapping[str, Any]) -> Any:
+    value = _call(impl, arguments)
+    return await value if inspect.isawaitable(value) else value
+
+
+def _invoke_sync(impl: HookImpl, arguments: Mapping[str, Any]) -> Any:
+    value = _call(impl, arguments)
+    if inspect.isawaitable(value):
+        if inspect.iscoroutine(value):
+            value.close()
+        raise TypeError(f"Hook {_hook_of(impl)!r} of plugin {impl.plugin_name!r} must be synchronous")
+    return value
+
+
+async def _emit(on_event: EventSink | None, event: StreamEvent) -> None:
+    if on_event is not None:
+        delivered = on_event(event)
+        if inspect.isawaitable(delivered):
+            await delivered
+
+
+async def _aiter(stream: Any) -> AsyncIterator[Any]:
+    if hasattr(stream, "__aiter__"):
+        async for event in stream:
+            yield event
+    elif isinstance(stream, Iterable):
+        for event in stream:
+            yield event
+    else:
+        raise TypeError(f"run_model_stream returned {type(stream).__name__}, not an iterator of stream events")
+
+
+def _as_event(raw: Any) -> StreamEvent:
+    if isinstance(raw, StreamEvent):
+        return raw
+    kind = field_of(raw, "kind") or field_of(raw, "type")
+    data = field_of(raw, "data")
+    if not isinstance(kind, str):
+        raise TypeError(f"Stream event {raw!r} has no kind")
+    return StreamEvent(kind, data if isinstance(data, Mapping) else {})
