@@ -1,0 +1,30 @@
+"""Fixtures shared by the test suite.
+
+- ``openai_server``: a running :class:`bub_nb.testing.OpenAICompatibleServer`; script it with
+  ``reply``, ``reply_tool_calls``, ``fail``, ``fail_context_length``, ``delay`` and ``drop_after``,
+  point the real openai client at ``openai_server.base_url``, read ``openai_server.requests``.
+- ``model_environment`` (automatic): every test starts without ``BUB_MODEL``, API keys or base
+  URLs from the developer's shell, so no test reaches a real endpoint or depends on local settings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from bub_nb.testing import OpenAICompatibleServer
+
+MODEL_VARIABLES = ("BUB_MODEL", "BUB_API_KEY", "OPENAI_API_KEY", "BUB_API_BASE", "OPENAI_BASE_URL")
+
+
+@pytest.fixture(autouse=True)
+def model_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in MODEL_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def openai_server() -> Iterator[OpenAICompatibleServer]:
+    with OpenAICompatibleServer() as server:
+        yield server
