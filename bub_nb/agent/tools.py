@@ -1,0 +1,341 @@
+"""Tools the model may call: plain Python functions with a JSON schema, kept in a registry."""
+
+from __future__ import annotations
+
+import enum
+import fnmatch
+import inspect
+import json
+import re
+import types
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Union, get_args, get_origin, get_type_hints, overload
+
+from bub_nb.errors import ToolError
+
+if TYPE_CHECKING:
+    from bub_nb.tape import Tape
+
+_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+
+
+class ToolCallError(ToolError):
+    """A tool call that could not run or that failed; :meth:`as_result` is what the model is sent.
+
+    ``kind`` is ``not_found`` (unknown tool), ``invalid_input`` (arguments that are not JSON or do
+    not fit the schema) or ``tool`` (the tool itself raised; the exception is the ``__cause__``).
+    """
+
+    def __init__(self, tool: str, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.tool, self.kind, self.message = tool, kind, message
+
+    def as_result(self) -> dict[str, Any]:
+        return {"kind": self.kind, "message": self.message}
+
+
+@dataclass(frozen=True, slots=True)
+class ToolContext:
+    """What a tool may need besides its arguments; handed to a parameter annotated ``ToolContext``."""
+
+    tape: Tape | None = None
+    state: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Tool:
+    """One callable tool. ``name`` may contain dots (``tape.handoff``); models see them as underscores."""
+
+    name: str
+    description: str
+    parameters: Mapping[str, Any]
+    handler: Callable[..., Any]
+    context_parameter: str | None = None
+
+    def __post_init__(self) -> None:
+        if not _NAME.match(self.name):
+            raise ToolError(f"Tool name {self.name!r} must be 1-64 letters, digits, '_', '-' or '.'")
+
+    @property
+    def model_name(self) -> str:
+        """The name models call it by: OpenAI function names cannot contain dots."""
+        return self.name.replace(".", "_")
+
+    def schema(self) -> dict[str, Any]:
+        """The OpenAI tool schema."""
+        function = {"name": self.model_name, "description": self.description, "parameters": dict(self.parameters)}
+        return {"type": "function", "function": function}
+
+    def validate(self, arguments: str | Mapping[str, Any] | None) -> dict[str, Any]:
+        """Arguments as a dict that fits the schema, else :class:`ToolCallError` saying what is wrong."""
+        if arguments is None or (isinstance(arguments, str) and not arguments.strip()):
+            arguments = {}
+        if isinstance(arguments, str):
+            try:
+                arguments = json.loads(arguments)
+            except ValueError as exc:
+                message = f"Tool {self.name!r} got arguments that are not JSON: {arguments!r} ({exc})"
+                raise ToolCallError(self.name, "invalid_input", message) from exc
+        if not isinstance(arguments, Mapping):
+            message = f"Tool {self.name!r} needs a JSON object of arguments, got {arguments!r}"
+            raise ToolCallError(self.name, "invalid_input", message)
+        problem = _schema_problem(self.parameters, arguments)
+        if problem is not None:
+            where = "/".join(str(part) for part in problem.absolute_path) or "arguments"
+            message = f"Tool {self.name!r} got invalid {where}: {problem.message}"
+            raise ToolCallError(self.name, "invalid_input", message)
+        return dict(arguments)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Call the function itself, so a decorated function still works as one."""
+        return self.handler(*args, **kwargs)
+
+    async def run(self, arguments: str | Mapping[str, Any] | None = None, context: ToolContext | None = None) -> Any:
+        """Validate the arguments, run the tool (awaiting a coroutine) and return its result."""
+        values = self.validate(arguments)
+        if self.context_parameter:
+            values[self.context_parameter] = context if context is not None else ToolContext()
+        try:
+            result = self.handler(**values)
+            return await result if inspect.isawaitable(result) else result
+        except ToolError as exc:
+            raise ToolCallError(self.name, "tool", f"Tool {self.name!r} failed: {exc}") from exc
+        except Exception as exc:
+            message = f"Tool {self.name!r} failed: {type(exc).__name__}: {exc}"
+            raise ToolCallError(self.name, "tool", message) from exc
+
+
+def _schema_problem(schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> Any:
+    # Imported on first use: importing jsonschema costs over a second where rfc3987-syntax is installed.
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(schema)
+    return jsonschema.exceptions.best_match(validator.iter_errors(arguments))
+
+
+class ToolRegistry:
+    """Tools by name. A name registered again replaces the earlier tool (re-running a cell is normal)."""
+
+    def __init__(self, tools: Iterable[Tool | Callable[..., Any]] = ()) -> None:
+        self._tools: dict[str, Tool] = {}
+        for item in tools:
+            self.register(item)
+
+    def register(self, item: Tool | Callable[..., Any]) -> Tool:
+        """Add a :class:`Tool`, or a plain function made into one with :func:`tool`."""
+        made = item if isinstance(item, Tool) else tool(item)
+        self._tools[made.model_name] = made
+        return made
+
+    def get(self, name: str) -> Tool:
+        """The tool called ``name``, dotted (``tape.info``) or as models spell it (``tape_info``)."""
+        found = self._tools.get(name.replace(".", "_"))
+        if found is None:
+            message = f"Unknown tool {name!r}; known tools: {', '.join(self.names) or '(none)'}"
+            raise ToolCallError(name, "not_found", message)
+        return found
+
+    @property
+    def names(self) -> list[str]:
+        return [item.name for item in self._tools.values()]
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and name.replace(".", "_") in self._tools
+
+    def __iter__(self) -> Iterator[Tool]:
+        return iter(list(self._tools.values()))
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def schemas(self) -> list[dict[str, Any]]:
+        """OpenAI tool schemas, names underscored."""
+        return [item.schema() for item in self._tools.values()]
+
+    def select(self, names: Iterable[str]) -> ToolRegistry:
+        """A registry with only these tools; a name may be a glob such as ``memory.*``."""
+        chosen: dict[str, Tool] = {}
+        for pattern in names:
+            matches = [item for item in self._tools.values() if _matches(item, pattern)]
+            if not matches:
+                self.get(pattern)  # raises, naming the known tools
+            chosen.update((item.model_name, item) for item in matches)
+        return ToolRegistry(chosen.values())
+
+    async def call(
+        self, name: str, arguments: str | Mapping[str, Any] | None = None, context: ToolContext | None = None
+    ) -> Any:
+        """Run a tool by name; every failure is a :class:`ToolCallError` the loop can send back."""
+        return await self.get(name).run(arguments, context)
+
+    def call_sync(
+        self, name: str, arguments: str | Mapping[str, Any] | None = None, context: ToolContext | None = None
+    ) -> Any:
+        """:meth:`call` from synchronous code, also inside a running event loop."""
+        from bub_nb.agent.pipeline import run_sync
+
+        return run_sync(self.call(name, arguments, context))
+
+
+def _matches(item: Tool, pattern: str) -> bool:
+    return fnmatch.fnmatchcase(item.name, pattern) or fnmatch.fnmatchcase(item.model_name, pattern)
+
+
+# -- making tools from functions ---------------------------------------------------------------
+
+
+@overload
+def tool(function: Callable[..., Any], /) -> Tool: ...
+@overload
+def tool(*, name: str | None = None, description: str | None = None) -> Callable[[Callable[..., Any]], Tool]: ...
+def tool(
+    function: Callable[..., Any] | None = None, /, *, name: str | None = None, description: str | None = None
+) -> Tool | Callable[[Callable[..., Any]], Tool]:
+    """Make a :class:`Tool` of a function, bare (``@tool``) or configured (``@tool(name="math.add")``).
+
+    The schema comes from the type hints: ``str``, ``int``, ``float``, ``bool``, ``list[...]``,
+    ``dict[str, ...]``, ``Literal[...]``, enums, ``X | None``; a parameter without a default is
+    required. The description and each parameter's description come from the docstring's summary
+    and its Google (``Args:``) or NumPy (``Parameters``) section. A parameter annotated
+    :class:`ToolContext` receives the call's context and is hidden from the schema.
+    """
+
+    def make(target: Callable[..., Any]) -> Tool:
+        summary, documented = parse_docstring(inspect.getdoc(target) or "")
+        parameters, context_parameter = parameters_schema(target, documented)
+        label = name or str(getattr(target, "__name__", ""))
+        text = description or summary or label
+        return Tool(label, text, parameters, target, context_parameter)
+
+    return make if function is None else make(function)
+
+
+def parameters_schema(
+    function: Callable[..., Any], documented: Mapping[str, str] | None = None
+) -> tuple[dict[str, Any], str | None]:
+    """The JSON schema of a function's parameters, and the name of its context parameter if any."""
+    documented = documented or {}
+    signature = inspect.signature(function)
+    try:
+        hints = get_type_hints(function, include_extras=True)
+    except Exception:  # a hint naming something the function's module cannot resolve
+        hints = {}
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    context_parameter = None
+    open_ended = False
+    for parameter in signature.parameters.values():
+        hint = hints.get(parameter.name, parameter.annotation)
+        if parameter.kind is parameter.VAR_KEYWORD:
+            open_ended = True
+            continue
+        if parameter.kind is parameter.VAR_POSITIONAL:
+            continue
+        if hint is ToolContext or (isinstance(hint, str) and hint.rsplit(".", 1)[-1] == "ToolContext"):
+            context_parameter = parameter.name
+            continue
+        schema = type_schema(hint)
+        if parameter.name in documented:
+            schema = {**schema, "description": documented[parameter.name]}
+        if parameter.default is parameter.empty:
+            required.append(parameter.name)
+        elif _is_json(parameter.default):
+            schema["default"] = parameter.default
+        properties[parameter.name] = schema
+    schema = {"type": "object", "properties": properties, "required": required}
+    if not open_ended:
+        schema["additionalProperties"] = False
+    return schema, context_parameter
+
+
+_SCALARS: dict[Any, str] = {str: "string", bool: "boolean", int: "integer", float: "number", type(None): "null"}
+
+
+def type_schema(hint: Any) -> dict[str, Any]:
+    """The JSON schema of one type hint; ``{}`` (anything) for hints it cannot express."""
+    origin, args = get_origin(hint), get_args(hint)
+    if origin is Annotated:
+        schema = type_schema(args[0])
+        notes = [note for note in args[1:] if isinstance(note, str)]
+        return {**schema, "description": notes[0]} if notes else schema
+    if origin in (Union, types.UnionType):
+        options = [type_schema(arg) for arg in args if arg is not type(None)]
+        nullable = len(options) < len(args)
+        if len(options) == 1 and isinstance(options[0].get("type"), str) and nullable:
+            return {**options[0], "type": [options[0]["type"], "null"]}
+        return {"anyOf": options + ([{"type": "null"}] if nullable else [])}
+    if origin is Literal:
+        kinds = {_SCALARS.get(type(arg)) for arg in args}
+        return (
+            {"type": kinds.pop(), "enum": list(args)} if len(kinds) == 1 and None not in kinds else {"enum": list(args)}
+        )
+    if hint in _SCALARS:
+        return {"type": _SCALARS[hint]}
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        return {"enum": [member.value for member in hint]}
+    container = origin or hint
+    if container in (list, tuple, set, frozenset) or _is_abc(container, "Sequence", "Set", "Iterable"):
+        item = args[0] if args and args[0] is not Ellipsis else None
+        return {"type": "array", "items": type_schema(item)} if item is not None else {"type": "array"}
+    if container is dict or _is_abc(container, "Mapping"):
+        return (
+            {"type": "object", "additionalProperties": type_schema(args[1])} if len(args) == 2 else {"type": "object"}
+        )
+    return {}
+
+
+def _is_abc(container: Any, *names: str) -> bool:
+    return getattr(container, "__module__", "") == "collections.abc" and getattr(container, "__name__", "") in names
+
+
+def _is_json(value: Any) -> bool:
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+_PARAMETER_SECTIONS = {"args", "arguments", "parameters", "params", "keyword args", "keyword arguments"}
+_ENTRY = re.compile(r"^\**(?P<name>\w+)\s*(?:\((?P<kind>[^)]*)\))?\s*(?::\s*(?P<rest>.*))?$")
+
+
+def parse_docstring(docstring: str) -> tuple[str, dict[str, str]]:
+    """A docstring's summary and its parameter descriptions (Google ``Args:`` or NumPy ``Parameters``)."""
+    lines = inspect.cleandoc(docstring).splitlines()
+    sections: list[tuple[str, bool, list[str]]] = []  # (header, numpy style, body)
+    summary: list[str] = []
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        underline = index + 1 < len(lines) and re.fullmatch(r"\s*-{3,}\s*", lines[index + 1]) is not None
+        if line and not line[0].isspace() and (underline or re.fullmatch(r"[A-Z][\w ]*:\s*", line)):
+            sections.append((line.strip().rstrip(":").lower(), underline, []))
+            index += 2 if underline else 1
+            continue
+        (sections[-1][2] if sections else summary).append(line)
+        index += 1
+    documented: dict[str, str] = {}
+    for header, numpy, body in sections:
+        if header in _PARAMETER_SECTIONS:
+            documented.update(_parameter_descriptions(body, numpy))
+    return "\n".join(summary).strip(), documented
+
+
+def _parameter_descriptions(body: list[str], numpy: bool) -> dict[str, str]:
+    indents = [len(line) - len(line.lstrip()) for line in body if line.strip()]
+    base = min(indents, default=0)
+    found: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in body:
+        if not line.strip():
+            continue
+        entry = _ENTRY.match(line.strip()) if len(line) - len(line.lstrip()) == base else None
+        if entry:
+            current = found.setdefault(entry["name"], [])
+            if not numpy and entry["rest"]:
+                current.append(entry["rest"].strip())
+        elif current is not None:
+            current.append(line.strip())
+    return {name: " ".join(words) for name, words in found.items() if words}

@@ -1,0 +1,260 @@
+"""User functions become tools with schemas from their hints and docstrings; calls are validated."""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+from typing import Annotated, Any, Literal
+
+import jsonschema
+import pytest
+
+from bub_nb.agent.tools import Tool, ToolCallError, ToolContext, ToolRegistry, parse_docstring, tool
+from bub_nb.errors import ToolError
+from bub_nb.tape import open_tape
+
+
+@tool
+def convert(amount: float, currency: Literal["EUR", "USD"] = "EUR", round_to: int | None = None) -> str:
+    """Convert an amount of money.
+
+    Longer explanation that models do not need to see twice.
+
+    Args:
+        amount: How much money, in the
+            source currency.
+        currency (str): Target currency.
+        round_to: Decimal places to keep.
+
+    Returns:
+        The converted amount as text.
+    """
+    value = amount * (1.1 if currency == "USD" else 1.0)
+    return f"{round(value, round_to) if round_to is not None else value} {currency}"
+
+
+class Color(enum.Enum):
+    RED = "red"
+    BLUE = "blue"
+
+
+def run(registry: ToolRegistry, name: str, arguments: Any, context: ToolContext | None = None) -> Any:
+    return asyncio.run(registry.call(name, arguments, context))
+
+
+# -- schemas -----------------------------------------------------------------------------------
+
+
+def test_a_bare_decorator_takes_name_summary_and_parameter_docs_from_the_function() -> None:
+    assert convert.name == "convert"
+    assert convert.description.startswith("Convert an amount of money.")
+    assert "Returns" not in convert.description
+    properties = convert.parameters["properties"]
+    assert properties["amount"] == {"type": "number", "description": "How much money, in the source currency."}
+    assert properties["currency"] == {
+        "type": "string",
+        "enum": ["EUR", "USD"],
+        "description": "Target currency.",
+        "default": "EUR",
+    }
+    assert properties["round_to"]["type"] == ["integer", "null"]
+    assert convert.parameters["required"] == ["amount"]
+
+
+def test_a_decorated_function_still_works_as_a_function() -> None:
+    assert convert(10, "EUR") == "10.0 EUR"
+
+
+def test_the_decorator_takes_a_dotted_name_and_a_description() -> None:
+    @tool(name="math.add", description="Add two integers.")
+    def add(a: int, b: int) -> int:
+        return a + b
+
+    assert (add.name, add.model_name, add.description) == ("math.add", "math_add", "Add two integers.")
+    assert add.schema()["function"]["name"] == "math_add"
+
+
+def test_containers_enums_and_annotations_become_json_schema() -> None:
+    @tool
+    def plot(
+        columns: list[str],
+        limits: dict[str, float],
+        color: Color,
+        title: Annotated[str, "Shown above the chart"],
+        flags: tuple[bool, ...] = (),
+        extra: Any = None,
+    ) -> None:
+        """Plot columns."""
+
+    properties = plot.parameters["properties"]
+    assert properties["columns"] == {"type": "array", "items": {"type": "string"}}
+    assert properties["limits"] == {"type": "object", "additionalProperties": {"type": "number"}}
+    assert properties["color"] == {"enum": ["red", "blue"]}
+    assert properties["title"] == {"type": "string", "description": "Shown above the chart"}
+    assert properties["flags"]["items"] == {"type": "boolean"}
+    assert properties["extra"] == {"default": None}
+    jsonschema.Draft202012Validator.check_schema(plot.parameters)
+
+
+def test_numpy_style_docstrings_document_parameters() -> None:
+    summary, documented = parse_docstring(
+        """Search the tape.
+
+        Parameters
+        ----------
+        query : str
+            Text to look for,
+            case-insensitive.
+        limit : int, optional
+            How many entries at most.
+
+        Returns
+        -------
+        list
+        """
+    )
+    assert summary == "Search the tape."
+    assert documented == {"query": "Text to look for, case-insensitive.", "limit": "How many entries at most."}
+
+
+def test_a_function_without_docstring_is_described_by_its_name() -> None:
+    def shout(text: str) -> str:
+        return text.upper()
+
+    assert tool(shout).description == "shout"
+
+
+def test_tool_names_that_models_cannot_call_are_refused() -> None:
+    with pytest.raises(ToolError, match="'my tool'"):
+        tool(name="my tool")(convert.handler)
+
+
+def test_schemas_use_underscored_names_as_openai_requires() -> None:
+    registry = ToolRegistry([tool(name="tape.handoff")(convert.handler), convert])
+    assert [schema["function"]["name"] for schema in registry.schemas()] == ["tape_handoff", "convert"]
+    assert all(schema["type"] == "function" for schema in registry.schemas())
+
+
+# -- the registry ------------------------------------------------------------------------------
+
+
+def test_tools_are_found_by_dotted_or_underscored_name() -> None:
+    registry = ToolRegistry([tool(name="tape.info")(lambda: "info")])
+    assert registry.get("tape.info") is registry.get("tape_info")
+    assert "tape_info" in registry
+    assert "tape.info" in registry
+
+
+def test_an_unknown_tool_names_itself_and_the_known_ones() -> None:
+    registry = ToolRegistry([convert, tool(name="tape.info")(lambda: "info")])
+    with pytest.raises(ToolCallError, match=r"Unknown tool 'plot'; known tools: convert, tape.info") as raised:
+        run(registry, "plot", {})
+    assert raised.value.as_result()["kind"] == "not_found"
+
+
+def test_registering_a_name_again_replaces_the_tool() -> None:
+    registry = ToolRegistry()
+    registry.register(tool(name="answer")(lambda: 1))
+    registry.register(tool(name="answer")(lambda: 2))
+    assert len(registry) == 1
+    assert run(registry, "answer", None) == 2
+
+
+def test_select_keeps_named_and_globbed_tools() -> None:
+    registry = ToolRegistry(
+        [tool(name=name)(lambda name=name: name) for name in ("tape.info", "tape.search", "memory.save")] + [convert]
+    )
+    assert registry.select(["tape.*", "convert"]).names == ["tape.info", "tape.search", "convert"]
+    assert registry.select(["memory_save"]).names == ["memory.save"]
+    with pytest.raises(ToolCallError, match=r"'shell\.run'"):
+        registry.select(["shell.run"])
+
+
+# -- calls -------------------------------------------------------------------------------------
+
+
+def test_json_arguments_are_parsed_validated_and_passed() -> None:
+    registry = ToolRegistry([convert])
+    assert run(registry, "convert", '{"amount": 2, "currency": "USD", "round_to": 1}') == "2.2 USD"
+    assert run(registry, "convert", {"amount": 3}) == "3.0 EUR"
+
+
+def test_malformed_json_is_an_input_error_naming_the_tool() -> None:
+    with pytest.raises(ToolCallError, match=r"Tool 'convert' got arguments that are not JSON: '\{amount: 2'") as raised:
+        run(ToolRegistry([convert]), "convert", "{amount: 2")
+    assert raised.value.kind == "invalid_input"
+
+
+@pytest.mark.parametrize(
+    ("arguments", "problem"),
+    [
+        ({}, "'amount' is a required property"),
+        ({"amount": "ten"}, r"invalid amount: 'ten' is not of type 'number'"),
+        ({"amount": 1, "currency": "GBP"}, r"invalid currency: 'GBP' is not one of \['EUR', 'USD'\]"),
+        ({"amount": 1, "rate": 2}, r"'rate' was unexpected"),
+        ([1, 2], "needs a JSON object of arguments"),
+    ],
+)
+def test_arguments_that_do_not_fit_the_schema_say_what_is_wrong(arguments: Any, problem: str) -> None:
+    with pytest.raises(ToolCallError, match=f"Tool 'convert' .*{problem}") as raised:
+        run(ToolRegistry([convert]), "convert", arguments)
+    assert raised.value.as_result() == {"kind": "invalid_input", "message": str(raised.value)}
+
+
+def test_a_failing_tool_becomes_an_error_result_for_the_model() -> None:
+    @tool
+    def divide(a: int, b: int) -> float:
+        return a / b
+
+    with pytest.raises(ToolCallError) as raised:
+        run(ToolRegistry([divide]), "divide", {"a": 1, "b": 0})
+    assert raised.value.as_result() == {
+        "kind": "tool",
+        "message": "Tool 'divide' failed: ZeroDivisionError: division by zero",
+    }
+    assert isinstance(raised.value.__cause__, ZeroDivisionError)
+
+
+def test_async_tools_are_awaited() -> None:
+    @tool
+    async def fetch(key: str) -> str:
+        await asyncio.sleep(0)
+        return f"value of {key}"
+
+    assert run(ToolRegistry([fetch]), "fetch", {"key": "k"}) == "value of k"
+
+
+def test_the_context_parameter_is_injected_and_hidden_from_the_schema(tmp_path: Any) -> None:
+    @tool
+    def last_anchor(context: ToolContext, phase: bool = True) -> str:
+        """Name the last anchor."""
+        assert context.tape is not None
+        anchor = context.tape.last_anchor(phase=phase)
+        return anchor.name if anchor else "(none)"
+
+    assert list(last_anchor.parameters["properties"]) == ["phase"]
+    tape = open_tape("tools", home=tmp_path)
+    tape.ensure_bootstrap_anchor()
+    assert run(ToolRegistry([last_anchor]), "last_anchor", {}, ToolContext(tape=tape)) == "session/start"
+
+
+def test_call_sync_works_inside_a_running_event_loop() -> None:
+    registry = ToolRegistry([convert])
+
+    async def kernel() -> Any:
+        return registry.call_sync("convert", {"amount": 1})
+
+    assert asyncio.run(kernel()) == "1.0 EUR"
+    assert registry.call_sync("convert", '{"amount": 5}') == "5.0 EUR"
+
+
+def test_a_tool_built_by_hand_is_validated_against_its_own_schema() -> None:
+    echo = Tool(
+        "text.echo",
+        "Echo text.",
+        {"type": "object", "properties": {"text": {"type": "string", "maxLength": 3}}, "required": ["text"]},
+        lambda text: text,
+    )
+    assert run(ToolRegistry([echo]), "text_echo", {"text": "abc"}) == "abc"
+    with pytest.raises(ToolCallError, match="'abcd' is too long"):
+        run(ToolRegistry([echo]), "text_echo", {"text": "abcd"})
