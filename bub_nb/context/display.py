@@ -47,9 +47,7 @@ def summary_line(view: View) -> str:
         f"~{view.total_tokens} tokens ({view.tokenizer})",
     ]
     if view.usage is not None:
-        parts.append(
-            f"last run reported prompt {view.usage.prompt_tokens}, completion {view.usage.completion_tokens}"
-        )
+        parts.append(f"last run reported prompt {view.usage.prompt_tokens}, completion {view.usage.completion_tokens}")
     if view.dropped:
         parts.append(f"left out to stay valid: {', '.join(f'#{i}' for i in view.dropped)}")
     return " · ".join(parts)
@@ -71,12 +69,16 @@ def view_text(view: View) -> str:
 
 def view_markdown(view: View) -> str:
     lines = [f"**{_md(summary_line(view))}**", "", "| entry | role | tokens | content |", "|---:|---|---:|---|"]
-    lines.extend(f"| {entry} | {role} | {tokens} | {_md(preview)} |" for entry, role, tokens, preview in _rows(view))
+    for entry, role, tokens, preview in _rows(view):
+        lines.append(f"| {entry} | {role} | {tokens} | {_md(preview)} |")
     return "\n".join(lines)
 
 
+_MARKDOWN_ESCAPES = str.maketrans({"\\": "\\\\", "|": "\\|", "*": "\\*", "_": "\\_", "<": "&lt;"})
+
+
 def _md(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("|", "\\|").replace("*", "\\*").replace("_", "\\_").replace("<", "&lt;")
+    return text.translate(_MARKDOWN_ESCAPES)
 
 
 def view_html(view: View) -> str:

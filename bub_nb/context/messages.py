@@ -42,6 +42,11 @@ def render_entries(entries: Iterable[TapeEntry]) -> Rendering:
     return _keep_valid(pairs)
 
 
+def entries_to_messages(entries: Iterable[TapeEntry]) -> list[Message]:
+    """Just the messages of :func:`render_entries`, as a list ready to send."""
+    return list(render_entries(entries).messages)
+
+
 def entry_message_count(entry: TapeEntry) -> int:
     """How many messages an entry can yield at most; the window reads back until it has enough."""
     if is_hidden(entry):

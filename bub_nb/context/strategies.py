@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, ClassVar, Protocol, runtime_checkable
 from bub_nb.context.messages import entry_message_count, render_entries
 from bub_nb.errors import ContextError
 from bub_nb.tape.entries import TapeEntry
+from bub_nb.tape.selectors import LAST_ANCHOR
 
 if TYPE_CHECKING:
     from bub_nb.tape import AnchorSummary, Tape
@@ -50,9 +51,6 @@ class LastAnchor:
         if anchor is None:
             return Selection(tuple(tape.read()))
         return Selection(tuple(tape.read(anchor.id)), anchor)
-
-    def __repr__(self) -> str:
-        return "LAST_ANCHOR"
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,8 +118,8 @@ def _read_back(reverse: Iterator[TapeEntry], size: int) -> list[TapeEntry]:
     return newest_first
 
 
-LAST_ANCHOR = LastAnchor()
 FULL = FullTape()
+_LAST = LastAnchor()
 
 
 def window(size: int) -> Window:
@@ -129,11 +127,17 @@ def window(size: int) -> Window:
     return Window(size)
 
 
-Mode = ContextStrategy | str | None
+Mode = ContextStrategy | str | object | None
 
 
 def as_strategy(mode: Mode) -> ContextStrategy:
-    """Turn a view mode into a strategy: a strategy stays, a name is an anchor, ``None`` is the full tape."""
+    """Turn a view mode into a strategy.
+
+    ``LAST_ANCHOR`` (the tape layer's sentinel, re-exported here) is :class:`LastAnchor`, a name
+    is an anchor, ``None`` is the full tape, and a strategy stays as it is.
+    """
+    if mode is LAST_ANCHOR:
+        return _LAST
     if mode is None:
         return FULL
     if isinstance(mode, str):
@@ -162,7 +166,7 @@ def parse_mode(text: str) -> ContextStrategy:
     if not spelled:
         raise ContextError(f"Context mode {text!r} is empty; use last, full, window:N or an anchor name")
     if word in _LAST_WORDS:
-        return LAST_ANCHOR
+        return _LAST
     if word in _FULL_WORDS:
         return FULL
     if word.startswith("window:") or word == "window":

@@ -8,9 +8,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from bub_nb.context.messages import Message, render_entries
-from bub_nb.context.strategies import LAST_ANCHOR, Mode, Selection, as_strategy
+from bub_nb.context.strategies import Mode, Selection, as_strategy
 from bub_nb.context.tokens import REPLY_PRIMING, count_message_tokens, tokenizer_name
 from bub_nb.tape.entries import TapeEntry
+from bub_nb.tape.selectors import LAST_ANCHOR
 
 if TYPE_CHECKING:
     from bub_nb.tape import AnchorSummary, Tape
