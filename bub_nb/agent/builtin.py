@@ -1,0 +1,143 @@
+"""The builtin plugin: the defaults behind every stage of a turn, and the shared pipeline."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import AsyncIterator
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from bub_nb.agent.hookspecs import StreamEvent, field_of, hookimpl
+from bub_nb.agent.pipeline import TurnPipeline
+
+if TYPE_CHECKING:
+    from bub_nb.agent.loop import Agent
+    from bub_nb.tape import Tape, TapeStore
+
+logger = logging.getLogger("bub_nb")
+
+DEFAULT_INSTRUCTIONS = """\
+You are Bub, an assistant working inside a Jupyter notebook. Everything said in this session is \
+kept on an append-only tape; what you see is a view rebuilt from that tape on every step.
+
+<context_contract>
+- Your view starts at the last anchor. Its state (summary, next steps) is what you inherit.
+- When a phase of work is done, or the history grows long, call tape_handoff with a short summary \
+and next steps: later steps then start from that anchor, and nothing is deleted.
+- Use tape_search and tape_anchors to look back at earlier phases when you need them.
+- When the user states a lasting preference or fact, save it with memory_save; log notable work \
+with memory_daily.
+</context_contract>"""
+
+
+class BuiltinPlugin:
+    """Defaults for every hook: a tape per session, the agent loop, and the system prompt."""
+
+    @hookimpl
+    def resolve_session(self, message: Any) -> str | None:
+        session_id = field_of(message, "session_id")
+        return str(session_id) if session_id else None
+
+    @hookimpl
+    def load_state(self, message: Any, session_id: str) -> dict[str, Any]:
+        meta = field_of(message, "meta") or {}
+        state: dict[str, Any] = {"session_id": session_id}
+        for key in ("tape", "agent", "instructions"):
+            if meta.get(key) is not None:
+                state[key] = meta[key]
+        return state
+
+    @hookimpl
+    def run_model(self, prompt: Any, session_id: str, state: dict[str, Any]) -> Any:
+        agent = _agent_for(session_id, state)
+
+        async def answer() -> str:
+            turn = await agent.arun(_prompt_text(prompt))
+            state["turn"] = turn
+            return turn.text
+
+        return answer()
+
+    @hookimpl
+    def run_model_stream(self, prompt: Any, session_id: str, state: dict[str, Any]) -> AsyncIterator[StreamEvent]:
+        agent = _agent_for(session_id, state)
+
+        async def events() -> AsyncIterator[StreamEvent]:
+            try:
+                async for delta in agent.astream(_prompt_text(prompt)):
+                    yield StreamEvent.text(delta)
+            finally:
+                state["turn"] = agent.last_turn
+
+        return events()
+
+    @hookimpl
+    def system_prompt(self, prompt: Any, state: dict[str, Any]) -> str:
+        parts = [DEFAULT_INSTRUCTIONS]
+        tape: Tape | None = state.get("tape")
+        if tape is not None:
+            anchor = tape.last_anchor()
+            parts.append(
+                "<runtime>\n"
+                f"now: {datetime.now().astimezone().isoformat(timespec='seconds')}\n"
+                f"tape: {tape.name}\n"
+                f"current phase: {anchor.name if anchor else '(none)'}\n"
+                "</runtime>"
+            )
+        if state.get("instructions"):
+            parts.append(str(state["instructions"]))
+        if tape is not None:
+            parts.append(tape.memory.get_context())
+        return "\n\n".join(parts)
+
+    @hookimpl
+    def provide_tape_store(self) -> TapeStore:
+        from bub_nb.tape import tapes_home
+        from bub_nb.tape.open import file_store
+
+        return file_store(tapes_home())
+
+    @hookimpl
+    def on_error(self, stage: str, error: Exception, message: Any) -> None:
+        logger.warning("bub_nb %s failed: %s", stage, error)
+
+
+def _prompt_text(prompt: Any) -> str:
+    if isinstance(prompt, str):
+        return prompt
+    return "\n".join(str(part.get("text", "")) for part in prompt if isinstance(part, dict))
+
+
+def _agent_for(session_id: str, state: dict[str, Any]) -> Agent:
+    """The turn's agent: given by the caller, else one for the session's tape in the provided store."""
+    agent = state.get("agent")
+    if agent is not None:
+        return agent  # type: ignore[no-any-return]
+    from bub_nb.agent.loop import Agent
+    from bub_nb.tape import Tape, session_tape_name
+
+    tape = state.get("tape")
+    if tape is None:
+        store = default_pipeline().tape_store()
+        tape = Tape(session_tape_name(".", session_id), store)
+    state["agent"] = agent = Agent(tape, instructions=state.get("instructions"))
+    return agent
+
+
+_pipeline: TurnPipeline | None = None
+_pipeline_lock = threading.Lock()
+
+
+def default_pipeline() -> TurnPipeline:
+    """The process-wide pipeline: the builtin plugin, then entry-point plugins, then registered ones."""
+    global _pipeline
+    with _pipeline_lock:
+        if _pipeline is None:
+            _pipeline = TurnPipeline(BuiltinPlugin())
+        return _pipeline
+
+
+def register_plugin(plugin: object, name: str | None = None) -> str:
+    """Add a plugin to the shared pipeline; it runs before every plugin registered earlier."""
+    return default_pipeline().register_plugin(plugin, name)
