@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import html
 import json
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from bub_nb.context.messages import Message
 
@@ -29,8 +29,9 @@ def message_preview(message: Message, width: int = PREVIEW_CHARS) -> str:
     return line if len(line) <= width else line[: width - 1] + "…"
 
 
-def _call_text(call: dict) -> str:
-    function = call.get("function") if isinstance(call.get("function"), dict) else {}
+def _call_text(call: dict[str, Any]) -> str:
+    found = call.get("function")
+    function: dict[str, Any] = found if isinstance(found, dict) else {}
     arguments = function.get("arguments", "")
     if not isinstance(arguments, str):
         arguments = json.dumps(arguments, ensure_ascii=False)

@@ -1,0 +1,179 @@
+"""The memory zone: versioned ``memory/open`` … ``memory/seal`` regions appended to a tape."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date
+from typing import TYPE_CHECKING, Any, Final
+
+from bub_nb.memory.snapshot import MemorySnapshot, as_date, parse_zone, zone_entries
+from bub_nb.tape.entries import TapeEntry, utc_now
+
+if TYPE_CHECKING:
+    from bub_nb.tape import AnchorSummary, Tape
+
+OPEN_ANCHOR: Final = "memory/open"
+SEAL_ANCHOR: Final = "memory/seal"
+DEFAULT_RETENTION_DAYS: Final = 30
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryVersion:
+    """One sealed zone on the tape, as a history row: which entries hold it and what it held."""
+
+    version: int
+    open_id: int
+    seal_id: int
+    entry_ids: tuple[int, ...]
+    date: str
+    long_term_chars: int
+    daily_count: int
+    current: bool
+
+
+@dataclass(frozen=True, slots=True)
+class _Zone:
+    version: int
+    open: AnchorSummary
+    seal: AnchorSummary
+
+
+class MemoryZone:
+    """Memory kept on the tape itself (seed 003).
+
+    Every change appends a new zone with the next version; nothing is rewritten. Reading takes
+    the highest version whose ``memory/seal`` has a matching ``memory/open`` before it, so a
+    zone cut short by a crash (an open without its seal) or a stray seal is simply ignored.
+    Zones are found through the tape's anchor index, and only the current one is read.
+    """
+
+    def __init__(self, tape: Tape, *, retention_days: int = DEFAULT_RETENTION_DAYS) -> None:
+        self._tape = tape
+        self.retention_days = retention_days
+
+    @property
+    def tape(self) -> Tape:
+        return self._tape
+
+    def __repr__(self) -> str:
+        return f"MemoryZone(tape={self._tape.name!r}, retention_days={self.retention_days})"
+
+    # -- reading ---------------------------------------------------------------------------------
+
+    def read(self) -> MemorySnapshot:
+        """The current memory; an empty snapshot with version 0 when the tape has no zone."""
+        zone = self._current()
+        if zone is None:
+            return MemorySnapshot()
+        return parse_zone(self._tape.read(zone.open.id + 1, zone.seal.id), zone.version)
+
+    def get_context(self, today: date | str | None = None) -> str:
+        """The ``<memory>`` block for the system prompt (``today`` defaults to the UTC date)."""
+        return self.read().get_context(today)
+
+    def history(self) -> tuple[MemoryVersion, ...]:
+        """Every sealed zone, oldest first, the current one marked."""
+        zones = self._zones()
+        current = _newest(zones)
+        rows = []
+        for zone in zones:
+            inside = [
+                entry
+                for entry in self._tape.read(zone.open.id + 1, zone.seal.id)
+                if entry.kind == "event" and (entry.name or "").startswith("memory.")
+            ]
+            snapshot = parse_zone(inside, zone.version)
+            rows.append(
+                MemoryVersion(
+                    version=zone.version,
+                    open_id=zone.open.id,
+                    seal_id=zone.seal.id,
+                    entry_ids=(zone.open.id, *(entry.id for entry in inside), zone.seal.id),
+                    date=zone.seal.date,
+                    long_term_chars=len(snapshot.long_term),
+                    daily_count=len(snapshot.dailies),
+                    current=zone is current,
+                )
+            )
+        return tuple(rows)
+
+    # -- writing ---------------------------------------------------------------------------------
+
+    def ensure(self) -> MemorySnapshot:
+        """Write an empty zone when the tape has none; return the current memory either way."""
+        if self._current() is None:
+            return self._write(MemorySnapshot())
+        return self.read()
+
+    def save_long_term(self, content: str) -> MemorySnapshot:
+        """Replace the long-term memory with ``content``."""
+        return self._write(self.read().with_long_term(content))
+
+    def append_daily(self, content: str, date: date | str | None = None) -> MemorySnapshot:
+        """Add ``content`` to the note of ``date`` (today, UTC, by default)."""
+        day = as_date(date).isoformat()
+        return self._write(self.read().appended_daily(day, content))
+
+    def clear(self) -> MemorySnapshot:
+        """Forget everything: a new, empty zone supersedes the old ones, which stay on the tape."""
+        return self._write(MemorySnapshot())
+
+    def prune(self, today: date | str | None = None) -> int:
+        """Drop daily notes older than ``retention_days``; returns how many went (no write when none)."""
+        snapshot = self.read()
+        pruned = snapshot.pruned(self.retention_days, today)
+        removed = len(snapshot.dailies) - len(pruned.dailies)
+        if removed:
+            self._write(pruned)
+        return removed
+
+    def _write(self, snapshot: MemorySnapshot) -> MemorySnapshot:
+        version = self._next_version()
+        state = {"version": version}
+        self._tape.extend(
+            [
+                TapeEntry.anchor(OPEN_ANCHOR, state),
+                *zone_entries(snapshot, utc_now()),
+                TapeEntry.anchor(SEAL_ANCHOR, state),
+            ]
+        )
+        return MemorySnapshot(version, snapshot.long_term, snapshot.dailies)
+
+    # -- finding zones ---------------------------------------------------------------------------
+
+    def _memory_anchors(self) -> list[tuple[AnchorSummary, int]]:
+        found = []
+        for anchor in self._tape.anchors(limit=None):
+            if anchor.name in (OPEN_ANCHOR, SEAL_ANCHOR):
+                version = _version(anchor.state)
+                if version is not None:
+                    found.append((anchor, version))
+        return found
+
+    def _zones(self) -> list[_Zone]:
+        """Complete zones in tape order: each seal paired with the nearest earlier open of its version."""
+        opens: dict[int, AnchorSummary] = {}
+        zones = []
+        for anchor, version in self._memory_anchors():
+            if anchor.name == OPEN_ANCHOR:
+                opens[version] = anchor
+            elif (opened := opens.pop(version, None)) is not None:
+                zones.append(_Zone(version, opened, anchor))
+        return zones
+
+    def _current(self) -> _Zone | None:
+        return _newest(self._zones())
+
+    def _next_version(self) -> int:
+        # Above every version on the tape, sealed or not, so a new zone is never confused with a stray one.
+        return max((version for _, version in self._memory_anchors()), default=0) + 1
+
+
+def _newest(zones: list[_Zone]) -> _Zone | None:
+    """The zone reads use: highest version, and the later one when two writers chose the same."""
+    return max(zones, key=lambda zone: (zone.version, zone.seal.id), default=None)
+
+
+def _version(state: Any) -> int | None:
+    version = state.get("version") if isinstance(state, dict) else None
+    return version if type(version) is int and version > 0 else None
