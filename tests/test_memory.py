@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from test_context_view import CountingStore
 
 import bub_nb.memory
 from bub_nb.context import build_view
@@ -250,23 +250,6 @@ def test_history_lists_every_sealed_version() -> None:
     assert last.date == tape.get(last.seal_id).date
 
 
-class CountingStore(MemoryTapeStore):
-    """A real in-memory store that also records which ranges were read."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.reads: list[tuple[int, int | None]] = []
-        self.reversed = False
-
-    def read(self, tape: str, start: int = 1, stop: int | None = None) -> list[TapeEntry]:
-        self.reads.append((start, stop))
-        return super().read(tape, start, stop)
-
-    def iter_reverse(self, tape: str) -> Iterator[TapeEntry]:
-        self.reversed = True
-        return super().iter_reverse(tape)
-
-
 def test_reading_memory_touches_only_anchors_and_the_current_zone() -> None:
     store = CountingStore()
     tape = new_tape(store)
@@ -278,7 +261,7 @@ def test_reading_memory_touches_only_anchors_and_the_current_zone() -> None:
     assert tape.memory.read().long_term == "new"
     touched = sum((stop or tape.last_id + 1) - start for start, stop in store.reads)
     assert touched < 10
-    assert not store.reversed
+    assert store.reversed_entries == 0
 
 
 def test_memory_survives_reopening_a_file_tape(tmp_path: Path) -> None:

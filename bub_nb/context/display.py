@@ -39,9 +39,10 @@ def _call_text(call: dict[str, Any]) -> str:
 
 
 def summary_line(view: View) -> str:
-    start = f"from anchor {view.anchor.name!r} (#{view.anchor.id})" if view.anchor else "from the tape's start"
-    if view.mode.startswith("window:"):
-        start = "from the tape's end"
+    if view.anchor is not None:
+        start = f"from anchor {view.anchor.name!r} (#{view.anchor.id})"
+    else:
+        start = f"from entry #{view.entry_ids[0]}" if view.entry_ids else "with nothing to send"
     parts = [
         f"View [{view.mode}] {start}",
         f"{len(view.messages)} messages from {len(view.entry_ids)} entries",
