@@ -325,3 +325,33 @@ def test_views_of_a_file_tape_match_views_of_a_memory_tape(tmp_path: Path) -> No
     modes: Sequence[Any] = (LAST_ANCHOR, None, "session/start", window(7))
     for mode in modes:
         assert build_view(on_disk, mode) == build_view(remembered, mode)
+
+
+def test_views_sliced_through_tool_turns_are_accepted_by_an_openai_endpoint() -> None:
+    from openai import OpenAI
+
+    from bub_nb.testing import OpenAICompatibleServer
+
+    def calls(*ids: str) -> list[dict[str, Any]]:
+        return [{"id": i, "type": "function", "function": {"name": "lookup", "arguments": "{}"}} for i in ids]
+
+    tape = new_tape()
+    tape.ensure_bootstrap_anchor()
+    tape.append_message(user("look both up"))
+    tape.append_tool_call(calls("c1", "c2"))
+    tape.handoff("auto_handoff/context_overflow", {"reason": "context_length_exceeded"})
+    tape.append_tool_result(["one", {"kind": "tool", "message": "failed"}])  # orphaned by the handoff
+    tape.append_tool_call(calls("c3"), content="One more.")
+    tape.append_tool_result(["three"])
+    tape.append_tool_call(calls("c4"))  # the turn was interrupted before the result
+    tape.append_message(user("and now?"))
+    modes: list[Any] = [LAST_ANCHOR, None, "session/start", *(window(n) for n in range(1, 8))]
+    with OpenAICompatibleServer() as server:
+        client = OpenAI(base_url=server.base_url, api_key="test", max_retries=0)
+        for mode in modes:
+            view = build_view(tape, mode)
+            reply = client.chat.completions.create(model="bub-nb-test", messages=view.to_messages())
+            assert reply.choices[0].message.content
+    last = build_view(tape)
+    assert [m["role"] for m in last.messages] == ["assistant", "assistant", "tool", "user"]
+    assert last.messages[1]["content"] == "One more."
