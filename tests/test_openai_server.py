@@ -40,8 +40,9 @@ def test_plain_reply_carries_text_and_the_scripted_usage(openai_server, client):
 def test_streamed_text_arrives_word_by_word_with_usage_last(openai_server, client):
     openai_server.reply("one two three four")
 
-    chunks = list(client.chat.completions.create(model="m", messages=HELLO, stream=True,
-                                                 stream_options={"include_usage": True}))
+    chunks = list(
+        client.chat.completions.create(model="m", messages=HELLO, stream=True, stream_options={"include_usage": True})
+    )
 
     pieces = [c.choices[0].delta.content for c in chunks if c.choices and c.choices[0].delta.content]
     assert pieces == ["one ", "two ", "three ", "four"]
@@ -60,17 +61,21 @@ def test_stream_without_include_usage_sends_no_usage_chunk(openai_server, client
 
 
 def test_tool_calls_stream_as_indexed_deltas(openai_server, client):
-    openai_server.reply_tool_calls([
-        {"name": "memory_save", "arguments": {"content": "the user drinks green tea every morning"}},
-        {"name": "tape_info", "arguments": {}, "id": "call_given"},
-    ])
+    openai_server.reply_tool_calls(
+        [
+            {"name": "memory_save", "arguments": {"content": "the user drinks green tea every morning"}},
+            {"name": "tape_info", "arguments": {}, "id": "call_given"},
+        ]
+    )
 
     chunks = list(client.chat.completions.create(model="m", messages=HELLO, stream=True))
 
     deltas = [d for c in chunks for d in c.choices[0].delta.tool_calls or ()]
     firsts = [d for d in deltas if d.id]
-    assert [(d.index, d.id, d.function.name) for d in firsts] == [(0, "call_1", "memory_save"),
-                                                                  (1, "call_given", "tape_info")]
+    assert [(d.index, d.id, d.function.name) for d in firsts] == [
+        (0, "call_1", "memory_save"),
+        (1, "call_given", "tape_info"),
+    ]
     arguments = "".join(d.function.arguments for d in deltas if d.index == 0)
     assert len([d for d in deltas if d.index == 0]) > 2
     assert json.loads(arguments) == {"content": "the user drinks green tea every morning"}
@@ -83,8 +88,9 @@ def test_tool_call_reply_without_streaming(openai_server, client):
     message = client.chat.completions.create(model="m", messages=HELLO).choices[0].message
 
     assert message.content == "Looking."
-    assert [(c.function.name, c.function.arguments) for c in message.tool_calls] == [("tape_search",
-                                                                                      '{"query": "tea"}')]
+    assert [(c.function.name, c.function.arguments) for c in message.tool_calls] == [
+        ("tape_search", '{"query": "tea"}')
+    ]
 
 
 def test_an_empty_script_answers_at_once_with_the_default_text(openai_server, client):
@@ -99,8 +105,7 @@ def test_an_empty_script_answers_at_once_with_the_default_text(openai_server, cl
 def test_replies_are_served_in_script_order(openai_server, client):
     openai_server.reply("first").reply("second")
 
-    answers = [client.chat.completions.create(model="m", messages=HELLO).choices[0].message.content
-               for _ in range(3)]
+    answers = [client.chat.completions.create(model="m", messages=HELLO).choices[0].message.content for _ in range(3)]
 
     assert answers == ["first", "second", DEFAULT_TEXT]
     assert openai_server.pending == 0
@@ -131,8 +136,10 @@ def test_429_carries_retry_after_and_an_openai_error_body(openai_server, client)
 
 
 def test_context_window_refuses_long_prompts_without_using_the_script():
-    with OpenAICompatibleServer(context_window=40) as server, \
-            openai.OpenAI(api_key="k", base_url=server.base_url, max_retries=0) as client:
+    with (
+        OpenAICompatibleServer(context_window=40) as server,
+        openai.OpenAI(api_key="k", base_url=server.base_url, max_retries=0) as client,
+    ):
         server.reply("fits")
         long_prompt = [{"role": "user", "content": "word " * 200}]
 
@@ -185,14 +192,22 @@ def test_a_dropped_plain_response_is_a_connection_error(openai_server, client):
 
 def test_requests_that_openai_would_refuse_get_a_400(openai_server, client):
     orphan = [{"role": "user", "content": "hi"}, {"role": "tool", "tool_call_id": "call_9", "content": "x"}]
-    unanswered = [{"role": "user", "content": "hi"},
-                  {"role": "assistant", "content": "", "tool_calls": [
-                      {"id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
-                  {"role": "user", "content": "and?"}]
+    unanswered = [
+        {"role": "user", "content": "hi"},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{}"}}],
+        },
+        {"role": "user", "content": "and?"},
+    ]
     dotted = [{"type": "function", "function": {"name": "tape.info", "parameters": {"type": "object"}}}]
 
-    for messages, tools, expected in [(orphan, None, "'call_9'"), (unanswered, None, "call_1"),
-                                      (HELLO, dotted, "'tape.info'")]:
+    for messages, tools, expected in [
+        (orphan, None, "'call_9'"),
+        (unanswered, None, "call_1"),
+        (HELLO, dotted, "'tape.info'"),
+    ]:
         with pytest.raises(openai.BadRequestError) as caught:
             client.chat.completions.create(model="m", messages=messages, tools=tools or openai.omit)
         assert expected in caught.value.body["message"]
@@ -210,8 +225,11 @@ def test_concurrent_requests_are_all_recorded_and_each_reply_is_used_once(openai
 
     def ask(n: int) -> None:
         with openai.OpenAI(api_key="k", base_url=openai_server.base_url, max_retries=0) as own:
-            answers.append(own.chat.completions.create(
-                model="m", messages=[{"role": "user", "content": f"q{n}"}]).choices[0].message.content)
+            answers.append(
+                own.chat.completions.create(model="m", messages=[{"role": "user", "content": f"q{n}"}])
+                .choices[0]
+                .message.content
+            )
 
     threads = [threading.Thread(target=ask, args=(n,)) for n in range(8)]
     for thread in threads:

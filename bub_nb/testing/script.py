@@ -1,0 +1,101 @@
+"""The script of a local endpoint: queued replies, the request log and the context window."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from bub_nb.testing.refusals import context_length_error
+
+DEFAULT_TEXT = "OK: default reply from the local test endpoint."
+
+
+@dataclass(frozen=True)
+class ScriptedReply:
+    """One scripted answer: text and/or tool calls, or a fault (``status`` other than 200, ``drop_after``).
+
+    ``tool_calls`` are OpenAI tool_call dicts. ``usage`` None means "report token estimates".
+    """
+
+    text: str = ""
+    tool_calls: tuple[dict[str, Any], ...] = ()
+    usage: Mapping[str, int] | None = None
+    delay: float = 0.0
+    chunk_delay: float = 0.0
+    status: int = 200
+    error: Mapping[str, Any] | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+    drop_after: int | None = None
+    finish_reason: str | None = None
+
+    @property
+    def finish(self) -> str:
+        return self.finish_reason or ("tool_calls" if self.tool_calls else "stop")
+
+
+def usage_dict(usage: Any) -> dict[str, int] | None:
+    """OpenAI's usage dict from a mapping or anything with ``as_dict()``; the total defaults to the sum."""
+    if usage is None:
+        return None
+    data = dict(usage.as_dict() if hasattr(usage, "as_dict") else usage)
+    prompt, completion = int(data.get("prompt_tokens", 0)), int(data.get("completion_tokens", 0))
+    total = int(data.get("total_tokens", prompt + completion))
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": total}
+
+
+class ReplyScript:
+    """A thread-safe FIFO of replies plus the log of every request; handler threads share one."""
+
+    def __init__(self, *, model: str, default_text: str, context_window: int | None) -> None:
+        self.model = model
+        self.default_text = default_text
+        self.context_window = context_window
+        self._lock = threading.Lock()
+        self._replies: deque[ScriptedReply] = deque()
+        self._requests: list[Any] = []
+        self._completion_ids = itertools.count(1)
+        self._call_ids = itertools.count(1)
+
+    def push(self, reply: ScriptedReply) -> None:
+        with self._lock:
+            self._replies.append(reply)
+
+    def next_reply(self) -> ScriptedReply:
+        """The next scripted reply, or the default text when the script is empty."""
+        with self._lock:
+            if self._replies:
+                return self._replies.popleft()
+        return ScriptedReply(text=self.default_text)
+
+    @property
+    def pending(self) -> int:
+        with self._lock:
+            return len(self._replies)
+
+    def record(self, body: Any) -> None:
+        with self._lock:
+            self._requests.append(body)
+
+    @property
+    def requests(self) -> list[Any]:
+        with self._lock:
+            return list(self._requests)
+
+    def completion_id(self) -> str:
+        return f"chatcmpl-{next(self._completion_ids)}"
+
+    def call_id(self) -> str:
+        return f"call_{next(self._call_ids)}"
+
+    def overflow(self, messages: list[dict[str, Any]]) -> dict[str, Any] | None:
+        """The context-length error body for a prompt over the window, else None."""
+        if self.context_window is None:
+            return None
+        from bub_nb.context.tokens import count_messages_tokens
+
+        tokens = count_messages_tokens(messages)
+        return context_length_error(self.context_window, tokens) if tokens > self.context_window else None
