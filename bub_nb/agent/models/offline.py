@@ -1,0 +1,130 @@
+"""The offline teaching model: deterministic answers that describe the context it was sent.
+
+No language model is involved and nothing touches the network, so lessons and demos run anywhere.
+Every answer says where it comes from. The model reports how many messages of each role it got,
+the anchor its view starts at (with the anchor state's summary), whether the system prompt holds a
+``<memory>`` block, and the last user message. Two requests make it call a tool when that tool is
+offered: ``remember: <text>`` calls ``memory_save`` and ``handoff <name>: <summary>`` calls
+``tape_handoff``. When the tool's result comes back it reports that result in one sentence.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from typing import Any
+
+from bub_nb.agent.models._local import LocalModel, message_text
+from bub_nb.agent.models.base import Completion, Message, ToolCall, ToolSchema
+
+__all__ = ["OfflineModel"]
+
+LABEL = "[offline teaching model; no language model was called]"
+_ANCHOR = re.compile(r"^\[Anchor created: (?P<name>[^\]]*)\]:\s*(?P<state>.*)$", re.DOTALL)
+_REMEMBER = re.compile(r"^\s*remember\s*:\s*(?P<content>\S.*?)\s*$", re.DOTALL | re.IGNORECASE)
+_HANDOFF = re.compile(r"^\s*handoff\s+(?P<name>[^\s:]+)\s*:\s*(?P<summary>.*?)\s*$", re.DOTALL | re.IGNORECASE)
+_ROLES = ("system", "developer", "user", "assistant", "tool")
+_QUOTE_LIMIT = 200
+
+
+def _quote(text: str) -> str:
+    text = " ".join(text.split())
+    return json.dumps(text if len(text) <= _QUOTE_LIMIT else text[: _QUOTE_LIMIT - 1] + "…", ensure_ascii=False)
+
+
+def _tool_names(tools: list[ToolSchema] | None) -> list[str]:
+    return [str((tool.get("function") or {}).get("name", "")) for tool in tools or ()]
+
+
+class OfflineModel(LocalModel):
+    """A deterministic local model for teaching; ``context_window`` makes long prompts fail as APIs do."""
+
+    def __init__(self, context_window: int | None = None) -> None:
+        self.name = "offline"
+        self.context_window = context_window
+
+    def __repr__(self) -> str:
+        return f"OfflineModel(context_window={self.context_window!r})"
+
+    def answer(self, messages: list[Message], tools: list[ToolSchema] | None, prompt_tokens: int) -> Completion:
+        if messages and messages[-1].get("role") == "tool":
+            return self.completion(self._report_tool_results(messages), (), prompt_tokens)
+        user = next((message_text(m) for m in reversed(messages) if m.get("role") == "user"), None)
+        offered = _tool_names(tools)
+        call, missing = self._requested_call(user or "", offered, messages)
+        if call is not None:
+            return self.completion("", (call,), prompt_tokens)
+        text = self._describe(messages, user, offered)
+        if missing:
+            text += f"\n- You asked for `{missing}`, but that tool was not offered, so nothing was written."
+        return self.completion(text, (), prompt_tokens)
+
+    # -- tool requests ---------------------------------------------------------------------------
+
+    def _requested_call(
+        self, user: str, offered: list[str], messages: list[Message]
+    ) -> tuple[ToolCall | None, str | None]:
+        """The tool call the last user message asks for, or the name of a requested tool not offered."""
+        request: tuple[str, dict[str, str]] | None = None
+        if match := _REMEMBER.match(user):
+            request = ("memory_save", {"content": match["content"]})
+        elif match := _HANDOFF.match(user):
+            request = ("tape_handoff", {"name": match["name"], "summary": match["summary"]})
+        if request is None:
+            return None, None
+        name, arguments = request
+        if name not in offered:
+            return None, name
+        # ids count the calls already in the conversation, so replays give the same ids
+        earlier = sum(len(m.get("tool_calls") or ()) for m in messages if m.get("role") == "assistant")
+        return ToolCall(f"call_offline_{earlier + 1}", name, json.dumps(arguments, ensure_ascii=False)), None
+
+    def _report_tool_results(self, messages: list[Message]) -> str:
+        results: list[dict[str, Any]] = []
+        for message in reversed(messages):
+            if message.get("role") != "tool":
+                break
+            results.insert(0, message)
+        names = {}
+        for message in messages:
+            for call in message.get("tool_calls") or ():
+                names[call.get("id")] = (call.get("function") or {}).get("name", "a tool")
+        reports = []
+        for result in results:
+            name = names.get(result.get("tool_call_id"), result.get("name") or "a tool")
+            reports.append(f"{name} returned {_quote(message_text(result))}")
+        return f"{LABEL} Done: {'; '.join(reports)}"
+
+    # -- describing the context ------------------------------------------------------------------
+
+    def _describe(self, messages: list[Message], user: str | None, offered: list[str]) -> str:
+        counts = Counter(str(m.get("role")) for m in messages)
+        ordered = [role for role in _ROLES if counts[role]] + sorted(set(counts) - set(_ROLES))
+        by_role = ", ".join(f"{counts[role]} {role}" for role in ordered)
+        plural = "" if len(messages) == 1 else "s"
+        facts = [f"I received {len(messages)} message{plural}: {by_role}.", self._describe_anchor(messages)]
+        system = "\n".join(message_text(m) for m in messages if m.get("role") == "system")
+        if not system:
+            facts.append("There is no system prompt.")
+        else:
+            facts.append(f"The system prompt {'has a' if '<memory>' in system else 'has no'} `<memory>` block.")
+        if offered:
+            facts.append(f"Tools offered: {', '.join(f'`{name}`' for name in offered)}.")
+        facts.append("There is no user message." if user is None else f"Your last message: {_quote(user)}")
+        # one fact per Markdown list item, so the answer reads well both in a cell and as plain text
+        return "\n".join([LABEL, *(f"- {fact}" for fact in facts)])
+
+    def _describe_anchor(self, messages: list[Message]) -> str:
+        first = next((m for m in messages if m.get("role") not in ("system", "developer")), None)
+        match = _ANCHOR.match(message_text(first)) if first and first.get("role") == "assistant" else None
+        if match is None:
+            return "The view does not start at an anchor."
+        try:
+            state = json.loads(match["state"]) if match["state"].strip() else None
+        except ValueError:
+            state = None
+        summary = state.get("summary") if isinstance(state, dict) else None
+        if summary:
+            return f"The view starts at anchor `{match['name']}`, whose summary is {_quote(str(summary))}"
+        return f"The view starts at anchor `{match['name']}`."
