@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import enum
+from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Literal
 
 import jsonschema
 import pytest
 
+from bub_nb.agent.builtin_tools import builtin_registry
 from bub_nb.agent.tools import Tool, ToolCallError, ToolContext, ToolRegistry, parse_docstring, tool
+from bub_nb.context import build_view
 from bub_nb.errors import ToolError
-from bub_nb.tape import open_tape
+from bub_nb.tape import Tape, open_tape
 
 
 @tool
@@ -258,3 +261,110 @@ def test_a_tool_built_by_hand_is_validated_against_its_own_schema() -> None:
     assert run(ToolRegistry([echo]), "text_echo", {"text": "abc"}) == "abc"
     with pytest.raises(ToolCallError, match="'abcd' is too long"):
         run(ToolRegistry([echo]), "text_echo", {"text": "abcd"})
+
+
+# -- the builtin tools -------------------------------------------------------------------------
+
+
+@pytest.fixture
+def tape(tmp_path: Any) -> Tape:
+    tape = open_tape("builtin", home=tmp_path)
+    tape.ensure_bootstrap_anchor()
+    return tape
+
+
+def call(tape: Tape, name: str, arguments: Any = None) -> Any:
+    return run(builtin_registry(), name, arguments, ToolContext(tape=tape))
+
+
+def test_the_builtins_are_the_tape_and_memory_tools_only() -> None:
+    assert builtin_registry().names == [
+        "tape.handoff",
+        "tape.anchors",
+        "tape.info",
+        "tape.search",
+        "tape.reset",
+        "memory.save",
+        "memory.daily",
+        "memory.recall",
+        "memory.show",
+        "memory.clear",
+    ]
+
+
+def test_the_handoff_schema_is_the_one_handoff_documents() -> None:
+    function = builtin_registry().get("tape.handoff").schema()["function"]
+    assert function["name"] == "tape_handoff"
+    assert function["parameters"]["required"] == ["name"]
+    assert set(function["parameters"]["properties"]) == {"name", "summary", "next_steps"}
+
+
+def test_handoff_state_reaches_the_model(tape: Tape) -> None:
+    tape.append_message({"role": "user", "content": "design the schema"})
+    output = call(tape, "tape_handoff", '{"name": "phase/db", "summary": "5 tables", "next_steps": "routes"}')
+    assert output.startswith("anchor added: phase/db")
+    first = build_view(tape).messages[0]
+    assert first == {
+        "role": "assistant",
+        "content": '[Anchor created: phase/db]: {"summary": "5 tables", "next_steps": "routes"}',
+    }
+
+
+def test_anchors_shows_the_most_recent_phase_anchors(tape: Tape) -> None:
+    for phase in ("a", "b", "c"):
+        tape.handoff(f"phase/{phase}")
+    tape.memory.save_long_term("memory anchors are not phases")
+    listed = call(tape, "tape.anchors", {"limit": 2}).splitlines()
+    assert listed[0] == "(2 earlier anchors not shown)"
+    assert [line.split()[1] for line in listed[1:]] == ["phase/b", "phase/c"]
+
+
+def test_search_says_when_nothing_matches(tape: Tape) -> None:
+    assert call(tape, "tape.search", {"query": "nowhere"}) == "(no entries match 'nowhere')"
+
+
+def test_info_is_the_tapes_own_report(tape: Tape) -> None:
+    assert call(tape, "tape.info") == str(tape.info())
+
+
+def test_reset_starts_the_tape_over(tape: Tape) -> None:
+    tape.append_message({"role": "user", "content": "old"})
+    assert call(tape, "tape.reset") == "tape reset"
+    assert [entry.kind for entry in tape.read()] == ["anchor", "event"]
+
+
+def test_memory_save_and_daily_land_in_the_memory_zone(tape: Tape) -> None:
+    assert call(tape, "memory.save", {"content": "Prefers dark plots"}) == "saved to long-term memory (version 1)"
+    today = datetime.now(UTC).date().isoformat()
+    assert call(tape, "memory.daily", {"content": "Cleaned the survey data"}).startswith(
+        f"added to daily notes of {today}"
+    )
+    snapshot = tape.memory.read()
+    assert snapshot.long_term == "Prefers dark plots"
+    assert "Cleaned the survey data" in (snapshot.daily(today) or "")
+
+
+def test_recall_filters_by_text_and_by_days(tape: Tape) -> None:
+    today = datetime.now(UTC).date()
+    zone = tape.memory
+    zone.save_long_term("Uses pandas")
+    zone.append_daily("Fixed the pandas merge", (today - timedelta(days=1)).isoformat())
+    zone.append_daily("Plotted with matplotlib", (today - timedelta(days=10)).isoformat())
+    recalled = call(tape, "memory.recall", {"query": "PANDAS", "days": 3})
+    assert "Uses pandas" in recalled and "Fixed the pandas merge" in recalled
+    assert "matplotlib" not in recalled
+    assert "matplotlib" in call(tape, "memory.recall", {"days": 30})
+    assert call(tape, "memory.recall", {"query": "rust"}) == "(no memories mention 'rust')"
+
+
+def test_memory_show_and_clear(tape: Tape) -> None:
+    assert call(tape, "memory.show") == "no memory zone on this tape yet"
+    call(tape, "memory.save", {"content": "Likes tables"})
+    assert "long-term: Likes tables" in call(tape, "memory.show")
+    assert call(tape, "memory.clear") == "memory cleared (version 2)"
+    assert tape.memory.read().is_empty
+
+
+def test_a_builtin_tool_without_a_tape_says_so() -> None:
+    with pytest.raises(ToolCallError, match="works on a tape"):
+        run(builtin_registry(), "tape.info", {})

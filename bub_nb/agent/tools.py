@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import fnmatch
 import inspect
 import json
 import re
 import types
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Union, get_args, get_origin, get_type_hints, overload
 
@@ -93,17 +94,41 @@ class Tool:
 
     async def run(self, arguments: str | Mapping[str, Any] | None = None, context: ToolContext | None = None) -> Any:
         """Validate the arguments, run the tool (awaiting a coroutine) and return its result."""
+        with self._failures():
+            result = self._start(arguments, context)
+            return await result if inspect.isawaitable(result) else result
+
+    def run_sync(self, arguments: str | Mapping[str, Any] | None = None, context: ToolContext | None = None) -> Any:
+        """:meth:`run` from synchronous code; only a coroutine tool needs an event loop."""
+        with self._failures():
+            result = self._start(arguments, context)
+            if inspect.isawaitable(result):
+                from bub_nb.agent.pipeline import run_sync
+
+                return run_sync(_awaited(result))
+            return result
+
+    def _start(self, arguments: str | Mapping[str, Any] | None, context: ToolContext | None) -> Any:
         values = self.validate(arguments)
         if self.context_parameter:
             values[self.context_parameter] = context if context is not None else ToolContext()
+        return self.handler(**values)
+
+    @contextlib.contextmanager
+    def _failures(self) -> Iterator[None]:
         try:
-            result = self.handler(**values)
-            return await result if inspect.isawaitable(result) else result
+            yield
+        except ToolCallError:
+            raise
         except ToolError as exc:
             raise ToolCallError(self.name, "tool", f"Tool {self.name!r} failed: {exc}") from exc
         except Exception as exc:
             message = f"Tool {self.name!r} failed: {type(exc).__name__}: {exc}"
             raise ToolCallError(self.name, "tool", message) from exc
+
+
+async def _awaited(awaitable: Awaitable[Any]) -> Any:
+    return await awaitable
 
 
 def _schema_problem(schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> Any:
@@ -173,9 +198,7 @@ class ToolRegistry:
         self, name: str, arguments: str | Mapping[str, Any] | None = None, context: ToolContext | None = None
     ) -> Any:
         """:meth:`call` from synchronous code, also inside a running event loop."""
-        from bub_nb.agent.pipeline import run_sync
-
-        return run_sync(self.call(name, arguments, context))
+        return self.get(name).run_sync(arguments, context)
 
 
 def _matches(item: Tool, pattern: str) -> bool:

@@ -1,0 +1,207 @@
+"""The builtin ``tape.*`` and ``memory.*`` tools: the agent's handles on its own tape and memory zone.
+
+None of them runs shell or kernel code. Each answers with a short text a person or a model reads.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from datetime import date as Date
+from typing import TYPE_CHECKING, Any
+
+import bub_nb.memory  # noqa: F401  (importing it is what gives every Tape its .memory zone)
+from bub_nb.agent.tools import Tool, ToolContext, ToolRegistry, tool
+from bub_nb.errors import ToolError
+from bub_nb.tape import is_phase_anchor
+
+if TYPE_CHECKING:
+    from bub_nb.memory import MemoryZone
+    from bub_nb.tape import Tape
+
+SNIPPET = 160
+
+
+def _tape(context: ToolContext) -> Tape:
+    if context.tape is None:
+        raise ToolError("This tool works on a tape; call it with ToolContext(tape=...)")
+    return context.tape
+
+
+def _memory(context: ToolContext) -> MemoryZone:
+    zone: MemoryZone = _tape(context).memory
+    return zone
+
+
+def _today() -> Date:
+    return datetime.now(UTC).date()  # the memory zone dates daily notes in UTC
+
+
+def _state_text(state: dict[str, Any] | None) -> str:
+    return json.dumps(state, ensure_ascii=False) if state else ""
+
+
+# -- tape --------------------------------------------------------------------------------------
+
+
+@tool(name="tape.handoff")
+def tape_handoff(context: ToolContext, name: str, summary: str | None = None, next_steps: str | None = None) -> str:
+    """Create tape anchor with optional summary and next_steps state.
+
+    The next turn's context starts at this anchor, so put in the state what the next phase needs.
+
+    Args:
+        name: Anchor name (e.g., 'phase-1').
+        summary: Progress summary.
+        next_steps: Next steps to take.
+    """
+    state = {key: value for key, value in (("summary", summary), ("next_steps", next_steps)) if value}
+    anchor, _ = _tape(context).handoff(name, state or None)
+    return f"anchor added: {name} (#{anchor.id})" + (f" {_state_text(state)}" if state else "")
+
+
+@tool(name="tape.anchors")
+def tape_anchors(context: ToolContext, limit: int = 20) -> str:
+    """List the tape's phase anchors, oldest first, with the state each carries.
+
+    Args:
+        limit: How many of the most recent anchors to list.
+    """
+    anchors = [anchor for anchor in _tape(context).anchors(limit=None) if is_phase_anchor(anchor.name)]
+    shown = anchors[-limit:] if limit > 0 else []
+    if not shown:
+        return "(no anchors)"
+    lines = [f"- {anchor.name} (#{anchor.id}) {_state_text(anchor.state)}".rstrip() for anchor in shown]
+    if len(shown) < len(anchors):
+        lines.insert(0, f"({len(anchors) - len(shown)} earlier anchors not shown)")
+    return "\n".join(lines)
+
+
+@tool(name="tape.info")
+def tape_info(context: ToolContext) -> str:
+    """Report the tape's size, its anchors, entries since the last anchor and the last token usage."""
+    return str(_tape(context).info())
+
+
+@tool(name="tape.search")
+def tape_search(context: ToolContext, query: str, limit: int = 20) -> str:
+    """Search the whole tape, before and after anchors, for entries containing a text; newest first.
+
+    Args:
+        query: Text to look for, case-insensitive.
+        limit: How many entries at most.
+    """
+    tape = _tape(context)
+    entries = tape.search(query, limit=limit)
+    if not entries:
+        return f"(no entries match {query!r})"
+    lines = []
+    for entry in entries:
+        text = " ".join(tape.text(entry).split())
+        snippet = text if len(text) <= SNIPPET else text[: SNIPPET - 1] + "…"
+        lines.append(f"- #{entry.id} {entry.kind} {entry.date[:19]}: {snippet}")
+    return "\n".join(lines)
+
+
+@tool(name="tape.reset")
+def tape_reset(context: ToolContext, archive: bool = False) -> str:
+    """Start the tape over from a fresh session/start anchor; the memory zone goes with it.
+
+    Args:
+        archive: Keep the old tape as a .bak file beside it first.
+    """
+    anchor = _tape(context).reset(archive=archive)[0]
+    archived = (anchor.payload.get("state") or {}).get("archived")
+    return "tape reset" + (f"; the old tape is archived at {archived}" if archived else "")
+
+
+# -- memory ------------------------------------------------------------------------------------
+
+
+@tool(name="memory.save")
+def memory_save(context: ToolContext, content: str) -> str:
+    """Replace long-term memory: lasting preferences and facts. Include what should be kept.
+
+    Args:
+        content: The whole new long-term memory.
+    """
+    snapshot = _memory(context).save_long_term(content)
+    return f"saved to long-term memory (version {snapshot.version})"
+
+
+@tool(name="memory.daily")
+def memory_daily(context: ToolContext, content: str, date: str | None = None) -> str:
+    """Append to the daily notes of a day.
+
+    Args:
+        content: What to note.
+        date: The day as YYYY-MM-DD; today (UTC) when left out.
+    """
+    if date is not None:
+        try:
+            Date.fromisoformat(date)
+        except ValueError:
+            raise ToolError(f"Date {date!r} is not a YYYY-MM-DD day") from None
+    day = date or _today().isoformat()
+    snapshot = _memory(context).append_daily(content, day)
+    return f"added to daily notes of {day} (version {snapshot.version})"
+
+
+@tool(name="memory.recall")
+def memory_recall(context: ToolContext, query: str | None = None, days: int = 7) -> str:
+    """Recall long-term memory and the daily notes of recent days, optionally only those mentioning a text.
+
+    Args:
+        query: Text the memories must contain, case-insensitive; everything when left out.
+        days: How many days of daily notes, today included.
+    """
+    snapshot = _memory(context).read()
+    since = (_today() - timedelta(days=max(days, 1) - 1)).isoformat()
+
+    def wanted(text: str) -> bool:
+        return bool(text) and (query is None or query.casefold() in text.casefold())
+
+    sections = [f"## Long-term Memory\n{snapshot.long_term}"] if wanted(snapshot.long_term) else []
+    sections += [
+        f"### {note.date}\n{note.content}" for note in snapshot.dailies if note.date >= since and wanted(note.content)
+    ]
+    if sections:
+        return "\n\n".join(sections)
+    return f"(no memories mention {query!r})" if query else "(memory is empty)"
+
+
+@tool(name="memory.show")
+def memory_show(context: ToolContext) -> str:
+    """Show a summary of the memory zone: its version, long-term memory and which days have notes."""
+    snapshot = _memory(context).read()
+    if snapshot.version == 0:
+        return "no memory zone on this tape yet"
+    days = ", ".join(note.date for note in snapshot.dailies) or "(none)"
+    long_term = snapshot.long_term or "(empty)"
+    return f"memory zone version {snapshot.version}\nlong-term: {long_term}\ndaily notes: {days}"
+
+
+@tool(name="memory.clear")
+def memory_clear(context: ToolContext) -> str:
+    """Forget all memory. Earlier zones stay on the tape but no longer count."""
+    snapshot = _memory(context).clear()
+    return f"memory cleared (version {snapshot.version})"
+
+
+BUILTIN_TOOLS: tuple[Tool, ...] = (
+    tape_handoff,
+    tape_anchors,
+    tape_info,
+    tape_search,
+    tape_reset,
+    memory_save,
+    memory_daily,
+    memory_recall,
+    memory_show,
+    memory_clear,
+)
+
+
+def builtin_registry() -> ToolRegistry:
+    """A fresh registry holding every builtin tool."""
+    return ToolRegistry(BUILTIN_TOOLS)
