@@ -1,0 +1,171 @@
+"""Comma commands: a prompt that starts with ``,`` runs a builtin tool directly, never the model.
+
+Syntax: ``,NAME [key=value ...] [word ...]``, split like a shell line, so values with spaces are
+quoted (``,handoff name=phase-2 summary="schema done"``). Bare words fill the tool's parameters in
+the order they are declared, after the named ones: ``,handoff phase-2 "schema done"`` is the same
+command. Strings become integers or booleans where the tool's schema asks for them
+(``archive=true``).
+
+Every builtin tool is a command under its own name (``,tape.search query=foo``), and the short
+aliases ``,handoff``, ``,anchors`` and ``,memory`` are Bub's spellings. Each command run is logged
+on the tape as an event ``command`` with ``{name, args, status}``.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from bub_nb.agent.tools import Tool, ToolCallError, ToolContext, ToolRegistry
+from bub_nb.errors import CommandError
+
+if TYPE_CHECKING:
+    from bub_nb.tape import Tape, TapeEntry
+
+PREFIX = ","
+ALIASES: dict[str, str] = {"handoff": "tape.handoff", "anchors": "tape.anchors", "memory": "memory.show"}
+_NAME = re.compile(r"^[A-Za-z][\w.-]*$")
+_KEY = re.compile(r"^[A-Za-z_]\w*$")
+_TRUE, _FALSE = {"true", "yes", "on", "1"}, {"false", "no", "off", "0"}
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedCommand:
+    """A command line split into its name, ``key=value`` arguments and bare words."""
+
+    name: str
+    kwargs: Mapping[str, str] = field(default_factory=dict)
+    positional: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class CommandResult:
+    """What a command answered; ``entries`` are what it wrote on the tape, its ``command`` event last."""
+
+    name: str
+    output: str
+    status: str = "ok"
+    args: Mapping[str, Any] = field(default_factory=dict)
+    entries: tuple[TapeEntry, ...] = ()
+
+    def __str__(self) -> str:
+        return self.output
+
+
+def is_command(text: str) -> bool:
+    """Whether a prompt is a comma command."""
+    return isinstance(text, str) and text.strip().startswith(PREFIX)
+
+
+def parse_command(text: str) -> ParsedCommand:
+    """Split a command line; :class:`CommandError` names what cannot be parsed."""
+    if not is_command(text):
+        raise CommandError(f"{text!r} is not a command; commands start with {PREFIX!r}")
+    body = text.strip()[len(PREFIX) :]
+    try:
+        words = shlex.split(body)
+    except ValueError as exc:
+        raise CommandError(f"Command {text.strip()!r} cannot be parsed: {exc}") from None
+    if not words:
+        raise CommandError(f"Command {text.strip()!r} has no name; try ,help")
+    name, *rest = words
+    if not _NAME.match(name):
+        raise CommandError(f"Command name {name!r} must start with a letter and hold letters, digits, '_', '.', '-'")
+    kwargs: dict[str, str] = {}
+    positional: list[str] = []
+    for word in rest:
+        key, equals, value = word.partition("=")
+        if not equals:
+            positional.append(word)
+        elif not _KEY.match(key):
+            raise CommandError(f"Argument {word!r} of ,{name} needs a name before '=' (letters, digits, '_')")
+        elif key in kwargs:
+            raise CommandError(f"Argument {key!r} of ,{name} is given twice")
+        else:
+            kwargs[key] = value
+    return ParsedCommand(name, kwargs, tuple(positional))
+
+
+def run_command(tape: Tape, text: str, tools: ToolRegistry | None = None) -> CommandResult:
+    """Run one comma command on ``tape`` with the builtin tools (or ``tools``) and log it there."""
+    from bub_nb.agent.builtin_tools import builtin_registry
+
+    registry = tools if tools is not None else builtin_registry()
+    parsed = parse_command(text)
+    name = ALIASES.get(parsed.name, parsed.name)
+    if name == "help":
+        return _logged(tape, CommandResult("help", help_text(registry)))
+    if name not in registry:
+        args: dict[str, Any] = {**parsed.kwargs, **({"_": list(parsed.positional)} if parsed.positional else {})}
+        known = ", ".join(PREFIX + command for command in command_names(registry))
+        output = f"Unknown command {PREFIX + parsed.name!r}; known commands: {known}"
+        return _logged(tape, CommandResult(parsed.name, output, "unknown", args))
+    command = registry.get(name)
+    arguments = _arguments(command, parsed)
+    before = tape.last_id
+    marker = tape.read(before, before + 1)
+    try:
+        output = command.run_sync(arguments, ToolContext(tape=tape))
+    except ToolCallError as exc:
+        _logged(tape, CommandResult(command.name, exc.message, "error", arguments))
+        raise CommandError(exc.message) from exc
+    # A changed entry at the old end means the tape started over (tape.reset): all of it is new.
+    restarted = bool(before) and tape.read(before, before + 1) != marker
+    written = tuple(tape.read(1 if restarted else before + 1))
+    return _logged(tape, CommandResult(command.name, str(output), "ok", arguments, written))
+
+
+def command_names(tools: ToolRegistry) -> list[str]:
+    """Every command name, ``help`` and the aliases first."""
+    return ["help", *ALIASES, *tools.names]
+
+
+def help_text(tools: ToolRegistry) -> str:
+    """The ``,help`` answer: the syntax, the aliases and one line per tool with its parameters."""
+    lines = [
+        "Commands start with ',' and take key=value arguments; bare words fill the parameters in order.",
+        "  ,help  this list",
+    ]
+    lines += [f"  ,{alias}  same as ,{target}" for alias, target in ALIASES.items() if target in tools]
+    for command in tools:
+        properties = command.parameters.get("properties", {})
+        required = set(command.parameters.get("required", ()))
+        usage = " ".join(f"{key}=…" if key in required else f"[{key}=…]" for key in properties)
+        summary = command.description.strip().splitlines()[0] if command.description.strip() else ""
+        lines.append(f"  ,{command.name} {usage}".rstrip() + f"  {summary}")
+    return "\n".join(lines)
+
+
+def _arguments(command: Tool, parsed: ParsedCommand) -> dict[str, Any]:
+    properties: Mapping[str, Any] = command.parameters.get("properties", {})
+    free = [key for key in properties if key not in parsed.kwargs]
+    if len(parsed.positional) > len(free):
+        extra = " ".join(shlex.quote(word) for word in parsed.positional[len(free) :])
+        raise CommandError(f"Command ,{parsed.name} got more words than it has parameters: {extra}")
+    raw = {**parsed.kwargs, **dict(zip(free, parsed.positional, strict=False))}
+    return {key: _coerce(value, properties.get(key, {})) for key, value in raw.items()}
+
+
+def _coerce(value: str, schema: Mapping[str, Any]) -> Any:
+    kinds = schema.get("type", "string")
+    kinds = [kinds] if isinstance(kinds, str) else list(kinds)
+    if "string" in kinds:
+        return value
+    if "boolean" in kinds and value.lower() in _TRUE | _FALSE:
+        return value.lower() in _TRUE
+    if "integer" in kinds and re.fullmatch(r"[+-]?\d+", value):
+        return int(value)
+    if "number" in kinds:
+        try:
+            return float(value)
+        except ValueError:
+            pass
+    return value  # left as text, so the schema check names the mismatch
+
+
+def _logged(tape: Tape, result: CommandResult) -> CommandResult:
+    event = tape.append_event("command", {"name": result.name, "args": dict(result.args), "status": result.status})
+    return CommandResult(result.name, result.output, result.status, result.args, (*result.entries, event))
