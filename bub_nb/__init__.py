@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+# The layers above the tape plug Tape.view() and Tape.memory in as they are imported.
+from bub_nb import context as _context  # noqa: F401
+from bub_nb import memory as _memory  # noqa: F401
+from bub_nb.context import View, window
 from bub_nb.errors import BubNbError
+from bub_nb.memory import MemoryZone
 from bub_nb.tape import (
     LAST_ANCHOR,
     AnchorSummary,
@@ -19,29 +24,44 @@ from bub_nb.tape import (
 )
 
 if TYPE_CHECKING:
+    from bub_nb.agent import Agent, Turn, hookimpl, register_plugin, tool
     from bub_nb.tape.frame import read_tapes
 
 __version__ = "0.1.0"
 
 __all__ = [
     "LAST_ANCHOR",
+    "Agent",
     "AnchorSummary",
     "BubNbError",
     "FileTapeStore",
     "MemoryTapeStore",
+    "MemoryZone",
     "Tape",
     "TapeEntry",
     "TapeInfo",
     "TapeStore",
+    "Turn",
+    "View",
     "__version__",
+    "hookimpl",
     "load_ipython_extension",
     "open_tape",
     "read_tapes",
+    "register_plugin",
     "session_tape_name",
+    "tool",
+    "window",
 ]
 
+# Heavier parts (pandas, openai, pluggy) load on first use, so `import bub_nb` stays cheap.
 _LAZY = {
     "read_tapes": "bub_nb.tape.frame",
+    "Agent": "bub_nb.agent",
+    "Turn": "bub_nb.agent",
+    "tool": "bub_nb.agent",
+    "hookimpl": "bub_nb.agent",
+    "register_plugin": "bub_nb.agent",
 }
 
 

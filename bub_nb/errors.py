@@ -9,6 +9,7 @@
     │   ├── EntryNotFoundError     an entry id or address that resolves to nothing (also a KeyError)
     │   └── TapeAddressError       a ``tape://`` address that cannot be parsed
     ├── ContextError               a view mode or strategy that cannot be used
+    ├── MemoryZoneError            a memory note or date that cannot be stored
     ├── ModelError                 the model could not be reached or answered badly
     │   ├── ModelConfigError       no model, an unknown model spec or a missing API key
     │   └── ContextLengthError     the endpoint refused the prompt as too long
@@ -60,6 +61,10 @@ class TapeAddressError(TapeError, ValueError):
 
 class ContextError(BubNbError, ValueError):
     """A view mode or context strategy that cannot be used."""
+
+
+class MemoryZoneError(BubNbError, ValueError):
+    """A memory note or date that cannot be stored in the memory zone."""
 
 
 class ModelError(BubNbError):

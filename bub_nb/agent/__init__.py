@@ -1,0 +1,33 @@
+"""The agent layer: the turn pipeline (pluggy hooks), the agent loop, models, tools and comma commands."""
+
+from __future__ import annotations
+
+from bub_nb.agent.builtin import BuiltinPlugin, default_pipeline, register_plugin
+from bub_nb.agent.hookspecs import Envelope, StreamEvent, hookimpl
+from bub_nb.agent.loop import Agent
+from bub_nb.agent.models import Model, OfflineModel, OpenAIModel, ScriptedModel, resolve_model
+from bub_nb.agent.pipeline import TurnPipeline, TurnResult
+from bub_nb.agent.tools import Tool, ToolContext, ToolRegistry, tool
+from bub_nb.agent.turn import Turn
+
+__all__ = [
+    "Agent",
+    "BuiltinPlugin",
+    "Envelope",
+    "Model",
+    "OfflineModel",
+    "OpenAIModel",
+    "ScriptedModel",
+    "StreamEvent",
+    "Tool",
+    "ToolContext",
+    "ToolRegistry",
+    "Turn",
+    "TurnPipeline",
+    "TurnResult",
+    "default_pipeline",
+    "hookimpl",
+    "register_plugin",
+    "resolve_model",
+    "tool",
+]

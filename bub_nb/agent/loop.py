@@ -41,8 +41,8 @@ class Agent:
         pipeline: TurnPipeline | None = None,
         meta: dict[str, Any] | None = None,
     ) -> None:
-        from bub_nb.agent.builtin_tools import builtin_registry
         from bub_nb.agent.builtin import default_pipeline
+        from bub_nb.agent.builtin_tools import builtin_registry
 
         if max_steps < 1:
             raise BubNbError(f"max_steps must be at least 1, got {max_steps!r}")
@@ -63,6 +63,7 @@ class Agent:
             registry.register(item)
         self.tools = registry
         self.last_turn: Turn | None = None
+        self._active: TurnRecorder | None = None
 
     def __repr__(self) -> str:
         return f"Agent(tape={self.tape.name!r}, model={self.model.name!r}, tools={len(self.tools)})"
@@ -79,22 +80,11 @@ class Agent:
 
     def run(self, prompt: str, *, stream: bool = False, on_delta: Callable[[str], Any] | None = None) -> Turn:
         """Run one turn from synchronous code (also inside Jupyter's running event loop)."""
-        recorder_box: list[TurnRecorder] = []
         try:
-            return _run_sync(self._arun_recorded(prompt, stream, on_delta, recorder_box))
+            return _run_sync(self.arun(prompt, stream=stream, on_delta=on_delta))
         except KeyboardInterrupt:
-            if recorder_box:
-                self.last_turn = recorder_box[0].interrupt()
+            self.abort()
             raise
-
-    async def _arun_recorded(
-        self, prompt: str, stream: bool, on_delta: Callable[[str], Any] | None, box: list[TurnRecorder]
-    ) -> Turn:
-        async for delta in self._turn(prompt, stream=stream or on_delta is not None, box=box):
-            if on_delta is not None:
-                on_delta(delta)
-        assert self.last_turn is not None
-        return self.last_turn
 
     async def astream(self, prompt: str) -> AsyncIterator[str]:
         """Yield text deltas as they arrive; the finished turn is then ``self.last_turn``."""
@@ -103,13 +93,18 @@ class Agent:
 
     def stream(self, prompt: str) -> Iterator[str]:
         """Yield text deltas from synchronous code; the finished turn is then ``self.last_turn``."""
-        box: list[TurnRecorder] = []
         try:
-            yield from _iterate_sync(self._turn(prompt, stream=True, box=box))
+            yield from _iterate_sync(self._turn(prompt, stream=True))
         except KeyboardInterrupt:
-            if box:
-                self.last_turn = box[0].interrupt()
+            self.abort()
             raise
+
+    def abort(self) -> Turn | None:
+        """Record the running turn as interrupted (its partial answer kept); ``None`` if none runs."""
+        recorder, self._active = self._active, None
+        if recorder is not None:
+            self.last_turn = recorder.interrupt()
+        return self.last_turn if recorder is not None else None
 
     def view(self) -> View:
         """The view the next step would send (without the system prompt)."""
@@ -121,7 +116,7 @@ class Agent:
 
     # -- the loop ---------------------------------------------------------------------------------
 
-    async def _turn(self, prompt: str, *, stream: bool, box: list[TurnRecorder] | None = None) -> AsyncIterator[str]:
+    async def _turn(self, prompt: str, *, stream: bool) -> AsyncIterator[str]:
         from bub_nb.agent.commands import is_command, run_command
 
         if not isinstance(prompt, str) or not prompt.strip():
@@ -132,21 +127,26 @@ class Agent:
             yield self.last_turn.text
             return
         self.tape.memory.ensure()
-        recorder = TurnRecorder(self.tape, self.model.name, self.meta)
-        if box is not None:
-            box.append(recorder)
+        recorder = self._active = TurnRecorder(self.tape, self.model.name, self.meta)
         recorder.start(self.system_prompt(prompt), prompt)
         try:
             async for delta in self._steps(recorder, prompt, stream):
+                if recorder.finished is not None and recorder.finished.status == "interrupted":
+                    return  # aborted from outside while the stream was still arriving
                 yield delta
         except (asyncio.CancelledError, KeyboardInterrupt, GeneratorExit):
             self.last_turn = recorder.interrupt()
             raise
         except BubNbError as exc:
-            recorder.error(_error_kind(exc), str(exc))
-            self.last_turn = recorder.finish("error", recorder.partial, error=str(exc), partial=bool(recorder.partial))
+            if recorder.finished is None:
+                recorder.error(_error_kind(exc), str(exc))
+                partial = bool(recorder.partial)
+                self.last_turn = recorder.finish("error", recorder.partial, error=str(exc), partial=partial)
             exc.turn = self.last_turn  # type: ignore[attr-defined]
             raise
+        finally:
+            if self._active is recorder:
+                self._active = None
 
     async def _steps(self, recorder: TurnRecorder, prompt: str, stream: bool) -> AsyncIterator[str]:
         retries = MAX_AUTO_HANDOFF_RETRIES

@@ -78,6 +78,9 @@ class TurnRecorder:
         return {"run_id": self.run_id, **self.meta}
 
     def _write(self, entry: TapeEntry) -> TapeEntry:
+        if self.finished is not None:
+            # A stream abandoned by an interrupt may still deliver; the turn is already closed.
+            return entry
         stored = self.tape.append(TapeEntry(0, entry.kind, entry.payload, {**self.entry_meta, **entry.meta}))
         self.entries.append(stored)
         return stored
@@ -112,6 +115,8 @@ class TurnRecorder:
                 self.error(f"tool.{result['kind']}", result["message"], {"tool": call.name, "call_id": call.id})
 
     def finish(self, status: str, text: str, *, error: str | None = None, partial: bool = False) -> Turn:
+        if self.finished is not None:
+            return self.finished
         if text:
             meta = {"partial": True} if partial else {}
             self._write(TapeEntry.message({"role": "assistant", "content": text}, **meta))
@@ -125,7 +130,15 @@ class TurnRecorder:
         }
         self._write(TapeEntry.event("run", data))
         self.finished = Turn(
-            text, tuple(self.entries), self.usage, status, self.model, self.run_id, elapsed_ms, self.steps, error,
+            text,
+            tuple(self.entries),
+            self.usage,
+            status,
+            self.model,
+            self.run_id,
+            elapsed_ms,
+            self.steps,
+            error,
             self.last_view,
         )
         return self.finished

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Final
 
-from bub_nb.errors import BubNbError
+from bub_nb.errors import MemoryZoneError
 from bub_nb.tape.entries import TapeEntry
 
 LONG_TERM_EVENT: Final = "memory.long_term"
@@ -18,10 +18,6 @@ USAGE_HINT: Final = (
     "Use `memory.save` to update long-term memory, `memory.daily` to append to\n"
     "daily notes, and `memory.recall` to search past memories."
 )
-
-
-class MemoryZoneError(BubNbError, ValueError):
-    """A memory zone request that cannot be carried out, such as a day that is not ``YYYY-MM-DD``."""
 
 
 def today_utc() -> date:

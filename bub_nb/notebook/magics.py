@@ -1,0 +1,288 @@
+"""IPython magics over the agent and the tape: ``%%bub``, ``%handoff``, ``%anchors``, ``%context``, ``%memory``, ``%tape``.
+
+Each magic parses its arguments and calls the plain-Python API; every ``BubNbError`` becomes a
+one-line ``UsageError``.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shlex
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments
+from IPython.display import Markdown, display
+from traitlets import Bool, Int, List, Unicode, default, observe
+
+from bub_nb.errors import BubNbError
+from bub_nb.notebook.display import AnswerDisplay
+from bub_nb.notebook.interpolate import interpolate
+from bub_nb.notebook.recording import CellRecorder
+from bub_nb.notebook.session import NotebookSession
+from bub_nb.notebook.tape_commands import TapeCommands
+
+
+def usage_errors(method: Callable[..., Any]) -> Callable[..., Any]:
+    """Turn bub_nb's errors into one-line ``UsageError``s: no traceback from the internals."""
+
+    @functools.wraps(method)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(*args, **kwargs)
+        except BubNbError as exc:
+            raise UsageError(str(exc)) from None
+        except (orjson.JSONDecodeError, ValueError) as exc:
+            raise UsageError(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
+
+    return wrapper
+
+
+def parse_line(magic: Callable[..., Any], line: str) -> Any:
+    """Parse a magic's arguments with shell quoting, so ``summary='two words'`` stays one value."""
+    try:
+        argv = shlex.split(line, posix=True)
+    except ValueError as exc:
+        raise UsageError(f"Cannot parse {line.strip()!r}: {exc}") from None
+    return magic.parser.parse_args(argv)  # type: ignore[attr-defined]
+
+
+def parse_state(pairs: list[str], state_json: str | None) -> dict[str, Any]:
+    """``key=value`` words (values read as JSON when they parse, else text) over an optional ``--state`` object."""
+    state: dict[str, Any] = {}
+    if state_json:
+        try:
+            loaded = orjson.loads(state_json)
+        except orjson.JSONDecodeError as exc:
+            raise UsageError(f"--state {state_json!r} is not valid JSON: {exc}") from None
+        if not isinstance(loaded, dict):
+            raise UsageError(f'--state {state_json!r} must be a JSON object, like \'{{"summary": "..."}}\'')
+        state.update(loaded)
+    for pair in pairs:
+        key, equals, value = pair.partition("=")
+        if not equals or not key.isidentifier():
+            raise UsageError(f"{pair!r} is not key=value (for example summary='what was done')")
+        try:
+            state[key] = orjson.loads(value)
+        except orjson.JSONDecodeError:
+            state[key] = value
+    return state
+
+
+@magics_class
+class BubMagics(Magics):
+    """bub_nb's magics. Configure with ``%config BubMagics.<trait> = value``."""
+
+    model = Unicode(help="Model: 'offline', 'openai:<model>' (env BUB_MODEL).").tag(config=True)
+    context = Unicode(help="Default view: 'last', 'full', 'window:N', 'notebook' or an anchor name.").tag(config=True)
+    home = Unicode(help="Bub home; tapes live in <home>/tapes (env BUB_HOME, default ~/.bub).").tag(config=True)
+    tape = Unicode(help="Tape name or .jsonl path; empty means this notebook's tape.").tag(config=True)
+    max_steps = Int(help="Model calls a turn may make before it stops (env BUB_MAX_STEPS).").tag(config=True)
+    stream = Bool(True, help="Stream answers into the cell as they arrive.").tag(config=True)
+    system_prompt = Unicode("", help="Extra instructions added to the system prompt.").tag(config=True)
+    show_context = Bool(False, help="Draw the context strip under each answer.").tag(config=True)
+    tools = List(Unicode(), help="Default --tools selection (empty: every builtin tool).").tag(config=True)
+
+    @default("model")
+    def _default_model(self) -> str:
+        return os.environ.get("BUB_MODEL", "") or "offline"
+
+    @default("context")
+    def _default_context(self) -> str:
+        return os.environ.get("BUB_CONTEXT", "") or "last"
+
+    @default("home")
+    def _default_home(self) -> str:
+        return os.environ.get("BUB_HOME", "")
+
+    @default("tape")
+    def _default_tape(self) -> str:
+        return os.environ.get("BUB_TAPE", "")
+
+    @default("max_steps")
+    def _default_max_steps(self) -> int:
+        raw = os.environ.get("BUB_MAX_STEPS", "")
+        return int(raw) if raw.isdigit() and int(raw) > 0 else 8
+
+    def __init__(self, shell: Any = None, **kwargs: Any) -> None:
+        super().__init__(shell=shell, **kwargs)
+        self.session = NotebookSession(self, lambda: self.shell.user_ns)
+        self.recorder = CellRecorder(self.shell, lambda: self.session.tape)
+        self.tape_commands = TapeCommands(self)
+
+    @observe("tape", "home")
+    def _tape_changed(self, change: Any) -> None:
+        if hasattr(self, "session"):
+            self.session.forget_tape()
+
+    # -- %%bub ----------------------------------------------------------------------------------
+
+    @magic_arguments()
+    @argument("-m", "--model", help="model for this turn, e.g. offline or openai:gpt-4o-mini")
+    @argument("--context", help="view mode: last, full, window:N, notebook or an anchor name")
+    @argument("-o", "--output", metavar="VAR", help="store the answer text in this variable")
+    @argument("--no-stream", action="store_true", help="show the answer only when it is complete")
+    @argument("--tools", help="comma-separated tools: builtin names, globs like memory.*, or notebook functions")
+    @argument("prompt", nargs="*", help="with %%bub, the prompt itself")
+    @line_cell_magic("bub")
+    @usage_errors
+    def bub_magic(self, line: str, cell: str | None = None) -> None:
+        """Run one agent turn on this notebook's tape: ``%%bub`` with the prompt in the cell.
+
+        ``{name}``, ``{obj.attr}`` and ``{seq[0]}`` are filled in from the notebook (``{{`` for a
+        literal brace). A prompt starting with ``,`` is a command (``,help``) and never reaches the model.
+        """
+        args = parse_line(self.bub_magic, line)
+        if cell is not None and args.prompt:
+            raise UsageError(f"%%bub takes the prompt from the cell; unexpected words: {' '.join(args.prompt)!r}")
+        prompt = interpolate(cell if cell is not None else " ".join(args.prompt), self.shell.user_ns).strip()
+        if not prompt:
+            raise UsageError("The prompt is empty: write it in the cell under %%bub (or after %bub)")
+        if args.output and not args.output.isidentifier():
+            raise UsageError(f"-o {args.output!r} is not a valid variable name")
+        agent = self.session.agent(
+            model=args.model, context=args.context, tools=args.tools, cell=self.shell.execution_count
+        )
+        stream = self.stream and not args.no_stream
+        answer = AnswerDisplay(self.shell, stream=stream)
+        try:
+            turn = self.session.run_turn(agent, prompt, on_delta=answer.add if stream else None)
+        except KeyboardInterrupt:
+            turn = agent.abort() or agent.last_turn
+            answer.finish(answer.text + "\n\n⏹ *Interrupted: the partial answer is kept on the tape.*")
+            return
+        except BubNbError as exc:
+            if answer.text:
+                answer.finish(answer.text + "\n\n⚠️ *The answer was cut short; the partial text is on the tape.*")
+            raise UsageError(str(exc)) from None
+        anchor = turn.view.anchor.name if turn.view is not None and turn.view.anchor is not None else None
+        metadata = {"bub_nb": {"tape": agent.tape.name, "entry_ids": turn.entry_ids, "anchor": anchor}}
+        answer.finish(turn.text, footer=self._footer(turn, anchor), metadata=metadata)
+        if args.output:
+            self.shell.user_ns[args.output] = turn.text
+        if self.show_context:
+            self._show_context(None)
+
+    @staticmethod
+    def _footer(turn: Any, anchor: str | None) -> str:
+        if turn.status == "command":
+            return ""
+        parts = [turn.model]
+        if anchor:
+            parts.append(f"view from ⚓ {anchor}")
+        if turn.view is not None:
+            parts.append(f"{len(turn.view.messages)} messages ≈ {turn.view.total_tokens} tokens")
+        if turn.usage is not None:
+            parts.append(f"usage {turn.usage.prompt_tokens}+{turn.usage.completion_tokens}")
+        if turn.entries:
+            parts.append(f"entries #{turn.entries[0].id}–#{turn.entries[-1].id}")
+        return "<sub>" + " · ".join(parts) + "</sub>"
+
+    # -- %handoff, %anchors, %context, %memory ----------------------------------------------------
+
+    @magic_arguments()
+    @argument("name", help="anchor name, e.g. lesson/1 or phase/design-done")
+    @argument("pairs", nargs="*", help="state as key=value (values are read as JSON when they parse)")
+    @argument("--state", help="state as a JSON object; key=value pairs are added on top")
+    @line_magic("handoff")
+    @usage_errors
+    def handoff_magic(self, line: str) -> None:
+        """Write an anchor: the next turn's view starts there and carries its state."""
+        args = parse_line(self.handoff_magic, line)
+        state = parse_state(args.pairs, args.state)
+        anchor, _event = self.session.tape.handoff(args.name, state or None, source="notebook")
+        shown = orjson.dumps(state, option=orjson.OPT_INDENT_2).decode() if state else "(no state)"
+        display(
+            Markdown(
+                f"⚓ Handoff **{anchor.name}** written as entry #{anchor.id} on tape `{self.session.tape.name}`. "
+                f"The next turn's view starts here and carries:\n\n```json\n{shown}\n```"
+            )
+        )
+
+    @magic_arguments()
+    @argument("--limit", type=int, default=None, help="only the last N anchors")
+    @line_magic("anchors")
+    @usage_errors
+    def anchors_magic(self, line: str) -> Any:
+        """The tape's anchors as a DataFrame: name, id, date, state and entries since."""
+        from bub_nb.tape.report import anchors_frame
+
+        args = parse_line(self.anchors_magic, line)
+        frame = anchors_frame(self.session.tape)
+        return frame if args.limit is None else frame.tail(args.limit)
+
+    @magic_arguments()
+    @argument("mode", nargs="?", default=None, help="last, full, window:N, notebook or an anchor name")
+    @line_magic("context")
+    @usage_errors
+    def context_magic(self, line: str) -> None:
+        """Show the view the next turn would send, as the context widget (text in a terminal)."""
+        args = parse_line(self.context_magic, line)
+        self._show_context(args.mode)
+
+    def _show_context(self, mode: str | None) -> None:
+        from bub_nb.context import parse_mode
+        from bub_nb.notebook.widgets import ContextView
+
+        display(ContextView(self.session.tape, parse_mode(mode or self.context or "last")))
+
+    @magic_arguments()
+    @argument("action", nargs="?", default="show", help="show | save TEXT | daily TEXT | clear | prune")
+    @argument("text", nargs="*", help="the text to save or append")
+    @argument("--date", help="with daily: the day (YYYY-MM-DD), default today")
+    @line_magic("memory")
+    @usage_errors
+    def memory_magic(self, line: str) -> None:
+        """Work on the tape's memory zone: show it, save long-term memory, add a daily note, clear it."""
+        from bub_nb.notebook.widgets import MemoryView
+
+        args = parse_line(self.memory_magic, line)
+        zone = self.session.tape.memory
+        text = " ".join(args.text).strip()
+        action = args.action
+        if action in ("save", "daily") and not text:
+            raise UsageError(f"%memory {action} needs the text to store, e.g. %memory {action} prefers pandas")
+        if action != "daily" and args.date:
+            raise UsageError(f"--date goes with %memory daily, not with {action!r}")
+        if action not in ("show", "save", "daily", "clear", "prune"):
+            raise UsageError(f"Unknown %memory action {action!r}; use show, save, daily, clear or prune")
+        if action == "show":
+            if text:
+                raise UsageError(f"%memory show takes no text; did you mean %memory save {text}?")
+            display(MemoryView(zone))
+            return
+        if action == "save":
+            snapshot = zone.save_long_term(text)
+            message = f"🧠 Long-term memory saved (zone version {snapshot.version})."
+        elif action == "daily":
+            snapshot = zone.append_daily(text, args.date)
+            message = f"🧠 Daily note added (zone version {snapshot.version})."
+        elif action == "clear":
+            snapshot = zone.clear()
+            message = f"🧠 Memory cleared (zone version {snapshot.version}); earlier versions stay on the tape."
+        else:
+            pruned = zone.prune()
+            message = f"🧠 Pruned {pruned} daily notes older than {zone.retention_days} days."
+        display(Markdown(message))
+
+    # -- %tape --------------------------------------------------------------------------------------
+
+    @magic_arguments()
+    @argument(
+        "subcommand",
+        help="info | df | search QUERY | reset [--archive] | fork NAME [--from ANCHOR] | "
+        "export [md|jsonl] PATH | use NAME|PATH | record on|off",
+    )
+    @argument("rest", nargs="*", help="the subcommand's arguments")
+    @line_magic("tape")
+    @usage_errors
+    def tape_magic(self, line: str) -> Any:
+        """Inspect and manage the tape: info, df, search, reset, fork, export, use, record."""
+        subcommand, _, rest = line.strip().partition(" ")
+        if not subcommand:
+            parse_line(self.tape_magic, line)  # raises the usage message
+        return self.tape_commands.run(subcommand, rest)

@@ -1,0 +1,49 @@
+"""Optional notebook recording: executed code cells become ``notebook.cell`` events on the tape."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from bub_nb.tape import Tape
+
+CELL_EVENT = "notebook.cell"
+_SKIPPED_PREFIXES = ("%%bub", "%bub", "%tape record", "%handoff", "%context", "%memory", "%anchors")
+_MAX_SOURCE = 8000
+
+
+def cell_event(execution_count: int | None, source: str, error: BaseException | None) -> dict[str, Any]:
+    """The data of one ``notebook.cell`` event; long sources are cut, with a note saying so."""
+    data: dict[str, Any] = {"cell": execution_count, "source": source[:_MAX_SOURCE]}
+    if len(source) > _MAX_SOURCE:
+        data["truncated"] = len(source) - _MAX_SOURCE
+    if error is not None:
+        data["error"] = f"{type(error).__name__}: {error}".strip()
+    return data
+
+
+class CellRecorder:
+    """Listens to IPython's ``post_run_cell`` event; installs no exception handler of any kind."""
+
+    def __init__(self, shell: Any, tape: Callable[[], Tape]) -> None:
+        self._shell = shell
+        self._tape = tape
+        self.active = False
+
+    def start(self) -> None:
+        if not self.active:
+            self._shell.events.register("post_run_cell", self.post_run_cell)
+            self.active = True
+
+    def stop(self) -> None:
+        if self.active:
+            self._shell.events.unregister("post_run_cell", self.post_run_cell)
+            self.active = False
+
+    def post_run_cell(self, result: Any) -> None:
+        source = (getattr(result.info, "raw_cell", None) or "").strip()
+        if not source or source.startswith(_SKIPPED_PREFIXES):
+            return
+        error = result.error_in_exec or result.error_before_exec
+        count = result.execution_count
+        self._tape().append_event(CELL_EVENT, cell_event(count, source, error), cell=count, source="notebook")

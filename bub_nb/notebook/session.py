@@ -1,0 +1,129 @@
+"""The notebook's side of bub_nb: which tape the magics work on, and the agent for each turn."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from bub_nb.agent import Agent
+from bub_nb.agent.builtin import default_pipeline
+from bub_nb.agent.builtin_tools import builtin_registry
+from bub_nb.agent.hookspecs import Envelope, StreamEvent
+from bub_nb.agent.models import Model, resolve_model
+from bub_nb.agent.tools import Tool, tool
+from bub_nb.agent.turn import Turn
+from bub_nb.context import parse_mode
+from bub_nb.errors import BubNbError, ToolError
+from bub_nb.tape import Tape, current_notebook, open_tape
+
+
+def resolve_tools(
+    spec: str | Iterable[str] | None, namespace: Mapping[str, Any]
+) -> tuple[list[Tool], bool | list[str]]:
+    """``--tools a,b``: builtin names or globs (``memory.*``), or functions/tools from the notebook.
+
+    Returns the user's tools and the builtin selection (``True`` for all builtins when no spec).
+    """
+    if spec is None:
+        return [], True
+    names = [n.strip() for n in (spec.split(",") if isinstance(spec, str) else spec) if n.strip()]
+    if names in (["none"], []):
+        return [], False
+    builtins = builtin_registry()
+    chosen_builtins: list[str] = []
+    own: list[Tool] = []
+    for name in names:
+        if name in builtins or "*" in name:
+            builtins.select([name])  # raises naming the known tools when a glob matches nothing
+            chosen_builtins.append(name)
+            continue
+        value = namespace.get(name)
+        if isinstance(value, Tool):
+            own.append(value)
+        elif callable(value):
+            own.append(tool(value))
+        else:
+            known = ", ".join([*builtins.names, *(k for k, v in namespace.items() if isinstance(v, Tool))])
+            raise ToolError(f"Tool {name!r} is neither a builtin tool nor a function in the notebook; known: {known}")
+    return own, chosen_builtins or False
+
+
+class NotebookSession:
+    """State the magics share: the current tape, cached models, and how turns are run."""
+
+    def __init__(self, settings: Any, namespace: Callable[[], Mapping[str, Any]]) -> None:
+        self._settings = settings
+        self._namespace = namespace
+        self._tape: Tape | None = None
+        self._models: dict[str, Model] = {}
+        self.last_turn: Turn | None = None
+        self.last_agent: Agent | None = None
+
+    @property
+    def tape(self) -> Tape:
+        if self._tape is None:
+            self._tape = self.open(self._settings.tape or None)
+        return self._tape
+
+    def open(self, name_or_path: str | None) -> Tape:
+        home = self._settings.home or None
+        if name_or_path and (name_or_path.endswith(".jsonl") or os.sep in name_or_path):
+            return open_tape(Path(name_or_path).expanduser())
+        return open_tape(name_or_path, home=home)
+
+    def use(self, name_or_path: str) -> Tape:
+        self._tape = self.open(name_or_path)
+        return self._tape
+
+    def forget_tape(self) -> None:
+        """Re-resolve the tape on next use (after ``tape`` or ``home`` changed)."""
+        self._tape = None
+
+    def chat_id(self) -> str:
+        return current_notebook().session_id
+
+    def model(self, spec: str | None) -> Model:
+        spec = spec or self._settings.model or None
+        key = spec or ""
+        if key not in self._models:
+            self._models[key] = resolve_model(spec)
+        return self._models[key]
+
+    def agent(
+        self, *, model: str | None = None, context: str | None = None, tools: str | None = None, cell: int | None = None
+    ) -> Agent:
+        own, builtins = resolve_tools(tools or (self._settings.tools or None), self._namespace())
+        return Agent(
+            self.tape,
+            model=self.model(model),
+            tools=own,
+            max_steps=self._settings.max_steps,
+            context=parse_mode(context or self._settings.context or "last"),
+            instructions=self._settings.system_prompt or None,
+            builtin_tools=builtins,
+            pipeline=default_pipeline(),
+            meta={"cell": cell, "source": "notebook"} if cell is not None else {"source": "notebook"},
+        )
+
+    def run_turn(self, agent: Agent, prompt: str, *, on_delta: Callable[[str], None] | None) -> Turn:
+        """One turn through the pipeline, as a ``notebook`` inbound envelope."""
+        self.last_agent = agent
+        envelope = Envelope(
+            "notebook",
+            self.chat_id(),
+            prompt,
+            meta={"tape": agent.tape, "agent": agent, "instructions": agent.instructions},
+        )
+
+        def on_event(event: StreamEvent) -> None:
+            if event.kind == "text" and on_delta is not None:
+                on_delta(str(event.data.get("delta", "")))
+
+        result = default_pipeline().process_inbound_sync(envelope, on_event=on_event if on_delta else None)
+        turn = result.state.get("turn") or agent.last_turn
+        if turn is None:
+            raise BubNbError(f"The turn on tape {agent.tape.name!r} produced no result")
+        self.last_turn = turn
+        return turn

@@ -1,0 +1,127 @@
+"""``%tape`` subcommands: each parses its own arguments and calls the tape API."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic_arguments import MagicArgumentParser
+from IPython.display import Markdown, display
+
+if TYPE_CHECKING:
+    from bub_nb.notebook.magics import BubMagics
+
+
+def _parser(name: str, description: str) -> MagicArgumentParser:
+    return MagicArgumentParser(prog=f"%tape {name}", description=description, add_help=False)
+
+
+def _split(rest: str) -> list[str]:
+    from IPython.utils.process import arg_split
+
+    return arg_split(rest, posix=True)
+
+
+class TapeCommands:
+    """The subcommands of ``%tape``; unknown ones and bad arguments are one-line ``UsageError``s."""
+
+    NAMES = ("info", "df", "search", "reset", "fork", "export", "use", "record")
+
+    def __init__(self, magics: BubMagics) -> None:
+        self._magics = magics
+
+    @property
+    def _session(self) -> Any:
+        return self._magics.session
+
+    def run(self, subcommand: str, rest: str) -> Any:
+        if subcommand not in self.NAMES:
+            raise UsageError(f"Unknown %tape subcommand {subcommand!r}; use one of: {', '.join(self.NAMES)}")
+        return getattr(self, f"_{subcommand}")(_split(rest))
+
+    def _no_arguments(self, name: str, words: list[str]) -> None:
+        if words:
+            raise UsageError(f"%tape {name} takes no arguments, got {' '.join(words)!r}")
+
+    def _info(self, words: list[str]) -> Any:
+        self._no_arguments("info", words)
+        return self._session.tape.info()
+
+    def _df(self, words: list[str]) -> Any:
+        self._no_arguments("df", words)
+        return self._session.tape.to_frame()
+
+    def _search(self, words: list[str]) -> Any:
+        parser = _parser("search", "Entries containing QUERY, newest first.")
+        parser.add_argument("query", nargs="+")
+        parser.add_argument("--limit", type=int, default=20)
+        args = parser.parse_args(words)
+        from bub_nb.tape.frame import entries_to_frame
+
+        return entries_to_frame(self._session.tape.search(" ".join(args.query), limit=args.limit))
+
+    def _reset(self, words: list[str]) -> None:
+        parser = _parser("reset", "Start the tape over with session/start.")
+        parser.add_argument("--archive", action="store_true", help="keep the old tape as <name>.jsonl.<time>.bak")
+        args = parser.parse_args(words)
+        entries = self._session.tape.reset(archive=args.archive)
+        archived = (entries[0].payload.get("state") or {}).get("archived")
+        where = f" The old entries are archived at `{archived}`." if archived else " The old entries were discarded."
+        display(Markdown(f"🔄 Tape `{self._session.tape.name}` starts over at ⚓ session/start.{where}"))
+
+    def _fork(self, words: list[str]) -> None:
+        parser = _parser("fork", "Copy the tape from an anchor on into a new tape and switch to it.")
+        parser.add_argument("name")
+        parser.add_argument("--from", dest="from_anchor", default=None, help="anchor to fork from (default: all)")
+        parser.add_argument("--intention", default=None, help="next steps for the forked session")
+        args = parser.parse_args(words)
+        parent = self._session.tape
+        child = parent.fork_session(args.name, from_anchor=args.from_anchor, intention=args.intention)
+        self._session.use(child.name if parent.path is None or child.path is None else str(child.path))
+        display(
+            Markdown(
+                f"🍴 Forked `{parent.name}` into `{child.name}` ({len(child)} entries) and switched to it. "
+                f"`%tape use {parent.name}` goes back."
+            )
+        )
+
+    def _export(self, words: list[str]) -> None:
+        parser = _parser("export", "Write the tape as a Markdown transcript per phase, or as JSON Lines.")
+        parser.add_argument("parts", nargs="+", metavar="[md|jsonl] PATH")
+        args = parser.parse_args(words)
+        parts = list(args.parts)
+        fmt = parts.pop(0) if parts[0] in ("md", "markdown", "jsonl") and len(parts) > 1 else None
+        if len(parts) != 1:
+            raise UsageError(f"%tape export takes [md|jsonl] PATH, got {' '.join(args.parts)!r}")
+        path = Path(parts[0]).expanduser()
+        fmt = fmt or ("jsonl" if path.suffix == ".jsonl" else "md")
+        tape = self._session.tape
+        if fmt == "jsonl":
+            from bub_nb.tape.report import write_jsonl
+
+            count = write_jsonl(tape, path)
+        else:
+            from bub_nb.tape.report import transcript_markdown
+
+            path.write_text(transcript_markdown(tape), encoding="utf-8")
+            count = len(tape)
+        display(Markdown(f"📤 Exported {count} entries of `{tape.name}` to `{path}` ({fmt})."))
+
+    def _use(self, words: list[str]) -> None:
+        if len(words) != 1:
+            raise UsageError(f"%tape use takes one tape NAME or PATH, got {' '.join(words)!r}")
+        tape = self._session.use(words[0])
+        display(Markdown(f"📼 Now on tape `{tape.name}` ({len(tape)} entries) at `{tape.location}`."))
+
+    def _record(self, words: list[str]) -> None:
+        if words not in (["on"], ["off"]):
+            raise UsageError(f"%tape record takes on or off, got {' '.join(words)!r}")
+        recorder = self._magics.recorder
+        if words == ["on"]:
+            recorder.start()
+            message = "⏺ Recording executed cells as `notebook.cell` events (try `--context notebook`)."
+        else:
+            recorder.stop()
+            message = "⏹ Stopped recording cells."
+        display(Markdown(message))

@@ -1,0 +1,104 @@
+"""Readable reports of a tape: a Markdown transcript per phase, and the anchor table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import orjson
+
+from bub_nb.tape.entries import TapeEntry, is_phase_anchor
+from bub_nb.tape.text import entry_text
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from bub_nb.tape.service import Tape
+
+_ROLE_TITLES = {"user": "🧑 User", "assistant": "🤖 Assistant", "tool": "🔧 Tool"}
+
+
+def _quote(text: str) -> str:
+    return "\n".join(f"> {line}" if line else ">" for line in text.splitlines()) or ">"
+
+
+def _entry_markdown(entry: TapeEntry) -> str | None:
+    match entry.kind:
+        case "message":
+            role = str(entry.payload.get("role", ""))
+            title = _ROLE_TITLES.get(role, role or "message")
+            partial = " *(partial: interrupted)*" if entry.meta.get("partial") else ""
+            return f"**{title}**{partial} · #{entry.id}\n\n{entry_text(entry)}"
+        case "tool_call":
+            return f"🔧 *tool call* · #{entry.id}\n\n```\n{entry_text(entry)}\n```"
+        case "tool_result":
+            return f"🔧 *tool result* · #{entry.id}\n\n```\n{entry_text(entry)[:4000]}\n```"
+        case "error":
+            return f"⚠️ **error** · #{entry.id}: {entry_text(entry)}"
+        case "anchor" if not is_phase_anchor(entry.name):
+            return f"🧠 *{entry.name}* · #{entry.id}"
+        case "event" if entry.name == "run":
+            data = entry.payload.get("data") or {}
+            usage = data.get("usage") or {}
+            tokens = f", {usage.get('total_tokens')} tokens" if usage else ""
+            return f"<sub>run {data.get('status')} · {data.get('model')} · {data.get('elapsed_ms')} ms{tokens}</sub>"
+        case "event" if entry.name == "notebook.cell":
+            data = entry.payload.get("data") or {}
+            error = f"\n\n⚠️ {data['error']}" if data.get("error") else ""
+            return f"📓 *cell [{data.get('cell')}]* · #{entry.id}\n\n```python\n{data.get('source', '')}\n```{error}"
+    return None
+
+
+def transcript_markdown(tape: Tape, *, title: str | None = None) -> str:
+    """The whole tape as Markdown: one section per phase, each opening with its handoff state."""
+    lines = [f"# {title or f'Tape {tape.name}'}", ""]
+    info = tape.info()
+    lines += [f"{info.entries} entries, {info.anchors} anchors · `{info.location}`", ""]
+    for entry in tape.read():
+        if entry.kind == "anchor" and is_phase_anchor(entry.name):
+            lines += [f"## ⚓ {entry.name}", f"<sub>#{entry.id} · {entry.date[:19]}</sub>", ""]
+            state = entry.payload.get("state")
+            if isinstance(state, dict) and state:
+                for key, value in state.items():
+                    shown = value if isinstance(value, str) else orjson.dumps(value).decode()
+                    lines.append(f"- **{key}**: {shown}")
+                lines.append("")
+            continue
+        block = _entry_markdown(entry)
+        if block is not None:
+            lines += [block, ""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def anchors_frame(tape: Tape) -> pd.DataFrame:
+    """Every anchor with its id, date, state, and the entries written since it and in its phase."""
+    import pandas as pd
+
+    anchors = tape.anchors(limit=None)
+    last_id = tape.last_id
+    rows = []
+    for index, anchor in enumerate(anchors):
+        next_id = anchors[index + 1].id if index + 1 < len(anchors) else last_id + 1
+        rows.append(
+            {
+                "name": anchor.name,
+                "id": anchor.id,
+                "date": anchor.date,
+                "state": anchor.state,
+                "entries_since": last_id - anchor.id,
+                "entries_until_next": next_id - anchor.id - 1,
+            }
+        )
+    frame = pd.DataFrame(rows, columns=["name", "id", "date", "state", "entries_since", "entries_until_next"])
+    frame["date"] = pd.to_datetime(frame["date"], utc=True, format="ISO8601")
+    return frame
+
+
+def write_jsonl(tape: Tape, path: str | Path) -> int:
+    """Copy the tape's entries to ``path`` as JSON Lines in Bub's format; returns how many."""
+    count = 0
+    with open(path, "wb") as handle:
+        for entry in tape.read():
+            handle.write(entry.to_line())
+            count += 1
+    return count
