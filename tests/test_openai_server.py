@@ -111,16 +111,16 @@ def test_replies_are_served_in_script_order(openai_server, client):
     assert openai_server.pending == 0
 
 
-def test_a_500_is_retried_by_the_client_after_the_short_retry_after(openai_server):
-    openai_server.fail(500).reply("recovered")
+def test_5xx_faults_are_retried_by_the_client_after_the_short_retry_after(openai_server):
+    openai_server.fail(500).fail(503).reply("recovered")
 
     with openai.OpenAI(api_key="k", base_url=openai_server.base_url, max_retries=2) as retrying:
         started = time.perf_counter()
         response = retrying.chat.completions.create(model="m", messages=HELLO)
 
     assert response.choices[0].message.content == "recovered"
-    assert len(openai_server.requests) == 2
-    assert time.perf_counter() - started < 0.4  # the client's own backoff would start at 0.5 s
+    assert len(openai_server.requests) == 3
+    assert time.perf_counter() - started < 0.8  # the client's own backoff would wait at least 1.1 s
 
 
 def test_429_carries_retry_after_and_an_openai_error_body(openai_server, client):
@@ -151,6 +151,28 @@ def test_context_window_refuses_long_prompts_without_using_the_script():
         assert server.pending == 1
 
         assert client.chat.completions.create(model="m", messages=HELLO).choices[0].message.content == "fits"
+
+
+def test_the_context_window_can_shrink_while_serving(openai_server, client):
+    openai_server.context_window = 5
+
+    with pytest.raises(openai.BadRequestError, match="maximum context length is 5 tokens"):
+        client.chat.completions.create(model="m", messages=HELLO)
+
+    openai_server.context_window = None
+    assert client.chat.completions.create(model="m", messages=HELLO).choices[0].message.content == DEFAULT_TEXT
+
+
+def test_chunk_delay_paces_a_stream(openai_server, client):
+    openai_server.reply("slow and steady words", chunk_delay=0.05)
+    arrivals: list[float] = []
+
+    for chunk in client.chat.completions.create(model="m", messages=HELLO, stream=True):
+        if chunk.choices and chunk.choices[0].delta.content:
+            arrivals.append(time.perf_counter())
+
+    assert len(arrivals) == 4
+    assert arrivals[-1] - arrivals[0] >= 0.1
 
 
 def test_scripted_context_length_error_looks_like_openai(openai_server, client):
