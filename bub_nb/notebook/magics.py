@@ -1,4 +1,5 @@
-"""IPython magics over the agent and the tape: ``%%bub``, ``%handoff``, ``%anchors``, ``%context``, ``%memory``, ``%tape``.
+"""IPython magics over the agent and the tape: ``%%bub``, ``%handoff``, ``%anchors``, ``%context``, ``%memory``,
+``%tape``.
 
 Each magic parses its arguments and calls the plain-Python API; every ``BubNbError`` becomes a
 one-line ``UsageError``.
