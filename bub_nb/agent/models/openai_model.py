@@ -39,9 +39,9 @@ class OpenAIModel:
 
     The ``openai.AsyncOpenAI`` client is made on first use, once per event loop (a pooled
     connection belongs to the loop that opened it), and closed when ``asyncio.run`` shuts that
-    loop down. Retries of 429 and 5xx answers, timeouts and
-    refused connections are the client's own (``max_retries``; it honours ``Retry-After``).
-    Failures surface as :class:`~bub_nb.errors.ModelError`, prompts that are too long as
+    loop down. Retries of 429 and 5xx answers, timeouts and refused connections are the client's
+    own (``max_retries``; it honours ``Retry-After``). Failures surface as
+    :class:`~bub_nb.errors.ModelError`, prompts that are too long as
     :class:`~bub_nb.errors.ContextLengthError`.
     """
 
