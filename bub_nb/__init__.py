@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 # The layers above the tape plug Tape.view() and Tape.memory in as they are imported.
@@ -29,6 +30,9 @@ if TYPE_CHECKING:
 
 __version__ = "0.1.0"
 
+# Library logging stays silent unless the application configures it.
+logging.getLogger("bub_nb").addHandler(logging.NullHandler())
+
 __all__ = [
     "LAST_ANCHOR",
     "Agent",
@@ -51,6 +55,7 @@ __all__ = [
     "register_plugin",
     "session_tape_name",
     "tool",
+    "unload_ipython_extension",
     "window",
 ]
 
@@ -79,3 +84,10 @@ def load_ipython_extension(ipython: Any) -> None:
     from bub_nb.notebook import load_ipython_extension as load
 
     load(ipython)
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    """``%unload_ext bub_nb``: stop cell recording and drop the magics' configuration."""
+    from bub_nb.notebook import unload_ipython_extension as unload
+
+    unload(ipython)

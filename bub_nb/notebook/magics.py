@@ -49,7 +49,7 @@ def parse_line(magic: Callable[..., Any], line: str) -> Any:
         argv = shlex.split(line, posix=True)
     except ValueError as exc:
         raise UsageError(f"Cannot parse {line.strip()!r}: {exc}") from None
-    return magic.parser.parse_args(argv)  # type: ignore[attr-defined]
+    return magic.parser.parse_intermixed_args(argv)  # type: ignore[attr-defined]
 
 
 def parse_state(pairs: list[str], state_json: str | None) -> dict[str, Any]:
@@ -122,7 +122,7 @@ class BubMagics(Magics):
 
     # -- %%bub ----------------------------------------------------------------------------------
 
-    @magic_arguments()
+    @magic_arguments("bub")
     @argument("-m", "--model", help="model for this turn, e.g. offline or openai:gpt-4o-mini")
     @argument("--context", help="view mode: last, full, window:N, notebook or an anchor name")
     @argument("-o", "--output", metavar="VAR", help="store the answer text in this variable")
@@ -145,9 +145,7 @@ class BubMagics(Magics):
             raise UsageError("The prompt is empty: write it in the cell under %%bub (or after %bub)")
         if args.output and not args.output.isidentifier():
             raise UsageError(f"-o {args.output!r} is not a valid variable name")
-        agent = self.session.agent(
-            model=args.model, context=args.context, tools=args.tools, cell=self.shell.execution_count
-        )
+        agent = self.session.agent(model=args.model, context=args.context, tools=args.tools, cell=self._cell_number())
         stream = self.stream and not args.no_stream
         answer = AnswerDisplay(self.shell, stream=stream)
         try:
@@ -168,6 +166,12 @@ class BubMagics(Magics):
         if self.show_context:
             self._show_context(None)
 
+    def _cell_number(self) -> int | None:
+        """The running cell's In[n]: IPython counts up before or after running, depending on its version."""
+        result = getattr(self.shell.displayhook, "exec_result", None)
+        count = getattr(result, "execution_count", None)
+        return count if isinstance(count, int) else self.shell.execution_count
+
     @staticmethod
     def _footer(turn: Any, anchor: str | None) -> str:
         if turn.status == "command":
@@ -185,7 +189,7 @@ class BubMagics(Magics):
 
     # -- %handoff, %anchors, %context, %memory ----------------------------------------------------
 
-    @magic_arguments()
+    @magic_arguments("handoff")
     @argument("name", help="anchor name, e.g. lesson/1 or phase/design-done")
     @argument("pairs", nargs="*", help="state as key=value (values are read as JSON when they parse)")
     @argument("--state", help="state as a JSON object; key=value pairs are added on top")
@@ -204,7 +208,7 @@ class BubMagics(Magics):
             )
         )
 
-    @magic_arguments()
+    @magic_arguments("anchors")
     @argument("--limit", type=int, default=None, help="only the last N anchors")
     @line_magic("anchors")
     @usage_errors
@@ -216,7 +220,7 @@ class BubMagics(Magics):
         frame = anchors_frame(self.session.tape)
         return frame if args.limit is None else frame.tail(args.limit)
 
-    @magic_arguments()
+    @magic_arguments("context")
     @argument("mode", nargs="?", default=None, help="last, full, window:N, notebook or an anchor name")
     @line_magic("context")
     @usage_errors
@@ -231,7 +235,7 @@ class BubMagics(Magics):
 
         display(ContextView(self.session.tape, parse_mode(mode or self.context or "last")))
 
-    @magic_arguments()
+    @magic_arguments("memory")
     @argument("action", nargs="?", default="show", help="show | save TEXT | daily TEXT | clear | prune")
     @argument("text", nargs="*", help="the text to save or append")
     @argument("--date", help="with daily: the day (YYYY-MM-DD), default today")
@@ -272,7 +276,7 @@ class BubMagics(Magics):
 
     # -- %tape --------------------------------------------------------------------------------------
 
-    @magic_arguments()
+    @magic_arguments("tape")
     @argument(
         "subcommand",
         help="info | df | search QUERY | reset [--archive] | fork NAME [--from ANCHOR] | "

@@ -1,0 +1,317 @@
+"""The magics on a real IPython InteractiveShell whose cells re-raise their errors."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+from IPython.core.displaypub import CapturingDisplayPublisher
+from IPython.core.error import UsageError
+from IPython.core.interactiveshell import InteractiveShell
+
+from bub_nb.tape import TapeInfo, open_tape
+
+
+class Notebook:
+    """A shell with bub_nb loaded, capturing what the cells display."""
+
+    def __init__(self, shell: InteractiveShell) -> None:
+        self.shell = shell
+        self.displays = CapturingDisplayPublisher()
+        shell.display_pub = self.displays
+
+    def run(self, source: str) -> Any:
+        result = self.shell.run_cell(source, store_history=True)
+        self.execution_count = result.execution_count
+        result.raise_error()
+        return result.result
+
+    @property
+    def magics(self) -> Any:
+        return next(c for c in self.shell.configurables if type(c).__name__ == "BubMagics")
+
+    @property
+    def tape(self) -> Any:
+        return self.magics.session.tape
+
+    def shown(self) -> str:
+        """Everything displayed so far, as text (Markdown sources and plain reprs)."""
+        parts = []
+        for output in self.displays.outputs:
+            data = output["data"]
+            parts.append(data.get("text/markdown") or data.get("text/plain") or "")
+        return "\n".join(parts)
+
+
+@pytest.fixture
+def nb(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Notebook]:
+    monkeypatch.setenv("BUB_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
+    monkeypatch.chdir(tmp_path)
+    InteractiveShell.clear_instance()
+    shell = InteractiveShell.instance()
+    notebook = Notebook(shell)
+    notebook.run("%load_ext bub_nb")
+    yield notebook
+    notebook.run("%unload_ext bub_nb")
+    InteractiveShell.clear_instance()
+
+
+def kinds(tape: Any) -> list[str]:
+    return [entry.kind for entry in tape.read()]
+
+
+def test_load_ext_registers_one_configurable_magics_instance(nb: Notebook) -> None:
+    magics = nb.magics
+    assert {"bub", "handoff", "anchors", "context", "memory", "tape"} <= set(nb.shell.magics_manager.magics["line"])
+    assert "bub" in nb.shell.magics_manager.magics["cell"]
+    nb.run('%config BubMagics.model = "openai:gpt-4o-mini"')
+    nb.run("%config BubMagics.max_steps = 3")
+    assert (magics.model, magics.max_steps) == ("openai:gpt-4o-mini", 3)
+    assert magics.model == nb.run("%config BubMagics.model")
+
+
+def test_environment_variables_seed_the_trait_defaults(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("BUB_MODEL", "offline")
+    monkeypatch.setenv("BUB_CONTEXT", "window:6")
+    monkeypatch.setenv("BUB_MAX_STEPS", "5")
+    monkeypatch.setenv("BUB_HOME", str(tmp_path))
+    from bub_nb.notebook.magics import BubMagics
+
+    magics = BubMagics(shell=None)
+    assert (magics.model, magics.context, magics.max_steps, magics.home) == ("offline", "window:6", 5, str(tmp_path))
+
+
+def test_magics_print_real_help(nb: Notebook) -> None:
+    for name in ("bub", "handoff", "anchors", "context", "memory", "tape"):
+        doc = nb.shell.find_line_magic(name).__doc__
+        assert f"%{name} " in doc and ("options:" in doc or "positional arguments:" in doc), name
+    assert "--context" in nb.shell.find_cell_magic("bub").__doc__
+
+
+def test_a_new_user_walks_through_the_lesson_offline(nb: Notebook, capsys: pytest.CaptureFixture[str]) -> None:
+    nb.run("%%bub\nHello! What can you see?")
+    first = capsys.readouterr().out
+    assert "offline teaching model" in first and "Hello! What can you see?" in first
+
+    nb.run("%handoff lesson/1 summary='We said hello' next_steps='Ask about phases'")
+    assert "lesson/1" in nb.shown() and "We said hello" in nb.shown()
+
+    nb.run("%%bub\nWhere does your view start?")
+    second = capsys.readouterr().out
+    assert "lesson/1" in second and "We said hello" in second
+
+    anchors = nb.run("%anchors")
+    assert isinstance(anchors, pd.DataFrame)
+    assert {"name", "id", "date", "state", "entries_since"} <= set(anchors.columns)
+    assert anchors["name"].iloc[-1] == "lesson/1"
+    assert anchors["state"].iloc[-1]["summary"] == "We said hello"
+
+    nb.run("%context")
+    nb.run("%memory")
+    info = nb.run("%tape info")
+    assert isinstance(info, TapeInfo)
+    assert info.last_anchor == "lesson/1" and info.entries == len(nb.tape.read())
+
+
+def test_bub_cell_writes_the_turn_and_puts_entry_ids_in_metadata(nb: Notebook) -> None:
+    nb.run("%%bub --no-stream\nFirst question")
+    turn = nb.magics.session.last_turn
+    entries = nb.tape.read()
+    assert [e.kind for e in turn.entries] == ["system", "message", "message", "event"]
+    assert turn.entries[1].payload == {"role": "user", "content": "First question"}
+    assert turn.entries[1].meta["cell"] == nb.execution_count and turn.entries[1].meta["source"] == "notebook"
+    assert entries[-1].payload["name"] == "run" and entries[-1].payload["data"]["status"] == "ok"
+
+
+def test_output_variable_and_safe_interpolation(nb: Notebook) -> None:
+    nb.run("class Box:\n    size = 41\nbox = Box()\nitems = ['first', 'second']\nname = 'Ada'")
+    nb.run("%%bub -o answer\nHi, I am {name}; size {box.size}, item {items[1]}, literal {{braces}}")
+    user = [e for e in nb.tape.read() if e.kind == "message" and e.payload["role"] == "user"][-1]
+    assert user.payload["content"] == "Hi, I am Ada; size 41, item second, literal {braces}"
+    assert "offline teaching model" in nb.shell.user_ns["answer"]
+
+
+def test_undefined_placeholder_is_a_usage_error_naming_it(nb: Notebook) -> None:
+    with pytest.raises(UsageError, match="nowhere"):
+        nb.run("%%bub\nTell me about {nowhere}")
+    with pytest.raises(UsageError, match="_secret"):
+        nb.run("x = 1\n")
+        nb.run("%%bub\n{x.__class__._secret}")
+    assert not nb.tape.read()  # nothing reached the tape
+
+
+def test_comma_command_cell_never_reaches_the_model(nb: Notebook, capsys: pytest.CaptureFixture[str]) -> None:
+    nb.run("%%bub\n,handoff name=phase/one summary='done with setup'")
+    nb.run("%%bub\n,tape.info")
+    out = capsys.readouterr().out
+    assert "last anchor: phase/one" in out
+    assert "system" not in kinds(nb.tape)  # no model turn happened
+    commands = [e for e in nb.tape.read() if e.kind == "event" and e.payload["name"] == "command"]
+    assert [c.payload["data"]["name"] for c in commands] == ["tape.handoff", "tape.info"]
+
+
+def test_handoff_reads_pairs_as_json_over_a_state_object(nb: Notebook) -> None:
+    nb.run("""%handoff phase/x --state '{"summary": "base", "tables": 1}' tables=5 done=true note='two words'""")
+    anchor = nb.tape.find_anchor("phase/x")
+    assert anchor.state == {"summary": "base", "tables": 5, "done": True, "note": "two words"}
+    assert nb.tape.view().messages[0]["content"].startswith("[Anchor created: phase/x]")
+
+
+def test_memory_actions_work_on_the_zone(nb: Notebook) -> None:
+    nb.run("%memory save Prefers pandas over polars")
+    nb.run("%memory daily --date 2026-02-10 Wrote the lesson plan")
+    snapshot = nb.tape.memory.read()
+    assert snapshot.long_term == "Prefers pandas over polars"
+    assert snapshot.daily("2026-02-10") and "lesson plan" in snapshot.daily("2026-02-10")
+    nb.run("%memory clear")
+    assert nb.tape.memory.read().long_term == ""
+    assert "Long-term memory saved" in nb.shown()
+
+
+def test_tape_subcommands(nb: Notebook, tmp_path: Path) -> None:
+    nb.run("%%bub\nfind the needle please")
+    frame = nb.run("%tape df")
+    assert list(frame["id"]) == [e.id for e in nb.tape.read()]
+    hits = nb.run("%tape search needle")
+    assert len(hits) >= 1 and hits["id"].is_monotonic_decreasing
+
+    nb.run(f"%tape export md {tmp_path / 'session.md'}")
+    transcript = (tmp_path / "session.md").read_text()
+    assert "## ⚓ session/start" in transcript and "find the needle please" in transcript
+    nb.run(f"%tape export jsonl {tmp_path / 'copy.jsonl'}")
+    assert len((tmp_path / "copy.jsonl").read_text().splitlines()) == len(nb.tape.read())
+
+    original = nb.tape.name
+    nb.run("%handoff branch/point summary='fork here'")
+    nb.run("%tape fork side-quest --from branch/point")
+    assert nb.tape.name == "side-quest" and nb.tape.read()[0].payload["name"] == "branch/point"
+    nb.run(f"%tape use {original}")
+    assert nb.tape.name == original
+
+    before = len(nb.tape.read())
+    nb.run("%tape reset --archive")
+    state = nb.tape.read()[0].payload["state"]
+    assert (
+        Path(state["archived"]).exists() and len(open_tape(Path(state["archived"]).with_suffix(".jsonl")).read()) == 0
+    )
+    assert len(nb.tape.read()) == 2 and before > 2
+
+
+def test_record_on_writes_executed_cells_with_error_summaries(nb: Notebook) -> None:
+    nb.run("%tape record on")
+    nb.run("total = 6 * 7")
+    with pytest.raises(ZeroDivisionError):
+        nb.run("1 / 0")
+    nb.run("%tape record off")
+    nb.run("after = 1")
+    cells = [e.payload["data"] for e in nb.tape.read() if e.kind == "event" and e.payload["name"] == "notebook.cell"]
+    assert [c["source"] for c in cells] == ["total = 6 * 7", "1 / 0"]
+    assert cells[1]["error"].startswith("ZeroDivisionError")
+    assert nb.shell.custom_exceptions == ()  # no exception handler was installed
+
+
+BAD_LINES = [
+    "%handoff",
+    "%handoff x --state '{bad'",
+    "%handoff x --state '[1, 2]'",
+    "%handoff x notapair",
+    "%handoff x 'unterminated",
+    "%tape",
+    "%tape bogus",
+    "%tape info extra",
+    "%tape use",
+    "%tape use a b",
+    "%tape use ../escape",
+    "%tape record maybe",
+    "%tape export",
+    "%tape fork",
+    "%tape fork bad/name",
+    "%tape search",
+    "%memory save",
+    "%memory nonsense",
+    "%memory show extra words",
+    "%context window:abc",
+    "%context no-such-anchor",
+    "%anchors --limit many",
+    "%bub",
+    "%%bub --context window:0\nhi",
+    "%%bub -m bogus:model\nhi",
+    "%%bub --tools no_such_tool\nhi",
+    "%%bub -o 1bad\nhi",
+    "%%bub extra words\nhi",
+    "%%bub\n{undefined}",
+    "%%bub\n,tape.search",
+    "%%bub\n,handoff 'open",
+]
+
+
+@pytest.mark.parametrize("line", BAD_LINES)
+def test_every_malformed_line_is_a_one_line_usage_error(nb: Notebook, line: str) -> None:
+    with pytest.raises(UsageError) as caught:
+        nb.run(line)
+    assert "\n" not in str(caught.value).strip()
+
+
+def test_a_notebook_function_becomes_a_tool(nb: Notebook) -> None:
+    nb.run(
+        "def add(a: int, b: int) -> int:\n"
+        '    """Add two numbers.\n\n    Args:\n        a: first\n        b: second\n    """\n'
+        "    return a + b\n"
+    )
+    agent = nb.magics.session.agent(tools="add,memory.*")
+    assert sorted(agent.tools.names) == sorted(["add", "memory.save", "memory.daily", "memory.recall",
+                                                "memory.show", "memory.clear"])  # fmt: skip
+
+
+def test_interrupt_keeps_the_partial_answer(nb: Notebook, monkeypatch: pytest.MonkeyPatch) -> None:
+    from bub_nb.notebook import display
+
+    original = display.AnswerDisplay.add
+    seen: list[str] = []
+
+    def interrupt_after_two(self: Any, delta: str) -> None:
+        seen.append(delta)
+        original(self, delta)
+        if len(seen) == 2:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(display.AnswerDisplay, "add", interrupt_after_two)
+    nb.run("%%bub\nTell me a long story")
+    entries = nb.tape.read()
+    partial = [e for e in entries if e.kind == "message" and e.meta.get("partial")]
+    assert len(partial) == 1 and partial[0].payload["content"] == "".join(seen)
+    run = entries[-1]
+    assert run.payload["name"] == "run" and run.payload["data"]["status"] == "interrupted"
+
+
+def test_a_real_endpoint_streams_into_the_cell(nb: Notebook, openai_server: Any, monkeypatch, capsys) -> None:
+    monkeypatch.setenv("BUB_API_BASE", openai_server.base_url)
+    monkeypatch.setenv("BUB_API_KEY", "test-key-not-secret")
+    openai_server.reply("Hello from the endpoint, streamed in pieces.")
+    nb.run("%%bub -m openai:test-model\nSay hello")
+    assert "Hello from the endpoint, streamed in pieces." in capsys.readouterr().out
+    request = openai_server.last_request
+    assert request["stream"] is True and request["messages"][-1] == {"role": "user", "content": "Say hello"}
+
+
+def test_an_endpoint_failure_is_one_line_and_keeps_the_prompt(nb: Notebook, openai_server: Any, monkeypatch) -> None:
+    monkeypatch.setenv("BUB_API_BASE", openai_server.base_url)
+    monkeypatch.setenv("BUB_API_KEY", "test-key-not-secret")
+    for _ in range(5):
+        openai_server.fail(500)
+    nb.magics.session._models.clear()
+    from bub_nb.agent.models import OpenAIModel
+
+    nb.magics.session._models["openai:test-model"] = OpenAIModel(
+        "test-model", api_key="test-key-not-secret", base_url=openai_server.base_url, max_retries=0
+    )
+    with pytest.raises(UsageError, match="500"):
+        nb.run("%%bub -m openai:test-model\nKeep this prompt")
+    entries = nb.tape.read()
+    assert any(e.kind == "message" and e.payload.get("content") == "Keep this prompt" for e in entries)
+    assert any(e.kind == "error" for e in entries)
+    assert entries[-1].payload["data"]["status"] == "error"
