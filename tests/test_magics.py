@@ -315,3 +315,14 @@ def test_an_endpoint_failure_is_one_line_and_keeps_the_prompt(nb: Notebook, open
     assert any(e.kind == "message" and e.payload.get("content") == "Keep this prompt" for e in entries)
     assert any(e.kind == "error" for e in entries)
     assert entries[-1].payload["data"]["status"] == "error"
+
+
+def test_notebook_context_shows_the_model_recent_cells(nb: Notebook) -> None:
+    nb.run("%tape record on")
+    nb.run("frame_rows = 3 + 4")
+    with pytest.raises(NameError):
+        nb.run("undefined_thing + 1")
+    nb.run("%%bub --context notebook\nWhat did I just run?")
+    request = nb.magics.session.last_turn.view.messages
+    cells = [m["content"] for m in request if m["role"] == "user" and m["content"].startswith("[Notebook cell")]
+    assert len(cells) == 2 and "frame_rows = 3 + 4" in cells[0] and "NameError" in cells[1]

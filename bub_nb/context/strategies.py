@@ -155,7 +155,8 @@ _FULL_WORDS = frozenset({"full", "all", "none"})
 
 
 def parse_mode(text: str) -> ContextStrategy:
-    """Read a mode as people type it: ``last``, ``full``, ``window:20``, ``anchor:<name>`` or ``<name>``.
+    """Read a mode as people type it: ``last``, ``full``, ``window:20``, ``notebook[:N]``, ``anchor:<name>``
+    or ``<name>``.
 
     The ``anchor:`` prefix reaches anchors whose names are also mode words.
     """
@@ -174,6 +175,13 @@ def parse_mode(text: str) -> ContextStrategy:
         if not (count.isascii() and count.isdigit()) or int(count) < 1:
             raise ContextError(f"Context mode {text!r} needs a positive message count, as in 'window:20'")
         return Window(int(count))
+    if word == "notebook" or word.startswith("notebook:"):
+        from bub_nb.context.cells import NotebookCells
+
+        count = word.partition(":")[2].strip() or "10"
+        if not (count.isascii() and count.isdigit()) or int(count) < 1:
+            raise ContextError(f"Context mode {text!r} needs a positive cell count, as in 'notebook:5'")
+        return NotebookCells(int(count))
     if word.startswith("anchor:"):
         return NamedAnchor(spelled.partition(":")[2].strip())
     return NamedAnchor(spelled)

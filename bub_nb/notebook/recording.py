@@ -31,6 +31,8 @@ class CellRecorder:
         self.active = False
 
     def start(self) -> None:
+        # Cells recorded before the first anchor would fall outside every phase's view.
+        self._tape().ensure_bootstrap_anchor()
         if not self.active:
             self._shell.events.register("post_run_cell", self.post_run_cell)
             self.active = True

@@ -1,0 +1,42 @@
+"""A strategy that shows the model the notebook cells run in this phase (from ``%tape record on``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
+
+from bub_nb.context.strategies import LastAnchor, Selection
+from bub_nb.errors import ContextError
+from bub_nb.tape.entries import TapeEntry
+
+if TYPE_CHECKING:
+    from bub_nb.tape import Tape
+
+CELL_EVENT = "notebook.cell"
+
+
+def cell_message(entry: TapeEntry) -> TapeEntry:
+    """A recorded cell as a user message with the same id, so views can still point back to it."""
+    data = entry.payload.get("data") or {}
+    error = f"\nIt failed with {data['error']}" if data.get("error") else ""
+    content = f"[Notebook cell {data.get('cell')} ran]\n```python\n{data.get('source', '')}\n```{error}"
+    return TapeEntry(entry.id, "message", {"role": "user", "content": content}, entry.meta, entry.date)
+
+
+@dataclass(frozen=True, slots=True)
+class NotebookCells:
+    """The last-anchor view, plus the most recent ``max_cells`` recorded cells where they happened."""
+
+    max_cells: int = 10
+    label: ClassVar[str] = "notebook"
+
+    def __post_init__(self) -> None:
+        if self.max_cells < 1:
+            raise ContextError(f"The notebook mode needs at least one cell, got {self.max_cells!r}")
+
+    def select(self, tape: Tape) -> Selection:
+        base = LastAnchor().select(tape)
+        cell_ids = [e.id for e in base.entries if e.kind == "event" and e.payload.get("name") == CELL_EVENT]
+        shown = set(cell_ids[-self.max_cells :])
+        entries = tuple(cell_message(e) if e.id in shown else e for e in base.entries)
+        return Selection(entries, base.anchor, base.last)
