@@ -326,3 +326,10 @@ def test_notebook_context_shows_the_model_recent_cells(nb: Notebook) -> None:
     request = nb.magics.session.last_turn.view.messages
     cells = [m["content"] for m in request if m["role"] == "user" and m["content"].startswith("[Notebook cell")]
     assert len(cells) == 2 and "frame_rows = 3 + 4" in cells[0] and "NameError" in cells[1]
+
+
+def test_a_model_object_in_the_notebook_can_be_chosen_by_name(nb: Notebook) -> None:
+    nb.run("from bub_nb.agent.models import ScriptedModel\nscripted = ScriptedModel(['Scripted hello'])")
+    nb.run("%%bub -m scripted -o said\nhi")
+    assert nb.shell.user_ns["said"] == "Scripted hello"
+    assert nb.tape.read()[-1].payload["data"]["model"] == "scripted"

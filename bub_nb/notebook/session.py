@@ -85,7 +85,11 @@ class NotebookSession:
         return current_notebook().session_id
 
     def model(self, spec: str | None) -> Model:
+        """A model by spec (``offline``, ``openai:<model>``), or a model object named in the notebook."""
         spec = spec or self._settings.model or None
+        named = self._namespace().get(spec) if spec and spec.isidentifier() else None
+        if isinstance(named, Model):
+            return named
         key = spec or ""
         if key not in self._models:
             self._models[key] = resolve_model(spec)
