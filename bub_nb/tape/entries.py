@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final, Literal
 
 import orjson
+
+from bub_nb.tape.lines import as_record, decode_record, load_json
 
 Kind = Literal["message", "system", "anchor", "event", "tool_call", "tool_result", "error"]
 KINDS: Final[tuple[str, ...]] = ("message", "system", "anchor", "event", "tool_call", "tool_result", "error")
@@ -104,17 +107,10 @@ class TapeEntry:
 
         Lines that carry a float ``timestamp`` instead of ``date`` (older Bub tapes) still load.
         """
-        if not isinstance(data, dict):
+        record = as_record(data)
+        if record is None:
             return None
-        entry_id, kind, payload = data.get("id"), data.get("kind"), data.get("payload")
-        if type(entry_id) is not int or not isinstance(kind, str) or not isinstance(payload, dict):
-            return None
-        meta = data.get("meta")
-        date = data.get("date")
-        if not isinstance(date, str):
-            stamp = data.get("timestamp")
-            date = datetime.fromtimestamp(stamp if isinstance(stamp, int | float) else 0.0, tz=UTC).isoformat()
-        return cls(entry_id, kind, payload, meta if isinstance(meta, dict) else {}, date)
+        return cls(record["id"], record["kind"], record["payload"], record["meta"], record["date"])
 
     # -- display ---------------------------------------------------------------------------------
 
@@ -145,13 +141,25 @@ def _json_default(value: Any) -> Any:
     return str(value)
 
 
+def _dumps(value: Any) -> bytes:
+    try:
+        return orjson.dumps(value, default=_json_default, option=orjson.OPT_NON_STR_KEYS)
+    except orjson.JSONEncodeError:
+        # Integers beyond 64 bits: the standard library writes them, as Bub does.
+        return json.dumps(value, default=_json_default, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def plain_json(value: Any) -> Any:
+    """``value`` as the plain JSON value a tape line stores (what any store reads back)."""
+    return load_json(_dumps(value))
+
+
 def encode_line(record: dict[str, Any]) -> bytes:
-    return orjson.dumps(record, default=_json_default, option=orjson.OPT_NON_STR_KEYS | orjson.OPT_APPEND_NEWLINE)
+    """One record as a JSON Lines line, newline included."""
+    return _dumps(record) + b"\n"
 
 
 def decode_line(line: bytes | str) -> TapeEntry | None:
     """Decode one line; ``None`` for anything that is not a well-formed tape entry."""
-    try:
-        return TapeEntry.from_dict(orjson.loads(line))
-    except orjson.JSONDecodeError:
-        return None
+    record = decode_record(line.encode() if isinstance(line, str) else line)
+    return None if record is None else TapeEntry.from_dict(record)

@@ -1,47 +1,43 @@
 """Tapes as JSON Lines files, shared safely with Bub and with other processes.
 
-Appends hold a cross-process lock, so two kernels (or a kernel and a Bub-style writer that
-appends whole lines) never interleave bytes or reuse ids. The file is never rewritten: a torn
-last line from a crash is left where it is and the next append starts on a fresh line;
-undecodable lines are skipped and counted, never deleted.
+Appends hold a cross-process lock and write each batch with one ``O_APPEND`` write, so two
+kernels never interleave bytes or reuse ids. A Bub-style writer that appends whole lines without
+the lock cannot interleave bytes with us either, and whatever it appended before we take the lock
+is read first, so our ids continue after its ids. What no lock can give is an order between two
+writers that both pick "last id + 1" at the same moment while only one of them locks; we never
+reuse an id ourselves, and our index notices the foreign lines and reads them.
+
+The file is never rewritten: a torn last line from a crash is left where it is and the next append
+starts on a fresh line; undecodable lines are skipped and counted, never deleted.
 """
 
 from __future__ import annotations
 
 import bisect
+import contextlib
 import os
 import threading
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import BinaryIO
 
-import orjson
-from filelock import FileLock
+from filelock import FileLock, Timeout
 
 from bub_nb.tape.entries import TapeEntry
-from bub_nb.tape.index import IndexFile, IndexState
+from bub_nb.tape.index import TAIL_BYTES, IndexFile, IndexState
+from bub_nb.tape.lines import Record, anchor_name, complete_lines, decode_record, gc_paused
 from bub_nb.tape.store import AnchorRef, StoreStats
 
 SESSION_GRAPH = "session_graph.jsonl"
 _READ_CHUNK = 1 << 22
+_FIRST_CHUNK = 1 << 14
 _REVERSE_BLOCK = 1 << 18
 _PERSIST_EVERY_BYTES = 1 << 20
 
 
-def _decode(line: bytes) -> dict | None:
-    """The decoded line when it has the shape of a tape entry, else ``None``."""
-    try:
-        data = orjson.loads(line)
-    except orjson.JSONDecodeError:
-        return None
-    if (
-        isinstance(data, dict)
-        and type(data.get("id")) is int
-        and isinstance(data.get("kind"), str)
-        and isinstance(data.get("payload"), dict)
-    ):
-        return data
-    return None
+def _entry(record: Record) -> TapeEntry:
+    return TapeEntry(record["id"], record["kind"], record["payload"], record["meta"], record["date"])
 
 
 class TapeFile:
@@ -54,6 +50,7 @@ class TapeFile:
         self._lock = FileLock(str(path) + ".lock", mode=0o600)
         self._mutex = threading.RLock()
         self._state: IndexState | None = None
+        self._seen: tuple[int, int, int, int] | None = None  # (ino, dev, size, mtime) at the last look
         self._persisted_size = 0
         self._file_size = 0
 
@@ -65,75 +62,79 @@ class TapeFile:
             try:
                 stat = os.stat(self.path)
             except FileNotFoundError:
-                self._state, self._file_size = IndexState(), 0
+                self._state, self._seen, self._persisted_size, self._file_size = IndexState(), None, 0, 0
                 return self._state
+            seen = (stat.st_ino, stat.st_dev, stat.st_size, stat.st_mtime_ns)
             state = self._state
-            if state is None or (stat.st_ino, stat.st_dev) != (state.ino, state.dev) or stat.st_size < state.size:
-                state = self._index_file.load(self.path, stat) if state is None else None
-                fresh = state is None
-                self._state = state = state or IndexState(stat.st_ino, stat.st_dev)
-                self._persisted_size = 0 if fresh else state.size
-            self._file_size = stat.st_size
-            if stat.st_size > state.size:
-                self._scan(state, stat.st_size)
-                self._maybe_persist(state)
+            if state is not None and seen == self._seen:
+                return state
+            with open(self.path, "rb") as handle:
+                if state is None or not state.describes(handle, stat):
+                    loaded = self._index_file.load(handle, stat)
+                    self._persisted_size = loaded.size if loaded else 0
+                    state = self._state = loaded or IndexState(stat.st_ino, stat.st_dev)
+                if stat.st_size > state.size:
+                    self._scan(state, handle, stat.st_size)
+            self._file_size, self._seen = stat.st_size, seen
+            self._maybe_persist(state)
             return state
 
-    def _scan(self, state: IndexState, end: int) -> None:
+    def _scan(self, state: IndexState, handle: BinaryIO, end: int) -> None:
         """Index the complete lines between ``state.size`` and ``end``."""
-        with open(self.path, "rb") as handle:
-            handle.seek(state.size)
-            position = state.size
-            carry = b""
+        handle.seek(state.size)
+        position, carry = state.size, b""
+        with gc_paused():
             while position + len(carry) < end:
                 chunk = handle.read(min(_READ_CHUNK, end - position - len(carry)))
                 if not chunk:
                     break
-                data = carry + chunk
-                cut = data.rfind(b"\n") + 1
-                carry = data[cut:]
-                position = self._index_lines(state, data[:cut], position)
-        state.size = position
+                lines, carry = complete_lines(carry + chunk)
+                position = self._index_lines(state, lines, position)
+        if position != state.size:
+            state.size = position
+            state.read_tail(handle)
 
     @staticmethod
-    def _index_lines(state: IndexState, data: bytes, position: int) -> int:
-        for line in data.split(b"\n")[:-1]:
+    def _index_lines(state: IndexState, lines: list[bytes], position: int) -> int:
+        """Index complete lines that start at byte ``position``; returns where they end."""
+        for line in lines:
             offset = position
             position += len(line) + 1
-            if not line.strip():
-                continue
-            record = _decode(line)
+            record = decode_record(line)
             if record is None:
-                state.bad_lines += 1
+                if line.strip():
+                    state.bad_lines += 1
                 continue
             entry_id = record["id"]
             state.entries += 1
-            state.last_id = max(state.last_id, entry_id)
+            if entry_id > state.last_id:
+                state.last_id = entry_id
             if record["kind"] == "anchor":
-                name = record["payload"].get("name")
-                state.add_anchor(entry_id, offset, name if isinstance(name, str) else "")
+                state.add_anchor(entry_id, offset, anchor_name(record["payload"]))
             if state.needs_mark(entry_id):
                 state.add_mark(entry_id, offset)
         return position
 
-    def _maybe_persist(self, state: IndexState, *, force: bool = False) -> None:
-        if not force and state.size - self._persisted_size < _PERSIST_EVERY_BYTES and not self._new_anchors(state):
+    def _maybe_persist(self, state: IndexState) -> None:
+        new_anchor = bool(state.anchor_offsets) and state.anchor_offsets[-1] >= self._persisted_size
+        if state.size == self._persisted_size or (
+            state.size - self._persisted_size < _PERSIST_EVERY_BYTES and not new_anchor
+        ):
             return
         try:
-            self._lock.acquire(timeout=1)
-        except TimeoutError:
-            return  # another writer is busy; the next look persists instead
+            self._lock.acquire(timeout=0)
+        except (Timeout, OSError):
+            return  # another writer is busy (or the folder is read-only); a later look persists instead
         try:
             if self._persisted_size == 0:
                 self._index_file.rewrite(state)
             else:
                 self._index_file.append(state, self._persisted_size)
             self._persisted_size = state.size
+        except OSError:
+            pass  # the index still serves this process from memory
         finally:
             self._lock.release()
-
-    def _new_anchors(self, state: IndexState) -> bool:
-        return bool(state.anchor_offsets) and state.anchor_offsets[-1] >= self._persisted_size
 
     # -- writing ----------------------------------------------------------------------------------
 
@@ -142,48 +143,75 @@ class TapeFile:
             return []
         with self._mutex, self._lock:
             state = self.state()
-            torn = self._file_size - state.size
-            position = self._file_size + 1 if torn else state.size
-            chunks = [b"\n"] if torn else []
-            if torn:
-                # The torn line, now terminated, stays in the file as it is. If the crash came just
-                # before its line break it is a whole entry, and its id must not be given out again.
-                with open(self.path, "rb") as handle:
-                    handle.seek(state.size)
-                    self._index_lines(state, handle.read(torn) + b"\n", state.size)
-            stored = []
-            for number, entry in enumerate(entries, start=state.last_id + 1):
-                entry = entry.with_id(number)
-                line = entry.to_line()
-                if entry.kind == "anchor":
-                    state.add_anchor(number, position, entry.payload.get("name", ""))
-                if state.needs_mark(number):
-                    state.add_mark(number, position)
-                chunks.append(line)
-                stored.append(entry)
-                position += len(line)
-            self._write(b"".join(chunks))
-            state.size = self._file_size = position
-            state.last_id = stored[-1].id
-            state.entries += len(stored)
+            observed = self._file_size
+            torn = self._torn_line(state, observed)
+            first_id = state.last_id + 1
+            if torn is not None and (record := decode_record(torn)) is not None:
+                # A crash just before the line break leaves a whole entry; its id is taken.
+                first_id = max(first_id, record["id"] + 1)
+            stored = [entry.with_id(number) for number, entry in enumerate(entries, start=first_id)]
+            lines = [entry.to_line() for entry in stored]
+            data = b"".join([b"\n", *lines] if torn is not None else lines)
+            landed, stat = self._write(data)
+            if landed == observed:
+                self._commit(state, torn, stored, lines, observed)
+                state.ino, state.dev = stat.st_ino, stat.st_dev
+                if stat.st_size == state.size:
+                    self._seen = (stat.st_ino, stat.st_dev, stat.st_size, stat.st_mtime_ns)
+                    self._file_size = stat.st_size
+                else:
+                    self._seen = None
+            else:
+                # Another writer (one that does not take our lock) appended in between: leave the
+                # index where it was, so the next look reads its lines and ours from the file.
+                self._seen = None
             self._maybe_persist(state)
             return stored
 
-    def _write(self, data: bytes) -> None:
-        created = not self.path.exists()
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    def _torn_line(self, state: IndexState, observed: int) -> bytes | None:
+        """The unfinished bytes after the last line break, if any."""
+        if observed <= state.size:
+            return None
+        with open(self.path, "rb") as handle:
+            return os.pread(handle.fileno(), observed - state.size, state.size)
+
+    @staticmethod
+    def _commit(
+        state: IndexState, torn: bytes | None, stored: list[TapeEntry], lines: list[bytes], observed: int
+    ) -> None:
+        position = observed
+        if torn is not None:  # now a line of its own, ended by our line break
+            position = TapeFile._index_lines(state, [torn], state.size)
+        for entry, line in zip(stored, lines, strict=True):
+            if entry.kind == "anchor":
+                state.add_anchor(entry.id, position, anchor_name(entry.payload))
+            if state.needs_mark(entry.id):
+                state.add_mark(entry.id, position)
+            position += len(line)
+        state.entries += len(stored)
+        state.last_id = max(state.last_id, stored[-1].id)
+        state.size = position
+        state.tail = (b"".join(lines[-2:]))[-TAIL_BYTES:]
+
+    def _write(self, data: bytes) -> tuple[int | None, os.stat_result]:
+        """Append ``data`` with ``O_APPEND``; returns where it landed (``None`` if split by another writer)."""
         try:
-            if created:
-                os.fchmod(fd, 0o600)
-                stat = os.fstat(fd)
-                assert self._state is not None
-                self._state.ino, self._state.dev = stat.st_ino, stat.st_dev
-            view = memoryview(data)
-            while view:
-                written = os.write(fd, view)
-                view = view[written:]
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL, 0o600)
+            os.fchmod(fd, 0o600)  # whatever the umask says: tapes hold conversations
+        except FileExistsError:
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
+        try:
+            written = os.write(fd, data)
+            landed: int | None = os.lseek(fd, 0, os.SEEK_CUR) - written
+            while written < len(data):  # a short write: a full disk, or a signal
+                more = os.write(fd, data[written:])
+                start = os.lseek(fd, 0, os.SEEK_CUR) - more
+                if start != landed + written:  # type: ignore[operator]
+                    landed = None
+                written += more
             if self.fsync:
                 os.fsync(fd)
+            return landed, os.fstat(fd)
         finally:
             os.close(fd)
 
@@ -202,37 +230,42 @@ class TapeFile:
                 else:
                     self.path.unlink()
             self._index_file.remove()
-            self._state, self._persisted_size, self._file_size = None, 0, 0
+            self._state, self._seen, self._persisted_size, self._file_size = None, None, 0, 0
             return str(target) if target else None
 
     # -- reading ----------------------------------------------------------------------------------
 
-    def read(self, start: int = 1, stop: int | None = None) -> list[TapeEntry]:
+    def records(self, start: int = 1, stop: int | None = None) -> list[Record]:
+        """Decoded lines with ``start <= id < stop``, oldest first, as plain dicts."""
         state = self.state()
         if state.size == 0 or (stop is not None and stop <= start) or start > state.last_id:
             return []
         offset = self._seek_offset(state, start)
-        out: list[TapeEntry] = []
-        with open(self.path, "rb") as handle:
+        out: list[Record] = []
+        with contextlib.suppress(FileNotFoundError), open(self.path, "rb") as handle, gc_paused():
             handle.seek(offset)
-            remaining = state.size - offset
-            carry = b""
+            remaining, carry = state.size - offset, b""
+            chunk_size = _READ_CHUNK if stop is None else _FIRST_CHUNK
             while remaining > 0:
-                chunk = handle.read(min(remaining, _READ_CHUNK if stop is None else 1 << 16))
+                chunk = handle.read(min(remaining, chunk_size))
                 if not chunk:
                     break
                 remaining -= len(chunk)
-                data = carry + chunk
-                cut = data.rfind(b"\n") + 1
-                carry = data[cut:]
-                for line in data[:cut].split(b"\n")[:-1]:
-                    record = _decode(line) if line.strip() else None
+                chunk_size = min(chunk_size * 4, _READ_CHUNK)
+                lines, carry = complete_lines(carry + chunk)
+                for line in lines:
+                    record = decode_record(line)
                     if record is None or record["id"] < start:
                         continue
                     if stop is not None and record["id"] >= stop:
                         return out
-                    out.append(TapeEntry.from_dict(record))  # type: ignore[arg-type]
+                    out.append(record)
         return out
+
+    def read(self, start: int = 1, stop: int | None = None) -> list[TapeEntry]:
+        records = self.records(start, stop)
+        with gc_paused():
+            return [_entry(record) for record in records]
 
     @staticmethod
     def _seek_offset(state: IndexState, start: int) -> int:
@@ -245,43 +278,34 @@ class TapeFile:
 
     def iter_reverse(self) -> Iterator[TapeEntry]:
         end = self.state().size
-        with open(self.path, "rb") if end else _empty() as handle:
+        if not end:
+            return
+        with contextlib.suppress(FileNotFoundError), open(self.path, "rb") as handle:
             carry = b""
             while end > 0:
                 begin = max(0, end - _REVERSE_BLOCK)
-                handle.seek(begin)
-                lines = (handle.read(end - begin) + carry).split(b"\n")
+                lines = (os.pread(handle.fileno(), end - begin, begin) + carry).split(b"\n")
                 carry = lines.pop(0) if begin > 0 else b""
                 for line in reversed(lines):
-                    record = _decode(line) if line.strip() else None
+                    record = decode_record(line) if line else None
                     if record is not None:
-                        yield TapeEntry.from_dict(record)  # type: ignore[misc]
+                        yield _entry(record)
                 end = begin
 
-    def anchors(self) -> list[AnchorRef]:
-        state = self.state()
-        return [AnchorRef(i, n) for i, n in zip(state.anchor_ids, state.anchor_names, strict=True)]
+    def anchors(self) -> Sequence[AnchorRef]:
+        return self.state().anchor_refs()
 
     def stats(self) -> StoreStats:
-        state = self.state()
-        return StoreStats(
-            entries=state.entries,
-            last_id=state.last_id,
-            bad_lines=state.bad_lines,
-            torn_tail_bytes=self._file_size - state.size,
-            size_bytes=self._file_size,
-            location=str(self.path),
-        )
-
-
-class _empty:
-    """A stand-in file handle for a tape that does not exist yet."""
-
-    def __enter__(self) -> _empty:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        return None
+        with self._mutex:
+            state = self.state()
+            return StoreStats(
+                entries=state.entries,
+                last_id=state.last_id,
+                bad_lines=state.bad_lines,
+                torn_tail_bytes=self._file_size - state.size,
+                size_bytes=self._file_size,
+                location=str(self.path),
+            )
 
 
 class FileTapeStore:
@@ -320,6 +344,10 @@ class FileTapeStore:
 
     def read(self, tape: str, start: int = 1, stop: int | None = None) -> list[TapeEntry]:
         return self._file(tape).read(start, stop)
+
+    def records(self, tape: str, start: int = 1, stop: int | None = None) -> list[Record]:
+        """Like ``read`` but as the decoded dicts, for bulk consumers such as DataFrames."""
+        return self._file(tape).records(start, stop)
 
     def iter_reverse(self, tape: str) -> Iterator[TapeEntry]:
         return self._file(tape).iter_reverse()

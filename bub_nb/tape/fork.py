@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
@@ -11,6 +12,7 @@ from typing import Any
 import orjson
 
 from bub_nb.tape.entries import TapeEntry, utc_now
+from bub_nb.tape.lines import anchor_name
 from bub_nb.tape.store import AnchorRef, StoreStats, TapeStore
 
 
@@ -63,9 +65,10 @@ class ForkedStore:
                 yield entry
 
     def anchors(self, tape: str) -> Sequence[AnchorRef]:
-        own = [AnchorRef(e.id, e.payload.get("name", "")) for e in self.entries if e.kind == "anchor"]
+        if not self._own(tape):
+            return self.parent.anchors(tape)
         base = [a for a in self.parent.anchors(tape) if a.id <= self.base_id]
-        return [*base, *own] if self._own(tape) else self.parent.anchors(tape)
+        return [*base, *(AnchorRef(e.id, anchor_name(e.payload)) for e in self.entries if e.kind == "anchor")]
 
     def stats(self, tape: str) -> StoreStats:
         stats = self.parent.stats(tape)
@@ -85,9 +88,13 @@ class ForkedStore:
 
 def record_lineage(directory: Path, record: dict[str, Any]) -> None:
     """Append one fork to ``session_graph.jsonl`` under the tapes home."""
-    directory.mkdir(parents=True, exist_ok=True)
-    with open(directory / "session_graph.jsonl", "ab") as handle:
-        handle.write(orjson.dumps({**record, "date": utc_now()}, option=orjson.OPT_APPEND_NEWLINE, default=str))
+    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    line = orjson.dumps({**record, "date": utc_now()}, option=orjson.OPT_APPEND_NEWLINE, default=str)
+    fd = os.open(directory / "session_graph.jsonl", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        os.write(fd, line)  # one write per record, so concurrent forks never interleave
+    finally:
+        os.close(fd)
 
 
 def read_lineage(directory: Path) -> list[dict[str, Any]]:

@@ -10,8 +10,9 @@ import pandas as pd
 
 from bub_nb.tape import extensions
 from bub_nb.tape.entries import TapeEntry, is_phase_anchor
+from bub_nb.tape.lines import Record, gc_paused
 from bub_nb.tape.naming import tapes_home
-from bub_nb.tape.text import call_names, entry_role, entry_text
+from bub_nb.tape.text import payload_call_names, payload_role, payload_text
 
 if TYPE_CHECKING:
     from bub_nb.tape.service import Tape
@@ -25,34 +26,61 @@ COLUMNS = (
 def entries_to_frame(entries: Iterable[TapeEntry]) -> pd.DataFrame:
     """One row per entry. ``phase`` is the phase anchor an entry falls under; token columns are
     filled from ``run`` events, which carry the model's exact usage."""
-    ids, kinds, dates, roles, names, contents, tools, phases, run_ids = ([] for _ in range(9))
-    prompt_tokens: list[Any] = []
-    completion_tokens: list[Any] = []
-    payloads, metas = [], []
-    phase = None
-    for entry in entries:
-        kind, payload, meta = entry.kind, entry.payload, entry.meta
-        name = entry.name
-        if kind == "anchor" and is_phase_anchor(name):
-            phase = name
-        usage = (payload.get("data") or {}).get("usage") if kind == "event" and name == "run" else None
-        calls = call_names(entry) if kind in ("tool_call", "message") else []
-        if kind == "message" and not name:
-            name = payload.get("name") if isinstance(payload.get("name"), str) else None
-        ids.append(entry.id)
-        kinds.append(kind)
-        dates.append(entry.date)
-        roles.append(entry_role(entry))
-        names.append(name if name is not None else (calls[0] if len(calls) == 1 else None))
-        contents.append(entry_text(entry))
-        tools.append(calls)
-        phases.append(phase)
-        run_ids.append(meta.get("run_id"))
-        prompt_tokens.append(usage.get("prompt_tokens") if isinstance(usage, dict) else None)
-        completion_tokens.append(usage.get("completion_tokens") if isinstance(usage, dict) else None)
-        payloads.append(payload)
-        metas.append(meta)
-    frame = pd.DataFrame(
+    entries = list(entries)
+    return _frame(
+        [e.id for e in entries],
+        [e.kind for e in entries],
+        [e.payload for e in entries],
+        [e.meta for e in entries],
+        [e.date for e in entries],
+    )
+
+
+def records_to_frame(records: Sequence[Record]) -> pd.DataFrame:
+    """``entries_to_frame`` for decoded lines (``{id, kind, payload, meta, date}`` dicts)."""
+    return _frame(
+        [r["id"] for r in records],
+        [r["kind"] for r in records],
+        [r["payload"] for r in records],
+        [r["meta"] for r in records],
+        [r["date"] for r in records],
+    )
+
+
+def _own_name(kind: str, payload: dict[str, Any]) -> str | None:
+    if kind in ("anchor", "event", "message"):
+        name = payload.get("name")
+        return name if isinstance(name, str) else None
+    return None
+
+
+def _frame(
+    ids: list[int], kinds: list[str], payloads: list[dict[str, Any]], metas: list[dict[str, Any]], dates: list[str]
+) -> pd.DataFrame:
+    count = len(ids)
+    # Whole-column comprehensions rather than one loop with many appends: about three times faster.
+    with gc_paused():  # a large tape makes millions of small objects that hold no cycles
+        pairs = list(zip(kinds, payloads, strict=True))
+        tools = [payload_call_names(k, p) if k == "tool_call" or k == "message" else [] for k, p in pairs]
+        own_names = [_own_name(k, p) for k, p in pairs]
+        names = [n if n is not None else (c[0] if len(c) == 1 else None) for n, c in zip(own_names, tools, strict=True)]
+        roles = [payload_role(k, p) for k, p in pairs]
+        contents = [payload_text(k, p) for k, p in pairs]
+        run_ids = [meta.get("run_id") for meta in metas]
+        phases: list[str | None] = [None] * count
+        starts = [row for row, kind in enumerate(kinds) if kind == "anchor" and is_phase_anchor(own_names[row])]
+        for row, end in zip(starts, [*starts[1:], count] if starts else [], strict=True):
+            phases[row:end] = [own_names[row]] * (end - row)
+        prompt_tokens: list[Any] = [None] * count
+        completion_tokens: list[Any] = [None] * count
+        for row, kind in enumerate(kinds):
+            if kind == "event" and own_names[row] == "run":
+                data = payloads[row].get("data")
+                usage = data.get("usage") if isinstance(data, dict) else None
+                if isinstance(usage, dict):
+                    prompt_tokens[row] = usage.get("prompt_tokens")
+                    completion_tokens[row] = usage.get("completion_tokens")
+    return pd.DataFrame(
         {
             "id": pd.Series(ids, dtype="int64"),
             "kind": pd.Series(kinds, dtype="category") if kinds else pd.Series(kinds, dtype="object"),
@@ -70,11 +98,12 @@ def entries_to_frame(entries: Iterable[TapeEntry]) -> pd.DataFrame:
         },
         columns=list(COLUMNS),
     )
-    return frame
 
 
 def tape_to_frame(tape: Tape) -> pd.DataFrame:
-    frame = entries_to_frame(tape.read())
+    """The whole tape as a frame; a store that can hand over decoded lines skips building entries."""
+    records = getattr(tape.store, "records", None)
+    frame = records_to_frame(records(tape.name)) if records is not None else entries_to_frame(tape.read())
     frame.attrs["tape"] = tape.name
     return frame
 

@@ -1,34 +1,48 @@
 """The anchor index: a sidecar file that lets a tape be read from any anchor without a full scan.
 
 The sidecar sits beside the tape as ``<name>.jsonl.idx`` (Bub ignores files that do not end in
-``.jsonl``). It is append-only JSON Lines of small arrays:
+``.jsonl``). It is append-only JSON Lines of arrays, column-wise so that a tape with tens of
+thousands of anchors loads in a few milliseconds:
 
-- a header ``{"index": "bub_nb", "version": 1, "ino": …, "dev": …}`` tying it to one tape file;
-- ``["a", id, offset, name]`` for each anchor, with the byte offset of its line;
-- ``["m", id, offset]`` for a seek mark every ``MARK_EVERY`` entries, so any id is near a known offset;
+- a header ``{"index": "bub_nb", "version": 2, "ino": …, "dev": …}`` tying it to one tape file;
+- ``["a", [id, …], [offset, …], [name, …]]`` for anchors, with the byte offsets of their lines;
+- ``["m", [id, …], [offset, …]]`` for seek marks every ``MARK_EVERY`` entries, so any id is near a
+  known offset;
 - ``["c", size, last_id, entries, bad_lines]`` checkpoints: everything before ``size`` is indexed.
 
 On open the last checkpoint is checked against the tape (same file, long enough, a line break
 at ``size`` and the same last id there); the reader then scans only the bytes written since.
-Records after the last checkpoint, or repeated by two writers, are ignored on load.
+Records after the last checkpoint, or repeated by two writers, are ignored on load. Anything
+unexpected in the sidecar makes it stale: it is derived data, so it is simply rebuilt.
 """
 
 from __future__ import annotations
 
+import bisect
+import itertools
+import operator
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, overload
 
 import orjson
 
-VERSION = 1
+from bub_nb.tape.store import AnchorRef
+
+VERSION = 2
 MARK_EVERY = 1024
+TAIL_BYTES = 32
 
 
 @dataclass
 class IndexState:
-    """What is known about a tape file up to ``size`` bytes."""
+    """What is known about a tape file up to ``size`` bytes.
+
+    ``tail`` holds the last bytes before ``size``: if they are still there, the file is still the
+    one that was indexed (a file replaced in place, even under the same inode, fails this check).
+    """
 
     ino: int = 0
     dev: int = 0
@@ -36,6 +50,7 @@ class IndexState:
     last_id: int = 0
     entries: int = 0
     bad_lines: int = 0
+    tail: bytes = b""
     anchor_ids: list[int] = field(default_factory=list)
     anchor_offsets: list[int] = field(default_factory=list)
     anchor_names: list[str] = field(default_factory=list)
@@ -47,12 +62,61 @@ class IndexState:
         self.anchor_offsets.append(offset)
         self.anchor_names.append(name)
 
+    def anchor_refs(self) -> AnchorList:
+        """The anchors indexed so far, as a sequence that later appends do not change."""
+        return AnchorList(self.anchor_ids, self.anchor_names, len(self.anchor_ids))
+
     def add_mark(self, entry_id: int, offset: int) -> None:
         self.mark_ids.append(entry_id)
         self.mark_offsets.append(offset)
 
     def needs_mark(self, entry_id: int) -> bool:
         return not self.mark_ids or entry_id - self.mark_ids[-1] >= MARK_EVERY
+
+    def read_tail(self, handle: BinaryIO) -> None:
+        """Remember the bytes just before ``size`` in the open tape file."""
+        begin = max(0, self.size - TAIL_BYTES)
+        self.tail = os.pread(handle.fileno(), self.size - begin, begin)
+
+    def describes(self, handle: BinaryIO, stat: os.stat_result) -> bool:
+        """Whether the open tape file is still the one indexed, grown or not."""
+        if (stat.st_ino, stat.st_dev) != (self.ino, self.dev) or stat.st_size < self.size:
+            return False
+        return os.pread(handle.fileno(), len(self.tail), self.size - len(self.tail)) == self.tail
+
+
+class AnchorList(Sequence[AnchorRef]):
+    """A read-only view of the first ``length`` indexed anchors.
+
+    Refs are made only for the items looked at, so finding the last anchor of a tape with tens of
+    thousands of them costs nothing extra.
+    """
+
+    __slots__ = ("_ids", "_length", "_names")
+
+    def __init__(self, ids: list[int], names: list[str], length: int) -> None:
+        self._ids, self._names, self._length = ids, names, length
+
+    def __len__(self) -> int:
+        return self._length
+
+    @overload
+    def __getitem__(self, index: int) -> AnchorRef: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[AnchorRef]: ...
+
+    def __getitem__(self, index: int | slice) -> AnchorRef | list[AnchorRef]:
+        if isinstance(index, slice):
+            return [AnchorRef(self._ids[i], self._names[i]) for i in range(*index.indices(self._length))]
+        if index < 0:
+            index += self._length
+        if not 0 <= index < self._length:
+            raise IndexError(f"anchor index {index} out of range for {self._length} anchors")
+        return AnchorRef(self._ids[index], self._names[index])
+
+    def __repr__(self) -> str:
+        return f"AnchorList({list(self)!r})"
 
 
 class IndexFile:
@@ -61,36 +125,16 @@ class IndexFile:
     def __init__(self, path: Path) -> None:
         self.path = path
 
-    def load(self, tape_path: Path, stat: os.stat_result) -> IndexState | None:
-        """The indexed state if the sidecar still describes ``tape_path``, else ``None``."""
+    def load(self, handle: BinaryIO, stat: os.stat_result) -> IndexState | None:
+        """The indexed state if the sidecar still describes the open tape file, else ``None``."""
         try:
             raw = self.path.read_bytes()
-        except FileNotFoundError:
+        except OSError:
             return None
-        records = _parse_records(raw)
-        if not records or not isinstance(records[0], dict):
+        try:
+            return _state_from(_parse_records(raw), handle, stat)
+        except (TypeError, ValueError, IndexError, KeyError):
             return None
-        header = records[0]
-        if header.get("version") != VERSION or (header.get("ino"), header.get("dev")) != (
-            stat.st_ino,
-            stat.st_dev,
-        ):
-            return None
-        checkpoint = next((r for r in reversed(records) if isinstance(r, list) and r[:1] == ["c"]), None)
-        if checkpoint is None:
-            return None
-        _, size, last_id, entries, bad = checkpoint
-        if size > stat.st_size or not _ends_with_entry(tape_path, size, last_id):
-            return None
-        state = IndexState(stat.st_ino, stat.st_dev, size, last_id, entries, bad)
-        for record in records[1:]:
-            if not isinstance(record, list) or record[0] == "c" or record[2] >= size:
-                continue
-            if record[0] == "a" and (not state.anchor_offsets or record[2] > state.anchor_offsets[-1]):
-                state.add_anchor(record[1], record[2], record[3])
-            elif record[0] == "m" and (not state.mark_offsets or record[2] > state.mark_offsets[-1]):
-                state.add_mark(record[1], record[2])
-        return state
 
     def rewrite(self, state: IndexState) -> None:
         """Write a fresh sidecar for ``state`` (the sidecar is derived data, so it may be replaced)."""
@@ -98,8 +142,11 @@ class IndexFile:
         lines.extend(_records(state, 0))
         lines.append(_checkpoint(state))
         tmp = self.path.with_name(self.path.name + f".{os.getpid()}.tmp")
-        tmp.write_bytes(b"\n".join(lines) + b"\n")
-        os.chmod(tmp, 0o600)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            os.write(fd, b"\n".join(lines) + b"\n")
+        finally:
+            os.close(fd)
         os.replace(tmp, self.path)
 
     def append(self, state: IndexState, since_offset: int) -> None:
@@ -115,17 +162,70 @@ class IndexFile:
         self.path.unlink(missing_ok=True)
 
 
+def _state_from(records: list[Any], handle: BinaryIO, stat: os.stat_result) -> IndexState | None:
+    if not records or not isinstance(records[0], dict):
+        return None
+    header = records[0]
+    if header.get("version") != VERSION or (header.get("ino"), header.get("dev")) != (stat.st_ino, stat.st_dev):
+        return None
+    checkpoint = next((r for r in reversed(records) if isinstance(r, list) and r[:1] == ["c"]), None)
+    if checkpoint is None:
+        return None
+    _, size, last_id, entries, bad = checkpoint
+    if size > stat.st_size or not _ends_with_entry(handle, size, last_id):
+        return None
+    state = IndexState(stat.st_ino, stat.st_dev, size, last_id, entries, bad)
+    columns: dict[str, tuple[list[int], list[int], list[Any]]] = {"a": ([], [], []), "m": ([], [], [])}
+    for record in records[1:]:
+        if type(record) is list and len(record) in (3, 4) and record[0] in columns:
+            ids, offsets, names = columns[record[0]]
+            if len(record[1]) != len(record[2]):
+                return None
+            ids.extend(record[1])
+            offsets.extend(record[2])
+            names.extend(record[3] if len(record) == 4 else ())
+    state.anchor_ids, state.anchor_offsets, state.anchor_names = _ordered(*columns["a"], size=size)
+    state.mark_ids, state.mark_offsets, _ = _ordered(*columns["m"], size=size)
+    if len(state.anchor_names) != len(state.anchor_ids) or not all(isinstance(n, str) for n in state.anchor_names):
+        return None
+    state.read_tail(handle)
+    return state
+
+
+def _ordered(ids: list[int], offsets: list[int], names: list[Any], *, size: int) -> tuple[list[int], ...]:
+    """The columns in file order, without repeats, cut at ``size``.
+
+    Two processes may both have appended the records of the same lines, so repeats and a step
+    back are possible; they are rare, so the straight case is checked first.
+    """
+    if not all(map(operator.lt, offsets, offsets[1:])):
+        rows = {offset: (entry_id, name) for entry_id, offset, name in itertools.zip_longest(ids, offsets, names)}
+        offsets = sorted(rows)
+        ids = [rows[offset][0] for offset in offsets]
+        names = [rows[offset][1] for offset in offsets] if names else []
+    if not all(type(value) is int for value in itertools.chain(ids, offsets)):
+        raise TypeError("index columns hold something other than integers")
+    cut = bisect.bisect_left(offsets, size)
+    return ids[:cut], offsets[:cut], names[:cut]
+
+
 def _records(state: IndexState, since_offset: int) -> list[bytes]:
-    out = [
-        orjson.dumps(["a", entry_id, offset, name])
-        for entry_id, offset, name in zip(state.anchor_ids, state.anchor_offsets, state.anchor_names, strict=True)
-        if offset >= since_offset
-    ]
-    out.extend(
-        orjson.dumps(["m", entry_id, offset])
-        for entry_id, offset in zip(state.mark_ids, state.mark_offsets, strict=True)
-        if offset >= since_offset
-    )
+    first_anchor = bisect.bisect_left(state.anchor_offsets, since_offset)
+    first_mark = bisect.bisect_left(state.mark_offsets, since_offset)
+    out = []
+    if first_anchor < len(state.anchor_offsets):
+        out.append(
+            orjson.dumps(
+                [
+                    "a",
+                    state.anchor_ids[first_anchor:],
+                    state.anchor_offsets[first_anchor:],
+                    state.anchor_names[first_anchor:],
+                ]
+            )
+        )
+    if first_mark < len(state.mark_offsets):
+        out.append(orjson.dumps(["m", state.mark_ids[first_mark:], state.mark_offsets[first_mark:]]))
     return out
 
 
@@ -147,14 +247,12 @@ def _parse_records(raw: bytes) -> list[Any]:
         return records
 
 
-def _ends_with_entry(tape_path: Path, size: int, last_id: int) -> bool:
+def _ends_with_entry(handle: BinaryIO, size: int, last_id: int) -> bool:
     """Whether the tape has a line break at ``size`` and the last entry before it has ``last_id``."""
     if size == 0:
         return True
-    with open(tape_path, "rb") as handle:
-        back = min(size, 65536)
-        handle.seek(size - back)
-        tail = handle.read(back)
+    begin = max(0, size - 65536)
+    tail = os.pread(handle.fileno(), size - begin, begin)
     if not tail.endswith(b"\n"):
         return False
     for line in reversed(tail[:-1].split(b"\n")):

@@ -29,8 +29,9 @@ def redact(value: Any, keys: list[str] | None = None) -> Any:
     if isinstance(value, str):
         return redact_text(value, keys)
     if isinstance(value, dict):
-        items = {k: redact(v, keys) for k, v in value.items()}
-        return value if all(items[k] is value[k] for k in value) else items
+        pairs = [(redact(k, keys), redact(v, keys)) for k, v in value.items()]
+        unchanged = all(k is k0 and v is v0 for (k, v), (k0, v0) in zip(pairs, value.items(), strict=True))
+        return value if unchanged else dict(pairs)
     if isinstance(value, list | tuple):
         items_list = [redact(v, keys) for v in value]
         return value if all(a is b for a, b in zip(items_list, value, strict=True)) else items_list

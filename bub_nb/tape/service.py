@@ -5,19 +5,20 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bub_nb.errors import AnchorNotFoundError, EntryNotFoundError, TapeError
 from bub_nb.tape import extensions
 from bub_nb.tape.address import TapeAddress, anchor_address, entry_address
-from bub_nb.tape.entries import TapeEntry, is_phase_anchor
+from bub_nb.tape.entries import TapeEntry, is_phase_anchor, plain_json
 from bub_nb.tape.fork import ForkedStore, read_lineage, record_lineage
 from bub_nb.tape.naming import validate_tape_name
 from bub_nb.tape.query import TapeQuery
 from bub_nb.tape.redact import redact
 from bub_nb.tape.selectors import LAST_ANCHOR
-from bub_nb.tape.store import StoreStats, TapeStore
+from bub_nb.tape.store import AnchorRef, StoreStats, TapeStore
 from bub_nb.tape.summary import AnchorSummary, TapeInfo
 from bub_nb.tape.text import entry_text
 
@@ -34,8 +35,8 @@ class Tape:
     def __init__(self, name: str, store: TapeStore) -> None:
         self.name = name
         self._base_store = store
-        self._forks: list[ForkedStore] = []
-        self._anchor_cache: dict[int, AnchorSummary] = {}
+        # Per context, so a fork in one asyncio task does not catch the writes of another.
+        self._forks: ContextVar[tuple[ForkedStore, ...]] = ContextVar(f"bub_nb_forks_{name}", default=())
         self._lock = threading.RLock()
 
     def __repr__(self) -> str:
@@ -44,7 +45,8 @@ class Tape:
     @property
     def store(self) -> TapeStore:
         """The store reads and writes go to: a fork's while inside ``fork()``."""
-        return self._forks[-1] if self._forks else self._base_store
+        forks = self._forks.get()
+        return forks[-1] if forks else self._base_store
 
     @property
     def location(self) -> str:
@@ -72,8 +74,14 @@ class Tape:
     # -- writing ----------------------------------------------------------------------------------
 
     def extend(self, entries: Sequence[TapeEntry]) -> list[TapeEntry]:
-        """Append entries in order; secrets are redacted first. Returns them as stored, with ids."""
-        clean = [TapeEntry(0, e.kind, redact(e.payload), redact(e.meta), e.date) for e in entries]
+        """Append entries in order; secrets are redacted first. Returns them as stored, with ids.
+
+        Payloads are stored as plain JSON values (tuples become lists, keys strings), so every
+        store hands back what a file would.
+        """
+        clean = [
+            TapeEntry(0, e.kind, redact(plain_json(e.payload)), redact(plain_json(e.meta)), e.date) for e in entries
+        ]
         return self.store.append(self.name, clean)
 
     def append(self, entry: TapeEntry) -> TapeEntry:
@@ -118,10 +126,9 @@ class Tape:
 
     def reset(self, *, archive: bool = False) -> list[TapeEntry]:
         """Start the tape over with ``session/start``; with ``archive`` keep the old file as a ``.bak``."""
-        if self._forks:
+        if self._forks.get():
             raise TapeError(f"Tape {self.name!r} cannot be reset inside fork()")
         archived = self._base_store.reset(self.name, archive=archive)
-        self._anchor_cache.clear()
         state: dict[str, Any] = {"owner": "human"}
         if archived:
             state["archived"] = archived
@@ -146,54 +153,59 @@ class Tape:
             raise EntryNotFoundError(f"Entry {entry_id!r} is not on tape {self.name!r} (last id {self.last_id})")
         return found[0]
 
-    def _summary(self, entry_id: int, name: str) -> AnchorSummary:
-        summary = self._anchor_cache.get(entry_id)
-        if summary is None or summary.name != name:
-            found = self.store.read(self.name, entry_id, entry_id + 1)
-            entry = found[0] if found else TapeEntry(entry_id, "anchor", {"name": name})
-            state = entry.payload.get("state")
-            summary = AnchorSummary(entry_id, name, state if isinstance(state, dict) else None, entry.date)
-            if found:
-                self._anchor_cache[entry_id] = summary
-        return summary
+    def _summary(self, ref: AnchorRef) -> AnchorSummary:
+        found = self.store.read(self.name, ref.id, ref.id + 1)
+        entry = found[0] if found else TapeEntry(ref.id, "anchor", {"name": ref.name})
+        state = entry.payload.get("state")
+        return AnchorSummary(ref.id, ref.name, state if isinstance(state, dict) else None, entry.date)
 
     def anchors(self, limit: int | None = 20) -> list[AnchorSummary]:
         """The last ``limit`` anchors (all with ``None``), oldest first."""
-        refs = list(self.store.anchors(self.name))
+        refs = self.store.anchors(self.name)
         if limit is not None:
-            refs = refs[-limit:] if limit > 0 else []
-        return [self._summary(ref.id, ref.name) for ref in refs]
+            refs = refs[len(refs) - limit :] if 0 < limit < len(refs) else refs if limit > 0 else []
+        return [self._summary(ref) for ref in refs]
 
     def anchor_names(self) -> list[str]:
         return [ref.name for ref in self.store.anchors(self.name)]
 
-    def last_anchor(self, *, phase: bool = True) -> AnchorSummary | None:
-        """The newest anchor; with ``phase`` the newest that starts a phase (not ``memory/...``)."""
+    def _last_ref(self, *, phase: bool = True) -> AnchorRef | None:
         for ref in reversed(self.store.anchors(self.name)):
             if not phase or is_phase_anchor(ref.name):
-                return self._summary(ref.id, ref.name)
+                return ref
         return None
 
-    def find_anchor(self, name: str) -> AnchorSummary:
-        """The last anchor called ``name``."""
+    def _find_ref(self, name: str) -> AnchorRef:
         refs = self.store.anchors(self.name)
         for ref in reversed(refs):
             if ref.name == name:
-                return self._summary(ref.id, ref.name)
+                return ref
         raise AnchorNotFoundError(name, [ref.name for ref in refs])
 
+    def last_anchor(self, *, phase: bool = True) -> AnchorSummary | None:
+        """The newest anchor; with ``phase`` the newest that starts a phase (not ``memory/...``)."""
+        ref = self._last_ref(phase=phase)
+        return None if ref is None else self._summary(ref)
+
+    def find_anchor(self, name: str) -> AnchorSummary:
+        """The last anchor called ``name``."""
+        return self._summary(self._find_ref(name))
+
     def from_last_anchor(self, kinds: Sequence[str] = ()) -> list[TapeEntry]:
-        """Entries after the last phase anchor (all entries when there is none)."""
-        anchor = self.last_anchor()
-        return self.read(anchor.id + 1 if anchor else 1, kinds=kinds)
+        """Entries after the last phase anchor (all entries when there is none).
+
+        ``memory/...`` anchors do not start a phase, so a memory save does not cut this slice.
+        """
+        ref = self._last_ref()
+        return self.read(ref.id + 1 if ref else 1, kinds=kinds)
 
     def after_anchor(self, name: str, kinds: Sequence[str] = ()) -> list[TapeEntry]:
         """Entries after the last anchor called ``name``."""
-        return self.read(self.find_anchor(name).id + 1, kinds=kinds)
+        return self.read(self._find_ref(name).id + 1, kinds=kinds)
 
     def between_anchors(self, start: str, end: str, kinds: Sequence[str] = ()) -> list[TapeEntry]:
         """Entries after the last ``start`` anchor and before the last ``end`` anchor."""
-        first, last = self.find_anchor(start), self.find_anchor(end)
+        first, last = self._find_ref(start), self._find_ref(end)
         if last.id <= first.id:
             raise TapeError(
                 f"Anchor {end!r} (#{last.id}) does not come after anchor {start!r} (#{first.id}) on tape {self.name!r}"
@@ -220,7 +232,7 @@ class Tape:
 
     def info(self) -> TapeInfo:
         stats = self.stats()
-        anchor = self.last_anchor()
+        anchor = self._last_ref()
         return TapeInfo(
             name=self.name,
             location=stats.location,
@@ -239,11 +251,11 @@ class Tape:
     @contextlib.contextmanager
     def _forked(self, merge_back: bool) -> Iterator[ForkedStore]:
         fork = ForkedStore(self.store, self.name)
-        self._forks.append(fork)
+        token = self._forks.set((*self._forks.get(), fork))
         try:
             yield fork
         finally:
-            self._forks.remove(fork)
+            self._forks.reset(token)
             if merge_back:
                 fork.merge()
 
@@ -258,7 +270,7 @@ class Tape:
         validate_tape_name(new_name)
         if self.store.exists(new_name):
             raise TapeError(f"Tape {new_name!r} already exists; fork into a new name")
-        start = self.find_anchor(from_anchor).id if from_anchor else 1
+        start = self._find_ref(from_anchor).id if from_anchor else 1
         child = Tape(new_name, self._base_store)
         child.extend(
             [
@@ -298,7 +310,7 @@ class Tape:
             raise EntryNotFoundError(f"Address {address!r} names tape {parsed.tape!r}, which does not exist")
         if parsed.kind == "entry":
             return tape.get(int(parsed.target))
-        return tape.get(tape.find_anchor(parsed.target).id)
+        return tape.get(tape._find_ref(parsed.target).id)
 
     # -- the layers above -------------------------------------------------------------------------
 

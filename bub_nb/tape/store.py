@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from bub_nb.tape.entries import TapeEntry
+from bub_nb.tape.lines import anchor_name
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +85,7 @@ class MemoryTapeStore:
             next_id = stored_entries[-1].id + 1 if stored_entries else 1
             stored = [entry.with_id(next_id + offset) for offset, entry in enumerate(entries)]
             stored_entries.extend(stored)
-            anchors.extend(AnchorRef(e.id, e.payload.get("name", "")) for e in stored if e.kind == "anchor")
+            anchors.extend(AnchorRef(e.id, anchor_name(e.payload)) for e in stored if e.kind == "anchor")
             return stored
 
     def read(self, tape: str, start: int = 1, stop: int | None = None) -> list[TapeEntry]:

@@ -22,21 +22,35 @@ def _content_text(content: Any) -> str:
     return "" if content is None else _json(content)
 
 
-def call_names(entry: TapeEntry) -> list[str]:
-    """The tool names of a ``tool_call`` entry, or of an assistant message's ``tool_calls``."""
-    calls = entry.payload.get("calls") if entry.kind == "tool_call" else entry.payload.get("tool_calls")
+def payload_call_names(kind: str, payload: dict[str, Any]) -> list[str]:
+    """The tool names of a ``tool_call`` payload, or of an assistant message's ``tool_calls``."""
+    calls = payload.get("calls") if kind == "tool_call" else payload.get("tool_calls")
     if not isinstance(calls, list):
         return []
-    return [str((c.get("function") or {}).get("name", "")) for c in calls if isinstance(c, dict)]
+    return [str(_function(c).get("name", "")) for c in calls if isinstance(c, dict)]
+
+
+def _function(call: dict[str, Any]) -> dict[str, Any]:
+    function = call.get("function")
+    return function if isinstance(function, dict) else {}
+
+
+def call_names(entry: TapeEntry) -> list[str]:
+    """The tool names of a ``tool_call`` entry, or of an assistant message's ``tool_calls``."""
+    return payload_call_names(entry.kind, entry.payload)
 
 
 def entry_text(entry: TapeEntry) -> str:
     """The readable text of an entry: content, names, arguments, results or error messages."""
-    payload = entry.payload
-    match entry.kind:
+    return payload_text(entry.kind, entry.payload)
+
+
+def payload_text(kind: str, payload: dict[str, Any]) -> str:
+    """``entry_text`` for a kind and payload, without building the entry."""
+    match kind:
         case "message":
             text = _content_text(payload.get("content"))
-            names = call_names(entry)
+            names = payload_call_names(kind, payload)
             return text + ("\n" if text and names else "") + ", ".join(names)
         case "system":
             return _content_text(payload.get("content"))
@@ -48,11 +62,8 @@ def entry_text(entry: TapeEntry) -> str:
             return f"{payload.get('name', '')}" + (f" {_json(data)}" if data is not None else "")
         case "tool_call":
             calls = payload.get("calls") if isinstance(payload.get("calls"), list) else []
-            parts = [
-                f"{(c.get('function') or {}).get('name', '')}({(c.get('function') or {}).get('arguments', '')})"
-                for c in calls
-                if isinstance(c, dict)
-            ]
+            functions = [_function(c) for c in calls if isinstance(c, dict)]
+            parts = [f"{f.get('name', '')}({f.get('arguments', '')})" for f in functions]
             return "\n".join(filter(None, [_content_text(payload.get("content")), *parts]))
         case "tool_result":
             results = payload.get("results") if isinstance(payload.get("results"), list) else []
@@ -64,9 +75,14 @@ def entry_text(entry: TapeEntry) -> str:
 
 def entry_role(entry: TapeEntry) -> str | None:
     """The chat role an entry speaks in, when it has one."""
-    match entry.kind:
+    return payload_role(entry.kind, entry.payload)
+
+
+def payload_role(kind: str, payload: dict[str, Any]) -> str | None:
+    """``entry_role`` for a kind and payload."""
+    match kind:
         case "message":
-            role = entry.payload.get("role")
+            role = payload.get("role")
             return role if isinstance(role, str) else None
         case "system":
             return "system"

@@ -1,0 +1,102 @@
+"""Tape lines in bulk: decoding records the way Bub's reader accepts them, fast enough for large tapes."""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+
+Record = dict[str, Any]
+
+
+def record_date(data: Record) -> str:
+    """The entry's ``date``; older lines carry a float ``timestamp`` instead, turned into the same ISO form."""
+    date = data.get("date")
+    if isinstance(date, str):
+        return date
+    stamp = data.get("timestamp")
+    try:
+        seconds = float(stamp) if isinstance(stamp, int | float) else 0.0
+        return datetime.fromtimestamp(seconds, tz=UTC).isoformat()
+    except (OverflowError, OSError, ValueError):  # an absurd timestamp must not make the tape unreadable
+        return datetime.fromtimestamp(0, tz=UTC).isoformat()
+
+
+def as_record(data: Any) -> Record | None:
+    """``data`` normalised to ``{id, kind, payload, meta, date}`` if it is a tape entry, else ``None``.
+
+    The test is Bub's: an int ``id``, a str ``kind`` and a dict ``payload``; ``meta`` defaults to ``{}``.
+    """
+    if not isinstance(data, dict):
+        return None
+    entry_id, kind, payload = data.get("id"), data.get("kind"), data.get("payload")
+    if type(entry_id) is not int or not isinstance(kind, str) or not isinstance(payload, dict):
+        return None
+    meta = data.get("meta")
+    date = data.get("date")
+    if isinstance(meta, dict) and isinstance(date, str) and len(data) == 5:
+        return data  # the common case: already exactly the five fields
+    return {
+        "id": entry_id,
+        "kind": kind,
+        "payload": payload,
+        "meta": meta if isinstance(meta, dict) else {},
+        "date": date if isinstance(date, str) else record_date(data),
+    }
+
+
+def load_json(line: bytes) -> Any:
+    """Decode one JSON text; raises ``ValueError`` when it is not one.
+
+    orjson reads nearly every line. Python's ``json`` (Bub's writer) also emits ``NaN``,
+    ``Infinity`` and integers beyond 64 bits, which only the standard library reads back.
+    """
+    try:
+        return orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return json.loads(line)
+
+
+def decode_record(line: bytes) -> Record | None:
+    """One line decoded into a record, or ``None`` when it is not JSON or not a tape entry."""
+    try:
+        return as_record(orjson.loads(line))
+    except orjson.JSONDecodeError:
+        pass
+    try:
+        return as_record(json.loads(line))
+    except (ValueError, RecursionError):  # not JSON, not UTF-8, or nested beyond reason
+        return None
+
+
+def anchor_name(payload: dict[str, Any]) -> str:
+    """An anchor's name as the index keeps it (``""`` when the line has none or a non-string one)."""
+    name = payload.get("name")
+    return name if isinstance(name, str) else ""
+
+
+def complete_lines(data: bytes) -> tuple[list[bytes], bytes]:
+    """``data`` split into its complete lines (without line breaks) and the unfinished rest."""
+    cut = data.rfind(b"\n") + 1
+    return data[: cut - 1].split(b"\n") if cut else [], data[cut:]
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Hold the cyclic garbage collector while decoding many records.
+
+    Decoding only builds acyclic dicts and lists, but the collector still walks every new object as
+    they pile up, which more than doubles the time of a large read.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
