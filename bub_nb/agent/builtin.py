@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from collections.abc import AsyncIterator
-from datetime import datetime
+from datetime import date
 from typing import TYPE_CHECKING, Any
 
 from bub_nb.agent.hookspecs import StreamEvent, field_of, hookimpl
@@ -32,7 +33,28 @@ with memory_daily.
 
 
 class BuiltinPlugin:
-    """Defaults for every hook: a tape per session, the agent loop, and the system prompt."""
+    """Defaults for every hook: a tape per session, the agent loop, and the system prompt.
+
+    ``pipeline`` is the pipeline agents made for a session use; the shared pipeline sets it to itself.
+    """
+
+    def __init__(self, pipeline: TurnPipeline | None = None) -> None:
+        self.pipeline = pipeline
+
+    def _agent_for(self, session_id: str, state: dict[str, Any]) -> Agent:
+        """The turn's agent: given by the caller, else one for the session's tape in the provided store."""
+        agent = state.get("agent")
+        if agent is not None:
+            return agent  # type: ignore[no-any-return]
+        from bub_nb.agent.loop import Agent
+        from bub_nb.tape import Tape, session_tape_name
+
+        pipeline = self.pipeline or default_pipeline()
+        tape = state.get("tape")
+        if tape is None:
+            tape = Tape(session_tape_name(".", session_id), pipeline.tape_store())
+        state["agent"] = agent = Agent(tape, instructions=state.get("instructions"), pipeline=pipeline)
+        return agent
 
     @hookimpl
     def resolve_session(self, message: Any) -> str | None:
@@ -50,23 +72,26 @@ class BuiltinPlugin:
 
     @hookimpl
     def run_model(self, prompt: Any, session_id: str, state: dict[str, Any]) -> Any:
-        agent = _agent_for(session_id, state)
+        agent = self._agent_for(session_id, state)
 
         async def answer() -> str:
-            turn = await agent.arun(_prompt_text(prompt))
-            state["turn"] = turn
+            try:
+                turn = await agent.arun(_prompt_text(prompt))
+            finally:
+                state["turn"] = agent.last_turn
             return turn.text
 
         return answer()
 
     @hookimpl
     def run_model_stream(self, prompt: Any, session_id: str, state: dict[str, Any]) -> AsyncIterator[StreamEvent]:
-        agent = _agent_for(session_id, state)
+        agent = self._agent_for(session_id, state)
 
         async def events() -> AsyncIterator[StreamEvent]:
             try:
-                async for delta in agent.astream(_prompt_text(prompt)):
-                    yield StreamEvent.text(delta)
+                async with contextlib.aclosing(agent.astream(_prompt_text(prompt))) as deltas:
+                    async for delta in deltas:
+                        yield StreamEvent.text(delta)
             finally:
                 state["turn"] = agent.last_turn
 
@@ -77,19 +102,16 @@ class BuiltinPlugin:
         parts = [DEFAULT_INSTRUCTIONS]
         tape: Tape | None = state.get("tape")
         if tape is not None:
-            anchor = tape.last_anchor()
-            parts.append(
-                "<runtime>\n"
-                f"now: {datetime.now().astimezone().isoformat(timespec='seconds')}\n"
-                f"tape: {tape.name}\n"
-                f"current phase: {anchor.name if anchor else '(none)'}\n"
-                "</runtime>"
-            )
+            # Day precision: a prompt that changes every second would defeat endpoints' prompt caching.
+            parts.append(f"<runtime>\ntoday: {date.today().isoformat()}\ntape: {tape.name}\n</runtime>")
         if state.get("instructions"):
             parts.append(str(state["instructions"]))
-        if tape is not None:
-            parts.append(tape.memory.get_context())
-        return "\n\n".join(parts)
+        memory = state.get("memory")
+        if memory is None and tape is not None:
+            memory = tape.memory.read()
+        if memory is not None:
+            parts.append(memory.get_context())
+        return "\n\n".join(part for part in parts if part)
 
     @hookimpl
     def provide_tape_store(self) -> TapeStore:
@@ -109,22 +131,6 @@ def _prompt_text(prompt: Any) -> str:
     return "\n".join(str(part.get("text", "")) for part in prompt if isinstance(part, dict))
 
 
-def _agent_for(session_id: str, state: dict[str, Any]) -> Agent:
-    """The turn's agent: given by the caller, else one for the session's tape in the provided store."""
-    agent = state.get("agent")
-    if agent is not None:
-        return agent  # type: ignore[no-any-return]
-    from bub_nb.agent.loop import Agent
-    from bub_nb.tape import Tape, session_tape_name
-
-    tape = state.get("tape")
-    if tape is None:
-        store = default_pipeline().tape_store()
-        tape = Tape(session_tape_name(".", session_id), store)
-    state["agent"] = agent = Agent(tape, instructions=state.get("instructions"))
-    return agent
-
-
 _pipeline: TurnPipeline | None = None
 _pipeline_lock = threading.Lock()
 
@@ -134,7 +140,8 @@ def default_pipeline() -> TurnPipeline:
     global _pipeline
     with _pipeline_lock:
         if _pipeline is None:
-            _pipeline = TurnPipeline(BuiltinPlugin())
+            builtin = BuiltinPlugin()
+            _pipeline = builtin.pipeline = TurnPipeline(builtin)
         return _pipeline
 
 

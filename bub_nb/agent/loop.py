@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+import atexit
+import contextlib
+import json
+import threading
+import time
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from bub_nb.agent.models import Completion, Model, TextDelta, resolve_model
 from bub_nb.agent.tools import Tool, ToolCallError, ToolContext, ToolRegistry
@@ -15,17 +21,30 @@ from bub_nb.tape import LAST_ANCHOR
 if TYPE_CHECKING:
     from bub_nb.agent.pipeline import TurnPipeline
     from bub_nb.context import View
+    from bub_nb.memory import MemorySnapshot
     from bub_nb.tape import Tape
 
+T = TypeVar("T")
 DEFAULT_MAX_STEPS = 8
 MAX_AUTO_HANDOFF_RETRIES = 1
+
+
+@dataclass
+class _Running:
+    """The turn an agent is running, and the task currently driving it (so abort() can stop it)."""
+
+    recorder: TurnRecorder
+    task: asyncio.Task[Any] | None
+    aborted: bool = False
+    done: bool = False
 
 
 class Agent:
     """Runs turns against one tape: ``run`` (a :class:`Turn`), ``stream`` (text deltas) and ``arun``.
 
     Each step rebuilds the context from the tape through the ``build_tape_context`` hook, so what
-    the model sees is always derived from the facts, never kept on the side.
+    the model sees is always derived from the facts, never kept on the side. An agent runs one turn
+    at a time: starting another aborts the one still running.
     """
 
     def __init__(
@@ -44,26 +63,26 @@ class Agent:
         from bub_nb.agent.builtin import default_pipeline
         from bub_nb.agent.builtin_tools import builtin_registry
 
-        if max_steps < 1:
-            raise BubNbError(f"max_steps must be at least 1, got {max_steps!r}")
+        if type(max_steps) is not int or max_steps < 1:
+            raise BubNbError(f"max_steps must be a whole number of at least 1, got {max_steps!r}")
         self.tape = tape
         self.model = resolve_model(model)
         self.max_steps = max_steps
         self.context = context
         self.instructions = instructions
-        self.pipeline = pipeline or default_pipeline()
+        self.pipeline = pipeline if pipeline is not None else default_pipeline()
         self.meta = dict(meta or {})
         registry = ToolRegistry()
         if builtin_tools:
             builtins = builtin_registry()
             chosen = builtins if builtin_tools is True else builtins.select(builtin_tools)  # type: ignore[arg-type]
-            for item in chosen:
-                registry.register(item)
+            for builtin in chosen:
+                registry.register(builtin)
         for item in tools or ():
             registry.register(item)
         self.tools = registry
         self.last_turn: Turn | None = None
-        self._active: TurnRecorder | None = None
+        self._running: _Running | None = None
 
     def __repr__(self) -> str:
         return f"Agent(tape={self.tape.name!r}, model={self.model.name!r}, tools={len(self.tools)})"
@@ -71,186 +90,287 @@ class Agent:
     # -- public entry points ----------------------------------------------------------------------
 
     async def arun(self, prompt: str, *, stream: bool = False, on_delta: Callable[[str], Any] | None = None) -> Turn:
-        """Run one turn; ``on_delta`` receives streamed text as it arrives."""
-        async for delta in self._turn(prompt, stream=stream or on_delta is not None):
-            if on_delta is not None:
-                on_delta(delta)
+        """Run one turn; ``on_delta`` receives streamed text as it arrives.
+
+        If ``on_delta`` raises (a ``KeyboardInterrupt`` from a display, say) the turn is recorded as
+        interrupted, its partial answer kept, and the exception goes on. After :meth:`abort` the
+        interrupted turn is returned.
+        """
+        deltas = self._turn(prompt, stream=stream or on_delta is not None)
+        try:
+            async for delta in deltas:
+                if on_delta is not None:
+                    on_delta(delta)
+        finally:
+            await deltas.aclose()
         assert self.last_turn is not None
         return self.last_turn
 
     def run(self, prompt: str, *, stream: bool = False, on_delta: Callable[[str], Any] | None = None) -> Turn:
         """Run one turn from synchronous code (also inside Jupyter's running event loop)."""
         try:
-            return _run_sync(self.arun(prompt, stream=stream, on_delta=on_delta))
+            return _call_sync(self.arun(prompt, stream=stream, on_delta=on_delta))
         except KeyboardInterrupt:
             self.abort()
             raise
 
-    async def astream(self, prompt: str) -> AsyncIterator[str]:
+    def astream(self, prompt: str) -> AsyncGenerator[str, None]:
         """Yield text deltas as they arrive; the finished turn is then ``self.last_turn``."""
-        async for delta in self._turn(prompt, stream=True):
-            yield delta
+        return self._turn(prompt, stream=True)
 
     def stream(self, prompt: str) -> Iterator[str]:
         """Yield text deltas from synchronous code; the finished turn is then ``self.last_turn``."""
+        deltas = self._turn(prompt, stream=True)
         try:
-            yield from _iterate_sync(self._turn(prompt, stream=True))
+            while True:
+                try:
+                    delta = _call_sync(_next(deltas))
+                except StopAsyncIteration:
+                    return
+                yield delta
         except KeyboardInterrupt:
             self.abort()
             raise
+        finally:
+            _call_sync(_closed(deltas))
 
     def abort(self) -> Turn | None:
-        """Record the running turn as interrupted (its partial answer kept); ``None`` if none runs."""
-        recorder, self._active = self._active, None
-        if recorder is not None:
-            self.last_turn = recorder.interrupt()
-        return self.last_turn if recorder is not None else None
+        """Stop the running turn now: it is recorded as interrupted, its partial answer kept.
+
+        Nothing more is written for that turn, and the task running it is cancelled (a turn started
+        with :meth:`arun` then returns the interrupted :class:`Turn`). ``None`` when no turn runs.
+        """
+        running, self._running = self._running, None
+        if running is None:
+            return None
+        running.aborted = True
+        self.last_turn = running.recorder.interrupt()
+        _cancel(running)
+        return self.last_turn
 
     def view(self) -> View:
         """The view the next step would send (without the system prompt)."""
         return self.pipeline.build_tape_context(self.tape, self.context)
 
-    def system_prompt(self, prompt: str = "") -> str:
+    def system_prompt(self, prompt: str = "", memory: MemorySnapshot | None = None) -> str:
+        """The system prompt the next turn would send; ``memory`` saves reading the memory zone again."""
         state = {"tape": self.tape, "agent": self, "instructions": self.instructions, "tools": self.tools}
+        if memory is not None:
+            state["memory"] = memory
         return self.pipeline.system_prompt(prompt, state)
 
     # -- the loop ---------------------------------------------------------------------------------
 
-    async def _turn(self, prompt: str, *, stream: bool) -> AsyncIterator[str]:
+    async def _turn(self, prompt: str, *, stream: bool) -> AsyncGenerator[str, None]:
         from bub_nb.agent.commands import is_command, run_command
 
         if not isinstance(prompt, str) or not prompt.strip():
             raise BubNbError(f"Prompt {prompt!r} is empty; write something for the model to answer")
+        self.abort()
         self.tape.ensure_bootstrap_anchor()
         if is_command(prompt):
-            self.last_turn = run_command_turn(self.tape, prompt, run_command, self.meta)
+            started = time.perf_counter()
+            result = run_command(self.tape, prompt)
+            elapsed_ms = round((time.perf_counter() - started) * 1000, 1)
+            self.last_turn = Turn(result.output, tuple(result.entries), None, "command", "command", "", elapsed_ms)
             yield self.last_turn.text
             return
-        self.tape.memory.ensure()
-        recorder = self._active = TurnRecorder(self.tape, self.model.name, self.meta)
-        recorder.start(self.system_prompt(prompt), prompt)
+        memory = self.tape.memory.ensure()
+        recorder = TurnRecorder(self.tape, self.model.name, self.meta)
+        running = self._running = _Running(recorder, asyncio.current_task())
         try:
-            async for delta in self._steps(recorder, prompt, stream):
-                if recorder.finished is not None and recorder.finished.status == "interrupted":
-                    return  # aborted from outside while the stream was still arriving
-                yield delta
-        except (asyncio.CancelledError, KeyboardInterrupt, GeneratorExit):
-            self.last_turn = recorder.interrupt()
+            recorder.start(self.system_prompt(prompt, memory), prompt)
+            async with contextlib.aclosing(self._steps(recorder, prompt, stream)) as deltas:
+                async for delta in deltas:
+                    yield delta
+                    running.task = asyncio.current_task()  # a sync stream resumes each delta in a new task
+                    if recorder.closed:
+                        return  # aborted while the caller held the delta
+        except asyncio.CancelledError:
+            recorder.interrupt()
+            task = asyncio.current_task()
+            # abort() cancelled us to stop waiting on the model: that ends the turn, not the caller's task.
+            if not (running.aborted and task is not None and task.uncancel() == 0):
+                raise
+        except (KeyboardInterrupt, GeneratorExit):
+            recorder.interrupt()
             raise
-        except BubNbError as exc:
-            if recorder.finished is None:
-                recorder.error(_error_kind(exc), str(exc))
-                partial = bool(recorder.partial)
-                self.last_turn = recorder.finish("error", recorder.partial, error=str(exc), partial=partial)
-            exc.turn = self.last_turn  # type: ignore[attr-defined]
+        except Exception as exc:
+            recorder.fail(exc)
+            if isinstance(exc, BubNbError):
+                exc.turn = recorder.finished  # type: ignore[attr-defined]
             raise
         finally:
-            if self._active is recorder:
-                self._active = None
+            running.done = True
+            self.last_turn = recorder.finished or self.last_turn
+            if self._running is running:
+                self._running = None
 
-    async def _steps(self, recorder: TurnRecorder, prompt: str, stream: bool) -> AsyncIterator[str]:
-        retries = MAX_AUTO_HANDOFF_RETRIES
+    async def _steps(self, recorder: TurnRecorder, prompt: str, stream: bool) -> AsyncGenerator[str, None]:
         tools = self.tools.schemas() or None
-        step = 0
-        while step < self.max_steps:
+        overflows = MAX_AUTO_HANDOFF_RETRIES
+        streamed = False
+        while recorder.steps < self.max_steps:
             view = self.pipeline.build_tape_context(self.tape, self.context)
             recorder.last_view = view
-            messages = [{"role": "system", "content": recorder.entries[0].payload["content"]}, *view.messages]
+            messages = [{"role": "system", "content": recorder.system_prompt}, *view.messages]
             recorder.partial = ""
+            completion: Completion | None = None
             try:
-                completion = None
-                async for item in self._call_model(messages, tools, stream):
-                    if isinstance(item, TextDelta):
-                        recorder.partial += item.text
-                        yield item.text
-                    else:
-                        completion = item
+                async with _closing(self._ask(messages, tools, stream)) as answer:
+                    async for item in answer:
+                        if recorder.closed:
+                            return
+                        if isinstance(item, TextDelta):
+                            if streamed and not recorder.partial:
+                                yield "\n\n"  # text from an earlier step came before this step's text
+                            recorder.partial += item.text
+                            streamed = True
+                            yield item.text
+                        else:
+                            completion = item
             except ContextLengthError as exc:
-                if retries <= 0 or recorder.partial:
+                if overflows == 0 or recorder.partial:
                     raise
-                retries -= 1
-                recorder.error("context_length_exceeded", str(exc))
-                recorder.auto_handoff(exc, step)
-                recorder.resend_prompt(prompt)
+                overflows -= 1
+                recorder.auto_handoff(exc, recorder.steps + 1, prompt)
                 continue
-            assert completion is not None
-            step += 1
-            recorder.steps = step
+            if recorder.closed:
+                return
+            if completion is None:
+                raise ModelError(f"Model {self.model.name!r} ended its answer without a completion")
+            recorder.steps += 1
             recorder.add_usage(completion.usage)
             if not completion.tool_calls:
-                self.last_turn = recorder.finish("ok", completion.text)
+                recorder.finish("ok", completion.text)
                 return
-            results = await self._run_tools(completion)
-            recorder.tool_step(completion, results)
-            recorder.tool_errors(completion.tool_calls, results)
-            if completion.text and stream:
-                yield "\n\n"
-        message = f"Stopped after {self.max_steps} steps without a final answer (max_steps={self.max_steps})"
-        recorder.error("max_steps", message)
-        self.last_turn = recorder.finish("max_steps", message)
-        yield message
+            await self._run_tools(recorder, completion)
+            if recorder.closed:
+                return
+        message = (
+            f"Stopped after {self.max_steps} model calls without a final answer (max_steps={self.max_steps}); "
+            "the tool calls so far are on the tape"
+        )
+        recorder.error("max_steps", message, {"max_steps": self.max_steps})
+        recorder.finish("max_steps", message, error=message, answer=False)
+        yield ("\n\n" if streamed else "") + message
 
-    async def _call_model(
+    def _ask(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, stream: bool
     ) -> AsyncIterator[TextDelta | Completion]:
         if stream:
-            async for item in self.model.stream(messages, tools):
-                yield item
-        else:
-            yield await self.model.complete(messages, tools)
+            return self.model.stream(messages, tools)
+        return _once(self.model.complete(messages, tools))
 
-    async def _run_tools(self, completion: Completion) -> list[Any]:
-        context = ToolContext(tape=self.tape, state={"agent": self})
+    async def _run_tools(self, recorder: TurnRecorder, completion: Completion) -> None:
+        """Run every call; unknown tools, bad arguments and exceptions become error results for the model."""
+        context = ToolContext(tape=self.tape, state={"agent": self, "run_id": recorder.run_id})
+        before = self.tape.last_id
         results: list[Any] = []
+        failures: list[ToolCallError | None] = []
         for call in completion.tool_calls:
             try:
-                result = await self.tools.call(call.name, call.arguments, context)
+                output = await self.tools.call(call.name, call.arguments, context)
             except ToolCallError as exc:
-                result = exc.as_result()
-            results.append(result if isinstance(result, str | dict | list | int | float | bool) else str(result))
-        return results
+                results.append(exc.as_result())
+                failures.append(exc)
+            else:
+                results.append(_result_text(output))
+                failures.append(None)
+            if recorder.closed:
+                return
+        after = self.tape.last_id
+        if after != before:  # the tools wrote (a handoff, a memory zone); a reset starts the count over
+            recorder.written_by_tools(self.tape.read(before + 1 if after > before else 1))
+        recorder.tool_step(completion, results, failures)
 
 
-def run_command_turn(tape: Tape, prompt: str, run: Callable[..., Any], meta: dict[str, Any]) -> Turn:
-    """A comma command as a turn: it never reaches the model."""
-    result = run(tape, prompt)
-    entries = tuple(getattr(result, "entries", ()) or ())
-    return Turn(result.output, entries, None, "command", "command", "", 0.0)
+def _result_text(output: Any) -> str:
+    """A tool's answer as the text the model reads; on the tape a dict result means an error."""
+    if isinstance(output, str):
+        return output
+    try:
+        return json.dumps(output, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return str(output)
 
 
-def _error_kind(exc: BaseException) -> str:
-    if isinstance(exc, ContextLengthError):
-        return "context_length_exceeded"
-    if isinstance(exc, ModelError):
-        return "model_error"
-    return type(exc).__name__
+async def _once(answer: Awaitable[Completion]) -> AsyncIterator[Completion]:
+    yield await answer
 
 
-def _run_sync(coroutine: Any) -> Any:
-    from bub_nb.agent.pipeline import run_sync
+@contextlib.asynccontextmanager
+async def _closing(items: AsyncIterator[T]) -> AsyncIterator[AsyncIterator[T]]:
+    """Close a model's stream when the step leaves it early, so its connection is released now."""
+    try:
+        yield items
+    finally:
+        close = getattr(items, "aclose", None)
+        if close is not None:
+            await close()
 
-    return run_sync(coroutine)
+
+async def _next(deltas: AsyncIterator[str]) -> str:
+    return await anext(deltas)
 
 
-def _iterate_sync(agen: AsyncIterator[str]) -> Iterator[str]:
-    """Step an async generator from synchronous code, inside a running loop or not."""
+async def _closed(deltas: AsyncGenerator[str, None]) -> None:
+    await deltas.aclose()
+
+
+def _cancel(running: _Running) -> None:
+    """Cancel the task driving an aborted turn, from its own loop's thread, unless it is the caller."""
+    task = running.task
+    if task is None or task.done():
+        return
+
+    def cancel() -> None:
+        if not running.done and task is not asyncio.current_task():
+            task.cancel()
+
+    loop = task.get_loop()
+    try:
+        here = asyncio.get_running_loop()
+    except RuntimeError:
+        here = None
+    if here is loop:
+        cancel()
+    else:
+        with contextlib.suppress(RuntimeError):  # that loop is already closed
+            loop.call_soon_threadsafe(cancel)
+
+
+# -- running turns from synchronous code ---------------------------------------------------------
+
+_threads = threading.local()
+
+
+def _runner() -> asyncio.Runner:
+    """This thread's event loop for synchronous calls, kept so the model's connections are reused."""
+    runner: asyncio.Runner | None = getattr(_threads, "runner", None)
+    if runner is None:
+        runner = _threads.runner = asyncio.Runner(loop_factory=asyncio.new_event_loop)
+        atexit.register(runner.close)
+    return runner
+
+
+def _call_sync(coroutine: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine to its end from synchronous code, inside a running event loop (Jupyter) or not.
+
+    Outside a loop, Ctrl-C cancels the coroutine (``asyncio.Runner`` does that) so the turn records
+    the interrupt. Inside one, a Ctrl-C that lands between the task's steps must still cancel it,
+    or the turn would go on in the background.
+    """
     try:
         loop = asyncio.get_running_loop()
-        owned = False
     except RuntimeError:
-        loop = asyncio.new_event_loop()
-        owned = True
-    else:
-        import nest_asyncio
+        return _runner().run(coroutine)
+    import nest_asyncio
 
-        nest_asyncio.apply(loop)
+    nest_asyncio.apply(loop)
+    task = loop.create_task(coroutine)
     try:
-        while True:
-            try:
-                yield loop.run_until_complete(agen.__anext__())  # type: ignore[attr-defined]
-            except StopAsyncIteration:
-                return
+        return loop.run_until_complete(task)
     finally:
-        if owned:
-            loop.run_until_complete(agen.aclose())  # type: ignore[attr-defined]
-            loop.close()
+        if not task.done():
+            task.cancel()

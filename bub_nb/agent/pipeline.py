@@ -61,7 +61,12 @@ def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
     import nest_asyncio
 
     nest_asyncio.apply(loop)
-    return loop.run_until_complete(coroutine)
+    task = loop.create_task(coroutine)
+    try:
+        return loop.run_until_complete(task)
+    finally:
+        if not task.done():  # a Ctrl-C between the task's steps must not leave it running in the background
+            task.cancel()
 
 
 class TurnPipeline:

@@ -2,22 +2,32 @@
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from bub_nb.agent.models.base import Completion, ToolCall, Usage
+from bub_nb.agent.models.base import Completion, Usage
+from bub_nb.agent.tools import ToolCallError
+from bub_nb.errors import ContextLengthError, ModelError
 from bub_nb.tape import TapeEntry
 
 if TYPE_CHECKING:
     from bub_nb.context import View
     from bub_nb.tape import Tape
 
+AUTO_HANDOFF_ANCHOR = "auto_handoff/context_overflow"
+
 
 @dataclass(frozen=True, slots=True)
 class Turn:
-    """The outcome of one prompt: the answer, every entry written and the model's usage."""
+    """The outcome of one prompt: the answer, every entry written and the model's usage.
+
+    ``status`` is ``ok``, ``error``, ``interrupted``, ``max_steps`` or ``command``; ``entries`` are
+    the turn's entries in tape order, including those its tools wrote (an anchor, a memory zone).
+    """
 
     text: str
     entries: tuple[TapeEntry, ...]
@@ -50,15 +60,30 @@ def _add_usage(total: Usage | None, more: Usage | None) -> Usage | None:
         return total
     if total is None:
         return more
-    return Usage.of(total.prompt_tokens + more.prompt_tokens, total.completion_tokens + more.completion_tokens)
+    return Usage(
+        total.prompt_tokens + more.prompt_tokens,
+        total.completion_tokens + more.completion_tokens,
+        total.total_tokens + more.total_tokens,
+    )
+
+
+def error_kind(exc: BaseException) -> str:
+    """The ``kind`` of the ``error`` entry a failure is recorded as."""
+    if isinstance(exc, ContextLengthError):
+        return "context_length_exceeded"
+    if isinstance(exc, ModelError):
+        return "model_error"
+    return type(exc).__name__
 
 
 @dataclass
 class TurnRecorder:
     """Writes a turn to its tape as it happens, so an error or an interrupt never loses the prompt.
 
-    Order on the tape: ``system``, the user message, ``tool_call``/``tool_result`` pairs,
-    ``error`` (if any), the assistant message (``meta.partial`` when cut short), a ``run`` event.
+    Order on the tape: ``system``, the user message, ``tool_call``/``tool_result`` pairs (each
+    followed by an ``error`` per failed call), ``error`` (if the turn failed), the assistant message
+    (``meta.partial`` when cut short), a ``run`` event. Once the run event is written the turn is
+    closed: whatever a late stream or an abandoned task still delivers is not written.
     """
 
     tape: Tape
@@ -72,80 +97,113 @@ class TurnRecorder:
     steps: int = 0
     finished: Turn | None = None
     last_view: View | None = None
+    system_prompt: str = ""
+    _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
+
+    @property
+    def closed(self) -> bool:
+        return self.finished is not None
 
     @property
     def entry_meta(self) -> dict[str, Any]:
         return {"run_id": self.run_id, **self.meta}
 
-    def _write(self, entry: TapeEntry) -> TapeEntry:
-        if self.finished is not None:
-            # A stream abandoned by an interrupt may still deliver; the turn is already closed.
-            return entry
-        stored = self.tape.append(TapeEntry(0, entry.kind, entry.payload, {**self.entry_meta, **entry.meta}))
-        self.entries.append(stored)
-        return stored
+    def _write(self, *entries: TapeEntry) -> None:
+        # The lock makes "still open?" and the append one step, so an abort from another thread
+        # can never slip its run event in before a late entry of the turn it closed.
+        with self._lock:
+            if self.finished is None:
+                meta = self.entry_meta
+                self.entries.extend(
+                    self.tape.extend([TapeEntry(0, e.kind, e.payload, {**meta, **e.meta}) for e in entries])
+                )
 
     def start(self, system_prompt: str, prompt: str) -> None:
-        self._write(TapeEntry.system(system_prompt))
-        self._write(TapeEntry.message({"role": "user", "content": prompt}))
-
-    def resend_prompt(self, prompt: str) -> None:
-        """After an auto-handoff the new phase needs the prompt again, after its anchor."""
-        self._write(TapeEntry.message({"role": "user", "content": prompt}, retry=True))
+        self.system_prompt = system_prompt
+        self._write(TapeEntry.system(system_prompt), TapeEntry.message({"role": "user", "content": prompt}))
 
     def add_usage(self, usage: Usage | None) -> None:
         self.usage = _add_usage(self.usage, usage)
 
-    def tool_step(self, completion: Completion, results: list[Any]) -> None:
-        calls = [call.to_openai() for call in completion.tool_calls]
-        self._write(TapeEntry.tool_call(calls, completion.text or None))
-        self._write(TapeEntry.tool_result(results))
+    def written_by_tools(self, entries: Iterable[TapeEntry]) -> None:
+        """Entries the turn's tools appended themselves (an anchor, a memory zone): part of the turn."""
+        with self._lock:
+            if self.finished is None:
+                self.entries.extend(entries)
 
-    def auto_handoff(self, error: Exception, step: int) -> None:
+    def tool_step(self, completion: Completion, results: list[Any], failures: list[ToolCallError | None]) -> None:
+        """The calls and their results, then an ``error`` entry for each call that failed."""
+        calls = [call.to_openai() for call in completion.tool_calls]
+        errors = [
+            TapeEntry.error(f"tool.{failure.kind}", failure.message, {"tool": call.name, "call_id": call.id})
+            for call, failure in zip(completion.tool_calls, failures, strict=True)
+            if failure is not None
+        ]
+        self._write(TapeEntry.tool_call(calls, completion.text or None), TapeEntry.tool_result(results), *errors)
+
+    def auto_handoff(self, error: Exception, step: int, prompt: str) -> None:
+        """Seed 000's recovery from a context overflow: an anchor, a ``loop.step`` event, the prompt again.
+
+        The new phase starts at the anchor, so the retry needs the user's prompt after it.
+        """
         state = {"reason": "context_length_exceeded", "error": str(error)}
-        self.entries.extend(self.tape.handoff("auto_handoff/context_overflow", state, **self.entry_meta))
-        self._write(TapeEntry.event("loop.step", {"step": step, "status": "auto_handoff", "error": str(error)}))
+        self._write(
+            TapeEntry.anchor(AUTO_HANDOFF_ANCHOR, state),
+            TapeEntry.event("handoff", {"name": AUTO_HANDOFF_ANCHOR, "state": state}),
+            TapeEntry.event("loop.step", {"step": step, "status": "auto_handoff", "error": str(error)}),
+            TapeEntry.message({"role": "user", "content": prompt}, retry=True),
+        )
 
     def error(self, kind: str, message: str, details: Any = None) -> None:
         self._write(TapeEntry.error(kind, message, details))
 
-    def tool_errors(self, calls: tuple[ToolCall, ...], results: list[Any]) -> None:
-        for call, result in zip(calls, results, strict=True):
-            if isinstance(result, dict) and "kind" in result and "message" in result:
-                self.error(f"tool.{result['kind']}", result["message"], {"tool": call.name, "call_id": call.id})
-
-    def finish(self, status: str, text: str, *, error: str | None = None, partial: bool = False) -> Turn:
-        if self.finished is not None:
+    def finish(
+        self, status: str, text: str, *, error: str | None = None, partial: bool = False, answer: bool = True
+    ) -> Turn:
+        """Write the answer (unless ``answer`` is false or there is none) and the ``run`` event."""
+        with self._lock:
+            if self.finished is not None:
+                return self.finished
+            elapsed_ms = round((time.perf_counter() - self.started) * 1000, 1)
+            data = {
+                "status": status,
+                "usage": self.usage.as_dict() if self.usage else None,
+                "model": self.model,
+                "elapsed_ms": elapsed_ms,
+                "steps": self.steps,
+            }
+            closing = [TapeEntry.event("run", data)]
+            if text and answer:
+                meta = {"partial": True} if partial else {}
+                closing.insert(0, TapeEntry.message({"role": "assistant", "content": text}, **meta))
+            self._write(*closing)
+            self.finished = Turn(
+                text,
+                tuple(self.entries),
+                self.usage,
+                status,
+                self.model,
+                self.run_id,
+                elapsed_ms,
+                self.steps,
+                error,
+                self.last_view,
+            )
             return self.finished
-        if text:
-            meta = {"partial": True} if partial else {}
-            self._write(TapeEntry.message({"role": "assistant", "content": text}, **meta))
-        elapsed_ms = round((time.perf_counter() - self.started) * 1000, 1)
-        data = {
-            "status": status,
-            "usage": self.usage.as_dict() if self.usage else None,
-            "model": self.model,
-            "elapsed_ms": elapsed_ms,
-            "steps": self.steps,
-        }
-        self._write(TapeEntry.event("run", data))
-        self.finished = Turn(
-            text,
-            tuple(self.entries),
-            self.usage,
-            status,
-            self.model,
-            self.run_id,
-            elapsed_ms,
-            self.steps,
-            error,
-            self.last_view,
-        )
-        return self.finished
+
+    def fail(self, exc: BaseException) -> Turn:
+        """Close the turn on a failure: the ``error``, the partial answer if any, ``run`` with status error."""
+        with self._lock:
+            if self.finished is not None:
+                return self.finished
+            message = str(exc) or type(exc).__name__
+            self.error(error_kind(exc), message, {"exception": type(exc).__name__, "step": self.steps + 1})
+            return self.finish("error", self.partial, error=message, partial=bool(self.partial))
 
     def interrupt(self) -> Turn:
-        """Record a turn the user stopped: the partial answer is kept, marked partial."""
-        if self.finished is not None:
-            return self.finished
-        self.error("interrupted", "The turn was interrupted; the partial answer is kept")
-        return self.finish("interrupted", self.partial, error="interrupted", partial=bool(self.partial))
+        """Close a turn the user stopped: the partial answer is kept, marked partial."""
+        with self._lock:
+            if self.finished is not None:
+                return self.finished
+            self.error("interrupted", "The turn was interrupted; the partial answer is kept")
+            return self.finish("interrupted", self.partial, error="interrupted", partial=bool(self.partial))
