@@ -1,0 +1,174 @@
+"""What a timeline counts: entries per phase, entries per stretch of time, and tokens per turn."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any, Final
+
+from bub_nb.tape.entries import TapeEntry, is_phase_anchor
+
+MAX_BUCKETS: Final = 48
+MEMORY_ANCHOR: Final = "memory_anchor"  # counted apart from phase anchors, which start phases
+# Bucket widths a person reads easily; the smallest that fits the tape's span in MAX_BUCKETS wins.
+STEPS: Final[tuple[tuple[timedelta, str], ...]] = (
+    (timedelta(minutes=1), "minute"),
+    (timedelta(minutes=5), "5 minutes"),
+    (timedelta(minutes=15), "15 minutes"),
+    (timedelta(hours=1), "hour"),
+    (timedelta(hours=6), "6 hours"),
+    (timedelta(days=1), "day"),
+    (timedelta(days=7), "week"),
+    (timedelta(days=30), "30 days"),
+    (timedelta(days=365), "365 days"),
+)
+_EPOCH: Final = datetime(2000, 1, 3, tzinfo=UTC)  # a Monday, so weekly buckets start on Mondays
+
+
+@dataclass
+class Phase:
+    """The entries from one phase anchor up to the next (``anchor`` is ``None`` before the first)."""
+
+    anchor: str | None
+    anchor_id: int | None
+    first_id: int
+    last_id: int
+    kinds: Counter[str] = field(default_factory=Counter)
+    turns: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def entries(self) -> int:
+        return sum(self.kinds.values())
+
+
+@dataclass
+class Bucket:
+    start: datetime
+    kinds: Counter[str] = field(default_factory=Counter)
+    anchors: list[tuple[int, str]] = field(default_factory=list)
+
+    @property
+    def entries(self) -> int:
+        return sum(self.kinds.values())
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """One model run, from its ``run`` event."""
+
+    number: int
+    entry_id: int
+    date: str
+    status: str
+    model: str | None
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    elapsed_ms: float | None
+    phase: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Activity:
+    entries: int
+    phases: tuple[Phase, ...]
+    buckets: tuple[Bucket, ...]
+    step: str
+    turns: tuple[Turn, ...]
+    anchors: tuple[tuple[int, str], ...]
+    memory_anchors: int
+
+
+def _int(value: Any) -> int | None:
+    return value if type(value) is int else None
+
+
+def _when(entry: TapeEntry) -> datetime | None:
+    try:
+        moment = entry.when
+    except ValueError:
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def _turn(entry: TapeEntry, number: int, phase: str | None) -> Turn:
+    found = entry.payload.get("data")
+    data: dict[str, Any] = found if isinstance(found, dict) else {}
+    reported = data.get("usage")
+    usage: dict[str, Any] = reported if isinstance(reported, dict) else {}
+    elapsed = data.get("elapsed_ms")
+    model = data.get("model")
+    return Turn(
+        number=number,
+        entry_id=entry.id,
+        date=entry.date,
+        status=str(data.get("status", "?")),
+        model=model if isinstance(model, str) else None,
+        prompt_tokens=_int(usage.get("prompt_tokens")),
+        completion_tokens=_int(usage.get("completion_tokens")),
+        elapsed_ms=elapsed if isinstance(elapsed, int | float) and not isinstance(elapsed, bool) else None,
+        phase=phase,
+    )
+
+
+def measure(entries: Iterable[TapeEntry]) -> Activity:
+    """Count a tape's entries by phase, by time and by turn, in one pass."""
+    phases: list[Phase] = []
+    turns: list[Turn] = []
+    anchors: list[tuple[int, str]] = []
+    memory_anchors = 0
+    stamped: list[tuple[datetime, TapeEntry]] = []
+    count = 0
+    for entry in entries:
+        count += 1
+        name = entry.name
+        if entry.kind == "anchor" and is_phase_anchor(name):
+            phases.append(Phase(name, entry.id, entry.id, entry.id))
+            anchors.append((entry.id, name or ""))
+        elif entry.kind == "anchor":
+            memory_anchors += 1
+        if not phases:
+            phases.append(Phase(None, None, entry.id, entry.id))
+        phase = phases[-1]
+        kind = MEMORY_ANCHOR if entry.kind == "anchor" and not is_phase_anchor(name) else entry.kind
+        phase.kinds[kind] += 1
+        phase.last_id = entry.id
+        if entry.kind == "event" and name == "run":
+            turn = _turn(entry, len(turns) + 1, phase.anchor)
+            turns.append(turn)
+            phase.turns += 1
+            phase.prompt_tokens += turn.prompt_tokens or 0
+            phase.completion_tokens += turn.completion_tokens or 0
+        moment = _when(entry)
+        if moment is not None:
+            stamped.append((moment, entry))
+    buckets, step = _bucket(stamped)
+    return Activity(count, tuple(phases), buckets, step, tuple(turns), tuple(anchors), memory_anchors)
+
+
+def _bucket(stamped: list[tuple[datetime, TapeEntry]]) -> tuple[tuple[Bucket, ...], str]:
+    if not stamped:
+        return (), STEPS[0][1]
+    first, last = min(m for m, _ in stamped), max(m for m, _ in stamped)
+    width, label = next(((w, n) for w, n in STEPS if _slots(first, last, w) <= MAX_BUCKETS), STEPS[-1])
+    origin = _floor(first, width)
+    buckets = [Bucket(origin + i * width) for i in range(min(_slots(first, last, width), MAX_BUCKETS))]
+    for moment, entry in stamped:
+        bucket = buckets[min(int((moment - origin) / width), len(buckets) - 1)]
+        if entry.kind == "anchor" and is_phase_anchor(entry.name):
+            bucket.kinds[entry.kind] += 1
+            bucket.anchors.append((entry.id, entry.name or ""))
+        else:
+            bucket.kinds[MEMORY_ANCHOR if entry.kind == "anchor" else entry.kind] += 1
+    return tuple(buckets), label
+
+
+def _slots(first: datetime, last: datetime, width: timedelta) -> int:
+    return (_floor(last, width) - _floor(first, width)) // width + 1
+
+
+def _floor(moment: datetime, width: timedelta) -> datetime:
+    return _EPOCH + ((moment - _EPOCH) // width) * width

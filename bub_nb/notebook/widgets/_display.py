@@ -1,0 +1,63 @@
+"""What every bub_nb widget promises when displayed: the live widget, static HTML and plain text."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import ipywidgets
+
+WIDGET_MIMETYPE = "application/vnd.jupyter.widget-view+json"
+
+
+class WidgetDisplay:
+    """Base of the widgets: subclasses render ``to_text()``, ``to_html()`` and build ``_build_widget()``.
+
+    ipywidgets is imported only when ``.widget`` is first used, so the text forms work anywhere.
+    Displaying sends all three forms; a frontend with a widget manager shows the live widget,
+    nbconvert, GitHub and plain VS Code outputs fall back to the HTML, a terminal prints the text.
+    """
+
+    _widget: ipywidgets.Widget | None = None
+
+    @property
+    def widget(self) -> ipywidgets.Widget:
+        """The live ipywidgets tree (built on first use)."""
+        if self._widget is None:
+            self._widget = self._build_widget()
+        return self._widget
+
+    def _build_widget(self) -> ipywidgets.Widget:
+        raise NotImplementedError
+
+    def to_text(self) -> str:
+        raise NotImplementedError
+
+    def to_html(self) -> str:
+        raise NotImplementedError
+
+    def __str__(self) -> str:
+        return self.to_text()
+
+    def _repr_html_(self) -> str:
+        return self.to_html()
+
+    def _repr_mimebundle_(
+        self, include: Iterable[str] | None = None, exclude: Iterable[str] | None = None, **kwargs: Any
+    ) -> dict[str, Any]:
+        data: dict[str, Any] = {}
+        # A terminal asks for text/plain only; it gets no widget, so none is built.
+        if include is None or WIDGET_MIMETYPE in set(include):
+            widget_data = self.widget._repr_mimebundle_(**kwargs) or {}
+            if WIDGET_MIMETYPE in widget_data:
+                data[WIDGET_MIMETYPE] = widget_data[WIDGET_MIMETYPE]
+        data["text/html"] = self.to_html()
+        data["text/plain"] = self.to_text()
+        if include is not None:
+            wanted = set(include)
+            data = {key: value for key, value in data.items() if key in wanted}
+        if exclude is not None:
+            unwanted = set(exclude)
+            data = {key: value for key, value in data.items() if key not in unwanted}
+        return data

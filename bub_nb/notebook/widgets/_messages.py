@@ -1,0 +1,161 @@
+"""The messages of a view, each with its role and token estimate, as HTML and as text."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
+
+from bub_nb.context.display import message_preview
+from bub_nb.notebook.widgets._style import KIND_COLORS, bar, esc
+
+if TYPE_CHECKING:
+    from bub_nb.context import View
+    from bub_nb.context.messages import Message
+
+BODY_CHARS: Final = 4000
+PREVIEW_CHARS: Final = 110
+BAR_PX: Final = 60
+
+
+@dataclass(frozen=True, slots=True)
+class MessageRow:
+    index: int
+    source: int
+    role: str
+    tokens: int
+    preview: str
+    body: str
+
+
+def message_body(message: Message) -> str:
+    """Everything a message carries, readable: its text, the calls it makes, the call it answers."""
+    content = message.get("content")
+    if isinstance(content, list):
+        content = "\n".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+    lines = [content] if isinstance(content, str) and content else []
+    for call in message.get("tool_calls") or ():
+        if not isinstance(call, dict):
+            continue
+        found = call.get("function")
+        function: dict[str, Any] = found if isinstance(found, dict) else {}
+        arguments = function.get("arguments", "")
+        if not isinstance(arguments, str):
+            arguments = json.dumps(arguments, ensure_ascii=False)
+        lines.append(f"→ {function.get('name', '?')}({arguments})  [{call.get('id', '')}]")
+    if message.get("role") == "tool":
+        lines.insert(0, f"← {message.get('name', '?')} [{message.get('tool_call_id', '')}]")
+    body = "\n".join(lines)
+    return body if len(body) <= BODY_CHARS else body[:BODY_CHARS] + f"\n… ({len(body) - BODY_CHARS} more characters)"
+
+
+def message_rows(view: View, limit: int) -> tuple[list[MessageRow], int, int]:
+    """Rows for the view's messages; past ``limit`` the middle is left out so the start and end show.
+
+    Returns the rows, where the gap falls (row position) and how many messages it holds.
+    """
+    count = len(view.messages)
+    if count <= limit:
+        kept, gap_at, gap = list(range(count)), count, 0
+    else:
+        head = min(10, limit // 4)
+        kept = [*range(head), *range(count - (limit - head), count)]
+        gap_at, gap = head, count - limit
+    rows = []
+    for i in kept:
+        message = view.messages[i]
+        role = str(message.get("role", "?"))
+        preview = message_preview(message, PREVIEW_CHARS)
+        rows.append(MessageRow(i, view.sources[i], role, view.tokens[i], preview, message_body(message)))
+    return rows, gap_at, gap
+
+
+def _gap_tokens(view: View, rows: list[MessageRow]) -> int:
+    return sum(view.tokens) - sum(row.tokens for row in rows)
+
+
+def messages_html(view: View, limit: int) -> str:
+    rows, gap_at, gap = message_rows(view, limit)
+    peak = max(view.tokens, default=0)
+    cells = []
+    for position, row in enumerate(rows):
+        if position == gap_at and gap:
+            cells.append(_gap_row_html(gap, _gap_tokens(view, rows)))
+        width = BAR_PX * row.tokens / peak if peak else 0
+        content = esc(row.preview)
+        if row.body and " ".join(row.body.split()) != row.preview:
+            content = f"<details><summary>{content}</summary><pre>{esc(row.body)}</pre></details>"
+        cells.append(
+            f'<tr class="bub-message" data-entry-id="{row.source}" data-role="{esc(row.role)}">'
+            f'<td class="bub-num">#{row.source}</td>'
+            f'<td><span class="bub-role bub-role-{esc(row.role)}">{esc(row.role)}</span></td>'
+            f'<td class="bub-num">{row.tokens}</td>'
+            f"<td>{bar(width, KIND_COLORS['message'], f'{row.tokens} tokens')}</td>"
+            f'<td class="bub-content">{content}</td></tr>'
+        )
+    if gap and gap_at >= len(rows):
+        cells.append(_gap_row_html(gap, _gap_tokens(view, rows)))
+    if not view.messages:
+        cells.append('<tr><td colspan="5" class="bub-muted">(nothing would be sent)</td></tr>')
+    total = (
+        f'<tr class="bub-total"><td>total</td><td></td><td class="bub-num" data-total-tokens="{view.total_tokens}">'
+        f'~{view.total_tokens}</td><td></td><td class="bub-muted">{esc(_total_note(view))}</td></tr>'
+    )
+    table = (
+        '<table class="bub-messages-table"><colgroup><col style="width:4.5em"><col style="width:7.5em">'
+        '<col style="width:4.5em"><col style="width:72px"><col></colgroup>'
+        '<thead><tr><th class="bub-num">entry</th><th>role</th>'
+        '<th class="bub-num">tokens</th><th></th><th>content</th></tr></thead>'
+        f"<tbody>{''.join(cells)}{total}</tbody></table>"
+    )
+    usage = view.usage
+    note = ""
+    if usage is not None:
+        model = f", {usage.model}" if usage.model else ""
+        note = (
+            f'<div class="bub-note bub-usage" data-prompt-tokens="{usage.prompt_tokens}">Last run in this view '
+            f"(#{usage.entry_id}{esc(model)}): prompt <b>{usage.prompt_tokens}</b> + completion "
+            f"<b>{usage.completion_tokens}</b> = {usage.total_tokens} tokens, "
+            "exact as the endpoint reported them.</div>"
+        )
+    dropped = ""
+    if view.dropped:
+        ids = ", ".join(f"#{i}" for i in view.dropped)
+        dropped = f'<div class="bub-note">Left out to keep the messages valid for the API: {esc(ids)}</div>'
+    return table + note + dropped
+
+
+def _gap_row_html(count: int, tokens: int) -> str:
+    return (
+        f'<tr class="bub-gap"><td></td><td></td><td class="bub-num bub-muted">~{tokens}</td><td></td>'
+        f'<td class="bub-muted">… {count} more messages not listed …</td></tr>'
+    )
+
+
+def _total_note(view: View) -> str:
+    count = len(view.messages)
+    return f"{count} message{'s' if count != 1 else ''} + reply priming, estimated ({view.tokenizer})"
+
+
+def messages_text(view: View, limit: int) -> list[str]:
+    rows, gap_at, gap = message_rows(view, limit)
+    lines = [f"{'entry':>8}  {'role':<9} {'tokens':>6}  content"]
+    for position, row in enumerate(rows):
+        if position == gap_at and gap:
+            lines.append(f"{'':>8}  {'…':<9} {_gap_tokens(view, rows):>6}  … {gap} more messages not listed …")
+        lines.append(f"{'#' + str(row.source):>8}  {row.role:<9} {row.tokens:>6}  {row.preview}")
+    if gap and gap_at >= len(rows):
+        lines.append(f"{'':>8}  {'…':<9} {_gap_tokens(view, rows):>6}  … {gap} more messages not listed …")
+    if not view.messages:
+        lines.append(f"{'':>8}  (nothing would be sent)")
+    lines.append(f"{'total':>8}  {'':<9} {'~' + str(view.total_tokens):>6}  {_total_note(view)}")
+    if view.usage is not None:
+        usage = view.usage
+        model = f", {usage.model}" if usage.model else ""
+        lines.append(
+            f"  last run in this view (#{usage.entry_id}{model}): prompt {usage.prompt_tokens} + completion "
+            f"{usage.completion_tokens} = {usage.total_tokens} tokens, exact as reported"
+        )
+    if view.dropped:
+        lines.append("  left out to keep the messages valid for the API: " + ", ".join(f"#{i}" for i in view.dropped))
+    return lines

@@ -1,0 +1,192 @@
+"""The tape strip: one cell per entry, anchors marked, the cells a view selects highlighted."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final
+
+from bub_nb.notebook.widgets._style import KIND_GLYPHS, LEGEND, MEMORY_GLYPH, OTHER_GLYPH, clip, esc
+from bub_nb.tape.entries import is_phase_anchor
+from bub_nb.tape.text import entry_role, entry_text
+
+if TYPE_CHECKING:
+    from bub_nb.context import View
+    from bub_nb.tape import Tape, TapeEntry
+
+TIP_CHARS: Final = 160
+
+
+@dataclass(frozen=True, slots=True)
+class StripCell:
+    """One entry as the strip shows it.
+
+    ``in_window``: inside the range the mode selects; ``in_view``: its messages reach the model;
+    ``dropped``: left out to keep the messages valid for the API.
+    """
+
+    id: int
+    kind: str
+    role: str | None
+    anchor: str | None
+    memory_anchor: bool
+    tip: str
+    in_window: bool
+    in_view: bool
+    dropped: bool
+
+    @property
+    def glyph(self) -> str:
+        if self.memory_anchor:
+            return MEMORY_GLYPH
+        return KIND_GLYPHS.get(self.kind, OTHER_GLYPH)
+
+    @property
+    def mark(self) -> str:
+        """The character under the cell in the text form."""
+        if self.in_view:
+            return "^"
+        if self.dropped:
+            return "!"
+        return "." if self.in_window else " "
+
+    @property
+    def css_classes(self) -> str:
+        names = ["bub-cell", f"bub-kind-{self.kind}"]
+        if self.role:
+            names.append(f"bub-role-{self.role}")
+        if self.anchor is not None:
+            names.append("bub-memory-anchor" if self.memory_anchor else "bub-anchor")
+        names.extend(
+            name
+            for name, on in (
+                ("bub-in-window", self.in_window),
+                ("bub-in-view", self.in_view),
+                ("bub-dropped", self.dropped),
+            )
+            if on
+        )
+        return " ".join(names)
+
+
+@dataclass(frozen=True, slots=True)
+class Strip:
+    """The last entries of a tape against one view. ``hidden`` entries came earlier and are not shown,
+    ``hidden_in_window`` of them inside the selected window."""
+
+    cells: tuple[StripCell, ...]
+    total: int
+    hidden: int
+    hidden_in_window: int
+    window_start: int | None
+    window_end: int
+
+
+def window_range(view: View, first_id: int, last_id: int) -> tuple[int | None, int]:
+    """The ids a view's mode selects from: its anchor on, the whole tape, or its first message on."""
+    if view.anchor is not None:
+        return view.anchor.id, last_id
+    if view.mode == "full":
+        return first_id, last_id
+    taken = [*view.entry_ids, *view.dropped]
+    return (min(taken), last_id) if taken else (None, last_id)
+
+
+def build_strip(tape: Tape, view: View, last_id: int, max_entries: int) -> Strip:
+    """The strip of ``tape`` up to ``last_id`` (read before the view was built, so both agree)."""
+    entries = tape.read(max(1, last_id - max_entries + 1), last_id + 1) if last_id else []
+    total = len(tape)
+    first_id = 1 if total else 0
+    start, end = window_range(view, first_id, last_id)
+    sent, dropped = set(view.entry_ids), set(view.dropped)
+    cells = tuple(_cell(entry, start, end, sent, dropped) for entry in entries)
+    shown_from = cells[0].id if cells else last_id + 1
+    hidden = max(0, total - len(cells))
+    hidden_in_window = 0 if start is None or start >= shown_from else shown_from - start
+    return Strip(cells, total, hidden, min(hidden, hidden_in_window), start, end)
+
+
+def _cell(entry: TapeEntry, start: int | None, end: int, sent: set[int], dropped: set[int]) -> StripCell:
+    anchor = entry.name if entry.kind == "anchor" else None
+    memory = entry.kind == "anchor" and not is_phase_anchor(anchor)
+    role = entry_role(entry) if entry.kind == "message" else None
+    label = anchor or entry.name or role or ""
+    tip = f"#{entry.id} {entry.kind}" + (f" {label}" if label else "") + f" · {entry.date[:19]}"
+    text = entry_text(entry) if entry.kind != "anchor" else ""
+    if text:
+        tip += "\n" + clip(text, TIP_CHARS)
+    in_window = start is not None and start <= entry.id <= end
+    return StripCell(
+        id=entry.id,
+        kind=entry.kind,
+        role=role,
+        anchor=anchor,
+        memory_anchor=memory,
+        tip=tip,
+        in_window=in_window,
+        in_view=entry.id in sent,
+        dropped=entry.id in dropped,
+    )
+
+
+# -- HTML -----------------------------------------------------------------------------------------
+
+
+def strip_html(strip: Strip) -> str:
+    parts = []
+    if strip.hidden:
+        inside = f", {strip.hidden_in_window} of them in the window" if strip.hidden_in_window else ""
+        parts.append(
+            f'<span class="bub-more" data-hidden="{strip.hidden}">… {strip.hidden} earlier entries{esc(inside)}</span>'
+        )
+    for cell in strip.cells:
+        anchor_attr = f' data-anchor-name="{esc(cell.anchor)}"' if cell.anchor is not None else ""
+        label = f"⚓ {esc(cell.anchor)}" if cell.anchor is not None and not cell.memory_anchor else ""
+        parts.append(
+            f'<span class="{cell.css_classes}" data-entry-id="{cell.id}" data-kind="{esc(cell.kind)}"{anchor_attr}'
+            f' title="{esc(cell.tip)}">{label}</span>'
+        )
+    if not strip.cells:
+        parts.append('<span class="bub-muted">(the tape is empty)</span>')
+    return f'<div class="bub-strip">{"".join(parts)}</div>'
+
+
+def legend_html() -> str:
+    items = [f'<span><span class="bub-cell bub-kind-{kind}"></span>{esc(label)}</span>' for kind, label in LEGEND]
+    items.insert(1, '<span><span class="bub-cell bub-kind-message bub-role-user"></span>user message</span>')
+    items.append('<span><span class="bub-cell bub-kind-anchor bub-memory-anchor"></span>memory anchor</span>')
+    items.append('<span><span class="bub-cell bub-in-window"></span>window</span>')
+    items.append('<span class="bub-muted">bright = sent to the model</span>')
+    return f'<div class="bub-legend">{"".join(items)}</div>'
+
+
+# -- text -----------------------------------------------------------------------------------------
+
+
+def strip_text(strip: Strip, width: int = 64) -> list[str]:
+    """The strip as rows of ``width`` glyphs, each row numbered by its first entry, marks beneath."""
+    lines = []
+    if strip.hidden:
+        inside = f", {strip.hidden_in_window} of them in the window" if strip.hidden_in_window else ""
+        lines.append(f"  … {strip.hidden} earlier entries not shown{inside}")
+    cells = strip.cells
+    for at in range(0, len(cells), width):
+        row = cells[at : at + width]
+        lines.append(f"{'#' + str(row[0].id):>8} " + "".join(cell.glyph for cell in row))
+        marks = "".join(cell.mark for cell in row).rstrip()
+        if marks:
+            lines.append(" " * 9 + marks)
+    if not cells:
+        lines.append("  (the tape is empty)")
+    lines.extend("  " + line for line in strip_legend_text())
+    anchors = [cell for cell in cells if cell.anchor is not None and not cell.memory_anchor]
+    if anchors:
+        lines.append("  anchors: " + "  ".join(f"#{cell.id} {cell.anchor}" for cell in anchors))
+    memory = [cell.id for cell in cells if cell.memory_anchor]
+    if memory:
+        lines.append("  memory anchors: " + " ".join(f"#{entry_id}" for entry_id in memory))
+    return lines
+
+
+def strip_legend_text() -> list[str]:
+    glyphs = "  ".join(f"{KIND_GLYPHS[kind]} {label}" for kind, label in LEGEND)
+    return [f"{glyphs}  {MEMORY_GLYPH} memory anchor", "^ sent to the model  . in the window, not sent  ! dropped"]

@@ -1,0 +1,298 @@
+"""The context view widget: the tape strip, the window a mode selects, and the messages it would send.
+
+Stable hooks for styling and browser tests:
+
+- root VBox: ``bub-context-view``; picker widgets: ``bub-mode-picker`` (the mode toggle, values
+  ``last``/``anchor``/``full``/``window``), ``bub-anchor-picker`` (anchor name dropdown),
+  ``bub-window-size`` (message count), ``bub-refresh`` (button); the parts: ``bub-context-header``,
+  ``bub-context-strip``, ``bub-context-messages``.
+- strip cells: ``<span class="bub-cell bub-kind-<kind>" data-entry-id="<id>" data-kind="<kind>">``,
+  plus ``bub-role-<role>`` on messages, ``bub-anchor`` (phase anchors, labelled ``⚓ <name>``) or
+  ``bub-memory-anchor`` (``memory/...`` anchors) with ``data-anchor-name``, ``bub-in-window`` inside
+  the selected range, ``bub-in-view`` when the entry reaches the model, ``bub-dropped`` when its
+  messages were left out to keep the API sequence valid. ``bub-more`` (``data-hidden``) counts
+  entries before the strip.
+- messages: ``tr.bub-message`` with ``data-entry-id`` and ``data-role``; the total cell carries
+  ``data-total-tokens``; ``.bub-usage`` (``data-prompt-tokens``) the last run's exact usage.
+- the static HTML wraps everything in ``div.bub-w.bub-context-view`` with ``data-mode``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Final
+
+from bub_nb.context import (
+    LAST_ANCHOR,
+    ContextStrategy,
+    FullTape,
+    LastAnchor,
+    NamedAnchor,
+    View,
+    Window,
+    as_strategy,
+    build_view,
+)
+from bub_nb.context.display import summary_line
+from bub_nb.errors import BubNbError
+from bub_nb.notebook.widgets._display import WidgetDisplay
+from bub_nb.notebook.widgets._messages import messages_html, messages_text
+from bub_nb.notebook.widgets._strip import Strip, build_strip, legend_html, strip_html, strip_text
+from bub_nb.notebook.widgets._style import esc, wrap
+from bub_nb.tape.entries import is_phase_anchor
+
+if TYPE_CHECKING:
+    import ipywidgets
+
+    from bub_nb.tape import Tape
+
+DEFAULT_WINDOW: Final = 20
+_CHOICES: Final = (("last anchor", "last"), ("anchor", "anchor"), ("full tape", "full"), ("window", "window"))
+
+
+def as_view_mode(mode: Any) -> ContextStrategy:
+    """A view mode as ``build_view`` takes it, plus a bare ``int`` for a window of that many messages."""
+    if type(mode) is int:
+        return Window(mode)
+    return as_strategy(mode)
+
+
+def _picker_choice(strategy: ContextStrategy) -> str:
+    match strategy:
+        case LastAnchor():
+            return "last"
+        case NamedAnchor():
+            return "anchor"
+        case Window():
+            return "window"
+        case FullTape():
+            return "full"
+    return "custom"
+
+
+class ContextView(WidgetDisplay):
+    """What the model would see from ``tape`` under ``mode``, rebuilt live as the mode changes.
+
+    ``mode`` is any view mode ``build_view`` accepts (``LAST_ANCHOR``, an anchor name, ``None`` for
+    the full tape, ``window(n)`` or a strategy), or an ``int`` for a window. ``max_entries`` bounds
+    the strip to the tape's last entries; ``max_messages`` bounds the message list.
+    """
+
+    def __init__(self, tape: Tape, mode: Any = LAST_ANCHOR, *, max_entries: int = 240, max_messages: int = 200) -> None:
+        if max_entries < 1 or max_messages < 1:
+            raise BubNbError(f"max_entries and max_messages must be positive, got {max_entries!r}, {max_messages!r}")
+        self.tape = tape
+        self.max_entries = max_entries
+        self.max_messages = max_messages
+        self._strategy = as_view_mode(mode)
+        self._custom: ContextStrategy | None = None
+        self._error: str | None = None
+        self._view, self._strip = self._build(self._strategy)
+        self._syncing = False
+        self._parts: dict[str, Any] = {}
+
+    # -- the plain API ----------------------------------------------------------------------------
+
+    @property
+    def view(self) -> View:
+        """The current view, as ``build_view`` made it."""
+        return self._view
+
+    @property
+    def mode(self) -> ContextStrategy:
+        return self._strategy
+
+    @property
+    def strip(self) -> Strip:
+        return self._strip
+
+    def set_mode(self, mode: Any) -> View:
+        """Show the view for another mode; a bad mode raises and leaves the current one shown."""
+        strategy = as_view_mode(mode)
+        self._view, self._strip = self._build(strategy)
+        self._strategy, self._error = strategy, None
+        self._update_widget()
+        return self._view
+
+    def refresh(self) -> View:
+        """Read the tape again (it may have grown) and rebuild the view under the same mode."""
+        try:
+            self._view, self._strip = self._build(self._strategy)
+            self._error = None
+        except BubNbError as error:
+            self._error = str(error)
+            if self._widget is None:
+                raise
+        self._update_widget()
+        return self._view
+
+    def _build(self, strategy: ContextStrategy) -> tuple[View, Strip]:
+        last_id = self.tape.last_id
+        view = build_view(self.tape, strategy)
+        if _picker_choice(strategy) == "custom":
+            self._custom = strategy
+        return view, build_strip(self.tape, view, last_id, self.max_entries)
+
+    # -- text and HTML ----------------------------------------------------------------------------
+
+    def _strip_heading(self) -> str:
+        strip = self._strip
+        if not strip.cells:
+            return "Tape strip (empty)"
+        span = f"#{strip.cells[0].id}–#{strip.cells[-1].id}"
+        return f"Tape strip ({span}, {len(strip.cells)} of {strip.total} entries)"
+
+    def to_text(self) -> str:
+        lines = [f"Context of tape {self.tape.name!r}: {summary_line(self._view)}"]
+        if self._error:
+            lines.append(f"! {self._error}")
+        lines.append(self._strip_heading())
+        lines.extend(strip_text(self._strip))
+        lines.append("Messages that would be sent")
+        lines.extend(messages_text(self._view, self.max_messages))
+        return "\n".join(lines)
+
+    def _header_html(self) -> str:
+        error = f'<div class="bub-error">{esc(self._error)}</div>' if self._error else ""
+        return (
+            f'<div class="bub-title">Context · tape <code>{esc(self.tape.name)}</code></div>'
+            f'<div class="bub-note" data-mode="{esc(self._view.mode)}">{esc(summary_line(self._view))}</div>{error}'
+        )
+
+    def _strip_html(self) -> str:
+        return f'<div class="bub-section">{esc(self._strip_heading())}</div>{strip_html(self._strip)}{legend_html()}'
+
+    def _messages_html(self) -> str:
+        section = '<div class="bub-section">Messages that would be sent</div>'
+        return section + messages_html(self._view, self.max_messages)
+
+    def to_html(self) -> str:
+        body = self._header_html() + self._strip_html() + self._messages_html()
+        return wrap(body, "bub-context-view", attrs={"data-mode": self._view.mode})
+
+    # -- the widget -------------------------------------------------------------------------------
+
+    def _anchor_options(self) -> list[tuple[str, str]]:
+        """Anchor names, newest first, phase anchors before memory anchors; each shown with its last id."""
+        last_ids: dict[str, int] = {}
+        for anchor in self.tape.anchors(limit=None):
+            last_ids[anchor.name] = anchor.id
+        ordered = sorted(last_ids.items(), key=lambda item: (not is_phase_anchor(item[0]), -item[1]))
+        return [(f"{name}  #{entry_id}", name) for name, entry_id in ordered]
+
+    def _build_widget(self) -> ipywidgets.Widget:
+        import ipywidgets as w
+
+        kind = w.ToggleButtons(
+            options=self._kind_options(),
+            value=_picker_choice(self._strategy),
+            style={"button_width": "auto"},
+            layout=w.Layout(width="auto"),
+        )
+        kind.add_class("bub-mode-picker")
+        options = self._anchor_options()
+        anchor = w.Dropdown(options=options, layout=w.Layout(width="230px"), disabled=not options)
+        anchor.add_class("bub-anchor-picker")
+        if isinstance(self._strategy, NamedAnchor) and self._strategy.name in {v for _, v in options}:
+            anchor.value = self._strategy.name
+        size = w.BoundedIntText(
+            value=self._strategy.size if isinstance(self._strategy, Window) else DEFAULT_WINDOW,
+            min=1,
+            max=1_000_000,
+            description="n",
+            layout=w.Layout(width="120px"),
+            style={"description_width": "14px"},
+        )
+        size.add_class("bub-window-size")
+        refresh = w.Button(description="refresh", icon="refresh", layout=w.Layout(width="auto"))
+        refresh.add_class("bub-refresh")
+        header, strip, messages = w.HTML(), w.HTML(), w.HTML()
+        header.add_class("bub-context-header")
+        strip.add_class("bub-context-strip")
+        messages.add_class("bub-context-messages")
+        controls = w.HBox([kind, anchor, size, refresh], layout=w.Layout(flex_flow="row wrap", align_items="center"))
+        root = w.VBox([header, controls, strip, messages], layout=w.Layout(width="100%"))
+        root.add_class("bub-context-view")
+        self._parts = {
+            "kind": kind,
+            "anchor": anchor,
+            "size": size,
+            "header": header,
+            "strip": strip,
+            "messages": messages,
+        }
+        kind.observe(self._on_kind, names="value")
+        anchor.observe(self._on_anchor, names="value")
+        size.observe(self._on_size, names="value")
+        refresh.on_click(lambda _button: self.refresh())
+        self._widget = root
+        self._update_widget()
+        return root
+
+    def _kind_options(self) -> list[tuple[str, str]]:
+        options = list(_CHOICES)
+        if self._custom is not None:
+            options.append((self._custom.label, "custom"))
+        return options
+
+    def _on_kind(self, change: dict[str, Any]) -> None:
+        if self._syncing:
+            return
+        choice = change["new"]
+        anchor, size = self._parts["anchor"], self._parts["size"]
+        strategies: dict[str, Any] = {
+            "last": LAST_ANCHOR,
+            "full": None,
+            "window": Window(size.value),
+            "custom": self._custom,
+        }
+        if choice == "anchor":
+            if anchor.value is None:
+                self._show_error(f"Tape {self.tape.name!r} has no anchors to start from")
+                return
+            self._apply(anchor.value)
+        else:
+            self._apply(strategies[choice])
+
+    def _on_anchor(self, change: dict[str, Any]) -> None:
+        if not self._syncing and change["new"] is not None:
+            self._apply(change["new"])
+
+    def _on_size(self, change: dict[str, Any]) -> None:
+        if not self._syncing and isinstance(change["new"], int) and change["new"] >= 1:
+            self._apply(Window(change["new"]))
+
+    def _apply(self, mode: Any) -> None:
+        """A change from the picker: show the new view, or say why it cannot be built."""
+        try:
+            self.set_mode(mode)
+        except BubNbError as error:
+            self._show_error(str(error))
+
+    def _show_error(self, message: str) -> None:
+        self._error = message
+        self._update_widget()
+
+    def _update_widget(self) -> None:
+        if self._widget is None or not self._parts:
+            return
+        parts = self._parts
+        self._syncing = True
+        try:
+            options = self._anchor_options()
+            names = {value for _, value in options}
+            if list(parts["anchor"].options) != options:
+                current = parts["anchor"].value
+                parts["anchor"].options = options
+                parts["anchor"].value = current if current in names else (options[0][1] if options else None)
+            parts["anchor"].disabled = not options
+            parts["kind"].options = self._kind_options()
+            parts["kind"].value = _picker_choice(self._strategy)
+            if isinstance(self._strategy, NamedAnchor) and self._strategy.name in names:
+                parts["anchor"].value = self._strategy.name
+            if isinstance(self._strategy, Window):
+                parts["size"].value = self._strategy.size
+        finally:
+            self._syncing = False
+        parts["header"].value = wrap(self._header_html(), "bub-context-header")
+        parts["strip"].value = wrap(self._strip_html(), "bub-context-strip", styled=False)
+        parts["messages"].value = wrap(self._messages_html(), "bub-context-messages", styled=False)

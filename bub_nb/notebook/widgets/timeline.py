@@ -1,0 +1,310 @@
+"""The tape timeline: entries per phase and over time, anchors marked, and the tokens of every turn.
+
+Hooks: the root VBox has ``bub-timeline``; in the HTML, ``table.bub-phases`` has one
+``tr.bub-phase`` per phase (``data-anchor``, ``data-entries``), ``.bub-columns`` holds one
+``.bub-column`` per time bucket (``data-start``, ``data-entries``) with ``.bub-tick`` on buckets
+where a phase anchor was written, and ``table.bub-turns`` one ``tr.bub-turn`` per ``run`` event
+(``data-entry-id``, ``data-prompt-tokens``, ``data-completion-tokens``).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import TYPE_CHECKING, Any, Final
+
+from bub_nb.notebook.widgets._activity import MEMORY_ANCHOR, Activity, Bucket, Phase, Turn, measure
+from bub_nb.notebook.widgets._display import WidgetDisplay
+from bub_nb.notebook.widgets._style import (
+    COMPLETION_COLOR,
+    KIND_COLORS,
+    KIND_GLYPHS,
+    LEGEND,
+    MEMORY_COLOR,
+    MEMORY_GLYPH,
+    PROMPT_COLOR,
+    bar,
+    clip,
+    esc,
+    text_bar,
+    wrap,
+)
+
+if TYPE_CHECKING:
+    import ipywidgets
+
+    from bub_nb.tape import Tape
+
+MAX_PHASES: Final = 30
+MAX_TURNS: Final = 50
+PHASE_BAR_PX: Final = 220
+TURN_BAR_PX: Final = 200
+COLUMN_PX: Final = 74
+TEXT_BAR: Final = 32
+KINDS: Final = (*LEGEND, (MEMORY_ANCHOR, "memory anchor"))
+COLORS: Final = {**KIND_COLORS, MEMORY_ANCHOR: MEMORY_COLOR}
+GLYPHS: Final = {**KIND_GLYPHS, MEMORY_ANCHOR: MEMORY_GLYPH}
+
+
+def _kinds_note(kinds: Counter[str]) -> str:
+    return ", ".join(f"{kinds[kind]} {label}" for kind, label in KINDS if kinds[kind])
+
+
+def _phase_label(phase: Phase) -> str:
+    return f"⚓ {phase.anchor}" if phase.anchor is not None else "(before the first anchor)"
+
+
+def _count(number: int, one: str, many: str | None = None) -> str:
+    return f"{number} {one if number == 1 else many or one + 's'}"
+
+
+def _tokens(value: int | None) -> str:
+    return "–" if value is None else str(value)
+
+
+class TapeTimeline(WidgetDisplay):
+    """A tape's activity: how many entries each phase holds, when they were written, what each turn cost."""
+
+    def __init__(self, tape: Tape) -> None:
+        self.tape = tape
+        self._parts: dict[str, Any] = {}
+        self._activity = measure(tape.read())
+
+    @property
+    def activity(self) -> Activity:
+        return self._activity
+
+    def refresh(self) -> Activity:
+        """Read the tape again; entries written since are counted."""
+        self._activity = measure(self.tape.read())
+        if self._widget is not None and self._parts:
+            self._parts["body"].value = self.to_html()
+        return self._activity
+
+    def _summary(self) -> str:
+        activity = self._activity
+        prompt = sum(t.prompt_tokens or 0 for t in activity.turns)
+        completion = sum(t.completion_tokens or 0 for t in activity.turns)
+        parts = [
+            _count(activity.entries, "entry", "entries"),
+            _count(len(activity.anchors), "phase anchor"),
+            _count(activity.memory_anchors, "memory anchor"),
+            _count(len(activity.turns), "turn"),
+        ]
+        if activity.turns:
+            parts.append(f"{prompt} prompt + {completion} completion tokens reported")
+        return " · ".join(parts)
+
+    # -- text -------------------------------------------------------------------------------------
+
+    def to_text(self) -> str:
+        activity = self._activity
+        lines = [f"Timeline of tape {self.tape.name!r}: {self._summary()}"]
+        lines.append("Phases")
+        phases = activity.phases[-MAX_PHASES:]
+        if len(activity.phases) > len(phases):
+            lines.append(f"  … {len(activity.phases) - len(phases)} earlier phases not shown")
+        peak = max((p.entries for p in phases), default=0)
+        width = max((len(_phase_label(p)) for p in phases), default=0)
+        for phase in phases:
+            span = f"#{phase.first_id}–#{phase.last_id}"
+            tokens = (
+                f"  {_count(phase.turns, 'turn')}, {phase.prompt_tokens}+{phase.completion_tokens} tokens"
+                if phase.turns
+                else ""
+            )
+            lines.append(
+                f"  {clip(_phase_label(phase), 40):<{min(width, 40)}}  {span:>13} {phase.entries:>6}  "
+                f"{_kind_bar_text(phase.kinds, peak):<{TEXT_BAR}}{tokens}"
+            )
+        if not phases:
+            lines.append("  (the tape is empty)")
+        lines.append(f"Activity per {activity.step} (UTC)")
+        lines.extend(self._buckets_text())
+        lines.append("Turns (tokens each run reported)")
+        lines.extend(self._turns_text())
+        lines.append("  " + "  ".join(f"{GLYPHS[kind]} {label}" for kind, label in KINDS))
+        return "\n".join(lines)
+
+    def _buckets_text(self) -> list[str]:
+        buckets = self._activity.buckets
+        if not buckets:
+            return ["  (no dated entries)"]
+        peak = max(b.entries for b in buckets)
+        lines = []
+        for bucket in buckets:
+            anchors = "  ⚓ " + ", ".join(name for _, name in bucket.anchors) if bucket.anchors else ""
+            lines.append(
+                f"  {bucket.start:%Y-%m-%d %H:%M}  {bucket.entries:>6}  "
+                f"{_kind_bar_text(bucket.kinds, peak):<{TEXT_BAR}}"
+                f"{anchors}"
+            )
+        return lines
+
+    def _turns_text(self) -> list[str]:
+        turns = self._activity.turns
+        if not turns:
+            return ["  (no model runs yet)"]
+        shown = turns[-MAX_TURNS:]
+        lines = [] if len(shown) == len(turns) else [f"  … {len(turns) - len(shown)} earlier turns not shown"]
+        lines.append(f"  {'turn':>5} {'entry':>7}  {'prompt':>7} {'compl.':>7}  {'ms':>7}  {'model':<16} bar")
+        peak = max(((t.prompt_tokens or 0) + (t.completion_tokens or 0) for t in shown), default=0)
+        for turn in shown:
+            bar_text = text_bar(turn.prompt_tokens or 0, peak, TEXT_BAR, "█") + text_bar(
+                turn.completion_tokens or 0, peak, TEXT_BAR, "▒"
+            )
+            elapsed = "–" if turn.elapsed_ms is None else f"{turn.elapsed_ms:.0f}"
+            status = "" if turn.status == "ok" else f"  [{turn.status}]"
+            lines.append(
+                f"  {turn.number:>5} {'#' + str(turn.entry_id):>7}  {_tokens(turn.prompt_tokens):>7} "
+                f"{_tokens(turn.completion_tokens):>7}  {elapsed:>7}  "
+                f"{clip(turn.model or '?', 16):<16} {bar_text}{status}"
+            )
+        lines.append("  █ prompt  ▒ completion")
+        return lines
+
+    # -- HTML -------------------------------------------------------------------------------------
+
+    def to_html(self) -> str:
+        activity = self._activity
+        body = (
+            f'<div class="bub-title">Timeline · tape <code>{esc(self.tape.name)}</code></div>'
+            f'<div class="bub-note">{esc(self._summary())}</div>'
+            f"{self._phases_html()}"
+            f'<div class="bub-section">Activity per {esc(activity.step)} (UTC)</div>{self._columns_html()}'
+            f"{self._legend_html()}"
+            f'<div class="bub-section">Turns · tokens each run reported</div>{self._turns_html()}'
+        )
+        return wrap(body, "bub-timeline")
+
+    def _phases_html(self) -> str:
+        phases = self._activity.phases[-MAX_PHASES:]
+        peak = max((p.entries for p in phases), default=0)
+        rows = []
+        for phase in phases:
+            tokens = f"{phase.prompt_tokens} + {phase.completion_tokens}" if phase.turns else ""
+            rows.append(
+                f'<tr class="bub-phase" data-anchor="{esc(phase.anchor or "")}" data-entries="{phase.entries}">'
+                f'<td title="{esc(_phase_label(phase))}">{esc(clip(_phase_label(phase), 40))}</td>'
+                f'<td class="bub-num">#{phase.first_id}–#{phase.last_id}</td><td class="bub-num">{phase.entries}</td>'
+                f"<td>{_kind_bar_html(phase.kinds, PHASE_BAR_PX * phase.entries / peak if peak else 0)}</td>"
+                f'<td class="bub-num">{phase.turns or ""}</td><td class="bub-num">{tokens}</td></tr>'
+            )
+        hidden = len(self._activity.phases) - len(phases)
+        note = f'<div class="bub-note">… {hidden} earlier phases not shown</div>' if hidden else ""
+        if not rows:
+            rows.append('<tr><td colspan="6" class="bub-muted">(the tape is empty)</td></tr>')
+        return (
+            f'<div class="bub-section">Phases</div>{note}<table class="bub-phases"><thead><tr><th>phase</th>'
+            '<th class="bub-num">entries</th><th class="bub-num">n</th><th></th><th class="bub-num">turns</th>'
+            f'<th class="bub-num">prompt + completion</th></tr></thead><tbody>{"".join(rows)}</tbody></table>'
+        )
+
+    def _columns_html(self) -> str:
+        buckets = self._activity.buckets
+        if not buckets:
+            return '<div class="bub-muted">(no dated entries)</div>'
+        peak = max(b.entries for b in buckets)
+        columns = "".join(_column_html(bucket, peak) for bucket in buckets)
+        first, last = buckets[0].start, buckets[-1].start
+        return (
+            f'<div class="bub-columns">{columns}</div>'
+            f'<div class="bub-axis"><span>{first:%Y-%m-%d %H:%M}</span><span>{last:%Y-%m-%d %H:%M}</span></div>'
+        )
+
+    def _legend_html(self) -> str:
+        items = "".join(
+            f'<span><span class="bub-cell" style="background:{COLORS[kind]}"></span>{esc(label)}</span>'
+            for kind, label in KINDS
+        )
+        return f'<div class="bub-legend">{items}<span>⚓ phase anchor written</span></div>'
+
+    def _turns_html(self) -> str:
+        turns = self._activity.turns
+        if not turns:
+            return '<div class="bub-muted">(no model runs yet)</div>'
+        shown = turns[-MAX_TURNS:]
+        peak = max(((t.prompt_tokens or 0) + (t.completion_tokens or 0) for t in shown), default=0)
+        rows = "".join(_turn_html(turn, peak) for turn in shown)
+        hidden = len(turns) - len(shown)
+        note = f'<div class="bub-note">… {hidden} earlier turns not shown</div>' if hidden else ""
+        return (
+            f'{note}<table class="bub-turns"><thead><tr><th class="bub-num">turn</th><th class="bub-num">entry</th>'
+            '<th>phase</th><th>model</th><th class="bub-num">prompt</th><th class="bub-num">completion</th>'
+            f'<th></th><th class="bub-num">ms</th></tr></thead><tbody>{rows}</tbody></table>'
+            f'<div class="bub-legend"><span>{bar(10, PROMPT_COLOR)} prompt</span>'
+            f"<span>{bar(10, COMPLETION_COLOR)} completion</span></div>"
+        )
+
+    # -- the widget -------------------------------------------------------------------------------
+
+    def _build_widget(self) -> ipywidgets.Widget:
+        import ipywidgets as w
+
+        refresh = w.Button(description="refresh", icon="refresh", layout=w.Layout(width="auto"))
+        refresh.add_class("bub-refresh")
+        body = w.HTML(self.to_html())
+        root = w.VBox([w.HBox([refresh]), body], layout=w.Layout(width="100%"))
+        root.add_class("bub-timeline")
+        self._parts = {"body": body}
+        refresh.on_click(lambda _button: self.refresh())
+        return root
+
+
+def _kind_bar_text(kinds: Counter[str], peak: int) -> str:
+    """A bar of kind glyphs whose length follows the count, each kind in proportion."""
+    total = sum(kinds[kind] for kind, _label in KINDS)
+    length = max(1, round(TEXT_BAR * sum(kinds.values()) / peak)) if peak and total else 0
+    out, seen = "", 0
+    for kind, _label in KINDS:
+        seen += kinds[kind]
+        # Cumulative rounding: the parts always add up to exactly ``length``.
+        out += GLYPHS[kind] * (round(length * seen / total) - len(out)) if total else ""
+    return out
+
+
+def _kind_bar_html(kinds: Counter[str], width_px: float) -> str:
+    spans = "".join(
+        f'<span style="flex:{kinds[kind]};background:{COLORS[kind]}" title="{kinds[kind]} {esc(label)}"></span>'
+        for kind, label in KINDS
+        if kinds[kind]
+    )
+    return f'<span class="bub-stack" style="width:{max(1.0, round(width_px, 1))}px">{spans}</span>'
+
+
+def _column_html(bucket: Bucket, peak: int) -> str:
+    title = f"{bucket.start:%Y-%m-%d %H:%M} · {bucket.entries} entries"
+    if bucket.entries:
+        title += f" ({_kinds_note(bucket.kinds)})"
+    tick = ""
+    if bucket.anchors:
+        names = ", ".join(f"#{i} {name}" for i, name in bucket.anchors)
+        title += f"\nanchors: {names}"
+        tick = '<span class="bub-tick">⚓</span>'
+    height = COLUMN_PX * bucket.entries / peak if peak else 0
+    spans = "".join(
+        f'<span style="height:{height * bucket.kinds[kind] / bucket.entries:.1f}px;background:{COLORS[kind]}"></span>'
+        for kind, _label in KINDS
+        if bucket.kinds[kind]
+    )
+    return (
+        f'<div class="bub-column" data-start="{bucket.start.isoformat()}" data-entries="{bucket.entries}"'
+        f' title="{esc(title)}">{spans}{tick}</div>'
+    )
+
+
+def _turn_html(turn: Turn, peak: int) -> str:
+    prompt, completion = turn.prompt_tokens or 0, turn.completion_tokens or 0
+    bars = bar(TURN_BAR_PX * prompt / peak if peak else 0, PROMPT_COLOR, f"{prompt} prompt tokens") + bar(
+        TURN_BAR_PX * completion / peak if peak else 0, COMPLETION_COLOR, f"{completion} completion tokens"
+    )
+    status = "" if turn.status == "ok" else f' <span class="bub-error">{esc(turn.status)}</span>'
+    elapsed = "" if turn.elapsed_ms is None else f"{turn.elapsed_ms:.0f}"
+    return (
+        f'<tr class="bub-turn" data-entry-id="{turn.entry_id}" data-prompt-tokens="{_tokens(turn.prompt_tokens)}"'
+        f' data-completion-tokens="{_tokens(turn.completion_tokens)}"><td class="bub-num">{turn.number}</td>'
+        f'<td class="bub-num">#{turn.entry_id}</td><td>{esc(clip(turn.phase or "", 28))}</td>'
+        f"<td>{esc(turn.model or '?')}{status}</td>"
+        f'<td class="bub-num">{_tokens(turn.prompt_tokens)}</td>'
+        f'<td class="bub-num">{_tokens(turn.completion_tokens)}</td>'
+        f'<td>{bars}</td><td class="bub-num">{elapsed}</td></tr>'
+    )
