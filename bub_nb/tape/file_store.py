@@ -17,6 +17,7 @@ import bisect
 import contextlib
 import os
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -34,6 +35,8 @@ _READ_CHUNK = 1 << 22
 _FIRST_CHUNK = 1 << 14
 _REVERSE_BLOCK = 1 << 18
 _PERSIST_EVERY_BYTES = 1 << 20
+_TORN_CHECKS = 5
+_TORN_WAIT = 0.002
 
 
 def _entry(record: Record) -> TapeEntry:
@@ -142,7 +145,7 @@ class TapeFile:
         if not entries:
             return []
         with self._mutex, self._lock:
-            state = self.state()
+            state = self._settled_state()
             observed = self._file_size
             torn = self._torn_line(state, observed)
             first_id = state.last_id + 1
@@ -167,6 +170,23 @@ class TapeFile:
                 self._seen = None
             self._maybe_persist(state)
             return stored
+
+    def _settled_state(self) -> IndexState:
+        """The index, after giving an unfinished last line a moment to finish.
+
+        Bytes after the last line break are either a crash's torn line or a line another writer
+        is writing right now; only the first stays the same while we wait.
+        """
+        state = self.state()
+        for _ in range(_TORN_CHECKS):
+            if self._file_size == state.size:
+                break
+            observed = self._file_size
+            time.sleep(_TORN_WAIT)
+            state = self.state()
+            if self._file_size == observed:
+                break
+        return state
 
     def _torn_line(self, state: IndexState, observed: int) -> bytes | None:
         """The unfinished bytes after the last line break, if any."""

@@ -8,10 +8,11 @@ thousands of anchors loads in a few milliseconds:
 - ``["a", [id, …], [offset, …], [name, …]]`` for anchors, with the byte offsets of their lines;
 - ``["m", [id, …], [offset, …]]`` for seek marks every ``MARK_EVERY`` entries, so any id is near a
   known offset;
-- ``["c", size, last_id, entries, bad_lines]`` checkpoints: everything before ``size`` is indexed.
+- ``["c", size, last_id, entries, bad_lines, tail]`` checkpoints: everything before ``size`` is
+  indexed, and ``tail`` (hex) is what the last bytes before ``size`` were.
 
-On open the last checkpoint is checked against the tape (same file, long enough, a line break
-at ``size`` and the same last id there); the reader then scans only the bytes written since.
+On open the last checkpoint is checked against the tape (same file, long enough, the same last
+bytes before ``size``); the reader then scans only the bytes written since.
 Records after the last checkpoint, or repeated by two writers, are ignored on load. Anything
 unexpected in the sidecar makes it stale: it is derived data, so it is simply rebuilt.
 """
@@ -33,7 +34,7 @@ from bub_nb.tape.store import AnchorRef
 
 VERSION = 2
 MARK_EVERY = 1024
-TAIL_BYTES = 32
+TAIL_BYTES = 64
 
 
 @dataclass
@@ -171,10 +172,11 @@ def _state_from(records: list[Any], handle: BinaryIO, stat: os.stat_result) -> I
     checkpoint = next((r for r in reversed(records) if isinstance(r, list) and r[:1] == ["c"]), None)
     if checkpoint is None:
         return None
-    _, size, last_id, entries, bad = checkpoint
-    if size > stat.st_size or not _ends_with_entry(handle, size, last_id):
+    _, size, last_id, entries, bad, tail = checkpoint
+    tail_bytes = bytes.fromhex(tail)
+    if size > stat.st_size or os.pread(handle.fileno(), len(tail_bytes), size - len(tail_bytes)) != tail_bytes:
         return None
-    state = IndexState(stat.st_ino, stat.st_dev, size, last_id, entries, bad)
+    state = IndexState(stat.st_ino, stat.st_dev, size, last_id, entries, bad, tail_bytes)
     columns: dict[str, tuple[list[int], list[int], list[Any]]] = {"a": ([], [], []), "m": ([], [], [])}
     for record in records[1:]:
         if type(record) is list and len(record) in (3, 4) and record[0] in columns:
@@ -188,7 +190,6 @@ def _state_from(records: list[Any], handle: BinaryIO, stat: os.stat_result) -> I
     state.mark_ids, state.mark_offsets, _ = _ordered(*columns["m"], size=size)
     if len(state.anchor_names) != len(state.anchor_ids) or not all(isinstance(n, str) for n in state.anchor_names):
         return None
-    state.read_tail(handle)
     return state
 
 
@@ -230,7 +231,7 @@ def _records(state: IndexState, since_offset: int) -> list[bytes]:
 
 
 def _checkpoint(state: IndexState) -> bytes:
-    return orjson.dumps(["c", state.size, state.last_id, state.entries, state.bad_lines])
+    return orjson.dumps(["c", state.size, state.last_id, state.entries, state.bad_lines, state.tail.hex()])
 
 
 def _parse_records(raw: bytes) -> list[Any]:
@@ -245,21 +246,3 @@ def _parse_records(raw: bytes) -> list[Any]:
             except orjson.JSONDecodeError:
                 continue
         return records
-
-
-def _ends_with_entry(handle: BinaryIO, size: int, last_id: int) -> bool:
-    """Whether the tape has a line break at ``size`` and the last entry before it has ``last_id``."""
-    if size == 0:
-        return True
-    begin = max(0, size - 65536)
-    tail = os.pread(handle.fileno(), size - begin, begin)
-    if not tail.endswith(b"\n"):
-        return False
-    for line in reversed(tail[:-1].split(b"\n")):
-        try:
-            data = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            continue
-        if isinstance(data, dict) and type(data.get("id")) is int:
-            return bool(data["id"] == last_id)
-    return True  # no decodable entry in reach; the size and inode checks stand
