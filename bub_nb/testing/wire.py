@@ -6,6 +6,7 @@ import contextlib
 import json
 import re
 import socket
+import sys
 import threading
 import time
 from collections.abc import Mapping
@@ -46,6 +47,12 @@ class EndpointHTTPServer(ThreadingHTTPServer):
             self.threads.add(thread)
             self.connections.add(request)
         thread.start()
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that hangs up (a cancelled stream, a timed-out call) is normal here, not a server fault.
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
 
     def shutdown_request(self, request: Any) -> None:
         with self.tracked_lock:
