@@ -1,0 +1,134 @@
+"""Tapes as DataFrames: one row per entry, the df.tape accessor, and every tape in one frame."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from tape_fixtures import STORE_KINDS, bub_append, make_store
+
+import bub_nb
+from bub_nb.errors import AnchorNotFoundError
+from bub_nb.tape import FileTapeStore, Tape, TapeEntry, open_tape, read_tapes
+from bub_nb.tape.frame import entries_to_frame
+from bub_nb.tape.text import call_names, entry_role, entry_text
+
+CALL = {"id": "call_1", "type": "function", "function": {"name": "fs.read", "arguments": '{"path": "a.py"}'}}
+
+
+def fill(tape: Tape) -> None:
+    tape.append_message({"role": "user", "content": "before any anchor"})
+    tape.ensure_bootstrap_anchor()
+    tape.append_system("be brief")
+    tape.append_message({"role": "user", "content": "read a.py"}, run_id="r1")
+    tape.append_tool_call([CALL], run_id="r1")
+    tape.append_tool_result(["print('hi')"], run_id="r1")
+    tape.append_message({"role": "assistant", "content": "it prints hi"}, run_id="r1")
+    tape.append_event("run", {"status": "ok", "usage": {"prompt_tokens": 120, "completion_tokens": 9}}, run_id="r1")
+    tape.handoff("phase/impl", {"summary": "read the file"})
+    tape.append(TapeEntry.anchor("memory/open", {"version": 1}))
+    tape.append_message({"role": "tool", "name": "calc", "content": "4", "tool_call_id": "c9"})
+    tape.append_error("model", "timed out")
+    tape.append_event("run", {"status": "error", "usage": None})
+
+
+@pytest.fixture(params=STORE_KINDS)
+def tape(request: pytest.FixtureRequest, tmp_path: Path) -> Tape:
+    tape = open_tape("t", store=make_store(request.param, tmp_path))
+    fill(tape)
+    return tape
+
+
+def expected_row(entry: TapeEntry, phase: str | None) -> dict[str, object]:
+    """What one row must say about an entry, worked out entry by entry."""
+    calls = call_names(entry)
+    own = entry.payload.get("name") if entry.kind in ("anchor", "event", "message") else None
+    usage = (entry.payload.get("data") or {}).get("usage") if entry.kind == "event" and own == "run" else None
+    return {
+        "id": entry.id,
+        "kind": entry.kind,
+        "role": entry_role(entry),
+        "name": own if own is not None else (calls[0] if len(calls) == 1 else None),
+        "content": entry_text(entry),
+        "tools": calls,
+        "phase": phase,
+        "run_id": entry.meta.get("run_id"),
+        "prompt_tokens": usage.get("prompt_tokens") if usage else None,
+        "completion_tokens": usage.get("completion_tokens") if usage else None,
+        "payload": entry.payload,
+        "meta": entry.meta,
+    }
+
+
+def test_one_row_per_entry_with_flattened_columns(tape: Tape) -> None:
+    frame = tape.to_frame()
+    assert list(frame.columns) == [
+        "id", "kind", "date", "role", "name", "content", "tools", "phase", "run_id",
+        "prompt_tokens", "completion_tokens", "payload", "meta",
+    ]  # fmt: skip
+    entries = tape.read()
+    assert len(frame) == len(entries) and frame.attrs["tape"] == "t"
+    assert str(frame["date"].dtype) == "datetime64[us, UTC]"
+    assert list(frame["date"]) == [pd.Timestamp(e.date) for e in entries]
+    phase = None
+    for entry, row in zip(entries, frame.to_dict("records"), strict=True):
+        if entry.kind == "anchor" and not entry.payload["name"].startswith("memory/"):
+            phase = entry.payload["name"]
+        got = {key: (None if value is pd.NA or (isinstance(value, float) and pd.isna(value)) else value)
+               for key, value in row.items() if key != "date"}  # fmt: skip
+        assert got == expected_row(entry, phase)
+
+
+def test_both_stores_and_both_paths_make_the_same_frame(tmp_path: Path) -> None:
+    on_file = open_tape("t", store=FileTapeStore(tmp_path))
+    in_memory = open_tape("t", store=make_store("memory", tmp_path))
+    fill(on_file)
+    for entry in on_file.read():
+        in_memory.append(entry)
+    pd.testing.assert_frame_equal(on_file.to_frame(), entries_to_frame(on_file.read()), check_like=False)
+    pd.testing.assert_frame_equal(
+        on_file.to_frame().drop(columns="date"), in_memory.to_frame().drop(columns="date"), check_categorical=False
+    )
+
+
+def test_a_frame_of_nothing_has_the_columns(tmp_path: Path) -> None:
+    frame = open_tape("empty", store=FileTapeStore(tmp_path)).to_frame()
+    assert frame.empty and "content" in frame.columns
+
+
+def test_the_accessor_slices_between_anchors(tape: Tape) -> None:
+    frame = tape.to_frame()
+    assert list(frame.tape.after("phase/impl")["id"]) == [e.id for e in tape.after_anchor("phase/impl")]
+    assert list(frame.tape.between("session/start", "phase/impl")["id"]) == [
+        e.id for e in tape.between_anchors("session/start", "phase/impl")
+    ]
+    assert set(frame.tape.phase("session/start")["kind"]) >= {"anchor", "tool_call", "system"}
+    assert list(frame.tape.kinds("error", "system")["kind"]) == ["system", "error"]
+    with pytest.raises(AnchorNotFoundError, match="'phase/none'"):
+        frame.tape.after("phase/none")
+
+
+def test_the_accessor_turns_rows_back_into_messages(tape: Tape) -> None:
+    assert bub_nb.__name__ == "bub_nb"  # importing the package registers the context layer
+    rows = tape.to_frame().tape.between("session/start", "phase/impl")
+    messages = rows.tape.to_messages()
+    assert messages == [
+        {"role": "user", "content": "read a.py"},
+        {"role": "assistant", "content": "", "tool_calls": [CALL]},
+        {"role": "tool", "content": "print('hi')", "tool_call_id": "call_1", "name": "fs.read"},
+        {"role": "assistant", "content": "it prints hi"},
+    ]
+    assert rows.tape.entries() == tape.between_anchors("session/start", "phase/impl")
+
+
+def test_read_tapes_puts_every_tape_in_one_frame(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BUB_HOME", str(tmp_path / "bub"))
+    first = open_tape("first")
+    fill(first)
+    bub_append(tmp_path / "bub" / "tapes" / "second.jsonl", [TapeEntry.message({"role": "user", "content": "bub"})])
+    frame = read_tapes()
+    assert frame.columns[0] == "tape"
+    assert frame.groupby("tape").size().to_dict() == {"first": len(first), "second": 1}
+    assert read_tapes(tmp_path / "bub")["id"].tolist() == frame["id"].tolist()
+    assert read_tapes(tmp_path / "nobody").empty
