@@ -15,7 +15,8 @@ import pytest
 import bub_nb.memory  # noqa: F401  (registers Tape.memory)
 from bub_nb import LAST_ANCHOR, Tape, TapeEntry, open_tape
 from bub_nb.context import build_view, window
-from bub_nb.errors import AnchorNotFoundError, BubNbError
+from bub_nb.errors import AnchorNotFoundError
+from bub_nb.memory import MemoryZoneError
 from bub_nb.notebook.widgets import ContextView, MemoryView, TapeTimeline
 
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
@@ -347,7 +348,7 @@ def test_memory_view_browses_older_versions_and_refreshes(remembering: Tape) -> 
     find(shown.widget, "bub-refresh").click()
     assert shown.snapshot.long_term == "Prefers Python 3.13."
     assert len(shown.history) == len(remembering.memory.history())
-    with pytest.raises(BubNbError, match="99"):
+    with pytest.raises(MemoryZoneError, match="Memory version 99"):
         shown.show_version(99)
 
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from bub_nb.context.display import message_preview
-from bub_nb.notebook.widgets._style import KIND_COLORS, bar, esc
+from bub_nb.notebook.widgets._style import KIND_COLORS, bar, clip, esc
 
 if TYPE_CHECKING:
     from bub_nb.context import View
@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 
 BODY_CHARS: Final = 4000
 PREVIEW_CHARS: Final = 110
+TEXT_PREVIEW_CHARS: Final = 72  # keeps a text row within a 100-column terminal
 BAR_PX: Final = 60
 
 
@@ -143,7 +144,9 @@ def messages_text(view: View, limit: int) -> list[str]:
     for position, row in enumerate(rows):
         if position == gap_at and gap:
             lines.append(f"{'':>8}  {'…':<9} {_gap_tokens(view, rows):>6}  … {gap} more messages not listed …")
-        lines.append(f"{'#' + str(row.source):>8}  {row.role:<9} {row.tokens:>6}  {row.preview}")
+        lines.append(
+            f"{'#' + str(row.source):>8}  {row.role:<9} {row.tokens:>6}  {clip(row.preview, TEXT_PREVIEW_CHARS)}"
+        )
     if gap and gap_at >= len(rows):
         lines.append(f"{'':>8}  {'…':<9} {_gap_tokens(view, rows):>6}  … {gap} more messages not listed …")
     if not view.messages:

@@ -74,15 +74,19 @@ CSS: Final = f"""
 .bub-w .bub-legend .bub-cell{{opacity:1;height:10px;vertical-align:-1px;margin-right:3px;box-shadow:none}}
 .bub-w .bub-legend .bub-cell.bub-memory-anchor{{height:8px;margin:0 3px 0 1px}}
 .bub-w .bub-legend .bub-cell.bub-in-window{{background:transparent;box-shadow:0 0 0 2px var(--bub-band)}}
-.bub-w table{{border-collapse:collapse;font-size:11.5px;margin:2px 0;width:auto;color:inherit}}
-.bub-w th{{text-align:left;font-weight:600;opacity:.75;border-bottom:1px solid var(--bub-line);padding:2px 8px}}
-.bub-w td{{padding:1px 8px;border-bottom:1px solid var(--bub-line);vertical-align:top}}
-.bub-w td.bub-num,.bub-w th.bub-num{{text-align:right;font-variant-numeric:tabular-nums}}
+/* Tables rules are doubled up to outrank the notebook's own table styles (right-aligned, striped). */
+.bub-w.bub-w table{{border-collapse:collapse;font-size:11.5px;margin:2px 0;width:auto;color:inherit;table-layout:auto}}
+.bub-w.bub-w tr,.bub-w.bub-w tbody tr{{background:transparent;text-align:left}}
+.bub-w.bub-w th{{text-align:left;font-weight:600;opacity:.75;border:none;border-bottom:1px solid var(--bub-line);
+ padding:2px 8px;line-height:1.45;vertical-align:bottom}}
+.bub-w.bub-w td{{text-align:left;padding:1px 8px;border:none;border-bottom:1px solid var(--bub-line);vertical-align:top;
+ line-height:1.45}}
+.bub-w.bub-w td.bub-num,.bub-w.bub-w th.bub-num{{text-align:right;font-variant-numeric:tabular-nums}}
 /* A fixed layout lets the content column take what is left of the width and end in an ellipsis. */
-.bub-w table.bub-messages-table{{width:100%;max-width:110em;table-layout:fixed}}
-.bub-w td.bub-content{{font-family:inherit;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}}
-.bub-w td.bub-content summary{{overflow:hidden;text-overflow:ellipsis}}
-.bub-w td.bub-content details[open]{{white-space:normal}}
+.bub-w.bub-w table.bub-messages-table{{width:100%;max-width:110em;table-layout:fixed}}
+.bub-w.bub-w td.bub-content{{font-family:inherit;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}}
+.bub-w.bub-w td.bub-content summary{{overflow:hidden;text-overflow:ellipsis}}
+.bub-w.bub-w td.bub-content details[open]{{white-space:normal}}
 .bub-w .bub-role{{display:inline-block;min-width:5.5em;padding:0 4px;border-radius:3px;font-size:10.5px;
  color:#fff;text-align:center}}
 .bub-w .bub-role-user{{background:{USER_COLOR}}} .bub-w .bub-role-assistant{{background:{KIND_COLORS["message"]}}}
@@ -91,7 +95,7 @@ CSS: Final = f"""
 .bub-w details summary{{cursor:pointer;list-style-position:inside}}
 .bub-w pre{{white-space:pre-wrap;margin:2px 0 4px;font-size:11px;max-height:24em;overflow:auto}}
 .bub-w .bub-bar{{display:inline-block;height:9px;border-radius:1px;vertical-align:-1px}}
-.bub-w .bub-total td{{font-weight:600;border-bottom:none}}
+.bub-w.bub-w .bub-total td{{font-weight:600;border-bottom:none}}
 .bub-w .bub-note{{font-size:11px;opacity:.8;margin:2px 0}}
 .bub-w .bub-error{{color:{KIND_COLORS["error"]};font-weight:600}}
 .bub-w .bub-columns{{display:flex;align-items:flex-end;gap:2px;height:90px;padding:14px 2px 0;
@@ -103,7 +107,7 @@ CSS: Final = f"""
 .bub-w .bub-axis{{display:flex;justify-content:space-between;font:10px var(--bub-mono);opacity:.7}}
 .bub-w .bub-stack{{display:inline-flex;height:10px;vertical-align:-1px;min-width:1px}}
 .bub-w .bub-stack span{{display:block;height:100%}}
-.bub-w .bub-current td{{font-weight:600}}
+.bub-w.bub-w .bub-current td{{font-weight:600}}
 .bub-context-view .widget-toggle-buttons .widget-toggle-button{{font-size:11px}}
 .bub-context-view .widget-html-content,.bub-memory-view .widget-html-content,.bub-timeline .widget-html-content{{
  min-width:0;line-height:normal}}

@@ -33,7 +33,7 @@ from bub_nb.context import (
     build_view,
 )
 from bub_nb.context.display import summary_line
-from bub_nb.errors import BubNbError
+from bub_nb.errors import BubNbError, ContextError
 from bub_nb.notebook.widgets._display import WidgetDisplay
 from bub_nb.notebook.widgets._messages import messages_html, messages_text
 from bub_nb.notebook.widgets._strip import Strip, build_strip, legend_html, strip_html, strip_text
@@ -79,7 +79,7 @@ class ContextView(WidgetDisplay):
 
     def __init__(self, tape: Tape, mode: Any = LAST_ANCHOR, *, max_entries: int = 240, max_messages: int = 200) -> None:
         if max_entries < 1 or max_messages < 1:
-            raise BubNbError(f"max_entries and max_messages must be positive, got {max_entries!r}, {max_messages!r}")
+            raise ContextError(f"max_entries and max_messages must be positive, got {max_entries!r}, {max_messages!r}")
         self.tape = tape
         self.max_entries = max_entries
         self.max_messages = max_messages
@@ -285,7 +285,9 @@ class ContextView(WidgetDisplay):
                 parts["anchor"].options = options
                 parts["anchor"].value = current if current in names else (options[0][1] if options else None)
             parts["anchor"].disabled = not options
-            parts["kind"].options = self._kind_options()
+            choices = self._kind_options()
+            if list(parts["kind"].options) != choices:
+                parts["kind"].options = choices
             parts["kind"].value = _picker_choice(self._strategy)
             if isinstance(self._strategy, NamedAnchor) and self._strategy.name in names:
                 parts["anchor"].value = self._strategy.name

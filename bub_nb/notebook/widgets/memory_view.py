@@ -13,8 +13,7 @@ from datetime import date
 from typing import TYPE_CHECKING, Any, Final
 
 from bub_nb.context.tokens import count_text_tokens
-from bub_nb.errors import BubNbError
-from bub_nb.memory import MemorySnapshot, MemoryVersion, MemoryZone, parse_zone
+from bub_nb.memory import MemorySnapshot, MemoryVersion, MemoryZone, MemoryZoneError, parse_zone
 from bub_nb.memory.snapshot import RECENT_DAYS, as_date
 from bub_nb.notebook.widgets._display import WidgetDisplay
 from bub_nb.notebook.widgets._style import esc, wrap
@@ -68,7 +67,7 @@ class MemoryView(WidgetDisplay):
         self._version = version
         try:
             self._load()
-        except BubNbError:
+        except MemoryZoneError:
             self._version = previous
             raise
         self._update_widget()
@@ -83,7 +82,9 @@ class MemoryView(WidgetDisplay):
         row = next((row for row in reversed(self._history) if row.version == self._version), None)
         if row is None:
             known = ", ".join(str(r.version) for r in self._history) or "(none)"
-            raise BubNbError(f"Memory version {self._version!r} is not on tape {self.tape.name!r}; versions: {known}")
+            raise MemoryZoneError(
+                f"Memory version {self._version!r} is not on tape {self.tape.name!r}; versions: {known}"
+            )
         self._row = row
         self._snapshot = parse_zone(self.tape.read(row.open_id + 1, row.seal_id), row.version)
 

@@ -195,7 +195,7 @@ class TapeTimeline(WidgetDisplay):
             rows.append('<tr><td colspan="6" class="bub-muted">(the tape is empty)</td></tr>')
         return (
             f'<div class="bub-section">Phases</div>{note}<table class="bub-phases"><thead><tr><th>phase</th>'
-            '<th class="bub-num">entries</th><th class="bub-num">n</th><th></th><th class="bub-num">turns</th>'
+            '<th class="bub-num">ids</th><th class="bub-num">entries</th><th></th><th class="bub-num">turns</th>'
             f'<th class="bub-num">prompt + completion</th></tr></thead><tbody>{"".join(rows)}</tbody></table>'
         )
 
