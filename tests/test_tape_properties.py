@@ -183,6 +183,6 @@ def test_query_matches_a_list(
 def test_anchors_match_a_list(store_kind: str, directory: Path, written: Any, limit: Any) -> None:
     tape, entries = write(store_kind, directory, written)
     every = [(e.id, e.payload["name"], e.payload.get("state"), e.date) for e in entries if e.kind == "anchor"]
-    expected = every if limit is None else every[len(every) - limit :] if limit else []
+    expected = every if limit is None else every[-limit:] if limit else []
     for reader in readers(tape, directory):
         assert [(a.id, a.name, a.state, a.date) for a in reader.anchors(limit=limit)] == expected
