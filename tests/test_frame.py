@@ -132,3 +132,17 @@ def test_read_tapes_puts_every_tape_in_one_frame(tmp_path: Path, monkeypatch: py
     assert frame.groupby("tape").size().to_dict() == {"first": len(first), "second": 1}
     assert read_tapes(tmp_path / "bub")["id"].tolist() == frame["id"].tolist()
     assert read_tapes(tmp_path / "nobody").empty
+
+
+def test_odd_files_and_dates_from_other_writers_still_make_a_frame(tmp_path: Path) -> None:
+    tapes = tmp_path / "tapes"
+    tapes.mkdir()
+    (tapes / "my..notes.jsonl").write_text(
+        '{"id": 1, "kind": "message", "payload": {"role": "user", "content": "x"}, "meta": {}, "date": "yesterday"}\n'
+        '{"id": 2, "kind": "message", "payload": {"role": "user", "content": "y"}, "meta": {}, "date": "2026-02-01"}\n'
+    )
+    frame = read_tapes(tmp_path)
+    assert frame["tape"].tolist() == ["my..notes", "my..notes"]
+    assert pd.isna(frame["date"][0]) and frame["date"][1] == pd.Timestamp("2026-02-01", tz="UTC")
+    tape = open_tape(tapes / "my..notes.jsonl")
+    assert [e.id for e in tape.query().between_dates("2026-01-31", "2026-02-02").all()] == [2]

@@ -132,6 +132,21 @@ def test_two_processes_appending_1500_entries_each_never_collide(tmp_path: Path)
     assert tape.info().entries == 3000 and tape.info().bad_lines == 0
 
 
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_can_append_to_a_tape_its_parent_opened(store: AppendOnlyFileStore) -> None:
+    store.append("t", [message("parent")])
+    child = os.fork()
+    if child == 0:  # pragma: no cover - runs in the child
+        try:
+            store.append("t", [message("child")])
+        finally:
+            os._exit(0)
+    os.waitpid(child, 0)
+    store.append("t", [message("parent again")])
+    assert [e.payload["content"] for e in store.read("t")] == ["parent", "child", "parent again"]
+    assert [e.id for e in store.read("t")] == [1, 2, 3]
+
+
 def test_our_appends_continue_after_what_bub_appended(store: AppendOnlyFileStore) -> None:
     path = store.path_for("t")
     store.append("t", [TapeEntry.anchor("session/start"), message("ours")])

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tape_fixtures import AppendOnlyFileStore
 
 from bub_nb.errors import AnchorNotFoundError, TapeError
 from bub_nb.tape import FileTapeStore, MemoryTapeStore, Tape, TapeEntry, TapeStore, open_tape
@@ -46,7 +47,7 @@ def directory(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def write(store_kind: str, directory: Path, written: list[list[TapeEntry]]) -> tuple[Tape, list[TapeEntry]]:
-    store: TapeStore = FileTapeStore(directory) if store_kind == "file" else MemoryTapeStore()
+    store: TapeStore = AppendOnlyFileStore(directory) if store_kind == "file" else MemoryTapeStore()
     tape = open_tape(f"p{next(_counter)}", store=store)
     entries: list[TapeEntry] = []
     for batch in written:

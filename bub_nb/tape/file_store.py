@@ -50,12 +50,21 @@ class TapeFile:
         self.path = path
         self.fsync = fsync
         self._index_file = IndexFile(path.with_name(path.name + ".idx"))
-        self._lock = FileLock(str(path) + ".lock", mode=0o600)
+        self._file_lock = FileLock(str(path) + ".lock", mode=0o600)
+        self._lock_pid = os.getpid()
         self._mutex = threading.RLock()
         self._state: IndexState | None = None
         self._seen: tuple[int, int, int, int] | None = None  # (ino, dev, size, mtime) at the last look
         self._persisted_size = 0
         self._file_size = 0
+
+    @property
+    def _lock(self) -> FileLock:
+        """The cross-process lock; a forked child (multiprocessing in a notebook) needs its own."""
+        if self._lock_pid != os.getpid():
+            self._file_lock = FileLock(str(self.path) + ".lock", mode=0o600)
+            self._lock_pid = os.getpid()
+        return self._file_lock
 
     # -- keeping the index current ---------------------------------------------------------------
 

@@ -84,7 +84,7 @@ def _frame(
         {
             "id": pd.Series(ids, dtype="int64"),
             "kind": pd.Series(kinds, dtype="category") if kinds else pd.Series(kinds, dtype="object"),
-            "date": pd.to_datetime(pd.Series(dates, dtype="object"), utc=True, format="ISO8601"),
+            "date": pd.to_datetime(pd.Series(dates, dtype="object"), utc=True, format="ISO8601", errors="coerce"),
             "role": roles,
             "name": names,
             "content": contents,
@@ -110,12 +110,13 @@ def tape_to_frame(tape: Tape) -> pd.DataFrame:
 
 def read_tapes(home: str | Path | None = None) -> pd.DataFrame:
     """Every tape under ``<home>/tapes`` in one frame, with a ``tape`` column first."""
-    from bub_nb.tape.open import file_store, open_tape
+    from bub_nb.tape.open import file_store
+    from bub_nb.tape.service import Tape
 
     store = file_store(tapes_home(home))
     frames = []
-    for name in store.list_tapes():
-        frame = tape_to_frame(open_tape(name, store=store))
+    for name in store.list_tapes():  # every file Bub would list, even one whose name we would not give
+        frame = tape_to_frame(Tape(name, store))
         frame.insert(0, "tape", name)
         frames.append(frame)
     if not frames:

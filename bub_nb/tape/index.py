@@ -193,7 +193,9 @@ def _state_from(records: list[Any], handle: BinaryIO, stat: os.stat_result) -> I
     return state
 
 
-def _ordered(ids: list[int], offsets: list[int], names: list[Any], *, size: int) -> tuple[list[int], ...]:
+def _ordered(
+    ids: list[int], offsets: list[int], names: list[Any], *, size: int
+) -> tuple[list[int], list[int], list[Any]]:
     """The columns in file order, without repeats, cut at ``size``.
 
     Two processes may both have appended the records of the same lines, so repeats and a step

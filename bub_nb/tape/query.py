@@ -104,7 +104,10 @@ class TapeQuery:
         if self._kinds and entry.kind not in self._kinds:
             return False
         if self._start is not None or self._end is not None:
-            when = entry.when
+            try:
+                when = entry.when
+            except ValueError:  # a date some other writer spelled its own way cannot be placed in time
+                return False
             if when.tzinfo is None:
                 when = when.replace(tzinfo=UTC)
             if (self._start and when < self._start) or (self._end and when > self._end):

@@ -61,12 +61,14 @@ def payload_text(kind: str, payload: dict[str, Any]) -> str:
             data = payload.get("data")
             return f"{payload.get('name', '')}" + (f" {_json(data)}" if data is not None else "")
         case "tool_call":
-            calls = payload.get("calls") if isinstance(payload.get("calls"), list) else []
-            functions = [_function(c) for c in calls if isinstance(c, dict)]
+            calls = payload.get("calls")
+            functions = [_function(c) for c in calls if isinstance(c, dict)] if isinstance(calls, list) else []
             parts = [f"{f.get('name', '')}({f.get('arguments', '')})" for f in functions]
             return "\n".join(filter(None, [_content_text(payload.get("content")), *parts]))
         case "tool_result":
-            results = payload.get("results") if isinstance(payload.get("results"), list) else []
+            results = payload.get("results")
+            if not isinstance(results, list):
+                return ""
             return "\n".join(r if isinstance(r, str) else _json(r) for r in results)
         case "error":
             return f"{payload.get('kind', 'error')}: {payload.get('message', '')}"
