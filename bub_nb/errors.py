@@ -13,8 +13,10 @@
     ├── ModelError                 the model could not be reached or answered badly
     │   ├── ModelConfigError       no model, an unknown model spec or a missing API key
     │   └── ContextLengthError     the endpoint refused the prompt as too long
-    ├── ToolError                  an unknown tool, bad arguments or a failing tool
-    └── CommandError               a malformed comma command
+    ├── ToolError                  a tool that cannot be made or registered
+    │   └── ToolCallError          one call that failed: unknown tool, bad arguments, or the tool raised
+    ├── CommandError               a malformed comma command
+    └── InterpolationError         a ``{placeholder}`` in a cell that names nothing in the notebook (also a KeyError)
 
 Every message names the offending value, so one line is enough to act on.
 The notebook layer turns any of these into IPython's ``UsageError``.
@@ -83,5 +85,27 @@ class ToolError(BubNbError):
     """An unknown tool, arguments that do not fit its schema, or a tool that failed."""
 
 
+class ToolCallError(ToolError):
+    """A tool call that could not run or that failed; :meth:`as_result` is what the model is sent.
+
+    ``kind`` is ``not_found`` (unknown tool), ``invalid_input`` (arguments that are not JSON or do
+    not fit the schema) or ``tool`` (the tool itself raised; the exception is the ``__cause__``).
+    """
+
+    def __init__(self, tool: str, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.tool, self.kind, self.message = tool, kind, message
+
+    def as_result(self) -> dict[str, object]:
+        return {"kind": self.kind, "message": self.message}
+
+
 class CommandError(BubNbError, ValueError):
     """A comma command that cannot be parsed or run."""
+
+
+class InterpolationError(BubNbError, KeyError):
+    """A placeholder in a cell names something the notebook does not have."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])

@@ -12,27 +12,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, overload
 
 from bub_nb.agent.signatures import parameters_schema, parse_docstring
-from bub_nb.errors import ToolError
+from bub_nb.errors import ToolCallError, ToolError
 
 if TYPE_CHECKING:
     from bub_nb.tape import Tape
 
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
-
-
-class ToolCallError(ToolError):
-    """A tool call that could not run or that failed; :meth:`as_result` is what the model is sent.
-
-    ``kind`` is ``not_found`` (unknown tool), ``invalid_input`` (arguments that are not JSON or do
-    not fit the schema) or ``tool`` (the tool itself raised; the exception is the ``__cause__``).
-    """
-
-    def __init__(self, tool: str, kind: str, message: str) -> None:
-        super().__init__(message)
-        self.tool, self.kind, self.message = tool, kind, message
-
-    def as_result(self) -> dict[str, Any]:
-        return {"kind": self.kind, "message": self.message}
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,7 +6,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from bub_nb.errors import BubNbError
+from bub_nb.errors import InterpolationError
 
 # A placeholder is a name followed by attribute or index steps, with an optional conversion and
 # format spec. Braces around anything else (a dict literal, a code sample) are left as they are.
@@ -14,13 +14,6 @@ _PLACEHOLDER = re.compile(
     r"\{\{|\}\}|\{(?P<field>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*|\[[^\[\]{}]+\])*)(?:!(?P<conv>[rsa]))?(?::(?P<spec>[^{}]*))?\}"
 )
 _STEP = re.compile(r"\.(?P<attr>[A-Za-z_]\w*)|\[(?P<key>[^\]]+)\]")
-
-
-class InterpolationError(BubNbError, KeyError):
-    """A placeholder names something the namespace does not have."""
-
-    def __str__(self) -> str:
-        return str(self.args[0])
 
 
 def _resolve(field: str, namespace: Mapping[str, Any]) -> Any:
