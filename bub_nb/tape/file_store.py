@@ -27,7 +27,7 @@ from filelock import FileLock, Timeout
 
 from bub_nb.tape.entries import TapeEntry
 from bub_nb.tape.index import TAIL_BYTES, IndexFile, IndexState
-from bub_nb.tape.lines import Record, anchor_name, complete_lines, decode_record, gc_paused
+from bub_nb.tape.lines import Record, anchor_name, complete_lines, decode_record, decode_records, gc_paused
 from bub_nb.tape.store import AnchorRef, StoreStats
 
 SESSION_GRAPH = "session_graph.jsonl"
@@ -282,13 +282,13 @@ class TapeFile:
                 remaining -= len(chunk)
                 chunk_size = min(chunk_size * 4, _READ_CHUNK)
                 lines, carry = complete_lines(carry + chunk)
-                for line in lines:
-                    record = decode_record(line)
-                    if record is None or record["id"] < start:
-                        continue
-                    if stop is not None and record["id"] >= stop:
+                records = [r for r in decode_records(lines) if r is not None and r["id"] >= start]
+                if stop is not None:
+                    cut = next((i for i, r in enumerate(records) if r["id"] >= stop), None)
+                    if cut is not None:
+                        out.extend(records[:cut])
                         return out
-                    out.append(record)
+                out.extend(records)
         return out
 
     def read(self, start: int = 1, stop: int | None = None) -> list[TapeEntry]:

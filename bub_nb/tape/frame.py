@@ -12,7 +12,7 @@ from bub_nb.tape import extensions
 from bub_nb.tape.entries import TapeEntry, is_phase_anchor
 from bub_nb.tape.lines import Record, gc_paused
 from bub_nb.tape.naming import tapes_home
-from bub_nb.tape.text import payload_call_names, payload_role, payload_text
+from bub_nb.tape.text import payload_call_names, payload_text
 
 if TYPE_CHECKING:
     from bub_nb.tape.service import Tape
@@ -47,25 +47,36 @@ def records_to_frame(records: Sequence[Record]) -> pd.DataFrame:
     )
 
 
-def _own_name(kind: str, payload: dict[str, Any]) -> str | None:
-    if kind in ("anchor", "event", "message"):
-        name = payload.get("name")
-        return name if isinstance(name, str) else None
-    return None
+_NAMED_KINDS = frozenset(("anchor", "event", "message"))
+_FIXED_ROLES = {"system": "system", "tool_call": "assistant", "anchor": "assistant", "tool_result": "tool"}
 
 
 def _frame(
     ids: list[int], kinds: list[str], payloads: list[dict[str, Any]], metas: list[dict[str, Any]], dates: list[str]
 ) -> pd.DataFrame:
     count = len(ids)
-    # Whole-column comprehensions rather than one loop with many appends: about three times faster.
+    # Whole-column comprehensions rather than one loop with many appends, each with the common
+    # shape inline (a plain chat message) and the text module for everything else: same values,
+    # a fraction of the function calls.
     with gc_paused():  # a large tape makes millions of small objects that hold no cycles
         pairs = list(zip(kinds, payloads, strict=True))
-        tools = [payload_call_names(k, p) if k == "tool_call" or k == "message" else [] for k, p in pairs]
-        own_names = [_own_name(k, p) for k, p in pairs]
+        plain = [k == "message" and "tool_calls" not in p for k, p in pairs]
+        tools = [
+            [] if is_plain or (k != "tool_call" and k != "message") else payload_call_names(k, p)
+            for is_plain, (k, p) in zip(plain, pairs, strict=True)
+        ]
+        own_names = [
+            (name if isinstance(name := p.get("name"), str) else None) if k in _NAMED_KINDS else None for k, p in pairs
+        ]
         names = [n if n is not None else (c[0] if len(c) == 1 else None) for n, c in zip(own_names, tools, strict=True)]
-        roles = [payload_role(k, p) for k, p in pairs]
-        contents = [payload_text(k, p) for k, p in pairs]
+        roles = [
+            (role if isinstance(role := p.get("role"), str) else None) if k == "message" else _FIXED_ROLES.get(k)
+            for k, p in pairs
+        ]
+        contents = [
+            text if is_plain and isinstance(text := p.get("content"), str) else payload_text(k, p)
+            for is_plain, (k, p) in zip(plain, pairs, strict=True)
+        ]
         run_ids = [meta.get("run_id") for meta in metas]
         phases: list[str | None] = [None] * count
         starts = [row for row, kind in enumerate(kinds) if kind == "anchor" and is_phase_anchor(own_names[row])]
