@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import fnmatch
+import functools
 import inspect
 import json
 import re
@@ -67,9 +68,7 @@ class Tool:
             raise ToolCallError(self.name, "invalid_input", message)
         problem = _schema_problem(self.parameters, arguments)
         if problem is not None:
-            where = "/".join(str(part) for part in problem.absolute_path) or "arguments"
-            message = f"Tool {self.name!r} got invalid {where}: {problem.message}"
-            raise ToolCallError(self.name, "invalid_input", message)
+            raise ToolCallError(self.name, "invalid_input", f"Tool {self.name!r} got invalid {problem}")
         return dict(arguments)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -115,12 +114,49 @@ async def _awaited(awaitable: Awaitable[Any]) -> Any:
     return await awaitable
 
 
-def _schema_problem(schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> Any:
-    # Imported on first use: importing jsonschema costs over a second where rfc3987-syntax is installed.
-    import jsonschema
+@functools.lru_cache(maxsize=256)
+def _validator(schema_json: str) -> Callable[[Any], Any]:
+    # fastjsonschema compiles each schema once into plain Python; importing jsonschema instead costs
+    # seconds where rfc3987-syntax is installed (as it is beside JupyterLab).
+    import fastjsonschema
 
-    validator = jsonschema.Draft202012Validator(schema)
-    return jsonschema.exceptions.best_match(validator.iter_errors(arguments))
+    return fastjsonschema.compile(json.loads(schema_json))
+
+
+def _schema_problem(schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> str | None:
+    """What is wrong with ``arguments`` under ``schema``, naming the field and value; ``None`` when they fit."""
+    import fastjsonschema
+
+    try:
+        _validator(json.dumps(schema, sort_keys=True, default=str))(dict(arguments))
+    except fastjsonschema.JsonSchemaValueException as exc:
+        return _describe(exc)
+    return None
+
+
+def _describe(exc: Any) -> str:
+    where = str(exc.name).removeprefix("data").lstrip(".") or "arguments"
+    value, rule, definition = exc.value, exc.rule, exc.definition or {}
+    match rule:
+        case "type":
+            expected = definition.get("type")
+            shown = ", ".join(map(repr, expected)) if isinstance(expected, list) else repr(expected)
+            problem = f"{value!r} is not of type {shown}"
+        case "enum":
+            problem = f"{value!r} is not one of {definition.get('enum')!r}"
+        case "required":
+            missing = [name for name in definition.get("required", ()) if name not in value]
+            return f"arguments: {missing[0] if missing else where!r} is a required property"
+        case "additionalProperties":
+            extra = sorted(set(value) - set(definition.get("properties", {})))
+            return f"arguments: {', '.join(map(repr, extra))} {'was' if len(extra) == 1 else 'were'} unexpected"
+        case "maxLength" | "maxItems":
+            problem = f"{value!r} is too long"
+        case "minLength" | "minItems":
+            problem = f"{value!r} is too short"
+        case _:
+            problem = re.sub(r"^data\S*", repr(value), str(exc.message))
+    return f"{where}: {problem}"
 
 
 class ToolRegistry:
