@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import itertools
 import os
 import threading
 import time
@@ -26,7 +27,7 @@ from typing import BinaryIO
 from filelock import FileLock, Timeout
 
 from bub_nb.tape.entries import TapeEntry
-from bub_nb.tape.index import TAIL_BYTES, IndexFile, IndexState
+from bub_nb.tape.index import MARK_EVERY, TAIL_BYTES, IndexFile, IndexState
 from bub_nb.tape.lines import Record, anchor_name, complete_lines, decode_record, decode_records, gc_paused
 from bub_nb.tape.store import AnchorRef, StoreStats
 
@@ -109,23 +110,24 @@ class TapeFile:
     @staticmethod
     def _index_lines(state: IndexState, lines: list[bytes], position: int) -> int:
         """Index complete lines that start at byte ``position``; returns where they end."""
-        for line in lines:
-            offset = position
-            position += len(line) + 1
-            record = decode_record(line)
-            if record is None:
-                if line.strip():
-                    state.bad_lines += 1
-                continue
-            entry_id = record["id"]
-            state.entries += 1
-            if entry_id > state.last_id:
-                state.last_id = entry_id
+        offsets = list(itertools.accumulate((len(line) + 1 for line in lines), initial=position))
+        records = decode_records(lines)
+        bad = [line for line, record in zip(lines, records, strict=True) if record is None]
+        state.bad_lines += sum(1 for line in bad if line.strip())  # blank lines are not entries, nor damage
+        good = [(offset, record) for offset, record in zip(offsets, records, strict=False) if record is not None]
+        if not good:
+            return offsets[-1]
+        state.entries += len(good)
+        state.last_id = max(state.last_id, *(record["id"] for _, record in good))
+        for offset, record in good:
             if record["kind"] == "anchor":
-                state.add_anchor(entry_id, offset, anchor_name(record["payload"]))
-            if state.needs_mark(entry_id):
-                state.add_mark(entry_id, offset)
-        return position
+                state.add_anchor(record["id"], offset, anchor_name(record["payload"]))
+        last_mark = state.mark_ids[-1] if state.mark_ids else -MARK_EVERY
+        for offset, record in good:
+            if record["id"] - last_mark >= MARK_EVERY:
+                state.add_mark(record["id"], offset)
+                last_mark = record["id"]
+        return offsets[-1]
 
     def _maybe_persist(self, state: IndexState) -> None:
         new_anchor = bool(state.anchor_offsets) and state.anchor_offsets[-1] >= self._persisted_size
