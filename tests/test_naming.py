@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bub_nb.errors import TapeNameError
+from bub_nb.errors import TapeError, TapeNameError
 from bub_nb.tape import current_notebook, open_tape, session_tape_name, validate_tape_name
 
 
@@ -86,3 +86,11 @@ def test_a_name_that_is_not_plain_is_refused_quoting_it(home: Path, name: str) -
     assert repr(name) in str(caught.value)
     with pytest.raises(TapeNameError):
         validate_tape_name(name)
+
+
+def test_a_tape_under_a_file_is_refused_naming_the_folder(home: Path, tmp_path: Path) -> None:
+    (tmp_path / "plain-file").write_text("not a folder")
+    with pytest.raises(TapeError, match="plain-file"):
+        open_tape(tmp_path / "plain-file" / "t.jsonl")
+    with pytest.raises(TapeError, match="plain-file"):
+        open_tape("t", home=tmp_path / "plain-file")

@@ -210,3 +210,10 @@ def test_default_home_is_bub_home(monkeypatch: pytest.MonkeyPatch, tmp_path: Pat
     assert tape.path.exists()
     monkeypatch.setenv("BUB_HOME", str(tmp_path / "elsewhere"))
     assert open_tape("named").path == tmp_path / "elsewhere" / "tapes" / "named.jsonl"
+
+
+def test_a_lone_surrogate_is_stored_as_an_escape_and_reads_back(store: AppendOnlyFileStore) -> None:
+    [stored] = store.append("t", [message("half a pair \udc00 here")])
+    assert b"\\udc00" in store.path_for("t").read_bytes()
+    assert store.read("t") == [stored] and stored.payload["content"] == "half a pair \udc00 here"
+    assert bub_read(store.path_for("t"))[0]["payload"]["content"] == "half a pair \udc00 here"

@@ -165,3 +165,22 @@ def test_the_index_agrees_with_a_full_read_after_many_appends(tmp_path: Path) ->
         assert fresh.read(start, start + 5) == everything[start - 1 : start + 4]
     last_phase = max(e.id for e in everything if e.kind == "anchor" and not e.payload["name"].startswith("memory/"))
     assert fresh.from_last_anchor() == everything[last_phase:]
+
+
+def test_a_sidecar_record_torn_by_a_kill_does_not_swallow_the_next_one(tape: Tape) -> None:
+    with sidecar(tape).open("ab") as handle:  # a writer killed inside its anchor record
+        handle.write(b'["a",[99],[12')
+    tape.handoff("phase/after-the-kill")
+    fresh = reopened(tape)
+    assert fresh.anchors()[-1].name == "phase/after-the-kill"
+    assert [a.id for a in fresh.anchors(limit=None)] == [e.id for e in tape.read() if e.kind == "anchor"]
+    lines = sidecar(tape).read_bytes().splitlines()
+    assert b'["a",[99],[12' in lines  # the torn record kept its own line
+
+
+def test_a_sidecar_that_lost_an_anchor_record_is_rebuilt(tape: Tape) -> None:
+    lines = sidecar(tape).read_bytes().splitlines()
+    anchor_records = [line for line in lines if line.startswith(b'["a"')]
+    sidecar(tape).write_bytes(b"\n".join(line for line in lines if line != anchor_records[-1]) + b"\n")
+    fresh = reopened(tape)
+    assert [a.id for a in fresh.anchors(limit=None)] == [e.id for e in tape.read() if e.kind == "anchor"]

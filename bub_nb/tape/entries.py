@@ -145,8 +145,13 @@ def _dumps(value: Any) -> bytes:
     try:
         return orjson.dumps(value, default=_json_default, option=orjson.OPT_NON_STR_KEYS)
     except orjson.JSONEncodeError:
-        # Integers beyond 64 bits: the standard library writes them, as Bub does.
-        return json.dumps(value, default=_json_default, ensure_ascii=False, separators=(",", ":")).encode()
+        # Integers beyond 64 bits, and lone surrogates: the standard library writes them, as Bub
+        # does, a surrogate as a \u escape since it has no UTF-8 form.
+        text = json.dumps(value, default=_json_default, ensure_ascii=False, separators=(",", ":"))
+        try:
+            return text.encode()
+        except UnicodeEncodeError:
+            return json.dumps(value, default=_json_default, separators=(",", ":")).encode()
 
 
 def plain_json(value: Any) -> Any:

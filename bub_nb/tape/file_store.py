@@ -26,6 +26,7 @@ from typing import BinaryIO
 
 from filelock import FileLock, Timeout
 
+from bub_nb.errors import TapeError
 from bub_nb.tape.entries import TapeEntry
 from bub_nb.tape.index import MARK_EVERY, TAIL_BYTES, IndexFile, IndexState
 from bub_nb.tape.lines import Record, anchor_name, complete_lines, decode_record, decode_records, gc_paused
@@ -358,7 +359,10 @@ class FileTapeStore:
         with self._lock:
             file = self._files.get(tape)
             if file is None:
-                self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+                try:
+                    self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+                except OSError as error:
+                    raise TapeError(f"Tape folder {str(self.directory)!r} cannot be used: {error.strerror}") from None
                 file = self._files[tape] = TapeFile(self.path_for(tape), fsync=self.fsync)
             return file
 

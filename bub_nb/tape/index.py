@@ -8,8 +8,9 @@ thousands of anchors loads in a few milliseconds:
 - ``["a", [id, …], [offset, …], [name, …]]`` for anchors, with the byte offsets of their lines;
 - ``["m", [id, …], [offset, …]]`` for seek marks every ``MARK_EVERY`` entries, so any id is near a
   known offset;
-- ``["c", size, last_id, entries, bad_lines, tail]`` checkpoints: everything before ``size`` is
-  indexed, and ``tail`` (hex) is what the last bytes before ``size`` were.
+- ``["c", size, last_id, entries, bad_lines, tail, anchors]`` checkpoints: everything before
+  ``size`` is indexed, ``tail`` (hex) is what the last bytes before ``size`` were, and ``anchors``
+  how many anchors lie before ``size`` (so a lost record shows).
 
 On open the last checkpoint is checked against the tape (same file, long enough, the same last
 bytes before ``size``); the reader then scans only the bytes written since.
@@ -153,9 +154,12 @@ class IndexFile:
     def append(self, state: IndexState, since_offset: int) -> None:
         """Add the anchors and marks at or after ``since_offset`` and a new checkpoint."""
         lines = [*_records(state, since_offset), _checkpoint(state)]
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
         try:
-            os.write(fd, b"\n".join(lines) + b"\n")
+            size = os.fstat(fd).st_size
+            # A writer killed mid-record leaves it without its line break; ours must not be glued on.
+            torn = size > 0 and os.pread(fd, 1, size - 1) != b"\n"
+            os.write(fd, (b"\n" if torn else b"") + b"\n".join(lines) + b"\n")
         finally:
             os.close(fd)
 
@@ -172,7 +176,7 @@ def _state_from(records: list[Any], handle: BinaryIO, stat: os.stat_result) -> I
     checkpoint = next((r for r in reversed(records) if isinstance(r, list) and r[:1] == ["c"]), None)
     if checkpoint is None:
         return None
-    _, size, last_id, entries, bad, tail = checkpoint
+    _, size, last_id, entries, bad, tail, anchor_count = checkpoint
     tail_bytes = bytes.fromhex(tail)
     if size > stat.st_size or os.pread(handle.fileno(), len(tail_bytes), size - len(tail_bytes)) != tail_bytes:
         return None
@@ -188,7 +192,9 @@ def _state_from(records: list[Any], handle: BinaryIO, stat: os.stat_result) -> I
             names.extend(record[3] if len(record) == 4 else ())
     state.anchor_ids, state.anchor_offsets, state.anchor_names = _ordered(*columns["a"], size=size)
     state.mark_ids, state.mark_offsets, _ = _ordered(*columns["m"], size=size)
-    if len(state.anchor_names) != len(state.anchor_ids) or not all(isinstance(n, str) for n in state.anchor_names):
+    if len(state.anchor_ids) != anchor_count or len(state.anchor_names) != anchor_count:
+        return None  # a record went missing (a writer killed mid-record): rebuild rather than guess
+    if not all(isinstance(name, str) for name in state.anchor_names):
         return None
     return state
 
@@ -233,7 +239,9 @@ def _records(state: IndexState, since_offset: int) -> list[bytes]:
 
 
 def _checkpoint(state: IndexState) -> bytes:
-    return orjson.dumps(["c", state.size, state.last_id, state.entries, state.bad_lines, state.tail.hex()])
+    return orjson.dumps(
+        ["c", state.size, state.last_id, state.entries, state.bad_lines, state.tail.hex(), len(state.anchor_ids)]
+    )
 
 
 def _parse_records(raw: bytes) -> list[Any]:

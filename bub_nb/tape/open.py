@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from bub_nb.errors import TapeNameError
+from bub_nb.errors import TapeError, TapeNameError
 from bub_nb.tape.file_store import FileTapeStore
 from bub_nb.tape.naming import current_notebook, tapes_home, validate_tape_name
 from bub_nb.tape.service import Tape
@@ -25,6 +25,16 @@ def file_store(directory: str | Path) -> FileTapeStore:
         return store
 
 
+def _check_folder(directory: Path) -> Path:
+    """``directory`` if it is, or can become, a folder; a ``TapeError`` naming it otherwise."""
+    existing = directory
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise TapeError(f"Tape folder {str(directory)!r} cannot be made: {str(existing)!r} is not a folder")
+    return directory
+
+
 def open_tape(
     name_or_path: str | Path | None = None, *, home: str | Path | None = None, store: TapeStore | None = None
 ) -> Tape:
@@ -38,6 +48,6 @@ def open_tape(
         path = Path(name_or_path).expanduser()
         if not path.name.endswith(".jsonl"):
             raise TapeNameError(f"Tape path {str(path)!r} must end in .jsonl")
-        return Tape(path.name[: -len(".jsonl")], store or file_store(path.parent))
+        return Tape(path.name[: -len(".jsonl")], store or file_store(_check_folder(path.parent)))
     name = current_notebook().tape_name if name_or_path is None else validate_tape_name(name_or_path)
-    return Tape(name, store or file_store(tapes_home(home)))
+    return Tape(name, store or file_store(_check_folder(tapes_home(home))))
