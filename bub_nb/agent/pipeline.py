@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import pluggy
 from pluggy import HookImpl
 
+from bub_nb.agent.eventloop import run_sync
 from bub_nb.agent.hookspecs import (
     PROJECT,
     Envelope,
@@ -46,27 +46,6 @@ class TurnResult:
     model_output: str
     outbounds: tuple[Outbound, ...]
     state: State
-
-
-def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
-    """Run a coroutine to completion from synchronous code.
-
-    Inside a running event loop (a Jupyter kernel) the loop is made re-entrant with nest_asyncio;
-    that patch is applied only then, so plain scripts keep a stock ``asyncio.run``.
-    """
-    try:
-        loop = asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coroutine)
-    import nest_asyncio
-
-    nest_asyncio.apply(loop)
-    task = loop.create_task(coroutine)
-    try:
-        return loop.run_until_complete(task)
-    finally:
-        if not task.done():  # a Ctrl-C between the task's steps must not leave it running in the background
-            task.cancel()
 
 
 class TurnPipeline:

@@ -86,7 +86,7 @@ class Tool:
         with self._failures():
             result = self._start(arguments, context)
             if inspect.isawaitable(result):
-                from bub_nb.agent.pipeline import run_sync
+                from bub_nb.agent.eventloop import run_sync
 
                 return run_sync(_awaited(result))
             return result
