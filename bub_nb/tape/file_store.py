@@ -15,25 +15,22 @@ from __future__ import annotations
 
 import bisect
 import contextlib
-import itertools
 import os
 import threading
 import time
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import BinaryIO
 
 from filelock import FileLock, Timeout
 
 from bub_nb.errors import TapeError
 from bub_nb.tape.entries import TapeEntry
-from bub_nb.tape.index import MARK_EVERY, TAIL_BYTES, IndexFile, IndexState
+from bub_nb.tape.index import READ_CHUNK, TAIL_BYTES, IndexFile, IndexState
 from bub_nb.tape.lines import Record, anchor_name, complete_lines, decode_record, decode_records, gc_paused
 from bub_nb.tape.store import AnchorRef, StoreStats
 
 SESSION_GRAPH = "session_graph.jsonl"
-_READ_CHUNK = 1 << 22
 _FIRST_CHUNK = 1 << 14
 _REVERSE_BLOCK = 1 << 18
 _PERSIST_EVERY_BYTES = 1 << 20
@@ -88,47 +85,10 @@ class TapeFile:
                     self._persisted_size = loaded.size if loaded else 0
                     state = self._state = loaded or IndexState(stat.st_ino, stat.st_dev)
                 if stat.st_size > state.size:
-                    self._scan(state, handle, stat.st_size)
+                    state.scan(handle, stat.st_size)
             self._file_size, self._seen = stat.st_size, seen
             self._maybe_persist(state)
             return state
-
-    def _scan(self, state: IndexState, handle: BinaryIO, end: int) -> None:
-        """Index the complete lines between ``state.size`` and ``end``."""
-        handle.seek(state.size)
-        position, carry = state.size, b""
-        with gc_paused():
-            while position + len(carry) < end:
-                chunk = handle.read(min(_READ_CHUNK, end - position - len(carry)))
-                if not chunk:
-                    break
-                lines, carry = complete_lines(carry + chunk)
-                position = self._index_lines(state, lines, position)
-        if position != state.size:
-            state.size = position
-            state.read_tail(handle)
-
-    @staticmethod
-    def _index_lines(state: IndexState, lines: list[bytes], position: int) -> int:
-        """Index complete lines that start at byte ``position``; returns where they end."""
-        offsets = list(itertools.accumulate((len(line) + 1 for line in lines), initial=position))
-        records = decode_records(lines)
-        bad = [line for line, record in zip(lines, records, strict=True) if record is None]
-        state.bad_lines += sum(1 for line in bad if line.strip())  # blank lines are not entries, nor damage
-        good = [(offset, record) for offset, record in zip(offsets, records, strict=False) if record is not None]
-        if not good:
-            return offsets[-1]
-        state.entries += len(good)
-        state.last_id = max(state.last_id, *(record["id"] for _, record in good))
-        for offset, record in good:
-            if record["kind"] == "anchor":
-                state.add_anchor(record["id"], offset, anchor_name(record["payload"]))
-        last_mark = state.mark_ids[-1] if state.mark_ids else -MARK_EVERY
-        for offset, record in good:
-            if record["id"] - last_mark >= MARK_EVERY:
-                state.add_mark(record["id"], offset)
-                last_mark = record["id"]
-        return offsets[-1]
 
     def _maybe_persist(self, state: IndexState) -> None:
         new_anchor = bool(state.anchor_offsets) and state.anchor_offsets[-1] >= self._persisted_size
@@ -213,7 +173,7 @@ class TapeFile:
     ) -> None:
         position = observed
         if torn is not None:  # now a line of its own, ended by our line break
-            position = TapeFile._index_lines(state, [torn], state.size)
+            position = state.add_lines([torn], state.size)
         for entry, line in zip(stored, lines, strict=True):
             if entry.kind == "anchor":
                 state.add_anchor(entry.id, position, anchor_name(entry.payload))
@@ -277,13 +237,13 @@ class TapeFile:
         with contextlib.suppress(FileNotFoundError), open(self.path, "rb") as handle, gc_paused():
             handle.seek(offset)
             remaining, carry = state.size - offset, b""
-            chunk_size = _READ_CHUNK if stop is None else _FIRST_CHUNK
+            chunk_size = READ_CHUNK if stop is None else _FIRST_CHUNK
             while remaining > 0:
                 chunk = handle.read(min(remaining, chunk_size))
                 if not chunk:
                     break
                 remaining -= len(chunk)
-                chunk_size = min(chunk_size * 4, _READ_CHUNK)
+                chunk_size = min(chunk_size * 4, READ_CHUNK)
                 lines, carry = complete_lines(carry + chunk)
                 records = [r for r in decode_records(lines) if r is not None and r["id"] >= start]
                 if stop is not None:

@@ -24,17 +24,18 @@ import bisect
 import itertools
 import operator
 import os
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO, overload
+from typing import Any, BinaryIO
 
 import orjson
 
-from bub_nb.tape.store import AnchorRef
+from bub_nb.tape.lines import anchor_name, complete_lines, decode_records, gc_paused
+from bub_nb.tape.store import AnchorList
 
 VERSION = 2
 MARK_EVERY = 1024
+READ_CHUNK = 1 << 22
 TAIL_BYTES = 64
 
 
@@ -75,6 +76,42 @@ class IndexState:
     def needs_mark(self, entry_id: int) -> bool:
         return not self.mark_ids or entry_id - self.mark_ids[-1] >= MARK_EVERY
 
+    def scan(self, handle: BinaryIO, end: int) -> None:
+        """Index the complete lines between ``size`` and ``end`` of the open tape file."""
+        handle.seek(self.size)
+        position, carry = self.size, b""
+        with gc_paused():
+            while position + len(carry) < end:
+                chunk = handle.read(min(READ_CHUNK, end - position - len(carry)))
+                if not chunk:
+                    break
+                lines, carry = complete_lines(carry + chunk)
+                position = self.add_lines(lines, position)
+        if position != self.size:
+            self.size = position
+            self.read_tail(handle)
+
+    def add_lines(self, lines: list[bytes], position: int) -> int:
+        """Index complete lines that start at byte ``position``; returns where they end."""
+        offsets = list(itertools.accumulate((len(line) + 1 for line in lines), initial=position))
+        records = decode_records(lines)
+        bad = [line for line, record in zip(lines, records, strict=True) if record is None]
+        self.bad_lines += sum(1 for line in bad if line.strip())  # blank lines are not entries, nor damage
+        good = [(offset, record) for offset, record in zip(offsets, records, strict=False) if record is not None]
+        if not good:
+            return offsets[-1]
+        self.entries += len(good)
+        self.last_id = max(self.last_id, *(record["id"] for _, record in good))
+        for offset, record in good:
+            if record["kind"] == "anchor":
+                self.add_anchor(record["id"], offset, anchor_name(record["payload"]))
+        last_mark = self.mark_ids[-1] if self.mark_ids else -MARK_EVERY
+        for offset, record in good:
+            if record["id"] - last_mark >= MARK_EVERY:
+                self.add_mark(record["id"], offset)
+                last_mark = record["id"]
+        return offsets[-1]
+
     def read_tail(self, handle: BinaryIO) -> None:
         """Remember the bytes just before ``size`` in the open tape file."""
         begin = max(0, self.size - TAIL_BYTES)
@@ -85,40 +122,6 @@ class IndexState:
         if (stat.st_ino, stat.st_dev) != (self.ino, self.dev) or stat.st_size < self.size:
             return False
         return os.pread(handle.fileno(), len(self.tail), self.size - len(self.tail)) == self.tail
-
-
-class AnchorList(Sequence[AnchorRef]):
-    """A read-only view of the first ``length`` indexed anchors.
-
-    Refs are made only for the items looked at, so finding the last anchor of a tape with tens of
-    thousands of them costs nothing extra.
-    """
-
-    __slots__ = ("_ids", "_length", "_names")
-
-    def __init__(self, ids: list[int], names: list[str], length: int) -> None:
-        self._ids, self._names, self._length = ids, names, length
-
-    def __len__(self) -> int:
-        return self._length
-
-    @overload
-    def __getitem__(self, index: int) -> AnchorRef: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> list[AnchorRef]: ...
-
-    def __getitem__(self, index: int | slice) -> AnchorRef | list[AnchorRef]:
-        if isinstance(index, slice):
-            return [AnchorRef(self._ids[i], self._names[i]) for i in range(*index.indices(self._length))]
-        if index < 0:
-            index += self._length
-        if not 0 <= index < self._length:
-            raise IndexError(f"anchor index {index} out of range for {self._length} anchors")
-        return AnchorRef(self._ids[index], self._names[index])
-
-    def __repr__(self) -> str:
-        return f"AnchorList({list(self)!r})"
 
 
 class IndexFile:

@@ -6,7 +6,7 @@ import bisect
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Protocol, overload, runtime_checkable
 
 from bub_nb.tape.entries import TapeEntry
 from bub_nb.tape.lines import anchor_name
@@ -30,6 +30,40 @@ class StoreStats:
     torn_tail_bytes: int = 0
     size_bytes: int | None = None
     location: str = ""
+
+
+class AnchorList(Sequence[AnchorRef]):
+    """A read-only view of the first ``length`` indexed anchors.
+
+    Refs are made only for the items looked at, so finding the last anchor of a tape with tens of
+    thousands of them costs nothing extra.
+    """
+
+    __slots__ = ("_ids", "_length", "_names")
+
+    def __init__(self, ids: list[int], names: list[str], length: int) -> None:
+        self._ids, self._names, self._length = ids, names, length
+
+    def __len__(self) -> int:
+        return self._length
+
+    @overload
+    def __getitem__(self, index: int) -> AnchorRef: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[AnchorRef]: ...
+
+    def __getitem__(self, index: int | slice) -> AnchorRef | list[AnchorRef]:
+        if isinstance(index, slice):
+            return [AnchorRef(self._ids[i], self._names[i]) for i in range(*index.indices(self._length))]
+        if index < 0:
+            index += self._length
+        if not 0 <= index < self._length:
+            raise IndexError(f"anchor index {index} out of range for {self._length} anchors")
+        return AnchorRef(self._ids[index], self._names[index])
+
+    def __repr__(self) -> str:
+        return f"AnchorList({list(self)!r})"
 
 
 @runtime_checkable
