@@ -25,7 +25,7 @@ from bub_nb.tape import (
 )
 
 if TYPE_CHECKING:
-    from bub_nb.agent import Agent, Turn, hookimpl, register_plugin, tool
+    from bub_nb.agent import Agent, Turn, hookimpl, register_plugin, tool, unregister_plugin
     from bub_nb.tape.frame import read_tapes
 
 __version__ = "0.1.0"
@@ -56,6 +56,7 @@ __all__ = [
     "session_tape_name",
     "tool",
     "unload_ipython_extension",
+    "unregister_plugin",
     "window",
 ]
 
@@ -67,6 +68,7 @@ _LAZY = {
     "tool": "bub_nb.agent",
     "hookimpl": "bub_nb.agent",
     "register_plugin": "bub_nb.agent",
+    "unregister_plugin": "bub_nb.agent",
 }
 
 

@@ -333,3 +333,10 @@ def test_a_model_object_in_the_notebook_can_be_chosen_by_name(nb: Notebook) -> N
     nb.run("%%bub -m scripted -o said\nhi")
     assert nb.shell.user_ns["said"] == "Scripted hello"
     assert nb.tape.read()[-1].payload["data"]["model"] == "scripted"
+
+
+def test_memory_saved_before_the_first_turn_still_leaves_a_phase(nb: Notebook) -> None:
+    nb.run("%memory save Prefers pandas")
+    nb.run("%%bub\nHello")
+    turn = nb.magics.session.last_turn
+    assert turn.view is not None and turn.view.anchor is not None and turn.view.anchor.name == "session/start"

@@ -516,3 +516,25 @@ def test_the_sync_wrapper_runs_inside_a_running_event_loop() -> None:
         return pipeline_with(Streamer("still ", "works")).process_inbound_sync(notebook_cell()).model_output
 
     assert asyncio.run(notebook_kernel()) == "still works"
+
+
+def test_registering_a_name_again_replaces_that_plugin_and_unregister_removes_it() -> None:
+    from bub_nb.agent.hookspecs import hookimpl
+    from bub_nb.errors import BubNbError
+
+    class Greeter:
+        def __init__(self, word: str) -> None:
+            self.word = word
+
+        @hookimpl
+        def system_prompt(self, prompt: object, state: object) -> str:
+            return self.word
+
+    pipeline = TurnPipeline(entry_points=False)
+    pipeline.register_plugin(Greeter("first"), name="greeter")
+    pipeline.register_plugin(Greeter("second"), name="greeter")  # a notebook cell run twice
+    assert pipeline.system_prompt("", {}) == "second"
+    pipeline.unregister_plugin("greeter")
+    assert pipeline.system_prompt("", {}) == ""
+    with pytest.raises(BubNbError, match="No plugin 'greeter'"):
+        pipeline.unregister_plugin("greeter")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import enum
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import jsonschema
@@ -327,10 +328,13 @@ def test_info_is_the_tapes_own_report(tape: Tape) -> None:
     assert call(tape, "tape.info") == str(tape.info())
 
 
-def test_reset_starts_the_tape_over(tape: Tape) -> None:
+def test_reset_starts_the_tape_over_and_archives_by_default(tape: Tape) -> None:
     tape.append_message({"role": "user", "content": "old"})
-    assert call(tape, "tape.reset") == "tape reset"
+    answer = call(tape, "tape.reset")
+    assert answer.startswith("tape reset; the old tape is archived at ")
     assert [entry.kind for entry in tape.read()] == ["anchor", "event"]
+    archived = tape.read()[0].payload["state"]["archived"]
+    assert archived in answer and "old" in Path(archived).read_text()
 
 
 def test_memory_save_and_daily_land_in_the_memory_zone(tape: Tape) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bub_nb.agent.builtin import BuiltinPlugin, default_pipeline, register_plugin
+from bub_nb.agent.builtin import BuiltinPlugin, default_pipeline, register_plugin, unregister_plugin
 from bub_nb.agent.hookspecs import Envelope, StreamEvent, hookimpl
 from bub_nb.agent.loop import Agent
 from bub_nb.agent.models import Model, OfflineModel, OpenAIModel, ScriptedModel, resolve_model
@@ -30,4 +30,5 @@ __all__ = [
     "register_plugin",
     "resolve_model",
     "tool",
+    "unregister_plugin",
 ]

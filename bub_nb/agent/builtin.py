@@ -146,5 +146,13 @@ def default_pipeline() -> TurnPipeline:
 
 
 def register_plugin(plugin: object, name: str | None = None) -> str:
-    """Add a plugin to the shared pipeline; it runs before every plugin registered earlier."""
+    """Add a plugin to the shared pipeline; it runs before every plugin registered earlier.
+
+    Registering a name again replaces that plugin.
+    """
     return default_pipeline().register_plugin(plugin, name)
+
+
+def unregister_plugin(name: str) -> None:
+    """Remove a plugin from the shared pipeline."""
+    default_pipeline().unregister_plugin(name)

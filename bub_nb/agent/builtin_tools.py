@@ -104,11 +104,11 @@ def tape_search(context: ToolContext, query: str, limit: int = 20) -> str:
 
 
 @tool(name="tape.reset")
-def tape_reset(context: ToolContext, archive: bool = False) -> str:
+def tape_reset(context: ToolContext, archive: bool = True) -> str:
     """Start the tape over from a fresh session/start anchor; the memory zone goes with it.
 
     Args:
-        archive: Keep the old tape as a .bak file beside it first.
+        archive: Keep the old tape as a .bak file beside it first (the default, so nothing is lost).
     """
     anchor = _tape(context).reset(archive=archive)[0]
     archived = (anchor.payload.get("state") or {}).get("archived")

@@ -118,9 +118,13 @@ class Tape:
         )
 
     def ensure_bootstrap_anchor(self) -> list[TapeEntry]:
-        """Write ``session/start`` on a tape that has no anchor yet; returns what was written."""
+        """Write ``session/start`` on a tape that has no phase anchor yet; returns what was written.
+
+        Memory anchors do not count: a zone saved before the first turn must not leave the
+        conversation without a phase to start from.
+        """
         with self._lock:
-            if self.store.anchors(self.name):
+            if any(is_phase_anchor(ref.name) for ref in self.store.anchors(self.name)):
                 return []
             return self.handoff(BOOTSTRAP_ANCHOR, {"owner": "human"})
 
