@@ -420,3 +420,11 @@ def test_any_mix_of_lines_reads_as_its_entries_with_the_rest_counted(
     assert stored.id == max(next_id, taken + 1)
     assert path.read_bytes().startswith(data)
     assert os.stat(path).st_size > len(data)
+
+
+@pytest.mark.xfail(strict=True, reason="interpolation lets an exception from the user's own property escape")
+def test_a_placeholder_whose_attribute_raises_is_a_usage_error(ws: Workspace) -> None:
+    ws.shell.run_cell("class Fragile:\n    @property\n    def value(self):\n        raise RuntimeError('not ready')")
+    ws.shell.user_ns["fragile"] = ws.shell.user_ns["Fragile"]()
+    with pytest.raises(UsageError, match=r"fragile\.value"):
+        ws.shell.run_cell_magic("bub", "", "Look at {fragile.value}")
