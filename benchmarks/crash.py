@@ -42,7 +42,9 @@ from typing import Any
 import orjson
 
 LARGE = 256 * 1024
-"""Bytes from which a write counts as large: the parent may aim its kill at it."""
+"""Characters of payload from which a write counts as large: the parent may aim its kill at it."""
+PAUSE = 0.005
+"""Seconds the writer waits after announcing a large write, so the parent can aim inside it."""
 
 _TEXT = 'ünïcode — 漢字 "quotes" \\ tabs\t and\nnewlines; '
 
@@ -85,6 +87,7 @@ def writer(path: Path, writer_id: int) -> None:
         if size >= LARGE:
             out.write(f"w {size}\n")
             out.flush()
+            time.sleep(PAUSE)  # lets the parent watch the file before the write starts
         stored = tape.extend(entries) if count > 1 else [tape.append(entries[0])]
         out.write("".join(f"{entry.id} {entry.meta['crash']}\n" for entry in stored))
         out.flush()
@@ -260,15 +263,17 @@ class CrashRun:
         new_ids = [r["id"] for r in after.records[first_new:]]
         reuse = sum(1 for entry_id in new_ids if entry_id <= before.max_id) + len(new_ids) - len(set(new_ids))
         self._last_scan = after
+        tail_offset = len(after.data) - len(after.tail)
+        new_tail = bool(after.tail) and tail_offset not in self.torn_offsets
         if after.tail:
-            self.torn_offsets.add(len(after.data) - len(after.tail))
+            self.torn_offsets.add(tail_offset)
         return TrialResult(
             mode,
             len(acks),
             lost,
             corrupted,
             reuse,
-            bool(after.tail),
+            new_tail,
             [f"trial {self.trial_number}: {p}" for p in problems],
         )
 
@@ -314,7 +319,7 @@ class CrashRun:
             if roll < 0.7:
                 mode = "during a large append"
                 # an append costs about 20 ns per character of payload, the last third of it in write()
-                time.sleep(self.rng.uniform(0.0, 25e-9 * (sizes[-1] if sizes else 0)))
+                time.sleep(self.rng.uniform(0.0, PAUSE + 25e-9 * (sizes[-1] if sizes else 0)))
             else:
                 mode = "mid-write"
                 self._wait_for_growth(time.perf_counter() + 1.0)
