@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from tape_fixtures import STORE_KINDS, bub_append, make_store
 
 import bub_nb
@@ -42,9 +45,18 @@ def tape(request: pytest.FixtureRequest, tmp_path: Path) -> Tape:
 
 def expected_row(entry: TapeEntry, phase: str | None) -> dict[str, object]:
     """What one row must say about an entry, worked out entry by entry."""
-    calls = call_names(entry)
+    calls = call_names(entry) if entry.kind in ("message", "tool_call") else []
     own = entry.payload.get("name") if entry.kind in ("anchor", "event", "message") else None
-    usage = (entry.payload.get("data") or {}).get("usage") if entry.kind == "event" and own == "run" else None
+    own = own if isinstance(own, str) else None
+    data = entry.payload.get("data")
+    usage = data.get("usage") if entry.kind == "event" and own == "run" and isinstance(data, dict) else None
+    usage = usage if isinstance(usage, dict) else {}
+
+    def count(value: object) -> int | None:  # a token count, or missing when the value is not one
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        return value if type(value) is int else None
+
     return {
         "id": entry.id,
         "kind": entry.kind,
@@ -54,8 +66,8 @@ def expected_row(entry: TapeEntry, phase: str | None) -> dict[str, object]:
         "tools": calls,
         "phase": phase,
         "run_id": entry.meta.get("run_id"),
-        "prompt_tokens": usage.get("prompt_tokens") if usage else None,
-        "completion_tokens": usage.get("completion_tokens") if usage else None,
+        "prompt_tokens": count(usage.get("prompt_tokens")),
+        "completion_tokens": count(usage.get("completion_tokens")),
         "payload": entry.payload,
         "meta": entry.meta,
     }
@@ -146,3 +158,50 @@ def test_odd_files_and_dates_from_other_writers_still_make_a_frame(tmp_path: Pat
     assert pd.isna(frame["date"][0]) and frame["date"][1] == pd.Timestamp("2026-02-01", tz="UTC")
     tape = open_tape(tapes / "my..notes.jsonl")
     assert [e.id for e in tape.query().between_dates("2026-01-31", "2026-02-02").all()] == [2]
+
+
+json_scalars = st.none() | st.booleans() | st.integers(-5, 5) | st.text(max_size=4) | st.just(12.0)
+odd = st.recursive(
+    json_scalars,
+    lambda inner: st.lists(inner, max_size=2) | st.dictionaries(st.text(max_size=3), inner, max_size=2),
+    max_leaves=4,
+)
+function = st.fixed_dictionaries({}, optional={"name": odd, "arguments": odd}) | odd
+calls = st.lists(st.fixed_dictionaries({"id": st.text(max_size=3)}, optional={"function": function}) | odd, max_size=3)
+parts = st.lists(st.fixed_dictionaries({"type": st.just("text"), "text": st.text(max_size=5)}), max_size=2)
+usage = st.fixed_dictionaries({"usage": st.dictionaries(st.sampled_from(["prompt_tokens", "completion_tokens"]), odd)})
+names = odd | st.sampled_from(["run", "phase/x", "memory/open"])
+payloads = st.one_of(
+    st.tuples(
+        st.just("message"),
+        st.fixed_dictionaries({}, optional={"role": odd, "name": odd, "content": odd | parts, "tool_calls": calls}),
+    ),
+    st.tuples(
+        st.sampled_from(["anchor", "event"]),
+        st.fixed_dictionaries({}, optional={"name": names, "state": odd, "data": odd | usage}),
+    ),
+    st.tuples(st.just("tool_call"), st.fixed_dictionaries({}, optional={"calls": calls, "content": odd})),
+    st.tuples(
+        st.sampled_from(["tool_result", "system", "error", "custom"]),
+        st.fixed_dictionaries({}, optional={"results": st.lists(odd, max_size=2) | odd, "content": odd, "kind": odd}),
+    ),
+)
+
+
+@settings(max_examples=80, deadline=None)
+@given(rows=st.lists(payloads, max_size=8))
+def test_every_row_says_what_its_entry_says_whatever_the_payload(
+    tmp_path_factory: pytest.TempPathFactory, rows: list[tuple[str, dict[str, Any]]]
+) -> None:
+    tape = open_tape("t", store=FileTapeStore(tmp_path_factory.mktemp("frames")))
+    stored = tape.extend([TapeEntry(0, kind, payload) for kind, payload in rows])
+    frame = tape.to_frame()  # through the decoded lines of the file
+    pd.testing.assert_frame_equal(frame, entries_to_frame(stored), check_dtype=False, check_categorical=False)
+    phase = None
+    for entry, row in zip(stored, frame.to_dict("records"), strict=True):
+        name = entry.payload.get("name")
+        if entry.kind == "anchor" and isinstance(name, str) and not name.startswith("memory/"):
+            phase = name
+        got = {key: (None if value is pd.NA or (isinstance(value, float) and pd.isna(value)) else value)
+               for key, value in row.items() if key != "date"}  # fmt: skip
+        assert got == expected_row(entry, phase)

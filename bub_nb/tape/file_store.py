@@ -245,7 +245,8 @@ class TapeFile:
                 remaining -= len(chunk)
                 chunk_size = min(chunk_size * 4, READ_CHUNK)
                 lines, carry = complete_lines(carry + chunk)
-                records = [r for r in decode_records(lines) if r is not None and r["id"] >= start]
+                decoded = decode_records(lines)
+                records = [r for r in decoded if r is not None and r["id"] >= start]
                 if stop is not None:
                     cut = next((i for i, r in enumerate(records) if r["id"] >= stop), None)
                     if cut is not None:

@@ -35,6 +35,21 @@ def _function(call: dict[str, Any]) -> dict[str, Any]:
     return function if isinstance(function, dict) else {}
 
 
+def tool_call_text(payload: dict[str, Any]) -> tuple[str, list[str]]:
+    """A ``tool_call`` payload's text (its content, then ``name(arguments)`` per call) and its tool names."""
+    calls = payload.get("calls")
+    names: list[str] = []
+    parts = [_content_text(payload.get("content"))]
+    if isinstance(calls, list):
+        for call in calls:
+            if isinstance(call, dict):
+                function = _function(call)
+                name = function.get("name", "")
+                names.append(str(name))
+                parts.append(f"{name}({function.get('arguments', '')})")
+    return "\n".join([part for part in parts if part]), names
+
+
 def call_names(entry: TapeEntry) -> list[str]:
     """The tool names of a ``tool_call`` entry, or of an assistant message's ``tool_calls``."""
     return payload_call_names(entry.kind, entry.payload)
@@ -61,15 +76,12 @@ def payload_text(kind: str, payload: dict[str, Any]) -> str:
             data = payload.get("data")
             return f"{payload.get('name', '')}" + (f" {_json(data)}" if data is not None else "")
         case "tool_call":
-            calls = payload.get("calls")
-            functions = [_function(c) for c in calls if isinstance(c, dict)] if isinstance(calls, list) else []
-            parts = [f"{f.get('name', '')}({f.get('arguments', '')})" for f in functions]
-            return "\n".join(filter(None, [_content_text(payload.get("content")), *parts]))
+            return tool_call_text(payload)[0]
         case "tool_result":
             results = payload.get("results")
             if not isinstance(results, list):
                 return ""
-            return "\n".join(r if isinstance(r, str) else _json(r) for r in results)
+            return "\n".join([r if isinstance(r, str) else _json(r) for r in results])
         case "error":
             return f"{payload.get('kind', 'error')}: {payload.get('message', '')}"
     return _json(payload)
