@@ -245,14 +245,16 @@ class TapeFile:
                 remaining -= len(chunk)
                 chunk_size = min(chunk_size * 4, READ_CHUNK)
                 lines, carry = complete_lines(carry + chunk)
-                decoded = decode_records(lines)
-                records = [r for r in decoded if r is not None and r["id"] >= start]
-                if stop is not None:
-                    cut = next((i for i, r in enumerate(records) if r["id"] >= stop), None)
-                    if cut is not None:
-                        out.extend(records[:cut])
+                if stop is None:  # to the end: decode in bulk
+                    out.extend([r for r in decode_records(lines) if r is not None and r["id"] >= start])
+                    continue
+                for line in lines:  # a range: decode no further than its end
+                    record = decode_record(line)
+                    if record is None or record["id"] < start:
+                        continue
+                    if record["id"] >= stop:
                         return out
-                out.extend(records)
+                    out.append(record)
         return out
 
     def read(self, start: int = 1, stop: int | None = None) -> list[TapeEntry]:

@@ -12,6 +12,7 @@ from typing import Any
 import orjson
 
 Record = dict[str, Any]
+_BULK_OBJECTS = 5_000
 
 
 def record_date(data: Record) -> str:
@@ -113,14 +114,16 @@ def gc_paused() -> Iterator[None]:
     Decoding only builds acyclic dicts and lists, but the collector walks every new object as
     they pile up, which more than doubles the time of a large read. On the way out the new
     objects join the oldest generation directly (``freeze`` then ``unfreeze``), as the long-lived
-    data they are, instead of being walked all at once by the next young collection.
+    data they are, instead of being walked all at once by the next young collection. (Only
+    after a bulk read: a small one leaves the collector's generations as they were.)
     """
     enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
-        gc.freeze()
-        gc.unfreeze()
+        if gc.get_count()[0] > _BULK_OBJECTS:
+            gc.freeze()
+            gc.unfreeze()
         if enabled:
             gc.enable()
