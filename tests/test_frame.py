@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +13,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tape_fixtures import STORE_KINDS, bub_append, make_store
 
-import bub_nb
 from bub_nb.errors import AnchorNotFoundError
 from bub_nb.tape import FileTapeStore, Tape, TapeEntry, open_tape, read_tapes
 from bub_nb.tape.frame import entries_to_frame
@@ -121,8 +122,19 @@ def test_the_accessor_slices_between_anchors(tape: Tape) -> None:
         frame.tape.after("phase/none")
 
 
+def test_importing_the_package_is_enough_for_to_messages() -> None:
+    program = (
+        "import bub_nb\n"
+        "tape = bub_nb.open_tape('t', store=bub_nb.MemoryTapeStore())\n"
+        "tape.append_message({'role': 'user', 'content': 'hi'})\n"
+        "print(tape.to_frame().tape.to_messages())\n"
+    )
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == str([{"role": "user", "content": "hi"}])
+
+
 def test_the_accessor_turns_rows_back_into_messages(tape: Tape) -> None:
-    assert bub_nb.__name__ == "bub_nb"  # importing the package registers the context layer
     rows = tape.to_frame().tape.between("session/start", "phase/impl")
     messages = rows.tape.to_messages()
     assert messages == [
