@@ -45,6 +45,11 @@ def test_bootstrap_leaves_a_tape_with_an_anchor_alone(tape: Tape) -> None:
     assert tape.ensure_bootstrap_anchor() == []
 
 
+def test_bootstrap_still_starts_a_phase_after_a_memory_save(tape: Tape) -> None:
+    tape.append(TapeEntry.anchor("memory/open", {"version": 1}))
+    assert [e.payload.get("name") for e in tape.ensure_bootstrap_anchor()] == ["session/start", "handoff"]
+
+
 def test_every_append_returns_the_stored_entry(tape: Tape) -> None:
     call = {"id": "c1", "type": "function", "function": {"name": "add", "arguments": '{"a": 1}'}}
     written = [
@@ -204,10 +209,11 @@ def test_query_rejects_what_it_cannot_use(tape: Tape) -> None:
 def test_info_reports_the_tape_at_a_glance(tape: Tape) -> None:
     build_phases(tape)
     tape.append_event("run", {"status": "ok", "usage": {"prompt_tokens": 120, "completion_tokens": 7}})
+    tape.append_event("run", "a run event some other writer shaped its own way")
     info = tape.info()
     assert isinstance(info, TapeInfo)
-    assert (info.name, info.entries, info.anchors, info.last_anchor) == ("t", 16, 5, "phase/one")
-    assert info.entries_since_last_anchor == 5
+    assert (info.name, info.entries, info.anchors, info.last_anchor) == ("t", 17, 5, "phase/one")
+    assert info.entries_since_last_anchor == 6
     assert info.last_usage == {"prompt_tokens": 120, "completion_tokens": 7}
     assert info.bad_lines == 0 and "phase/one" in str(info)
 

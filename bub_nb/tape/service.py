@@ -229,7 +229,8 @@ class Tape:
             if count >= _USAGE_LOOKBACK:
                 break
             if entry.kind == "event" and entry.payload.get("name") == "run":
-                usage = (entry.payload.get("data") or {}).get("usage")
+                data = entry.payload.get("data")
+                usage = data.get("usage") if isinstance(data, dict) else None
                 if isinstance(usage, dict) and usage:
                     return usage
         return None
