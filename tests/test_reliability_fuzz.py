@@ -244,7 +244,6 @@ def test_a_tape_reset_keeps_the_old_bytes_in_its_archive(ws: Workspace) -> None:
     assert [e.name for e in ws.magics.session.tape.read()] == ["session/start", "handoff"]
 
 
-@pytest.mark.xfail(strict=True, reason="%tape export lets OSError escape: a full traceback instead of a UsageError")
 @pytest.mark.parametrize("target", ["missing/out.md", "missing/out.jsonl", "."])
 def test_an_export_to_a_path_that_cannot_be_written_is_a_usage_error(ws: Workspace, target: str) -> None:
     with pytest.raises(UsageError):
@@ -422,7 +421,6 @@ def test_any_mix_of_lines_reads_as_its_entries_with_the_rest_counted(
     assert os.stat(path).st_size > len(data)
 
 
-@pytest.mark.xfail(strict=True, reason="interpolation lets an exception from the user's own property escape")
 def test_a_placeholder_whose_attribute_raises_is_a_usage_error(ws: Workspace) -> None:
     ws.shell.run_cell("class Fragile:\n    @property\n    def value(self):\n        raise RuntimeError('not ready')")
     ws.shell.user_ns["fragile"] = ws.shell.user_ns["Fragile"]()

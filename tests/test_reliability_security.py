@@ -125,11 +125,6 @@ def test_no_api_key_reaches_any_file_under_bub_home_or_any_export(session: Sessi
     assert len(errors) == 2 and BUB_KEY not in errors[0]  # the model's own key is scrubbed from what is shown
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="OpenAIModel scrubs only its own key from error text; another known key an endpoint echoes is shown, "
-    "and so saved in the notebook's outputs",
-)
 def test_an_error_line_never_shows_any_known_key(session: Session) -> None:
     session.server.fail(400, f"Bad request for key {OPENAI_KEY} (and sk-unknown-0123456789abcdef)")
     result = session.cell("%%bub\nHello")
@@ -147,9 +142,6 @@ def test_a_key_only_the_environment_knows_is_redacted_too(tmp_path: Path, monkey
     assert PLAIN_KEY not in str(tape.read())
 
 
-@pytest.mark.xfail(
-    strict=True, reason="exports copy entries verbatim: a key a foreign writer put on the tape is exported"
-)
 @pytest.mark.parametrize("form", ["md", "jsonl"])
 def test_an_export_carries_no_key_even_from_a_foreign_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, form: str

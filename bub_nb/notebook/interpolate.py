@@ -30,6 +30,8 @@ def _resolve(field: str, namespace: Mapping[str, Any]) -> Any:
                 value = getattr(value, attr)
             except AttributeError:
                 raise InterpolationError(f"{{{field}}}: {type(value).__name__} has no attribute {attr!r}") from None
+            except Exception as exc:  # the user's own property failed; say so in one line
+                raise InterpolationError(f"{{{field}}}: reading {attr!r} raised {type(exc).__name__}: {exc}") from None
         else:
             key: Any = step["key"].strip()
             if re.fullmatch(r"-?\d+", key):
@@ -38,8 +40,9 @@ def _resolve(field: str, namespace: Mapping[str, Any]) -> Any:
                 key = key[1:-1]
             try:
                 value = value[key]
-            except (KeyError, IndexError, TypeError) as exc:
-                raise InterpolationError(f"{{{field}}}: cannot take [{step['key']}] ({exc})") from None
+            except Exception as exc:  # a missing key, or the user's own __getitem__ failing
+                problem = f"{type(exc).__name__}: {exc}"
+                raise InterpolationError(f"{{{field}}}: cannot take [{step['key']}] ({problem})") from None
     return value
 
 
@@ -52,13 +55,15 @@ def interpolate(text: str, namespace: Mapping[str, Any]) -> str:
             return token[0]
         value = _resolve(match["field"], namespace)
         conv = match["conv"]
-        if conv == "r":
-            value = repr(value)
-        elif conv == "a":
-            value = ascii(value)
         try:
+            if conv == "r":
+                value = repr(value)
+            elif conv == "a":
+                value = ascii(value)
             return format(value, match["spec"] or "")
         except (TypeError, ValueError) as exc:
             raise InterpolationError(f"{token}: bad format spec ({exc})") from None
+        except Exception as exc:  # the value's own __repr__ or __format__ failed
+            raise InterpolationError(f"{token}: formatting raised {type(exc).__name__}: {exc}") from None
 
     return _PLACEHOLDER.sub(replace, text)

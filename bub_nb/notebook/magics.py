@@ -26,6 +26,7 @@ from bub_nb.notebook.interpolate import interpolate
 from bub_nb.notebook.recording import CellRecorder
 from bub_nb.notebook.session import NotebookSession
 from bub_nb.notebook.tape_commands import TapeCommands
+from bub_nb.tape.redact import redact_text
 
 
 def usage_errors(method: Callable[..., Any]) -> Callable[..., Any]:
@@ -36,11 +37,17 @@ def usage_errors(method: Callable[..., Any]) -> Callable[..., Any]:
         try:
             return method(*args, **kwargs)
         except BubNbError as exc:
-            raise UsageError(str(exc)) from None
+            raise UsageError(_one_line(exc)) from None
         except (orjson.JSONDecodeError, ValueError) as exc:
-            raise UsageError(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
+            raise UsageError(_one_line(exc)) from None
 
     return wrapper
+
+
+def _one_line(exc: BaseException) -> str:
+    """The first line of an error, with any API key an endpoint echoed scrubbed out (outputs are saved)."""
+    text = str(exc).strip()
+    return redact_text(text.splitlines()[0] if text else type(exc).__name__)
 
 
 def parse_line(magic: Callable[..., Any], line: str) -> Any:
@@ -157,7 +164,7 @@ class BubMagics(Magics):
         except BubNbError as exc:
             if answer.text:
                 answer.finish(answer.text + "\n\n⚠️ *The answer was cut short; the partial text is on the tape.*")
-            raise UsageError(str(exc)) from None
+            raise UsageError(_one_line(exc)) from None
         anchor = turn.view.anchor.name if turn.view is not None and turn.view.anchor is not None else None
         metadata = {"bub_nb": {"tape": agent.tape.name, "entry_ids": turn.entry_ids, "anchor": anchor}}
         answer.finish(turn.text, footer=self._footer(turn, anchor), metadata=metadata)

@@ -97,15 +97,18 @@ class TapeCommands:
         path = Path(parts[0]).expanduser()
         fmt = fmt or ("jsonl" if path.suffix == ".jsonl" else "md")
         tape = self._session.tape
-        if fmt == "jsonl":
-            from bub_nb.tape.report import write_jsonl
+        try:
+            if fmt == "jsonl":
+                from bub_nb.tape.report import write_jsonl
 
-            count = write_jsonl(tape, path)
-        else:
-            from bub_nb.tape.report import transcript_markdown
+                count = write_jsonl(tape, path)
+            else:
+                from bub_nb.tape.report import transcript_markdown
 
-            path.write_text(transcript_markdown(tape), encoding="utf-8")
-            count = len(tape)
+                path.write_text(transcript_markdown(tape), encoding="utf-8")
+                count = len(tape)
+        except OSError as exc:
+            raise UsageError(f"Cannot write the export to {str(path)!r}: {exc.strerror or exc}") from None
         display(Markdown(f"📤 Exported {count} entries of `{tape.name}` to `{path}` ({fmt})."))
 
     def _use(self, words: list[str]) -> None:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import orjson
 
 from bub_nb.tape.entries import TapeEntry, is_phase_anchor
+from bub_nb.tape.redact import redact, redact_text
 from bub_nb.tape.text import entry_text
 
 if TYPE_CHECKING:
@@ -67,7 +68,8 @@ def transcript_markdown(tape: Tape, *, title: str | None = None) -> str:
         block = _entry_markdown(entry)
         if block is not None:
             lines += [block, ""]
-    return "\n".join(lines).rstrip() + "\n"
+    # A line another writer put on the tape may hold a key bub_nb never saw; an export must not carry it.
+    return redact_text("\n".join(lines).rstrip() + "\n")
 
 
 def anchors_frame(tape: Tape) -> pd.DataFrame:
@@ -99,6 +101,7 @@ def write_jsonl(tape: Tape, path: str | Path) -> int:
     count = 0
     with open(path, "wb") as handle:
         for entry in tape.read():
-            handle.write(entry.to_line())
+            clean = TapeEntry(entry.id, entry.kind, redact(entry.payload), redact(entry.meta), entry.date)
+            handle.write(clean.to_line())
             count += 1
     return count
