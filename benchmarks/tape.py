@@ -197,7 +197,7 @@ def size_rows(size: int, fresh_runs: int) -> list[list[Any]]:
         )
     import pandas as pd
 
-    ours, pandas_time = best_of_pairs(tape.to_frame, lambda: pd.read_json(path, lines=True), runs=2 if big else 3)
+    ours, pandas_time = best_of_pairs(tape.to_frame, lambda: pd.read_json(path, lines=True), runs=2 if big else 7)
     rows.append(
         [f"{label}: to_frame() vs pandas.read_json", ms(ours), ms(pandas_time), f"{ours / pandas_time:.2f}x", "<= 1.0x"]
     )

@@ -50,14 +50,18 @@ def records_to_frame(records: Sequence[Record]) -> pd.DataFrame:
 
 def _token_counts(usages: dict[int, Any], key: str, count: int) -> pd.api.extensions.ExtensionArray:
     """One nullable integer per row: the count a ``run`` event reports, else missing."""
-    values = np.zeros(count, dtype="int64")
-    missing = np.ones(count, dtype=bool)
+    rows, counts = [], []
     for row, usage in usages.items():
         value = usage.get(key)
         if isinstance(value, float) and value.is_integer():
             value = int(value)
         if type(value) is int and -(2**63) <= value < 2**63:  # anything else is not a count
-            values[row], missing[row] = value, False
+            rows.append(row)
+            counts.append(value)
+    values = np.zeros(count, dtype="int64")
+    missing = np.ones(count, dtype=bool)
+    values[rows] = counts
+    missing[rows] = False
     return pd.arrays.IntegerArray(values, missing)
 
 
@@ -65,20 +69,18 @@ Row = tuple[str | None, str | None, str, list[str]]  # role, own name, content, 
 _FIXED_ROLES = {"system": "system", "tool_call": "assistant", "anchor": "assistant", "tool_result": "tool"}
 
 
-def _text(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
-
-
 def _message_row(kind: str, payload: dict[str, Any]) -> Row:
-    content = payload.get("content")
+    role, name, content = payload.get("role"), payload.get("name"), payload.get("content")
+    role = role if isinstance(role, str) else None
+    name = name if isinstance(name, str) else None
     if "tool_calls" not in payload and isinstance(content, str):  # a plain chat message, most rows
-        return _text(payload.get("role")), _text(payload.get("name")), content, []
-    calls = payload_call_names(kind, payload)
-    return _text(payload.get("role")), _text(payload.get("name")), payload_text(kind, payload), calls
+        return role, name, content, []
+    return role, name, payload_text(kind, payload), payload_call_names(kind, payload)
 
 
 def _named_row(kind: str, payload: dict[str, Any]) -> Row:
-    return _FIXED_ROLES.get(kind), _text(payload.get("name")), payload_text(kind, payload), []
+    name = payload.get("name")
+    return _FIXED_ROLES.get(kind), name if isinstance(name, str) else None, payload_text(kind, payload), []
 
 
 def _tool_call_row(kind: str, payload: dict[str, Any]) -> Row:
