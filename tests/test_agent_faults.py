@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from bub_nb.agent import Agent, OpenAIModel
+from bub_nb.agent.eventloop import run_sync
 from bub_nb.errors import ContextLengthError, ModelError
 from bub_nb.tape import FileTapeStore, Tape
 from bub_nb.testing import OpenAICompatibleServer
@@ -22,8 +24,21 @@ def tape(tmp_path: Path) -> Tape:
     return Tape("notebook", FileTapeStore(tmp_path / "tapes"))
 
 
-def endpoint(server: OpenAICompatibleServer, *, timeout: float = 2.0, max_retries: int = 0) -> OpenAIModel:
-    return OpenAIModel("test-model", base_url=server.base_url, api_key="test", timeout=timeout, max_retries=max_retries)
+@pytest.fixture
+def endpoint(openai_server: OpenAICompatibleServer) -> Iterator[Callable[..., OpenAIModel]]:
+    """Models on the test endpoint; closed after the test, as sync turns share a loop that outlives it."""
+    made: list[OpenAIModel] = []
+
+    def make(*, timeout: float = 2.0, max_retries: int = 0) -> OpenAIModel:
+        model = OpenAIModel(
+            "test-model", base_url=openai_server.base_url, api_key="test", timeout=timeout, max_retries=max_retries
+        )
+        made.append(model)
+        return model
+
+    yield make
+    for model in made:
+        run_sync(model.aclose())
 
 
 def kinds(entries: Any) -> list[str]:
@@ -51,10 +66,10 @@ def assert_failed_turn_on_tape(tape: Tape, prompt: str, kind: str, *, partial: s
 
 @pytest.mark.parametrize("status", [500, 429])
 def test_the_client_retries_server_errors_and_rate_limits(
-    openai_server: OpenAICompatibleServer, tape: Tape, status: int
+    openai_server: OpenAICompatibleServer, tape: Tape, endpoint: Callable[..., OpenAIModel], status: int
 ) -> None:
     openai_server.fail(status).fail(status).reply("Third time lucky.")
-    turn = Agent(tape, endpoint(openai_server, max_retries=2)).run("Hello")
+    turn = Agent(tape, endpoint(max_retries=2)).run("Hello")
 
     assert turn.status == "ok" and turn.text == "Third time lucky."
     assert len(openai_server.requests) == 3
@@ -63,19 +78,21 @@ def test_the_client_retries_server_errors_and_rate_limits(
 
 @pytest.mark.parametrize("status", [500, 429])
 def test_when_retries_run_out_the_turn_ends_with_an_error_on_the_tape(
-    openai_server: OpenAICompatibleServer, tape: Tape, status: int
+    openai_server: OpenAICompatibleServer, tape: Tape, endpoint: Callable[..., OpenAIModel], status: int
 ) -> None:
     openai_server.fail(status).fail(status)
     with pytest.raises(ModelError, match=f"answered {status}") as caught:
-        Agent(tape, endpoint(openai_server, max_retries=1)).run("Hello")
+        Agent(tape, endpoint(max_retries=1)).run("Hello")
 
     assert len(openai_server.requests) == 2
     assert_failed_turn_on_tape(tape, "Hello", "model_error")
     assert caught.value.turn.status == "error"  # type: ignore[attr-defined]
 
 
-def test_no_lost_prompts_a_500_loses_no_prompt(openai_server: OpenAICompatibleServer, tape: Tape) -> None:
-    agent = Agent(tape, endpoint(openai_server))
+def test_no_lost_prompts_a_500_loses_no_prompt(
+    openai_server: OpenAICompatibleServer, tape: Tape, endpoint: Callable[..., OpenAIModel]
+) -> None:
+    agent = Agent(tape, endpoint())
     openai_server.fail(500)
     with pytest.raises(ModelError):
         agent.run("Summarise chapter 3")
@@ -87,23 +104,25 @@ def test_no_lost_prompts_a_500_loses_no_prompt(openai_server: OpenAICompatibleSe
     assert users == ["Summarise chapter 3", "Did you get my question?"]
 
 
-def test_a_timeout_ends_the_turn_with_an_error(openai_server: OpenAICompatibleServer, tape: Tape) -> None:
+def test_a_timeout_ends_the_turn_with_an_error(
+    openai_server: OpenAICompatibleServer, tape: Tape, endpoint: Callable[..., OpenAIModel]
+) -> None:
     openai_server.delay(2.0)
     started = time.perf_counter()
     with pytest.raises(ModelError, match="timed out"):
-        Agent(tape, endpoint(openai_server, timeout=0.2)).run("Are you there?")
+        Agent(tape, endpoint(timeout=0.2)).run("Are you there?")
 
     assert time.perf_counter() - started < 1.5
     assert_failed_turn_on_tape(tape, "Are you there?", "model_error")
 
 
 def test_a_connection_dropped_mid_stream_keeps_the_partial_answer(
-    openai_server: OpenAICompatibleServer, tape: Tape
+    openai_server: OpenAICompatibleServer, tape: Tape, endpoint: Callable[..., OpenAIModel]
 ) -> None:
     openai_server.drop_after(3, "one two three four five")
     seen: list[str] = []
     with pytest.raises(ModelError, match="dropped mid-stream"):
-        Agent(tape, endpoint(openai_server)).run("Count", on_delta=seen.append)
+        Agent(tape, endpoint()).run("Count", on_delta=seen.append)
 
     assert seen == ["one ", "two ", "three "]
     assert_failed_turn_on_tape(tape, "Count", "model_error", partial="one two three ")
@@ -113,9 +132,9 @@ def test_a_connection_dropped_mid_stream_keeps_the_partial_answer(
 
 
 def test_overflow_recovery_a_context_overflow_from_the_server_produces_the_auto_handoff_anchor_and_a_successful_retry(
-    openai_server: OpenAICompatibleServer, tape: Tape
+    openai_server: OpenAICompatibleServer, tape: Tape, endpoint: Callable[..., OpenAIModel]
 ) -> None:
-    agent = Agent(tape, endpoint(openai_server))
+    agent = Agent(tape, endpoint())
     for number in range(6):
         agent.run(f"Part {number}: " + "a long paragraph about tapes " * 60)
     openai_server.context_window = 1500  # the history no longer fits; one prompt after an anchor does
@@ -139,11 +158,11 @@ def test_overflow_recovery_a_context_overflow_from_the_server_produces_the_auto_
 
 
 def test_a_second_overflow_in_the_same_turn_is_an_error_with_everything_on_the_tape(
-    openai_server: OpenAICompatibleServer, tape: Tape
+    openai_server: OpenAICompatibleServer, tape: Tape, endpoint: Callable[..., OpenAIModel]
 ) -> None:
     openai_server.fail_context_length(limit=100).fail_context_length(limit=100)
     with pytest.raises(ContextLengthError, match="maximum context length is 100 tokens") as caught:
-        Agent(tape, endpoint(openai_server)).run("Too much")
+        Agent(tape, endpoint()).run("Too much")
 
     turn = caught.value.turn  # type: ignore[attr-defined]
     assert turn.status == "error" and len(openai_server.requests) == 2
@@ -167,10 +186,10 @@ def assert_interrupted(tape: Tape, partial: str) -> None:
 
 
 def test_a_keyboard_interrupt_from_on_delta_keeps_the_partial_answer(
-    openai_server: OpenAICompatibleServer, tape: Tape
+    openai_server: OpenAICompatibleServer, tape: Tape, endpoint: Callable[..., OpenAIModel]
 ) -> None:
     openai_server.reply(LONG_STORY, chunk_delay=0.01)
-    agent = Agent(tape, endpoint(openai_server))
+    agent = Agent(tape, endpoint())
     seen: list[str] = []
 
     def display(delta: str) -> None:
@@ -189,11 +208,11 @@ def test_a_keyboard_interrupt_from_on_delta_keeps_the_partial_answer(
 
 
 def test_abort_during_a_stream_returns_the_interrupted_turn_and_writes_nothing_after(
-    openai_server: OpenAICompatibleServer, tape: Tape
+    openai_server: OpenAICompatibleServer, tape: Tape, endpoint: Callable[..., OpenAIModel]
 ) -> None:
     async def scenario() -> None:
         openai_server.reply(LONG_STORY, chunk_delay=0.02)
-        agent = Agent(tape, endpoint(openai_server))
+        agent = Agent(tape, endpoint())
         seen: list[str] = []
         task = asyncio.create_task(agent.arun("Tell me a story", on_delta=seen.append))
         while len(seen) < 3:
@@ -210,10 +229,12 @@ def test_abort_during_a_stream_returns_the_interrupted_turn_and_writes_nothing_a
     asyncio.run(scenario())
 
 
-def test_abort_while_waiting_for_the_model_stops_the_wait(openai_server: OpenAICompatibleServer, tape: Tape) -> None:
+def test_abort_while_waiting_for_the_model_stops_the_wait(
+    openai_server: OpenAICompatibleServer, tape: Tape, endpoint: Callable[..., OpenAIModel]
+) -> None:
     async def scenario() -> None:
         openai_server.delay(1.5, "too late")
-        agent = Agent(tape, endpoint(openai_server))
+        agent = Agent(tape, endpoint())
         task = asyncio.create_task(agent.arun("Think hard"))
         await asyncio.sleep(0.2)
         started = time.perf_counter()
@@ -227,10 +248,12 @@ def test_abort_while_waiting_for_the_model_stops_the_wait(openai_server: OpenAIC
     asyncio.run(scenario())
 
 
-def test_cancelling_an_arun_task_records_the_interrupt(openai_server: OpenAICompatibleServer, tape: Tape) -> None:
+def test_cancelling_an_arun_task_records_the_interrupt(
+    openai_server: OpenAICompatibleServer, tape: Tape, endpoint: Callable[..., OpenAIModel]
+) -> None:
     async def scenario() -> None:
         openai_server.reply(LONG_STORY, chunk_delay=0.02)
-        agent = Agent(tape, endpoint(openai_server))
+        agent = Agent(tape, endpoint())
         seen: list[str] = []
         task = asyncio.create_task(agent.arun("Tell me a story", on_delta=seen.append))
         while len(seen) < 2:
@@ -246,9 +269,11 @@ def test_cancelling_an_arun_task_records_the_interrupt(openai_server: OpenAIComp
     asyncio.run(scenario())
 
 
-def test_leaving_a_sync_stream_early_keeps_what_was_read(openai_server: OpenAICompatibleServer, tape: Tape) -> None:
+def test_leaving_a_sync_stream_early_keeps_what_was_read(
+    openai_server: OpenAICompatibleServer, tape: Tape, endpoint: Callable[..., OpenAIModel]
+) -> None:
     openai_server.reply(LONG_STORY)
-    agent = Agent(tape, endpoint(openai_server))
+    agent = Agent(tape, endpoint())
     read = []
     for delta in agent.stream("Tell me a story"):
         read.append(delta)
@@ -283,10 +308,12 @@ def test_a_tool_that_aborts_the_turn_stops_the_calls_after_it(tape: Tape) -> Non
     assert tape.read()[-1] == turn.entries[-1]
 
 
-def test_starting_a_turn_while_one_runs_interrupts_the_first(openai_server: OpenAICompatibleServer, tape: Tape) -> None:
+def test_starting_a_turn_while_one_runs_interrupts_the_first(
+    openai_server: OpenAICompatibleServer, tape: Tape, endpoint: Callable[..., OpenAIModel]
+) -> None:
     async def scenario() -> None:
         openai_server.delay(1.0, "slow answer")
-        agent = Agent(tape, endpoint(openai_server))
+        agent = Agent(tape, endpoint())
         first = asyncio.create_task(agent.arun("First"))
         await asyncio.sleep(0.1)
         openai_server.reply("Second answer.")

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from bub_nb.agent import Agent, BuiltinPlugin, OpenAIModel, TurnPipeline, hookimpl, resolve_model
+from bub_nb.agent.eventloop import run_sync
 from bub_nb.context import LAST_ANCHOR, View, build_view
 from bub_nb.errors import ModelError
 from bub_nb.tape import FileTapeStore, MemoryTapeStore, Tape, TapeEntry
@@ -58,8 +62,10 @@ def tape(tmp_path: Path) -> Tape:
 
 
 @pytest.fixture
-def model(openai_server: OpenAICompatibleServer) -> OpenAIModel:
-    return OpenAIModel("test-model", base_url=openai_server.base_url, api_key="test", timeout=2, max_retries=0)
+def model(openai_server: OpenAICompatibleServer) -> Iterator[OpenAIModel]:
+    model = OpenAIModel("test-model", base_url=openai_server.base_url, api_key="test", timeout=2, max_retries=0)
+    yield model
+    run_sync(model.aclose())  # sync turns share a loop that outlives the test; close its connections now
 
 
 @pytest.fixture
@@ -264,13 +270,14 @@ def test_comma_commands_never_reach_the_model_and_are_logged(
 
 
 def test_the_api_key_is_never_written_to_the_tape(
-    openai_server: OpenAICompatibleServer, tape: Tape, monkeypatch: pytest.MonkeyPatch
+    openai_server: OpenAICompatibleServer, tape: Tape, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
 ) -> None:
     key = "sk-proj-" + "Zq7" * 12
     monkeypatch.setenv("OPENAI_API_KEY", key)
     monkeypatch.setenv("BUB_API_BASE", openai_server.base_url)
     model = resolve_model("openai:test-model", timeout=2, max_retries=0)
     agent = Agent(tape, model)
+    request.addfinalizer(lambda: run_sync(model.aclose()))  # type: ignore[attr-defined]
     openai_server.reply_tool_calls([{"name": "memory_save", "arguments": {"content": f"my key is {key}"}}])
     openai_server.reply(f"Noted your key {key}.")
     agent.run(f"Remember my key {key}")
@@ -332,3 +339,42 @@ def test_entries_a_tool_writes_are_part_of_the_turn(tape: Tape) -> None:
     turn = Agent(tape, model, tools=[note]).run("Note hi")
     assert kinds(turn.entries) == ["system", "message", "event", "tool_call", "tool_result", "message", "event"]
     assert turn.entries == tuple(tape.read(turn.entries[0].id))
+
+
+def test_memory_saved_through_another_handle_on_the_tape_reaches_the_next_system_prompt(
+    tmp_path: Path, openai_server: OpenAICompatibleServer, tape: Tape, model: OpenAIModel
+) -> None:
+    agent = Agent(tape, model)
+    agent.run("Hello")
+    assert "<memory>" not in openai_server.last_request["messages"][0]["content"]
+
+    other = Tape(tape.name, FileTapeStore(tmp_path / "tapes"))  # another kernel on the same file, say
+    other.memory.save_long_term("The user writes SQL for DuckDB.")
+    agent.run("Hello again")
+    assert "The user writes SQL for DuckDB." in openai_server.last_request["messages"][0]["content"]
+
+
+def test_run_works_inside_a_running_event_loop_as_in_jupyter(
+    openai_server: OpenAICompatibleServer, tmp_path: Path
+) -> None:
+    # A fresh interpreter: running inside a loop applies nest_asyncio, which changes every loop after it.
+    script = f"""
+import asyncio
+from bub_nb.agent import Agent, OpenAIModel
+from bub_nb.tape import FileTapeStore, Tape
+
+model = OpenAIModel("test-model", base_url={openai_server.base_url!r}, api_key="test", timeout=2, max_retries=0)
+agent = Agent(Tape("notebook", FileTapeStore({str(tmp_path)!r})), model)
+
+async def cell():
+    return agent.run("Hi").text  # a notebook cell calls the sync API while the kernel's loop runs
+
+print(asyncio.run(cell()))
+print("".join(agent.stream("Again")))
+"""
+    openai_server.reply("From inside the loop.").reply("And outside it.")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["From inside the loop.", "And outside it."]
+    assert done.stderr == ""

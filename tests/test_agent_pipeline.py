@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from bub_nb.agent import Agent, BuiltinPlugin, Envelope, OpenAIModel, StreamEvent, TurnPipeline, hookimpl
+from bub_nb.agent.eventloop import run_sync
 from bub_nb.context import Selection, window
 from bub_nb.tape import FileTapeStore, Tape
 from bub_nb.testing import OpenAICompatibleServer
@@ -20,8 +22,10 @@ def tape(tmp_path: Path) -> Tape:
 
 
 @pytest.fixture
-def model(openai_server: OpenAICompatibleServer) -> OpenAIModel:
-    return OpenAIModel("test-model", base_url=openai_server.base_url, api_key="test", timeout=2, max_retries=0)
+def model(openai_server: OpenAICompatibleServer) -> Iterator[OpenAIModel]:
+    model = OpenAIModel("test-model", base_url=openai_server.base_url, api_key="test", timeout=2, max_retries=0)
+    yield model
+    run_sync(model.aclose())  # sync turns share a loop that outlives the test; close its connections now
 
 
 @pytest.fixture
@@ -112,6 +116,7 @@ def test_process_inbound_without_an_agent_runs_the_configured_model_on_the_given
     monkeypatch.setenv("BUB_API_BASE", openai_server.base_url)
     openai_server.reply("Made my own agent.")
     result = pipeline.process_inbound_sync(Envelope("notebook", "nb", "Hi", meta={"tape": tape}))
+    run_sync(result.state["agent"].model.aclose())
 
     assert result.model_output == "Made my own agent."
     assert result.state["agent"].tape is tape and result.state["turn"].model == "openai:test-model"

@@ -3,28 +3,32 @@
 from __future__ import annotations
 
 import asyncio
-import atexit
 import contextlib
 import json
-import threading
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Iterator
+import weakref
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from bub_nb.agent.eventloop import run_sync
 from bub_nb.agent.models import Completion, Model, TextDelta, resolve_model
 from bub_nb.agent.tools import Tool, ToolCallError, ToolContext, ToolRegistry
 from bub_nb.agent.turn import Turn, TurnRecorder
 from bub_nb.errors import BubNbError, ContextLengthError, ModelError
-from bub_nb.tape import LAST_ANCHOR
+from bub_nb.tape import LAST_ANCHOR, AnchorRef, is_phase_anchor
 
 if TYPE_CHECKING:
     from bub_nb.agent.pipeline import TurnPipeline
     from bub_nb.context import View
     from bub_nb.memory import MemorySnapshot
-    from bub_nb.tape import Tape
+    from bub_nb.tape import Tape, TapeStore
 
 T = TypeVar("T")
+# The memory each tape was last seen with: its store, the newest memory anchor then, the snapshot.
+_memory_seen: weakref.WeakKeyDictionary[Tape, tuple[TapeStore, AnchorRef | None, MemorySnapshot]] = (
+    weakref.WeakKeyDictionary()
+)
 DEFAULT_MAX_STEPS = 8
 MAX_AUTO_HANDOFF_RETRIES = 1
 
@@ -109,7 +113,7 @@ class Agent:
     def run(self, prompt: str, *, stream: bool = False, on_delta: Callable[[str], Any] | None = None) -> Turn:
         """Run one turn from synchronous code (also inside Jupyter's running event loop)."""
         try:
-            return _call_sync(self.arun(prompt, stream=stream, on_delta=on_delta))
+            return run_sync(self.arun(prompt, stream=stream, on_delta=on_delta))
         except KeyboardInterrupt:
             self.abort()
             raise
@@ -124,7 +128,7 @@ class Agent:
         try:
             while True:
                 try:
-                    delta = _call_sync(_next(deltas))
+                    delta = run_sync(_next(deltas))
                 except StopAsyncIteration:
                     return
                 yield delta
@@ -132,7 +136,7 @@ class Agent:
             self.abort()
             raise
         finally:
-            _call_sync(_closed(deltas))
+            run_sync(_closed(deltas))
 
     def abort(self) -> Turn | None:
         """Stop the running turn now: it is recorded as interrupted, its partial answer kept.
@@ -161,6 +165,24 @@ class Agent:
 
     # -- the loop ---------------------------------------------------------------------------------
 
+    def _memory(self) -> MemorySnapshot:
+        """The memory zone, ensured (seed 003); read again only once a memory anchor was added.
+
+        Every change to the memory zone appends ``memory/...`` anchors, so while the newest one is
+        the one seen last time, the snapshot read then is still the memory. Seen per tape, because a
+        notebook makes an agent per cell.
+        """
+        store = self.tape.store
+        seen = _memory_seen.get(self.tape)
+        if seen is not None and seen[0] is store and seen[1] == _newest_memory_anchor(store, self.tape.name):
+            return seen[2]
+        zone = self.tape.memory
+        snapshot: MemorySnapshot = zone.read()
+        if snapshot.version == 0:  # no zone yet; ensure() alone would look for one twice
+            snapshot = zone.ensure()
+        _memory_seen[self.tape] = (store, _newest_memory_anchor(store, self.tape.name), snapshot)
+        return snapshot
+
     async def _turn(self, prompt: str, *, stream: bool) -> AsyncGenerator[str, None]:
         from bub_nb.agent.commands import is_command, run_command
 
@@ -175,7 +197,7 @@ class Agent:
             self.last_turn = Turn(result.output, tuple(result.entries), None, "command", "command", "", elapsed_ms)
             yield self.last_turn.text
             return
-        memory = self.tape.memory.ensure()
+        memory = self._memory()
         recorder = TurnRecorder(self.tape, self.model.name, self.meta)
         running = self._running = _Running(recorder, asyncio.current_task())
         try:
@@ -285,6 +307,13 @@ class Agent:
         recorder.tool_step(completion, results, failures)
 
 
+def _newest_memory_anchor(store: TapeStore, tape: str) -> AnchorRef | None:
+    for ref in reversed(store.anchors(tape)):
+        if not is_phase_anchor(ref.name):
+            return ref
+    return None
+
+
 def _result_text(output: Any) -> str:
     """A tool's answer as the text the model reads; on the tape a dict result means an error."""
     if isinstance(output, str):
@@ -338,39 +367,3 @@ def _cancel(running: _Running) -> None:
     else:
         with contextlib.suppress(RuntimeError):  # that loop is already closed
             loop.call_soon_threadsafe(cancel)
-
-
-# -- running turns from synchronous code ---------------------------------------------------------
-
-_threads = threading.local()
-
-
-def _runner() -> asyncio.Runner:
-    """This thread's event loop for synchronous calls, kept so the model's connections are reused."""
-    runner: asyncio.Runner | None = getattr(_threads, "runner", None)
-    if runner is None:
-        runner = _threads.runner = asyncio.Runner(loop_factory=asyncio.new_event_loop)
-        atexit.register(runner.close)
-    return runner
-
-
-def _call_sync(coroutine: Coroutine[Any, Any, T]) -> T:
-    """Run a coroutine to its end from synchronous code, inside a running event loop (Jupyter) or not.
-
-    Outside a loop, Ctrl-C cancels the coroutine (``asyncio.Runner`` does that) so the turn records
-    the interrupt. Inside one, a Ctrl-C that lands between the task's steps must still cancel it,
-    or the turn would go on in the background.
-    """
-    try:
-        loop = asyncio.get_running_loop()
-    except RuntimeError:
-        return _runner().run(coroutine)
-    import nest_asyncio
-
-    nest_asyncio.apply(loop)
-    task = loop.create_task(coroutine)
-    try:
-        return loop.run_until_complete(task)
-    finally:
-        if not task.done():
-            task.cancel()
