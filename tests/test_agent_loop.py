@@ -378,3 +378,15 @@ print("".join(agent.stream("Again")))
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["From inside the loop.", "And outside it."]
     assert done.stderr == ""
+
+
+def test_previewing_the_system_prompt_writes_nothing_and_follows_the_memory_zone(tape: Tape) -> None:
+    agent = Agent(tape, "offline", instructions="Answer briefly.")
+    preview = agent.system_prompt()
+    assert tape.last_id == 0
+    assert preview.startswith("You are Bub") and "Answer briefly." in preview and "<memory>" not in preview
+
+    tape.memory.save_long_term("The user likes tea.")
+    assert "The user likes tea." in agent.system_prompt()
+    turn = agent.run("Hello")
+    assert turn.entries[0].payload["content"] == agent.system_prompt()

@@ -157,16 +157,15 @@ class Agent:
         return self.pipeline.build_tape_context(self.tape, self.context)
 
     def system_prompt(self, prompt: str = "", memory: MemorySnapshot | None = None) -> str:
-        """The system prompt the next turn would send; ``memory`` saves reading the memory zone again."""
+        """The system prompt the next turn would send (writing nothing); ``memory`` saves reading the zone."""
         state = {"tape": self.tape, "agent": self, "instructions": self.instructions, "tools": self.tools}
-        if memory is not None:
-            state["memory"] = memory
+        state["memory"] = memory if memory is not None else self._memory(ensure=False)
         return self.pipeline.system_prompt(prompt, state)
 
     # -- the loop ---------------------------------------------------------------------------------
 
-    def _memory(self) -> MemorySnapshot:
-        """The memory zone, ensured (seed 003); read again only once a memory anchor was added.
+    def _memory(self, *, ensure: bool) -> MemorySnapshot:
+        """The memory zone (with ``ensure``, written first if the tape has none, as seed 003 does).
 
         Every change to the memory zone appends ``memory/...`` anchors, so while the newest one is
         the one seen last time, the snapshot read then is still the memory. Seen per tape, because a
@@ -174,11 +173,16 @@ class Agent:
         """
         store = self.tape.store
         seen = _memory_seen.get(self.tape)
-        if seen is not None and seen[0] is store and seen[1] == _newest_memory_anchor(store, self.tape.name):
+        if (
+            seen is not None
+            and seen[0] is store
+            and (seen[2].version > 0 or not ensure)
+            and seen[1] == _newest_memory_anchor(store, self.tape.name)
+        ):
             return seen[2]
         zone = self.tape.memory
         snapshot: MemorySnapshot = zone.read()
-        if snapshot.version == 0:  # no zone yet; ensure() alone would look for one twice
+        if snapshot.version == 0 and ensure:  # no zone yet; ensure() alone would look for one twice
             snapshot = zone.ensure()
         _memory_seen[self.tape] = (store, _newest_memory_anchor(store, self.tape.name), snapshot)
         return snapshot
@@ -197,7 +201,7 @@ class Agent:
             self.last_turn = Turn(result.output, tuple(result.entries), None, "command", "command", "", elapsed_ms)
             yield self.last_turn.text
             return
-        memory = self._memory()
+        memory = self._memory(ensure=True)
         recorder = TurnRecorder(self.tape, self.model.name, self.meta)
         running = self._running = _Running(recorder, asyncio.current_task())
         try:
