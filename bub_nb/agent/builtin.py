@@ -5,15 +5,18 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
+import weakref
 from collections.abc import AsyncIterator
 from datetime import date
 from typing import TYPE_CHECKING, Any
 
 from bub_nb.agent.hookspecs import StreamEvent, field_of, hookimpl
 from bub_nb.agent.pipeline import TurnPipeline
+from bub_nb.tape import AnchorRef, is_phase_anchor
 
 if TYPE_CHECKING:
     from bub_nb.agent.loop import Agent
+    from bub_nb.memory import MemorySnapshot
     from bub_nb.tape import Tape, TapeStore
 
 logger = logging.getLogger("bub_nb")
@@ -108,7 +111,7 @@ class BuiltinPlugin:
             parts.append(str(state["instructions"]))
         memory = state.get("memory")
         if memory is None and tape is not None:
-            memory = tape.memory.read()
+            memory = memory_of(tape, ensure=False)
         if memory is not None:
             parts.append(memory.get_context())
         return "\n\n".join(part for part in parts if part)
@@ -123,6 +126,43 @@ class BuiltinPlugin:
     @hookimpl
     def on_error(self, stage: str, error: Exception, message: Any) -> None:
         logger.warning("bub_nb %s failed: %s", stage, error)
+
+
+# The memory each tape was last seen with: its store, the newest memory anchor then, the snapshot.
+_memory_seen: weakref.WeakKeyDictionary[Tape, tuple[TapeStore, AnchorRef | None, MemorySnapshot]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def memory_of(tape: Tape, *, ensure: bool) -> MemorySnapshot:
+    """The tape's memory zone for the system prompt; with ``ensure`` written first if there is none (seed 003).
+
+    Every change to the memory zone appends ``memory/...`` anchors, so while the newest one is the one
+    seen last time, the snapshot read then is still the memory: the zone is read once per change, not
+    on every turn (kept per tape, because a notebook makes an agent per cell).
+    """
+    store = tape.store
+    seen = _memory_seen.get(tape)
+    if (
+        seen is not None
+        and seen[0] is store
+        and (seen[2].version > 0 or not ensure)
+        and seen[1] == _newest_memory_anchor(store, tape.name)
+    ):
+        return seen[2]
+    zone = tape.memory
+    snapshot: MemorySnapshot = zone.read()
+    if snapshot.version == 0 and ensure:  # no zone yet; ensure() alone would look for one twice
+        snapshot = zone.ensure()
+    _memory_seen[tape] = (store, _newest_memory_anchor(store, tape.name), snapshot)
+    return snapshot
+
+
+def _newest_memory_anchor(store: TapeStore, tape: str) -> AnchorRef | None:
+    for ref in reversed(store.anchors(tape)):
+        if not is_phase_anchor(ref.name):
+            return ref
+    return None
 
 
 def _prompt_text(prompt: Any) -> str:

@@ -6,41 +6,26 @@ import asyncio
 import contextlib
 import json
 import time
-import weakref
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from bub_nb.agent.builtin import memory_of
 from bub_nb.agent.eventloop import run_sync
 from bub_nb.agent.models import Completion, Model, TextDelta, resolve_model
 from bub_nb.agent.tools import Tool, ToolCallError, ToolContext, ToolRegistry
-from bub_nb.agent.turn import Turn, TurnRecorder
+from bub_nb.agent.turn import RunningTurn, Turn, TurnRecorder
 from bub_nb.errors import BubNbError, ContextLengthError, ModelError
-from bub_nb.tape import LAST_ANCHOR, AnchorRef, is_phase_anchor
+from bub_nb.tape import LAST_ANCHOR
 
 if TYPE_CHECKING:
     from bub_nb.agent.pipeline import TurnPipeline
     from bub_nb.context import View
     from bub_nb.memory import MemorySnapshot
-    from bub_nb.tape import Tape, TapeStore
+    from bub_nb.tape import Tape
 
 T = TypeVar("T")
-# The memory each tape was last seen with: its store, the newest memory anchor then, the snapshot.
-_memory_seen: weakref.WeakKeyDictionary[Tape, tuple[TapeStore, AnchorRef | None, MemorySnapshot]] = (
-    weakref.WeakKeyDictionary()
-)
 DEFAULT_MAX_STEPS = 8
 MAX_AUTO_HANDOFF_RETRIES = 1
-
-
-@dataclass
-class _Running:
-    """The turn an agent is running, and the task currently driving it (so abort() can stop it)."""
-
-    recorder: TurnRecorder
-    task: asyncio.Task[Any] | None
-    aborted: bool = False
-    done: bool = False
 
 
 class Agent:
@@ -86,7 +71,7 @@ class Agent:
             registry.register(item)
         self.tools = registry
         self.last_turn: Turn | None = None
-        self._running: _Running | None = None
+        self._running: RunningTurn | None = None
 
     def __repr__(self) -> str:
         return f"Agent(tape={self.tape.name!r}, model={self.model.name!r}, tools={len(self.tools)})"
@@ -147,9 +132,7 @@ class Agent:
         running, self._running = self._running, None
         if running is None:
             return None
-        running.aborted = True
-        self.last_turn = running.recorder.interrupt()
-        _cancel(running)
+        self.last_turn = running.abort()
         return self.last_turn
 
     def view(self) -> View:
@@ -159,33 +142,10 @@ class Agent:
     def system_prompt(self, prompt: str = "", memory: MemorySnapshot | None = None) -> str:
         """The system prompt the next turn would send (writing nothing); ``memory`` saves reading the zone."""
         state = {"tape": self.tape, "agent": self, "instructions": self.instructions, "tools": self.tools}
-        state["memory"] = memory if memory is not None else self._memory(ensure=False)
+        state["memory"] = memory if memory is not None else memory_of(self.tape, ensure=False)
         return self.pipeline.system_prompt(prompt, state)
 
     # -- the loop ---------------------------------------------------------------------------------
-
-    def _memory(self, *, ensure: bool) -> MemorySnapshot:
-        """The memory zone (with ``ensure``, written first if the tape has none, as seed 003 does).
-
-        Every change to the memory zone appends ``memory/...`` anchors, so while the newest one is
-        the one seen last time, the snapshot read then is still the memory. Seen per tape, because a
-        notebook makes an agent per cell.
-        """
-        store = self.tape.store
-        seen = _memory_seen.get(self.tape)
-        if (
-            seen is not None
-            and seen[0] is store
-            and (seen[2].version > 0 or not ensure)
-            and seen[1] == _newest_memory_anchor(store, self.tape.name)
-        ):
-            return seen[2]
-        zone = self.tape.memory
-        snapshot: MemorySnapshot = zone.read()
-        if snapshot.version == 0 and ensure:  # no zone yet; ensure() alone would look for one twice
-            snapshot = zone.ensure()
-        _memory_seen[self.tape] = (store, _newest_memory_anchor(store, self.tape.name), snapshot)
-        return snapshot
 
     async def _turn(self, prompt: str, *, stream: bool) -> AsyncGenerator[str, None]:
         from bub_nb.agent.commands import is_command, run_command
@@ -201,9 +161,9 @@ class Agent:
             self.last_turn = Turn(result.output, tuple(result.entries), None, "command", "command", "", elapsed_ms)
             yield self.last_turn.text
             return
-        memory = self._memory(ensure=True)
+        memory = memory_of(self.tape, ensure=True)
         recorder = TurnRecorder(self.tape, self.model.name, self.meta)
-        running = self._running = _Running(recorder, asyncio.current_task())
+        running = self._running = RunningTurn(recorder, asyncio.current_task())
         try:
             recorder.start(self.system_prompt(prompt, memory), prompt)
             async with contextlib.aclosing(self._steps(recorder, prompt, stream)) as deltas:
@@ -311,13 +271,6 @@ class Agent:
         recorder.tool_step(completion, results, failures)
 
 
-def _newest_memory_anchor(store: TapeStore, tape: str) -> AnchorRef | None:
-    for ref in reversed(store.anchors(tape)):
-        if not is_phase_anchor(ref.name):
-            return ref
-    return None
-
-
 def _result_text(output: Any) -> str:
     """A tool's answer as the text the model reads; on the tape a dict result means an error."""
     if isinstance(output, str):
@@ -349,25 +302,3 @@ async def _next(deltas: AsyncIterator[str]) -> str:
 
 async def _closed(deltas: AsyncGenerator[str, None]) -> None:
     await deltas.aclose()
-
-
-def _cancel(running: _Running) -> None:
-    """Cancel the task driving an aborted turn, from its own loop's thread, unless it is the caller."""
-    task = running.task
-    if task is None or task.done():
-        return
-
-    def cancel() -> None:
-        if not running.done and task is not asyncio.current_task():
-            task.cancel()
-
-    loop = task.get_loop()
-    try:
-        here = asyncio.get_running_loop()
-    except RuntimeError:
-        here = None
-    if here is loop:
-        cancel()
-    else:
-        with contextlib.suppress(RuntimeError):  # that loop is already closed
-            loop.call_soon_threadsafe(cancel)

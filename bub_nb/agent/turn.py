@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import threading
 import time
 import uuid
@@ -207,3 +209,37 @@ class TurnRecorder:
                 return self.finished
             self.error("interrupted", "The turn was interrupted; the partial answer is kept")
             return self.finish("interrupted", self.partial, error="interrupted", partial=bool(self.partial))
+
+
+@dataclass
+class RunningTurn:
+    """A turn in progress: its recorder and the task driving it, so an abort can stop it from anywhere."""
+
+    recorder: TurnRecorder
+    task: asyncio.Task[Any] | None
+    aborted: bool = False
+    done: bool = False
+
+    def abort(self) -> Turn:
+        """Close the turn as interrupted now, and cancel its task unless the caller is that task."""
+        self.aborted = True
+        turn = self.recorder.interrupt()
+        task = self.task
+        if task is None or task.done():
+            return turn
+
+        def cancel() -> None:
+            if not self.done and task is not asyncio.current_task():
+                task.cancel()
+
+        loop = task.get_loop()
+        try:
+            here: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            here = None
+        if here is loop:
+            cancel()
+        else:
+            with contextlib.suppress(RuntimeError):  # that loop is already closed
+                loop.call_soon_threadsafe(cancel)
+        return turn
