@@ -79,7 +79,7 @@ def test_names_open_under_the_tapes_home(home: Path, tmp_path: Path) -> None:
     assert open_tape("x", home=tmp_path / "other").path == tmp_path / "other" / "tapes" / "x.jsonl"
 
 
-@pytest.mark.parametrize("name", ["a/b", "..", "up..", "a\\b", "", "   ", ".hidden", "nul\x00"])
+@pytest.mark.parametrize("name", ["a/b", "..", "up..", "a\\b", "", "   ", ".hidden", "nul\x00", "n" * 201])
 def test_a_name_that_is_not_plain_is_refused_quoting_it(home: Path, name: str) -> None:
     with pytest.raises(TapeNameError) as caught:
         open_tape(name)

@@ -19,6 +19,7 @@ from tape_fixtures import (
     store_writer_process,
 )
 
+from bub_nb.errors import TapeNameError
 from bub_nb.tape import FileTapeStore, TapeEntry, open_tape
 
 
@@ -217,3 +218,18 @@ def test_a_lone_surrogate_is_stored_as_an_escape_and_reads_back(store: AppendOnl
     assert b"\\udc00" in store.path_for("t").read_bytes()
     assert store.read("t") == [stored] and stored.payload["content"] == "half a pair \udc00 here"
     assert bub_read(store.path_for("t"))[0]["payload"]["content"] == "half a pair \udc00 here"
+
+
+@pytest.mark.parametrize("name", ["../escape", "a/../../escape", "/tmp/escape", "..", ".", "", "a\\b", "x" * 201])
+def test_the_store_refuses_a_name_that_would_leave_its_folder(tmp_path: Path, name: str) -> None:
+    store = FileTapeStore(tmp_path / "tapes")
+    with pytest.raises(TapeNameError) as caught:
+        store.append(name, [message("x")])
+    assert repr(name) in str(caught.value)
+    assert not list(tmp_path.rglob("*.jsonl"))
+
+
+def test_the_store_takes_names_of_files_bub_could_have_made(tmp_path: Path) -> None:
+    store = FileTapeStore(tmp_path)
+    store.append("my..notes", [message("x")])
+    assert store.list_tapes() == ["my..notes"] and (tmp_path / "my..notes.jsonl").exists()

@@ -28,6 +28,7 @@ from bub_nb.errors import TapeError
 from bub_nb.tape.entries import TapeEntry
 from bub_nb.tape.index import READ_CHUNK, TAIL_BYTES, IndexFile, IndexState
 from bub_nb.tape.lines import Record, anchor_name, complete_lines, decode_record, decode_records, gc_paused
+from bub_nb.tape.naming import check_file_name
 from bub_nb.tape.store import AnchorRef, StoreStats
 
 SESSION_GRAPH = "session_graph.jsonl"
@@ -316,7 +317,8 @@ class FileTapeStore:
         return f"FileTapeStore({str(self.directory)!r})"
 
     def path_for(self, tape: str) -> Path:
-        return self.directory / f"{tape}.jsonl"
+        """Where ``tape`` lives; a name that would leave the folder raises ``TapeNameError``."""
+        return self.directory / f"{check_file_name(tape)}.jsonl"
 
     def _file(self, tape: str) -> TapeFile:
         with self._lock:

@@ -11,6 +11,8 @@ from pathlib import Path
 from bub_nb.errors import TapeNameError
 
 DEFAULT_SESSION_ID = "default"
+# Room for the longest file made from a name, "<name>.jsonl.<stamp>-<n>.bak", within 255 bytes.
+MAX_NAME_BYTES = 200
 
 
 def bub_home(home: str | Path | None = None) -> Path:
@@ -30,6 +32,22 @@ def session_tape_name(workspace: str | Path, session_id: str) -> str:
     return f"{workspace_hash}__{session_hash}"
 
 
+def check_file_name(name: str) -> str:
+    """``name`` if ``<name>.jsonl`` stays inside its folder; the store's own, looser check.
+
+    Names taken from existing files (``my..notes.jsonl``) pass; anything with a separator, ``.``,
+    ``..``, a NUL or too many bytes does not.
+    """
+    if (
+        not isinstance(name, str)
+        or name in ("", ".", "..")
+        or any(mark in name for mark in ("/", "\\", "\x00", os.sep, os.altsep or "/"))
+        or len(name.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES
+    ):
+        raise TapeNameError(f"Tape name {name!r} cannot name a file inside the tapes folder")
+    return name
+
+
 def validate_tape_name(name: str) -> str:
     """Return ``name`` if it is a plain tape name; raise ``TapeNameError`` quoting it otherwise."""
     problem = None
@@ -41,6 +59,8 @@ def validate_tape_name(name: str) -> str:
         problem = "it contains '..'"
     elif "\x00" in name or name.startswith("."):
         problem = "it is not a plain file name"
+    elif len(name.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES:
+        problem = f"it is longer than {MAX_NAME_BYTES} bytes"
     if problem:
         raise TapeNameError(
             f"Tape name {name!r} is not allowed: {problem}; use a plain name, or a path ending in .jsonl"
