@@ -184,3 +184,15 @@ def test_a_sidecar_that_lost_an_anchor_record_is_rebuilt(tape: Tape) -> None:
     sidecar(tape).write_bytes(b"\n".join(line for line in lines if line != anchor_records[-1]) + b"\n")
     fresh = reopened(tape)
     assert [a.id for a in fresh.anchors(limit=None)] == [e.id for e in tape.read() if e.kind == "anchor"]
+
+
+def test_a_long_session_of_handoffs_keeps_the_sidecar_compact(tmp_path: Path) -> None:
+    tape = open_tape("long", store=FileTapeStore(tmp_path))
+    for number in range(400):
+        tape.handoff(f"phase/{number}", {"n": number})
+        tape.append_message({"role": "user", "content": f"m{number}"})
+    lines = sidecar(tape).read_bytes().splitlines()
+    assert len(lines) < 600  # each handoff appends records; now and then they are rewritten as one block
+    fresh = reopened(tape)
+    assert [a.name for a in fresh.anchors(limit=None)] == [f"phase/{n}" for n in range(400)]
+    assert [e.payload["content"] for e in fresh.from_last_anchor(kinds=("message",))] == ["m399"]

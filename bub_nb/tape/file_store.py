@@ -35,6 +35,7 @@ SESSION_GRAPH = "session_graph.jsonl"
 _FIRST_CHUNK = 1 << 14
 _REVERSE_BLOCK = 1 << 18
 _PERSIST_EVERY_BYTES = 1 << 20
+_COMPACT_AFTER_RECORDS = 512
 _TORN_CHECKS = 5
 _TORN_WAIT = 0.002
 
@@ -102,7 +103,9 @@ class TapeFile:
         except (Timeout, OSError):
             return  # another writer is busy (or the folder is read-only); a later look persists instead
         try:
-            if self._persisted_size == 0:
+            if os.stat(self.path).st_size != self._file_size:
+                return  # appended since our look: persisting now could drop another writer's records
+            if self._persisted_size == 0 or self._index_file.records > _COMPACT_AFTER_RECORDS:
                 self._index_file.rewrite(state)
             else:
                 self._index_file.append(state, self._persisted_size)

@@ -125,10 +125,15 @@ class IndexState:
 
 
 class IndexFile:
-    """Reads and appends the sidecar of one tape file."""
+    """Reads and appends the sidecar of one tape file.
+
+    ``records`` counts the records the sidecar holds, as far as this process knows: every handoff
+    appends a few, so a long session calls for a compact rewrite now and then.
+    """
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self.records = 0
 
     def load(self, handle: BinaryIO, stat: os.stat_result) -> IndexState | None:
         """The indexed state if the sidecar still describes the open tape file, else ``None``."""
@@ -136,8 +141,10 @@ class IndexFile:
             raw = self.path.read_bytes()
         except OSError:
             return None
+        records = _parse_records(raw)
+        self.records = len(records)
         try:
-            return _state_from(_parse_records(raw), handle, stat)
+            return _state_from(records, handle, stat)
         except (TypeError, ValueError, IndexError, KeyError):
             return None
 
@@ -153,6 +160,7 @@ class IndexFile:
         finally:
             os.close(fd)
         os.replace(tmp, self.path)
+        self.records = len(lines)
 
     def append(self, state: IndexState, since_offset: int) -> None:
         """Add the anchors and marks at or after ``since_offset`` and a new checkpoint."""
@@ -165,6 +173,7 @@ class IndexFile:
             os.write(fd, (b"\n" if torn else b"") + b"\n".join(lines) + b"\n")
         finally:
             os.close(fd)
+        self.records += len(lines)
 
     def remove(self) -> None:
         self.path.unlink(missing_ok=True)
