@@ -357,7 +357,7 @@ def test_memory_saved_through_another_handle_on_the_tape_reaches_the_next_system
 def test_run_works_inside_a_running_event_loop_as_in_jupyter(
     openai_server: OpenAICompatibleServer, tmp_path: Path
 ) -> None:
-    # A fresh interpreter: running inside a loop applies nest_asyncio, which changes every loop after it.
+    # A fresh interpreter: running inside a loop applies nest-asyncio2, which patches every loop after it.
     script = f"""
 import asyncio
 from bub_nb.agent import Agent, OpenAIModel
