@@ -289,7 +289,8 @@ def test_using_a_tape_under_a_file_is_a_usage_error_and_keeps_the_current_tape(w
 
 
 @pytest.fixture
-def api_tape(tmp_path: Path) -> Any:
+def api_tape(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    monkeypatch.chdir(tmp_path)  # fuzzed paths are relative to the scratch folder
     tape = open_tape("fuzz", store=FileTapeStore(tmp_path / "tapes"))
     tape.handoff("session/start", {"owner": "human"})
     tape.append_message({"role": "user", "content": "hello"})
