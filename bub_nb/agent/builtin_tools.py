@@ -67,13 +67,15 @@ def tape_anchors(context: ToolContext, limit: int = 20) -> str:
     Args:
         limit: How many of the most recent anchors to list.
     """
-    anchors = [anchor for anchor in _tape(context).anchors(limit=None) if is_phase_anchor(anchor.name)]
-    shown = anchors[-limit:] if limit > 0 else []
+    tape = _tape(context)
+    # Pick from the index by name first; only the anchors shown are read from the tape.
+    refs = [ref for ref in tape.store.anchors(tape.name) if is_phase_anchor(ref.name)]
+    shown = refs[-limit:] if limit > 0 else []
     if not shown:
         return "(no anchors)"
-    lines = [f"- {anchor.name} (#{anchor.id}) {_state_text(anchor.state)}".rstrip() for anchor in shown]
-    if len(shown) < len(anchors):
-        lines.insert(0, f"({len(anchors) - len(shown)} earlier anchors not shown)")
+    lines = [f"- {ref.name} (#{ref.id}) {_state_text(tape.get(ref.id).payload.get('state'))}".rstrip() for ref in shown]
+    if len(shown) < len(refs):
+        lines.insert(0, f"({len(refs) - len(shown)} earlier anchors not shown)")
     return "\n".join(lines)
 
 

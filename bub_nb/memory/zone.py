@@ -8,9 +8,10 @@ from typing import TYPE_CHECKING, Any, Final
 
 from bub_nb.memory.snapshot import MemorySnapshot, as_date, parse_zone, zone_entries
 from bub_nb.tape.entries import TapeEntry, utc_now
+from bub_nb.tape.summary import AnchorSummary
 
 if TYPE_CHECKING:
-    from bub_nb.tape import AnchorSummary, Tape
+    from bub_nb.tape import Tape
 
 OPEN_ANCHOR: Final = "memory/open"
 SEAL_ANCHOR: Final = "memory/seal"
@@ -142,12 +143,18 @@ class MemoryZone:
     # -- finding zones ---------------------------------------------------------------------------
 
     def _memory_anchors(self) -> list[tuple[AnchorSummary, int]]:
+        # The anchor index knows names without reading entries, so only memory anchors are read.
+        tape = self._tape
+        refs = [ref for ref in tape.store.anchors(tape.name) if ref.name in (OPEN_ANCHOR, SEAL_ANCHOR)]
         found = []
-        for anchor in self._tape.anchors(limit=None):
-            if anchor.name in (OPEN_ANCHOR, SEAL_ANCHOR):
-                version = _version(anchor.state)
-                if version is not None:
-                    found.append((anchor, version))
+        for ref in refs:
+            entry = tape.read(ref.id, ref.id + 1)
+            if not entry:
+                continue
+            state = entry[0].payload.get("state")
+            version = _version(state)
+            if version is not None:
+                found.append((AnchorSummary(ref.id, ref.name, state, entry[0].date), version))
         return found
 
     def _zones(self) -> list[_Zone]:
