@@ -60,6 +60,8 @@ class TurnPipeline:
         self._plugins = pluggy.PluginManager(PROJECT)
         self._plugins.add_hookspecs(TurnSpecs)
         if builtin is not None:
+            if getattr(builtin, "pipeline", False) is None:
+                builtin.pipeline = self  # type: ignore[attr-defined]  # agents it makes use this pipeline
             self._plugins.register(builtin, name="builtin")
         if entry_points:
             self._plugins.load_setuptools_entrypoints(PROJECT)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
+import threading
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -67,4 +69,14 @@ def _openai(model: str, spec: str, options: dict[str, Any]) -> OpenAIModel:
                 f"or point {' or '.join(BASE_VARIABLES)} at a local server (http://localhost:11434/v1 for Ollama)"
             )
         api_key = _LOCAL_PLACEHOLDER_KEY
-    return OpenAIModel(model, api_key=api_key, base_url=base_url, **options)
+    # One model per endpoint and settings, so its HTTP client and connections are reused by every agent.
+    key = (model, hashlib.sha256(api_key.encode()).hexdigest(), base_url, tuple(sorted(options.items())))
+    with _models_lock:
+        found = _models.get(key)
+        if found is None:
+            found = _models[key] = OpenAIModel(model, api_key=api_key, base_url=base_url, **options)
+        return found
+
+
+_models: dict[tuple[Any, ...], OpenAIModel] = {}
+_models_lock = threading.Lock()
