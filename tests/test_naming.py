@@ -72,6 +72,8 @@ def test_paths_open_that_file(home: Path, tmp_path: Path) -> None:
     assert open_tape("relative/dir/t.jsonl").path == Path("relative/dir/t.jsonl").resolve()
     with pytest.raises(TapeNameError, match=r"notes\.txt"):
         open_tape(tmp_path / "notes.txt")
+    with pytest.raises(TapeNameError, match=r"''"):
+        open_tape(tmp_path / ".jsonl")
 
 
 def test_names_open_under_the_tapes_home(home: Path, tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from bub_nb.errors import TapeError, TapeNameError
 from bub_nb.tape.file_store import FileTapeStore
-from bub_nb.tape.naming import current_notebook, tapes_home, validate_tape_name
+from bub_nb.tape.naming import check_file_name, current_notebook, tapes_home, validate_tape_name
 from bub_nb.tape.service import Tape
 from bub_nb.tape.store import TapeStore
 
@@ -48,6 +48,11 @@ def open_tape(
         path = Path(name_or_path).expanduser()
         if not path.name.endswith(".jsonl"):
             raise TapeNameError(f"Tape path {str(path)!r} must end in .jsonl")
-        return Tape(path.name[: -len(".jsonl")], store or file_store(_check_folder(path.parent)))
+        name = path.name[: -len(".jsonl")]
+        try:
+            check_file_name(name)
+        except TapeNameError:
+            raise TapeNameError(f"Tape path {str(path)!r} does not name a tape: {name!r} comes before .jsonl") from None
+        return Tape(name, store or file_store(_check_folder(path.parent)))
     name = current_notebook().tape_name if name_or_path is None else validate_tape_name(name_or_path)
     return Tape(name, store or file_store(_check_folder(tapes_home(home))))
