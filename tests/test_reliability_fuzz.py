@@ -268,12 +268,7 @@ def test_an_export_to_a_path_that_cannot_be_written_is_a_usage_error(ws: Workspa
     "target",
     [
         "plain-file/t.jsonl",  # its folder cannot exist: a file is in the way
-        pytest.param(
-            ".jsonl",
-            marks=pytest.mark.xfail(
-                strict=True, reason="open_tape takes a path named '.jsonl' (an empty tape name) without checking it"
-            ),
-        ),
+        ".jsonl",  # no tape name before the suffix
     ],
 )
 def test_using_a_tape_under_a_file_is_a_usage_error_and_keeps_the_current_tape(ws: Workspace, target: str) -> None:

@@ -123,7 +123,9 @@ class TurnPipeline:
                 await self._call_many("dispatch_outbound", message=outbound)
             return TurnResult(session_id, prompt, output, tuple(outbounds), state)
         except Exception as exc:
-            logger.exception("Turn failed for inbound %r", message)
+            # One line by default; the traceback only for those who asked for debug logging.
+            logger.error("Turn failed: %s: %s", type(exc).__name__, exc)
+            logger.debug("Turn failed for inbound %r", message, exc_info=True)
             await self.notify_error("turn", exc, message)
             raise
 

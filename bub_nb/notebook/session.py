@@ -74,8 +74,11 @@ class NotebookSession:
         return open_tape(name_or_path, home=home)
 
     def use(self, name_or_path: str) -> Tape:
-        self._tape = self.open(name_or_path)
-        return self._tape
+        """Switch to another tape; the current one stays if the new one cannot be opened."""
+        tape = self.open(name_or_path)
+        tape.stats()  # reads (or creates nothing); a tape that cannot be read fails here, before the switch
+        self._tape = tape
+        return tape
 
     def forget_tape(self) -> None:
         """Re-resolve the tape on next use (after ``tape`` or ``home`` changed)."""
