@@ -1,7 +1,7 @@
 """Tape benchmarks: appends, anchor slicing warm and in a fresh process, and DataFrames, by tape size.
 
-Run ``python benchmarks/tape.py`` (or ``--sizes 10000,100000`` for a quick look). Tapes are built by
-writing Bub-shaped lines directly and cached under the temp folder, so reruns start at once.
+Run ``python benchmarks/tape.py`` (or ``--sizes 10000,100000`` for a quick look). The tapes come from
+``corpus.py`` and are cached under the temp folder, so reruns start at once.
 Every figure comes with a baseline measured in the same run and their ratio:
 
 - appends: the same lines written with a bare ``O_APPEND`` write each (no lock, no index, no checks);
@@ -15,96 +15,25 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
 import subprocess
 import sys
 import tempfile
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import corpus
 import orjson
-from _common import best_of_pairs, cache_dir, median_time, ms, print_table, timed
+from _common import best_of_pairs, median_time, ms, print_table, timed
 
 from bub_nb.tape import FileTapeStore, TapeEntry, open_tape
 
-FORMAT = 2  # bump when the generated tapes change, so stale caches are not reused
-ANCHOR_EVERY = 50
 TARGETS = {"from_last_anchor": (0.010, 0.050)}  # seconds, warm and fresh, on the largest tape
 
 
-def _turn(number: int, rnd: random.Random) -> list[dict[str, Any]]:
-    """One model turn as Bub records it: a user message, a tool round trip, the answer, a run event."""
-    call = {
-        "id": f"call_{number}",
-        "type": "function",
-        "function": {"name": "fs.read", "arguments": '{"path": "a.py"}'},
-    }
-    meta = {"run_id": f"run_{number}"}
-    return [
-        {"kind": "message", "payload": {"role": "user", "content": "question " * rnd.randint(2, 30)}, "meta": meta},
-        {"kind": "tool_call", "payload": {"calls": [call]}, "meta": meta},
-        {"kind": "tool_result", "payload": {"results": ["line of code\n" * rnd.randint(1, 20)]}, "meta": meta},
-        {
-            "kind": "message",
-            "payload": {"role": "assistant", "content": "answer ✓ " * rnd.randint(5, 60)},
-            "meta": meta,
-        },
-        {
-            "kind": "event",
-            "payload": {
-                "name": "run",
-                "data": {"status": "ok", "usage": {"prompt_tokens": 900, "completion_tokens": 80}},
-            },
-            "meta": meta,
-        },
-    ]
-
-
-def build_tape(path: Path, size: int) -> None:
-    """Write ``size`` entries straight to ``path``: turns, a handoff about every 50 entries, memory saves."""
-    rnd = random.Random(size)
-    start = datetime(2026, 1, 1, tzinfo=UTC)
-    tmp = path.with_name(path.name + ".part")
-    written, turn, next_anchor = 0, 0, 0
-    with tmp.open("wb") as handle:
-        lines: list[bytes] = []
-        while written < size:
-            if written >= next_anchor:
-                next_anchor += ANCHOR_EVERY
-                name = f"memory/seal-{turn}" if turn % 7 == 3 else f"phase/{turn}"
-                state = {"summary": f"phase {turn} done", "next_steps": "carry on"}
-                records = [
-                    {"kind": "anchor", "payload": {"name": name, "state": state}, "meta": {}},
-                    {
-                        "kind": "event",
-                        "payload": {"name": "handoff", "data": {"name": name, "state": state}},
-                        "meta": {},
-                    },
-                ]
-            else:
-                records = _turn(turn, rnd)
-            turn += 1
-            for record in records[: size - written]:
-                written += 1
-                date = (start + timedelta(seconds=written)).isoformat()
-                lines.append(orjson.dumps({"id": written, **record, "date": date}))
-            if len(lines) >= 10000:
-                handle.write(b"\n".join(lines) + b"\n")
-                lines = []
-        if lines:
-            handle.write(b"\n".join(lines) + b"\n")
-    os.replace(tmp, path)
-
-
 def cached_tape(size: int) -> tuple[Path, float | None]:
-    """The tape of ``size`` entries, built if needed; with the time of the first open that built its index."""
-    path = cache_dir("tape") / f"tape-v{FORMAT}-{size}.jsonl"
+    """The corpus tape of ``size`` entries; with the time of the first open, when that open built its index."""
+    path = corpus.cached_tape(size)
     first_open = None
-    if not path.exists():
-        print(f"building a tape of {size:,} entries in {path} …", file=sys.stderr)
-        build_tape(path, size)
-        Path(str(path) + ".idx").unlink(missing_ok=True)
     if not Path(str(path) + ".idx").exists():
         first_open = timed(lambda: open_tape(path).from_last_anchor())
     return path, first_open

@@ -8,116 +8,43 @@ prompt and memory zone, writing the turn's entries, the loop itself.
     python benchmarks/turn.py                 # a 1k-entry and a 1M-entry tape
     python benchmarks/turn.py --sizes 1000,100000 --turns 30
 
-Tapes are written line by line (a realistic mix of turns, tool calls, memory zones and an anchor about
-every 50 entries) once, and cached under the temp folder (``--cache`` to move them). Each run appends
-its turns to the cached tape after a fresh ``bench/run`` anchor, so runs never see each other's turns.
+The tapes are working copies of ``corpus.py``'s tapes (turns, tool calls, memory zones and an anchor
+about every 50 entries), kept under the temp folder (``--cache`` to move them). Each run appends its
+turns after a fresh ``bench/run`` anchor, so runs never see each other's turns.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import itertools
+import shutil
 import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import orjson
+import corpus
 
 import bub_nb  # noqa: F401  (gives tapes their view and memory zone)
 from bub_nb.agent import Agent, OpenAIModel
-from bub_nb.agent.builtin import DEFAULT_INSTRUCTIONS
 from bub_nb.tape import FileTapeStore, Tape
 from bub_nb.testing import OpenAICompatibleServer
 
 TARGET_MS = 20.0
-ANCHOR_EVERY = 50
-MEMORY_EVERY = 5000
-_TOOLS = ("tape_search", "memory_recall", "tape_info", "tape_anchors")
 
 
 # -- the tapes ---------------------------------------------------------------------------------------------------
 
 
-def _turn_lines(turn: int) -> Iterator[tuple[str, dict[str, Any], dict[str, Any]]]:
-    """The entries bub_nb writes for one turn: system, user, sometimes a tool round, answer, run event."""
-    run = {"run_id": f"{turn:016x}", "source": "benchmark"}
-    yield "system", {"content": DEFAULT_INSTRUCTIONS + f"\n\n<runtime>\nturn: {turn}\n</runtime>"}, run
-    question = f"Question {turn}: how does the tape keep step {turn % 97} of the analysis reproducible?"
-    yield "message", {"role": "user", "content": question}, run
-    if turn % 2 == 0:
-        call = {
-            "id": f"call_{turn}",
-            "type": "function",
-            "function": {"name": _TOOLS[turn % len(_TOOLS)], "arguments": orjson.dumps({"query": f"s{turn}"}).decode()},
-        }
-        yield "tool_call", {"calls": [call]}, run
-        yield "tool_result", {"results": [f"- #{turn} message: step {turn % 97} was recorded with its inputs"]}, run
-    answer = f"Step {turn % 97} is reproducible because every input is on the tape. " * 3
-    yield "message", {"role": "assistant", "content": answer.strip()}, run
-    usage = {"prompt_tokens": 900 + turn % 400, "completion_tokens": 60 + turn % 40}
-    usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
-    data = {"status": "ok", "usage": usage, "model": "openai:bench", "elapsed_ms": 812.5, "steps": 1}
-    yield "event", {"name": "run", "data": data}, run
-
-
-def _memory_lines(version: int, day: str) -> Iterator[tuple[str, dict[str, Any], dict[str, Any]]]:
-    state = {"version": version}
-    yield "anchor", {"name": "memory/open", "state": state}, {}
-    note = {"content": f"Prefers tables over prose (zone {version}).", "updated_at": day}
-    yield "event", {"name": "memory.long_term", "data": note}, {}
-    daily = {"date": day[:10], "content": f"# {day[:10]}\n\n- benchmark zone {version}", "updated_at": day}
-    yield "event", {"name": "memory.daily", "data": daily}, {}
-    yield "anchor", {"name": "memory/seal", "state": state}, {}
-
-
-def _records() -> Iterator[tuple[str, dict[str, Any], dict[str, Any]]]:
-    """An endless tape: turns, a phase handoff about every 50 entries, a new memory zone now and then."""
-    yield "anchor", {"name": "session/start", "state": {"owner": "human"}}, {}
-    yield "event", {"name": "handoff", "data": {"name": "session/start", "state": {"owner": "human"}}}, {}
-    since_anchor = since_memory = MEMORY_EVERY
-    phase = version = 0
-    for turn in itertools.count():
-        if since_memory >= MEMORY_EVERY:
-            version += 1
-            since_memory = 0
-            yield from _memory_lines(version, datetime.now(UTC).isoformat())
-        if since_anchor >= ANCHOR_EVERY:
-            phase += 1
-            since_anchor = 0
-            state = {"summary": f"phase {phase} done", "next_steps": f"start phase {phase + 1}"}
-            yield "anchor", {"name": f"phase/{phase}", "state": state}, {}
-            yield "event", {"name": "handoff", "data": {"name": f"phase/{phase}", "state": state}}, {}
-        for record in _turn_lines(turn):
-            since_anchor += 1
-            since_memory += 1
-            yield record
-
-
 def build_tape(directory: Path, entries: int) -> Tape:
-    """The cached benchmark tape of ``entries`` entries, written line by line the first time."""
+    """A working copy of the corpus tape of ``entries`` entries (turns get appended to it), made once."""
     name = f"bench-{entries}"
     path = directory / f"{name}.jsonl"
     if not path.exists():
-        partial = path.with_name(path.name + ".partial")
-        start = datetime.now(UTC) - timedelta(days=1)
-        with open(partial, "wb") as handle:
-            batch: list[bytes] = []
-            for number, (kind, payload, meta) in enumerate(itertools.islice(_records(), entries), start=1):
-                date = (start + timedelta(milliseconds=number)).isoformat()
-                record = {"id": number, "kind": kind, "payload": payload, "meta": meta, "date": date}
-                batch.append(orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE))
-                if len(batch) >= 10_000:
-                    handle.write(b"".join(batch))
-                    batch.clear()
-            handle.write(b"".join(batch))
-        partial.rename(path)
+        shutil.copyfile(corpus.cached_tape(entries), path)
     return Tape(name, FileTapeStore(directory))
 
 
@@ -211,6 +138,32 @@ def table(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
+def figure_rows(rows: list[Row]) -> list[list[str]]:
+    """The common benchmark table's rows: bub_nb's time per turn against the bare client call."""
+    return [
+        [
+            f"{row.entries:,}: turn overhead ({row.mode})",
+            f"{row.overhead_ms:.2f} ms",
+            f"{row.client_ms:.2f} ms (client call)",
+            f"{row.ratio:.2f}x turn/client",
+            f"< {TARGET_MS:g} ms" if row.entries >= 1_000_000 else "",
+        ]
+        for row in rows
+    ]
+
+
+def measure_sizes(sizes: list[int], turns: int, cache: Path) -> list[Row]:
+    cache.mkdir(parents=True, exist_ok=True)
+    rows: list[Row] = []
+    with OpenAICompatibleServer(model="bench") as server:
+        for size in sizes:
+            build_tape(cache, size).stats()  # index the tape once, as a kernel does when it opens it
+            for stream in (False, True):
+                fresh = build_tape(cache, size)  # a new Tape object: nothing read through it yet
+                rows.append(asyncio.run(measure(fresh, server, size, turns, stream=stream)))
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1000,1000000", help="tape sizes in entries, comma-separated")
@@ -218,19 +171,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "bub_nb-bench")
     parser.add_argument("--profile", action="store_true", help="print where bub_nb spends a turn's time")
     args = parser.parse_args(argv)
-    args.cache.mkdir(parents=True, exist_ok=True)
-    rows: list[Row] = []
-    with OpenAICompatibleServer(model="bench") as server:
-        for size in (int(text) for text in args.sizes.split(",")):
-            started = time.perf_counter()
-            tape = build_tape(args.cache, size)
-            tape.stats()  # index the tape once, as a kernel does when it opens it
-            print(f"tape of {size:,} entries ready in {time.perf_counter() - started:.1f} s", file=sys.stderr)
-            for stream in (False, True):
-                if args.profile:
+    sizes = [int(text) for text in args.sizes.split(",")]
+    if args.profile:
+        with OpenAICompatibleServer(model="bench") as server:
+            for size in sizes:
+                for stream in (False, True):
                     _profile(build_tape(args.cache, size), server, args.turns, stream)
-                fresh = build_tape(args.cache, size)  # a new Tape object: nothing read through it yet
-                rows.append(asyncio.run(measure(fresh, server, size, args.turns, stream=stream)))
+    rows = measure_sizes(sizes, args.turns, args.cache)
     print(table(rows))
     biggest = max(rows, key=lambda row: row.entries)
     worst = max(row.overhead_ms for row in rows if row.entries == biggest.entries)

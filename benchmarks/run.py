@@ -1,0 +1,53 @@
+"""Every benchmark in one table: each figure beside a baseline measured in the same run, and their ratio.
+
+    python benchmarks/run.py            # tapes of 10k, 100k and 1M entries (builds them once, ~2 min)
+    python benchmarks/run.py --quick    # 10k and 100k only
+
+Sections: appends, slicing, anchors and DataFrames (tape.py); views, search and memory (views.py);
+turn overhead against an instant local endpoint (turn.py); start-up (startup.py). Each script
+also runs on its own with more options.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+
+import startup
+import tape
+import turn
+import views
+from _common import print_table
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="tapes of 10k and 100k entries only")
+    parser.add_argument("--turns", type=int, default=40, help="measured turns per size and mode")
+    args = parser.parse_args(argv)
+    sizes = [10_000, 100_000] if args.quick else [10_000, 100_000, 1_000_000]
+    turn_sizes = [1_000, 100_000] if args.quick else [1_000, 1_000_000]
+    started = time.perf_counter()
+    rows = tape.append_rows(3000)
+    for size in sizes:
+        rows += tape.size_rows(size, fresh_runs=5)
+    rows += views.view_rows(sizes) + views.search_rows(sizes) + views.memory_rows(max(sizes))
+    cache = Path(tempfile.gettempdir()) / "bub_nb-bench"
+    rows += turn.figure_rows(turn.measure_sizes(turn_sizes, args.turns, cache))
+    rows += startup.rows()
+    print_table(["figure", "bub_nb", "baseline", "ratio", "target"], rows)
+    print(f"\n{len(rows)} figures in {time.perf_counter() - started:.0f} s; machine: {_machine()}")
+    return 0
+
+
+def _machine() -> str:
+    import os
+    import platform
+
+    return f"{platform.python_implementation()} {platform.python_version()}, {os.cpu_count()} cores"
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
