@@ -3,6 +3,8 @@
 - ``openai_server``: a running :class:`bub_nb.testing.OpenAICompatibleServer`; script it with
   ``reply``, ``reply_tool_calls``, ``fail``, ``fail_context_length``, ``delay`` and ``drop_after``,
   point the real openai client at ``openai_server.base_url``, read ``openai_server.requests``.
+- ``tape``: a file tape on ``tmp_path``; ``model``: an ``OpenAIModel`` on ``openai_server`` with short
+  timeouts and no retries, closed after the test.
 - ``model_environment`` (automatic): every test starts without ``BUB_MODEL``, API keys or base
   URLs from the developer's shell, so no test reaches a real endpoint or depends on local settings.
 """
@@ -10,9 +12,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
+from bub_nb.agent.eventloop import run_sync
+from bub_nb.agent.models import OpenAIModel
+from bub_nb.tape import FileTapeStore, Tape
 from bub_nb.testing import OpenAICompatibleServer
 
 MODEL_VARIABLES = ("BUB_MODEL", "BUB_API_KEY", "OPENAI_API_KEY", "BUB_API_BASE", "OPENAI_BASE_URL")
@@ -28,3 +34,15 @@ def model_environment(monkeypatch: pytest.MonkeyPatch) -> None:
 def openai_server() -> Iterator[OpenAICompatibleServer]:
     with OpenAICompatibleServer() as server:
         yield server
+
+
+@pytest.fixture
+def tape(tmp_path: Path) -> Tape:
+    return Tape("notebook", FileTapeStore(tmp_path / "tapes"))
+
+
+@pytest.fixture
+def model(openai_server: OpenAICompatibleServer) -> Iterator[OpenAIModel]:
+    model = OpenAIModel("test-model", base_url=openai_server.base_url, api_key="test", timeout=2, max_retries=0)
+    yield model
+    run_sync(model.aclose())  # sync turns share a loop that outlives the test; close its connections now

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -54,18 +53,6 @@ def assert_requests_are_views_of_the_tape(server: OpenAICompatibleServer, tape: 
     for request, last_id in zip(requests, probe.last_ids, strict=True):
         expected = [system_at(tape, last_id), *view_at(tape, last_id).messages]
         assert request["messages"] == as_json(expected)
-
-
-@pytest.fixture
-def tape(tmp_path: Path) -> Tape:
-    return Tape("notebook", FileTapeStore(tmp_path / "tapes"))
-
-
-@pytest.fixture
-def model(openai_server: OpenAICompatibleServer) -> Iterator[OpenAIModel]:
-    model = OpenAIModel("test-model", base_url=openai_server.base_url, api_key="test", timeout=2, max_retries=0)
-    yield model
-    run_sync(model.aclose())  # sync turns share a loop that outlives the test; close its connections now
 
 
 @pytest.fixture

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,20 +10,8 @@ import pytest
 from bub_nb.agent import Agent, BuiltinPlugin, Envelope, OpenAIModel, StreamEvent, TurnPipeline, hookimpl
 from bub_nb.agent.eventloop import run_sync
 from bub_nb.context import Selection, window
-from bub_nb.tape import FileTapeStore, Tape
+from bub_nb.tape import Tape
 from bub_nb.testing import OpenAICompatibleServer
-
-
-@pytest.fixture
-def tape(tmp_path: Path) -> Tape:
-    return Tape("notebook", FileTapeStore(tmp_path / "tapes"))
-
-
-@pytest.fixture
-def model(openai_server: OpenAICompatibleServer) -> Iterator[OpenAIModel]:
-    model = OpenAIModel("test-model", base_url=openai_server.base_url, api_key="test", timeout=2, max_retries=0)
-    yield model
-    run_sync(model.aclose())  # sync turns share a loop that outlives the test; close its connections now
 
 
 @pytest.fixture
