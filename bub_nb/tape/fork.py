@@ -9,6 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import jsonlines
 import orjson
 
 from bub_nb.tape.entries import TapeEntry, utc_now
@@ -98,13 +99,9 @@ def record_lineage(directory: Path, record: dict[str, Any]) -> None:
 
 
 def read_lineage(directory: Path) -> list[dict[str, Any]]:
+    """Every fork recorded under ``directory``; lines another tool left broken are skipped."""
     path = directory / "session_graph.jsonl"
     if not path.exists():
         return []
-    records = []
-    for line in path.read_bytes().splitlines():
-        try:
-            records.append(orjson.loads(line))
-        except orjson.JSONDecodeError:
-            continue
-    return records
+    with jsonlines.open(path, loads=orjson.loads) as reader:
+        return list(reader.iter(type=dict, skip_invalid=True))
