@@ -11,10 +11,11 @@ import functools
 import os
 import shlex
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import orjson
 from IPython.core.error import UsageError
+from IPython.core.interactiveshell import InteractiveShell
 from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import Markdown, display
@@ -28,8 +29,10 @@ from bub_nb.notebook.session import NotebookSession
 from bub_nb.notebook.tape_commands import TapeCommands
 from bub_nb.tape.redact import redact_text
 
+Method = TypeVar("Method", bound=Callable[..., Any])
 
-def usage_errors(method: Callable[..., Any]) -> Callable[..., Any]:
+
+def usage_errors(method: Method) -> Method:
     """Turn bub_nb's errors into one-line ``UsageError``s: no traceback from the internals."""
 
     @functools.wraps(method)
@@ -41,7 +44,7 @@ def usage_errors(method: Callable[..., Any]) -> Callable[..., Any]:
         except (orjson.JSONDecodeError, ValueError) as exc:
             raise UsageError(_one_line(exc)) from None
 
-    return wrapper
+    return cast(Method, wrapper)
 
 
 def _one_line(exc: BaseException) -> str:
@@ -118,9 +121,15 @@ class BubMagics(Magics):
 
     def __init__(self, shell: Any = None, **kwargs: Any) -> None:
         super().__init__(shell=shell, **kwargs)
-        self.session = NotebookSession(self, lambda: self.shell.user_ns)
+        self.session = NotebookSession(self, lambda: self.ip.user_ns)
         self.recorder = CellRecorder(self.shell, lambda: self.session.tape)
         self.tape_commands = TapeCommands(self)
+
+    @property
+    def ip(self) -> InteractiveShell:
+        """The shell the magics are registered with."""
+        assert self.shell is not None, "BubMagics needs a shell; load it with %load_ext bub_nb"
+        return self.shell
 
     @observe("tape", "home")
     def _tape_changed(self, change: Any) -> None:
@@ -136,7 +145,7 @@ class BubMagics(Magics):
     @argument("--no-stream", action="store_true", help="show the answer only when it is complete")
     @argument("--tools", help="comma-separated tools: builtin names, globs like memory.*, or notebook functions")
     @argument("prompt", nargs="*", help="with %%bub, the prompt itself")
-    @line_cell_magic("bub")
+    @line_cell_magic("bub")  # type: ignore[arg-type]  # IPython types only the bare form
     @usage_errors
     def bub_magic(self, line: str, cell: str | None = None) -> None:
         """Run one agent turn on this notebook's tape: ``%%bub`` with the prompt in the cell.
@@ -147,7 +156,7 @@ class BubMagics(Magics):
         args = parse_line(self.bub_magic, line)
         if cell is not None and args.prompt:
             raise UsageError(f"%%bub takes the prompt from the cell; unexpected words: {' '.join(args.prompt)!r}")
-        prompt = interpolate(cell if cell is not None else " ".join(args.prompt), self.shell.user_ns).strip()
+        prompt = interpolate(cell if cell is not None else " ".join(args.prompt), self.ip.user_ns).strip()
         if not prompt:
             raise UsageError("The prompt is empty: write it in the cell under %%bub (or after %bub)")
         if args.output and not args.output.isidentifier():
@@ -158,7 +167,7 @@ class BubMagics(Magics):
         try:
             turn = self.session.run_turn(agent, prompt, on_delta=answer.add if stream else None)
         except KeyboardInterrupt:
-            turn = agent.abort() or agent.last_turn
+            agent.abort()
             answer.finish(answer.text + "\n\n⏹ *Interrupted: the partial answer is kept on the tape.*")
             return
         except BubNbError as exc:
@@ -169,15 +178,15 @@ class BubMagics(Magics):
         metadata = {"bub_nb": {"tape": agent.tape.name, "entry_ids": turn.entry_ids, "anchor": anchor}}
         answer.finish(turn.text, footer=self._footer(turn, anchor), metadata=metadata)
         if args.output:
-            self.shell.user_ns[args.output] = turn.text
+            self.ip.user_ns[args.output] = turn.text
         if self.show_context:
             self._show_context(None)
 
     def _cell_number(self) -> int | None:
         """The running cell's In[n]: IPython counts up before or after running, depending on its version."""
-        result = getattr(self.shell.displayhook, "exec_result", None)
+        result = getattr(self.ip.displayhook, "exec_result", None)
         count = getattr(result, "execution_count", None)
-        return count if isinstance(count, int) else self.shell.execution_count
+        return count if isinstance(count, int) else self.ip.execution_count
 
     @staticmethod
     def _footer(turn: Any, anchor: str | None) -> str:
@@ -200,7 +209,7 @@ class BubMagics(Magics):
     @argument("name", help="anchor name, e.g. lesson/1 or phase/design-done")
     @argument("pairs", nargs="*", help="state as key=value (values are read as JSON when they parse)")
     @argument("--state", help="state as a JSON object; key=value pairs are added on top")
-    @line_magic("handoff")
+    @line_magic("handoff")  # type: ignore[arg-type]  # IPython types only the bare form
     @usage_errors
     def handoff_magic(self, line: str) -> None:
         """Write an anchor: the next turn's view starts there and carries its state."""
@@ -217,7 +226,7 @@ class BubMagics(Magics):
 
     @magic_arguments("anchors")
     @argument("--limit", type=int, default=None, help="only the last N anchors")
-    @line_magic("anchors")
+    @line_magic("anchors")  # type: ignore[arg-type]  # IPython types only the bare form
     @usage_errors
     def anchors_magic(self, line: str) -> Any:
         """The tape's anchors as a DataFrame: name, id, date, state and entries since."""
@@ -229,7 +238,7 @@ class BubMagics(Magics):
 
     @magic_arguments("context")
     @argument("mode", nargs="?", default=None, help="last, full, window:N, notebook or an anchor name")
-    @line_magic("context")
+    @line_magic("context")  # type: ignore[arg-type]  # IPython types only the bare form
     @usage_errors
     def context_magic(self, line: str) -> None:
         """Show the view the next turn would send, as the context widget (text in a terminal)."""
@@ -246,7 +255,7 @@ class BubMagics(Magics):
     @argument("action", nargs="?", default="show", help="show | save TEXT | daily TEXT | clear | prune")
     @argument("text", nargs="*", help="the text to save or append")
     @argument("--date", help="with daily: the day (YYYY-MM-DD), default today")
-    @line_magic("memory")
+    @line_magic("memory")  # type: ignore[arg-type]  # IPython types only the bare form
     @usage_errors
     def memory_magic(self, line: str) -> None:
         """Work on the tape's memory zone: show it, save long-term memory, add a daily note, clear it."""
@@ -290,7 +299,7 @@ class BubMagics(Magics):
         "export [md|jsonl] PATH | use NAME|PATH | record on|off",
     )
     @argument("rest", nargs="*", help="the subcommand's arguments")
-    @line_magic("tape")
+    @line_magic("tape")  # type: ignore[arg-type]  # IPython types only the bare form
     @usage_errors
     def tape_magic(self, line: str) -> Any:
         """Inspect and manage the tape: info, df, search, reset, fork, export, use, record."""
