@@ -36,7 +36,12 @@ def _run(args: argparse.Namespace) -> int:
 
     notebook = nbformat.read(source, as_version=4)
     client = NotebookClient(
-        notebook, timeout=args.timeout, kernel_name=args.kernel, resources={"metadata": {"path": str(source.parent)}}
+        notebook,
+        timeout=args.timeout,
+        kernel_name=args.kernel,
+        resources={"metadata": {"path": str(source.parent)}},
+        # the kernel's start-up chatter (a local TCP notice) is not the notebook's output
+        extra_arguments=["--IPKernelApp.log_level=ERROR"],
     )
     print(f"Running {source.name} on model {model!r} …", flush=True)
     started = time.perf_counter()
@@ -52,7 +57,8 @@ def _run(args: argparse.Namespace) -> int:
     print(f"Executed notebook: {output.resolve()}  ({cells} code cells, {time.perf_counter() - started:.1f} s)")
     print(f"Tape: {tapes_home() / (tape.name + '.jsonl')}  ({len(tape)} entries, {len(tape.anchor_names())} anchors)")
     if failed is not None:
-        print(f"A cell failed: {str(failed).strip().splitlines()[-1]}", file=sys.stderr)
+        name, value = getattr(failed, "ename", "Error"), getattr(failed, "evalue", "")
+        print(f"A cell failed: {name}: {value}".rstrip(": "), file=sys.stderr)
         return 1
     return 0
 

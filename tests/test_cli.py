@@ -1,0 +1,41 @@
+"""``bub-nb``: the main job runs a notebook headless and says where the notebook and its tape are."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from bub_nb.cli import main
+from bub_nb.tape import open_tape, session_tape_name
+
+
+def notebook(path: Path, *sources: str) -> Path:
+    cells = [nbformat.v4.new_code_cell(source) for source in sources]
+    nbformat.write(nbformat.v4.new_notebook(cells=cells), path)
+    return path
+
+
+def test_run_executes_the_notebook_and_reports_its_tape(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    source = notebook(tmp_path / "lesson.ipynb", "%load_ext bub_nb", "%%bub\nHello", "%handoff lesson/1")
+    output = tmp_path / "out" / "lesson.ipynb"
+    assert main(["run", str(source), "--home", str(tmp_path / "home"), "-o", str(output)]) == 0
+    printed = capsys.readouterr().out
+    tape = open_tape(session_tape_name(tmp_path, "lesson.ipynb"), home=tmp_path / "home")
+    assert f"Executed notebook: {output.resolve()}" in printed and f"{tape.name}.jsonl" in printed
+    assert tape.last_anchor() is not None and tape.last_anchor().name == "lesson/1"
+    executed = nbformat.read(output, as_version=4)
+    assert "offline teaching model" in str(executed.cells[1].outputs)
+
+
+def test_a_failing_cell_is_one_line_and_exit_code_one(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    source = notebook(tmp_path / "broken.ipynb", "%load_ext bub_nb", "%handoff")
+    assert main(["run", str(source), "--home", str(tmp_path / "home"), "-o", str(tmp_path / "o.ipynb")]) == 1
+    error = capsys.readouterr().err.strip().splitlines()
+    assert error[-1].startswith("A cell failed:") and "UsageError" in error[-1]
+
+
+def test_a_missing_notebook_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", str(tmp_path / "nowhere.ipynb")]) == 2
+    assert "nowhere.ipynb" in capsys.readouterr().err
