@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -14,6 +13,7 @@ from bub_nb.agent.eventloop import run_sync
 from bub_nb.agent.models import Completion, Model, TextDelta, resolve_model
 from bub_nb.agent.tools import Tool, ToolCallError, ToolContext, ToolRegistry
 from bub_nb.agent.turn import RunningTurn, Turn, TurnRecorder
+from bub_nb.context.messages import result_text
 from bub_nb.errors import BubNbError, ContextLengthError, ModelError
 from bub_nb.tape import LAST_ANCHOR
 
@@ -261,7 +261,7 @@ class Agent:
                 results.append(exc.as_result())
                 failures.append(exc)
             else:
-                results.append(_result_text(output))
+                results.append(result_text(output))
                 failures.append(None)
             if recorder.closed:
                 return
@@ -269,16 +269,6 @@ class Agent:
         if after != before:  # the tools wrote (a handoff, a memory zone); a reset starts the count over
             recorder.written_by_tools(self.tape.read(before + 1 if after > before else 1))
         recorder.tool_step(completion, results, failures)
-
-
-def _result_text(output: Any) -> str:
-    """A tool's answer as the text the model reads; on the tape a dict result means an error."""
-    if isinstance(output, str):
-        return output
-    try:
-        return json.dumps(output, ensure_ascii=False)
-    except (TypeError, ValueError):
-        return str(output)
 
 
 async def _once(answer: Awaitable[Completion]) -> AsyncIterator[Completion]:

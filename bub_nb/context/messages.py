@@ -93,7 +93,7 @@ def _calls(value: Any) -> list[dict[str, Any]]:
 
 
 def _tool_message(result: Any, call: dict[str, Any] | None) -> Message:
-    message: Message = {"role": "tool", "content": _result_text(result)}
+    message: Message = {"role": "tool", "content": result_text(result)}
     if call is None:
         return message
     call_id = call.get("id")
@@ -106,7 +106,8 @@ def _tool_message(result: Any, call: dict[str, Any] | None) -> Message:
     return message
 
 
-def _result_text(result: Any) -> str:
+def result_text(result: Any) -> str:
+    """A tool's result as the text the model reads: strings as they are, anything else as JSON."""
     if isinstance(result, str):
         return result
     try:
