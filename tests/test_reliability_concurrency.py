@@ -111,9 +111,14 @@ KERNEL_SETUP = """
 """
 
 KERNEL_LOOP = """
+import pathlib, time
 from bub_nb.tape import open_tape
 _ip = get_ipython()
 _tape = open_tape({path!r})
+_go = pathlib.Path({go!r})
+_deadline = time.monotonic() + 60
+while not _go.exists() and time.monotonic() < _deadline:  # both kernels start writing together
+    time.sleep(0.005)
 for _i in range({count}):
     _ip.run_line_magic("handoff", f"{label}/{{_i}} i={{_i}} label={label}")
     _tape.append_message({{"role": "user", "content": f"{label} {{_i}}"}}, writer={label!r})
@@ -129,8 +134,11 @@ def test_two_kernels_appending_through_magics_never_lose_or_interleave_a_line(tm
     with kernels(2, tmp_path, env) as (first, second):
         for kernel in (first, second):
             kernel.run(KERNEL_SETUP.format(path=path))
-        sent = [kernel.send(KERNEL_LOOP.format(path=str(path), count=count, label=label))
+        go = tmp_path / "go"
+        sent = [kernel.send(KERNEL_LOOP.format(path=str(path), count=count, label=label, go=str(go)))
                 for kernel, label in ((first, "ka"), (second, "kb"))]  # fmt: skip
+        time.sleep(0.5)  # both loops are waiting at the barrier
+        go.touch()
         first.wait(sent[0])
         second.wait(sent[1])
         assert first.value("len(_tape.read())") == second.value("len(_tape.read())")
@@ -152,7 +160,10 @@ def test_two_kernels_appending_through_magics_never_lose_or_interleave_a_line(tm
         assert event["kind"] == "event" and event["payload"]["data"]["name"] == anchor["payload"]["name"]
     labels = [r["meta"].get("writer") for r in records if r["meta"].get("writer")]
     switches = sum(1 for a, b in itertools.pairwise(labels) if a != b)
-    assert switches > 20, "the two kernels did not write at the same time"
+    # The lock has no fairness, so writers alternate in bursts; what matters is that the bursts overlap.
+    rows = {label: [row for row, value in enumerate(labels) if value == label] for label in ("ka", "kb")}
+    overlapping = rows["ka"][0] < rows["kb"][-1] and rows["kb"][0] < rows["ka"][-1]
+    assert overlapping and switches >= 4, f"the two kernels did not write at the same time ({switches} switches)"
     for run_id in {r["meta"]["run_id"] for r in runs}:
         kinds = [r["kind"] for r in records if r["meta"].get("run_id") == run_id]
         assert kinds[:2] == ["system", "message"] and kinds[-2:] == ["message", "event"]
