@@ -241,7 +241,7 @@ def test_abort_while_waiting_for_the_model_stops_the_wait(
         agent.abort()
         turn = await task
 
-        assert time.perf_counter() - started < 0.5
+        assert time.perf_counter() - started < 1.2  # the reply would take 1.5 s
         assert turn.status == "interrupted" and turn.text == ""
         assert kinds(turn.entries) == ["system", "message", "error", "event"]
 
