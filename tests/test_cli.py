@@ -39,3 +39,23 @@ def test_a_failing_cell_is_one_line_and_exit_code_one(tmp_path: Path, capsys: py
 def test_a_missing_notebook_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", str(tmp_path / "nowhere.ipynb")]) == 2
     assert "nowhere.ipynb" in capsys.readouterr().err
+
+
+def test_the_quickstart_runs_on_an_openai_compatible_endpoint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, openai_server: object, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The same main job, with BUB_MODEL and a key set: every %%bub cell goes through the openai client."""
+    monkeypatch.setenv("BUB_MODEL", "openai:quickstart-model")
+    monkeypatch.setenv("BUB_API_BASE", openai_server.base_url)  # type: ignore[attr-defined]
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0000000000000000000000")
+    source = Path(__file__).resolve().parents[1] / "examples" / "quickstart.ipynb"
+    copy = tmp_path / "quickstart.ipynb"
+    copy.write_bytes(source.read_bytes())
+    assert main(["run", str(copy), "--home", str(tmp_path / "home"), "-o", str(tmp_path / "out.ipynb")]) == 0
+    assert "on model 'openai:quickstart-model'" in capsys.readouterr().out
+    requests = openai_server.requests  # type: ignore[attr-defined]
+    cells = nbformat.read(copy, as_version=4).cells
+    assert len(requests) == sum(1 for cell in cells if cell.cell_type == "code" and cell.source.startswith("%%bub"))
+    assert all(r["model"] == "quickstart-model" and r["stream"] for r in requests)
+    tape = open_tape(session_tape_name(tmp_path, "quickstart.ipynb"), home=tmp_path / "home")
+    assert "sk-test" not in tape.path.read_text()
