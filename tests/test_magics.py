@@ -152,6 +152,7 @@ def test_comma_command_cell_never_reaches_the_model(nb: Notebook, capsys: pytest
     assert "system" not in kinds(nb.tape)  # no model turn happened
     commands = [e for e in nb.tape.read() if e.kind == "event" and e.payload["name"] == "command"]
     assert [c.payload["data"]["name"] for c in commands] == ["tape.handoff", "tape.info"]
+    assert commands[-1].meta == {"cell": nb.execution_count, "source": "notebook"}
 
 
 def test_handoff_reads_pairs_as_json_over_a_state_object(nb: Notebook) -> None:

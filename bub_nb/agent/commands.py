@@ -89,20 +89,25 @@ def parse_command(text: str) -> ParsedCommand:
     return ParsedCommand(name, kwargs, tuple(positional))
 
 
-def run_command(tape: Tape, text: str, tools: ToolRegistry | None = None) -> CommandResult:
-    """Run one comma command on ``tape`` with the builtin tools (or ``tools``) and log it there."""
+def run_command(
+    tape: Tape, text: str, tools: ToolRegistry | None = None, meta: Mapping[str, Any] | None = None
+) -> CommandResult:
+    """Run one comma command on ``tape`` with the builtin tools (or ``tools``) and log it there.
+
+    ``meta`` goes on the ``command`` event (a notebook passes the cell it came from).
+    """
     from bub_nb.agent.builtin_tools import builtin_registry
 
     registry = tools if tools is not None else builtin_registry()
     parsed = parse_command(text)
     name = ALIASES.get(parsed.name, parsed.name)
     if name == "help":
-        return _logged(tape, CommandResult("help", help_text(registry)))
+        return _logged(tape, meta, CommandResult("help", help_text(registry)))
     if name not in registry:
         args: dict[str, Any] = {**parsed.kwargs, **({"_": list(parsed.positional)} if parsed.positional else {})}
         known = ", ".join(PREFIX + command for command in command_names(registry))
         output = f"Unknown command {PREFIX + parsed.name!r}; known commands: {known}"
-        return _logged(tape, CommandResult(parsed.name, output, "unknown", args))
+        return _logged(tape, meta, CommandResult(parsed.name, output, "unknown", args))
     command = registry.get(name)
     arguments = _arguments(command, parsed)
     before = tape.last_id
@@ -110,12 +115,12 @@ def run_command(tape: Tape, text: str, tools: ToolRegistry | None = None) -> Com
     try:
         output = command.run_sync(arguments, ToolContext(tape=tape))
     except ToolCallError as exc:
-        _logged(tape, CommandResult(command.name, exc.message, "error", arguments))
+        _logged(tape, meta, CommandResult(command.name, exc.message, "error", arguments))
         raise CommandError(exc.message) from exc
     # A changed entry at the old end means the tape started over (tape.reset): all of it is new.
     restarted = bool(before) and tape.read(before, before + 1) != marker
     written = tuple(tape.read(1 if restarted else before + 1))
-    return _logged(tape, CommandResult(command.name, str(output), "ok", arguments, written))
+    return _logged(tape, meta, CommandResult(command.name, str(output), "ok", arguments, written))
 
 
 def command_names(tools: ToolRegistry) -> list[str]:
@@ -166,6 +171,7 @@ def _coerce(value: str, schema: Mapping[str, Any]) -> Any:
     return value  # left as text, so the schema check names the mismatch
 
 
-def _logged(tape: Tape, result: CommandResult) -> CommandResult:
-    event = tape.append_event("command", {"name": result.name, "args": dict(result.args), "status": result.status})
+def _logged(tape: Tape, meta: Mapping[str, Any] | None, result: CommandResult) -> CommandResult:
+    data = {"name": result.name, "args": dict(result.args), "status": result.status}
+    event = tape.append_event("command", data, **dict(meta or {}))
     return CommandResult(result.name, result.output, result.status, result.args, (*result.entries, event))

@@ -156,7 +156,7 @@ class Agent:
         self.tape.ensure_bootstrap_anchor()
         if is_command(prompt):
             started = time.perf_counter()
-            result = run_command(self.tape, prompt)
+            result = run_command(self.tape, prompt, meta=self.meta)
             elapsed_ms = round((time.perf_counter() - started) * 1000, 1)
             self.last_turn = Turn(result.output, tuple(result.entries), None, "command", "command", "", elapsed_ms)
             yield self.last_turn.text
