@@ -4,17 +4,24 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jsonlines
 import orjson
 
+from bub_nb.errors import TapeError
+from bub_nb.tape.address import entry_address
 from bub_nb.tape.entries import TapeEntry, utc_now
 from bub_nb.tape.lines import anchor_name
+from bub_nb.tape.naming import validate_tape_name
 from bub_nb.tape.store import AnchorRef, StoreStats, TapeStore
+
+if TYPE_CHECKING:
+    from bub_nb.tape.service import Tape
 
 
 class ForkedStore:
@@ -85,6 +92,60 @@ class ForkedStore:
         with self._lock:
             pending, self.entries = self.entries, []
         return self.parent.append(self.tape, [e.with_id(0) for e in pending]) if pending else []
+
+
+class ForkBlock:
+    """``tape.fork()``: a sync and an async context manager that sends the tape's writes aside.
+
+    Forks are kept per context (a ``ContextVar``), so a fork in one asyncio task does not catch the
+    writes of another.
+    """
+
+    def __init__(
+        self, forks: ContextVar[tuple[ForkedStore, ...]], store: TapeStore, tape: str, merge_back: bool
+    ) -> None:
+        self._forks, self._store, self._tape, self._merge_back = forks, store, tape, merge_back
+
+    def __enter__(self) -> ForkedStore:
+        self.fork = ForkedStore(self._store, self._tape)
+        self._token = self._forks.set((*self._forks.get(), self.fork))
+        return self.fork
+
+    def __exit__(self, *exc: object) -> None:
+        self._forks.reset(self._token)
+        if self._merge_back:
+            self.fork.merge()
+
+    async def __aenter__(self) -> ForkedStore:
+        return self.__enter__()
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.__exit__(*exc)
+
+
+def fork_session(
+    parent: Tape, new_name: str, start: int, from_anchor: str | None, intention: Mapping[str, Any] | str | None
+) -> Tape:
+    """A new tape holding ``parent``'s entries from id ``start`` on, its intention, and its lineage."""
+    validate_tape_name(new_name)
+    if parent.store.exists(new_name):
+        raise TapeError(f"Tape {new_name!r} already exists; fork into a new name")
+    child = type(parent)(new_name, parent.base_store)
+    child.extend(
+        [
+            TapeEntry(0, e.kind, e.payload, {**e.meta, "forked_from": entry_address(parent.name, e.id)}, e.date)
+            for e in parent.read(start)
+        ]
+    )
+    if intention is not None:
+        child.handoff("intention", {"next_steps": intention} if isinstance(intention, str) else intention)
+    else:
+        child.ensure_bootstrap_anchor()
+    directory = getattr(parent.base_store, "directory", None)
+    if directory is not None:
+        lineage = {"parent": parent.name, "child": new_name, "from_anchor": from_anchor, "from_id": start}
+        record_lineage(Path(directory), lineage)
+    return child
 
 
 def record_lineage(directory: Path, record: dict[str, Any]) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextvars import ContextVar
@@ -13,7 +12,7 @@ from bub_nb.errors import AnchorNotFoundError, EntryNotFoundError, TapeError
 from bub_nb.tape import extensions
 from bub_nb.tape.address import TapeAddress, anchor_address, entry_address
 from bub_nb.tape.entries import TapeEntry, is_phase_anchor, plain_json
-from bub_nb.tape.fork import ForkedStore, read_lineage, record_lineage
+from bub_nb.tape.fork import ForkBlock, ForkedStore, fork_session, read_lineage
 from bub_nb.tape.naming import validate_tape_name
 from bub_nb.tape.query import TapeQuery
 from bub_nb.tape.redact import redact
@@ -253,47 +252,21 @@ class Tape:
 
     # -- forks and addresses ----------------------------------------------------------------------
 
-    @contextlib.contextmanager
-    def _forked(self, merge_back: bool) -> Iterator[ForkedStore]:
-        fork = ForkedStore(self.store, self.name)
-        token = self._forks.set((*self._forks.get(), fork))
-        try:
-            yield fork
-        finally:
-            self._forks.reset(token)
-            if merge_back:
-                fork.merge()
+    @property
+    def base_store(self) -> TapeStore:
+        """The store this tape lives in, whatever fork is open."""
+        return self._base_store
 
-    def fork(self, merge_back: bool = True) -> _Fork:
+    def fork(self, merge_back: bool = True) -> ForkBlock:
         """Send writes aside for the block; on exit merge them back in order, or drop them."""
-        return _Fork(self, merge_back)
+        return ForkBlock(self._forks, self.store, self.name, merge_back)
 
     def fork_session(
         self, new_name: str, from_anchor: str | None = None, intention: Mapping[str, Any] | str | None = None
     ) -> Tape:
         """Copy the entries from ``from_anchor`` on into a new tape that continues on its own."""
-        validate_tape_name(new_name)
-        if self.store.exists(new_name):
-            raise TapeError(f"Tape {new_name!r} already exists; fork into a new name")
         start = self._find_ref(from_anchor).id if from_anchor else 1
-        child = Tape(new_name, self._base_store)
-        child.extend(
-            [
-                TapeEntry(0, e.kind, e.payload, {**e.meta, "forked_from": entry_address(self.name, e.id)}, e.date)
-                for e in self.read(start)
-            ]
-        )
-        if intention is not None:
-            child.handoff("intention", {"next_steps": intention} if isinstance(intention, str) else intention)
-        else:
-            child.ensure_bootstrap_anchor()
-        directory = getattr(self._base_store, "directory", None)
-        if directory is not None:
-            record_lineage(
-                Path(directory),
-                {"parent": self.name, "child": new_name, "from_anchor": from_anchor, "from_id": start},
-            )
-        return child
+        return fork_session(self, new_name, start, from_anchor, intention)
 
     def lineage(self) -> list[dict[str, Any]]:
         """Forks recorded in ``session_graph.jsonl`` that involve this tape."""
@@ -339,22 +312,3 @@ class Tape:
 
     def _repr_markdown_(self) -> str:
         return self.info()._repr_markdown_()
-
-
-class _Fork:
-    """``tape.fork()`` as a sync and an async context manager."""
-
-    def __init__(self, tape: Tape, merge_back: bool) -> None:
-        self._cm = tape._forked(merge_back)
-
-    def __enter__(self) -> ForkedStore:
-        return self._cm.__enter__()
-
-    def __exit__(self, *exc: Any) -> bool | None:
-        return self._cm.__exit__(*exc)
-
-    async def __aenter__(self) -> ForkedStore:
-        return self.__enter__()
-
-    async def __aexit__(self, *exc: Any) -> bool | None:
-        return self.__exit__(*exc)
