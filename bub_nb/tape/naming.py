@@ -11,6 +11,8 @@ from pathlib import Path
 from bub_nb.errors import TapeNameError
 
 DEFAULT_SESSION_ID = "default"
+# The event a notebook leaves on a tape the first time it writes there: ``{"path", "source"}``.
+NOTEBOOK_EVENT = "notebook"
 # Room for the longest file made from a name, "<name>.jsonl.<stamp>-<n>.bak", within 255 bytes.
 MAX_NAME_BYTES = 200
 
