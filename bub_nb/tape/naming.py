@@ -84,10 +84,13 @@ class NotebookSession:
 
 
 def current_notebook() -> NotebookSession:
-    """Find the running notebook: ``JPY_SESSION_NAME``, VS Code's ``__vsc_ipynb_file__``, else the cwd."""
+    """Find the running notebook: ``JPY_SESSION_NAME``, VS Code's ``__vsc_ipynb_file__``, papermill's
+    ``PAPERMILL_INPUT_PATH`` parameter, the notebook the kernel's launcher names, else the cwd."""
+    main = sys.modules.get("__main__")
     candidates = [
         ("JPY_SESSION_NAME", os.environ.get("JPY_SESSION_NAME")),
-        ("__vsc_ipynb_file__", getattr(sys.modules.get("__main__"), "__vsc_ipynb_file__", None)),
+        ("__vsc_ipynb_file__", getattr(main, "__vsc_ipynb_file__", None)),
+        ("PAPERMILL_INPUT_PATH", getattr(main, "PAPERMILL_INPUT_PATH", None)),
     ]
     for source, value in candidates:
         if isinstance(value, str) and value.strip():
@@ -95,4 +98,9 @@ def current_notebook() -> NotebookSession:
             if not path.is_absolute():
                 path = path if path.exists() else Path.cwd() / path.name
             return NotebookSession(path.resolve().parent, path.name, source)
+    from bub_nb.tape.launcher import launching_notebook
+
+    launched = launching_notebook()
+    if launched is not None:
+        return NotebookSession(launched.parent, launched.name, "launcher")
     return NotebookSession(Path.cwd(), DEFAULT_SESSION_ID, "cwd")

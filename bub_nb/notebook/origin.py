@@ -1,0 +1,79 @@
+"""Which notebook wrote a tape: a ``notebook`` event the first time a notebook's cell writes to it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bub_nb.errors import BubNbError
+from bub_nb.tape import Tape, current_notebook
+from bub_nb.tape.naming import NOTEBOOK_EVENT
+
+
+def _key(tape: Tape) -> tuple[str, str]:
+    return tape.name, tape.location
+
+
+class NotebookOrigin:
+    """Listens to IPython's ``pre_run_cell``/``post_run_cell``: when a cell wrote to the current tape
+    and the tape does not yet name this notebook, one event records the notebook's path after the
+    cell's own entries (so a refused command still writes nothing)."""
+
+    def __init__(self, shell: Any, session: Any) -> None:
+        self._shell = shell
+        self._session = session
+        self._seen: dict[tuple[str, str], int] = {}
+        self._marked: set[tuple[str, str]] = set()
+        self.active = False
+
+    def start(self) -> None:
+        if not self.active:
+            self._shell.events.register("pre_run_cell", self.pre_run_cell)
+            self._shell.events.register("post_run_cell", self.post_run_cell)
+            self.active = True
+
+    def stop(self) -> None:
+        if self.active:
+            self._shell.events.unregister("pre_run_cell", self.pre_run_cell)
+            self._shell.events.unregister("post_run_cell", self.post_run_cell)
+            self.active = False
+
+    def _tape(self) -> Tape | None:
+        try:
+            tape: Tape = self._session.tape  # opening writes nothing
+            tape.stats()
+        except (BubNbError, OSError):
+            return None  # a tape setting that cannot be used is reported by the magic that uses it
+        return tape
+
+    def pre_run_cell(self, info: Any = None) -> None:
+        tape = self._tape()
+        if tape is not None:
+            self._seen[_key(tape)] = tape.last_id
+
+    def post_run_cell(self, result: Any = None) -> None:
+        tape = self._tape()
+        if tape is None or tape.read_only:
+            return
+        key, last_id = _key(tape), tape.last_id
+        before = self._seen.get(key)
+        self._seen[key] = last_id
+        if before is None or last_id <= before or key in self._marked:
+            return
+        notebook = current_notebook()
+        if notebook.source == "cwd":
+            return  # no notebook is known, only a folder
+        self._marked.add(key)
+        path = str(notebook.workspace / notebook.session_id)
+        if not _names(tape, path):
+            self._seen[key] = tape.append_event(
+                NOTEBOOK_EVENT, {"path": path, "source": notebook.source}, source="notebook"
+            ).id
+
+
+def _names(tape: Tape, path: str) -> bool:
+    """Whether the tape already records ``path`` as its notebook (a restarted kernel writes no second event)."""
+    for entry in tape.iter_reverse(kinds=("event",)):
+        data = entry.payload.get("data")
+        if entry.name == NOTEBOOK_EVENT and isinstance(data, dict) and data.get("path") == path:
+            return True
+    return False
