@@ -6,7 +6,7 @@ from typing import Any
 
 from bub_nb.errors import BubNbError
 from bub_nb.tape import Tape, current_notebook
-from bub_nb.tape.naming import NOTEBOOK_EVENT
+from bub_nb.tape.naming import NOTEBOOK_EVENT, recorded_notebook
 
 
 def _key(tape: Tape) -> tuple[str, str]:
@@ -64,16 +64,7 @@ class NotebookOrigin:
             return  # no notebook is known, only a folder
         self._marked.add(key)
         path = str(notebook.workspace / notebook.session_id)
-        if not _names(tape, path):
+        if recorded_notebook(tape) != path:
             self._seen[key] = tape.append_event(
                 NOTEBOOK_EVENT, {"path": path, "source": notebook.source}, source="notebook"
             ).id
-
-
-def _names(tape: Tape, path: str) -> bool:
-    """Whether the tape already records ``path`` as its notebook (a restarted kernel writes no second event)."""
-    for entry in tape.iter_reverse(kinds=("event",)):
-        data = entry.payload.get("data")
-        if entry.name == NOTEBOOK_EVENT and isinstance(data, dict) and data.get("path") == path:
-            return True
-    return False

@@ -7,8 +7,12 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bub_nb.errors import TapeNameError
+
+if TYPE_CHECKING:
+    from bub_nb.tape.service import Tape
 
 DEFAULT_SESSION_ID = "default"
 # The event a notebook leaves on a tape the first time it writes there: ``{"path", "source"}``.
@@ -104,3 +108,12 @@ def current_notebook() -> NotebookSession:
     if launched is not None:
         return NotebookSession(launched.parent, launched.name, "launcher")
     return NotebookSession(Path.cwd(), DEFAULT_SESSION_ID, "cwd")
+
+
+def recorded_notebook(tape: Tape) -> str | None:
+    """The notebook path the newest ``notebook`` event on ``tape`` records, if any."""
+    for entry in tape.iter_reverse(kinds=("event",)):
+        data = entry.payload.get("data")
+        if entry.name == NOTEBOOK_EVENT and isinstance(data, dict) and isinstance(data.get("path"), str):
+            return str(data["path"])
+    return None
