@@ -5,7 +5,6 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-
 import bub_nb  # noqa: F401  (registers Tape.memory)
 from bub_nb.tape import open_tape
 from bub_nb.tape.report import transcript_markdown
