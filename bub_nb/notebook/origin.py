@@ -9,10 +9,6 @@ from bub_nb.tape import Tape, current_notebook
 from bub_nb.tape.naming import NOTEBOOK_EVENT, recorded_notebook
 
 
-def _key(tape: Tape) -> tuple[str, str]:
-    return tape.name, tape.location
-
-
 class NotebookOrigin:
     """Listens to IPython's ``pre_run_cell``/``post_run_cell``: when a cell wrote to the current tape
     and the tape does not yet name this notebook, one event records the notebook's path after the
@@ -37,24 +33,27 @@ class NotebookOrigin:
             self._shell.events.unregister("post_run_cell", self.post_run_cell)
             self.active = False
 
-    def _tape(self) -> Tape | None:
+    def _tape(self) -> tuple[Tape, int] | None:
+        """The session's tape and its last id; a tape file not yet made is not touched (not even its folder)."""
         try:
             tape: Tape = self._session.tape  # opening writes nothing
-            tape.stats()
+            path = tape.path
+            return tape, 0 if path is not None and not path.exists() else tape.last_id
         except (BubNbError, OSError):
             return None  # a tape setting that cannot be used is reported by the magic that uses it
-        return tape
 
     def pre_run_cell(self, info: Any = None) -> None:
-        tape = self._tape()
-        if tape is not None:
-            self._seen[_key(tape)] = tape.last_id
+        found = self._tape()
+        if found is not None:
+            tape, last_id = found
+            self._seen[(tape.name, str(tape.path))] = last_id
 
     def post_run_cell(self, result: Any = None) -> None:
-        tape = self._tape()
-        if tape is None or tape.read_only:
+        found = self._tape()
+        if found is None or found[0].read_only:
             return
-        key, last_id = _key(tape), tape.last_id
+        tape, last_id = found
+        key = (tape.name, str(tape.path))
         before = self._seen.get(key)
         self._seen[key] = last_id
         if before is None or last_id <= before or key in self._marked:

@@ -43,8 +43,6 @@ class ArchiveTapeStore:
     """One archive as a read-only tape named after its file; other names go to the folder's store,
     so a fork of the archive or an address into a live tape still works."""
 
-    read_only = True
-
     def __init__(self, path: Path, folder: FileTapeStore) -> None:
         self.archive = path
         self.name = path.name
@@ -57,6 +55,10 @@ class ArchiveTapeStore:
 
     def _own(self, tape: str) -> bool:
         return tape == self.name
+
+    def writable(self, tape: str) -> bool:
+        """Whether ``tape`` takes appends: every tape but the archive itself."""
+        return not self._own(tape)
 
     def _refuse(self, tape: str, action: str) -> TapeError:
         return TapeError(

@@ -65,7 +65,8 @@ class Tape:
     @property
     def read_only(self) -> bool:
         """Whether nothing can be appended (an archive a reset left)."""
-        return bool(getattr(self._base_store, "read_only", False))
+        writable = getattr(self._base_store, "writable", None)
+        return writable is not None and not writable(self.name)
 
     @property
     def last_id(self) -> int:
