@@ -39,5 +39,5 @@ def test_an_archive_opens_read_only_and_stays_byte_for_byte(tmp_path: Path) -> N
 
 
 def test_a_missing_archive_is_named(tmp_path: Path) -> None:
-    with pytest.raises(TapeError, match="x.jsonl.20260101T000000Z.bak"):
+    with pytest.raises(TapeError, match=r"x\.jsonl\.20260101T000000Z\.bak"):
         open_tape(tmp_path / "x.jsonl.20260101T000000Z.bak")

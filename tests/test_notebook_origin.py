@@ -40,7 +40,7 @@ def test_the_first_cell_that_writes_records_the_notebook_once(shell: Interactive
     path = str(tmp_path / "lesson.ipynb")
     assert notebook_events(tmp_path) == [{"path": path, "source": "JPY_SESSION_NAME"}]
     tape = open_tape(session_tape_name(tmp_path, "lesson.ipynb"), home=tmp_path / "home")
-    turn_end = [e.id for e in tape.read() if e.name == "run"][0]
+    turn_end = next(e.id for e in tape.read() if e.name == "run")
     assert [e.id for e in tape.read() if e.name == "notebook"] == [turn_end + 1]  # after the cell's own entries
 
     shell.run_cell("%unload_ext bub_nb")  # a restarted kernel finds the event and writes no second one
