@@ -28,18 +28,17 @@ def frame_to_entries(frame: pd.DataFrame) -> list[TapeEntry]:
 
 
 class _Part:
-    """The rows of one tape inside a frame: their positions in the frame, and their anchors."""
+    """The rows of one tape inside a frame: their positions in the frame, ids, and anchors."""
 
-    def __init__(self, name: str, frame: pd.DataFrame, positions: np.ndarray) -> None:
-        self.name, self.positions = name, positions
-        rows = frame.iloc[positions]
-        self.ids = rows["id"].to_numpy()
-        anchors = rows[rows["kind"] == "anchor"]
-        self.anchor_names = [str(n) for n in anchors.sort_values("id", kind="stable")["name"]]
-        self._anchor_ids: dict[str, int] = {}
-        for anchor_id, anchor_name in zip(anchors["id"], anchors["name"], strict=True):
-            if isinstance(anchor_name, str):  # the last occurrence wins, as on the tape
-                self._anchor_ids[anchor_name] = max(int(anchor_id), self._anchor_ids.get(anchor_name, 0))
+    def __init__(self, name: str, positions: np.ndarray, ids: np.ndarray, anchors: np.ndarray, names: np.ndarray):
+        self.name, self.positions, self.ids = name, positions, ids[positions]
+        at = positions[anchors[positions]]
+        order = np.argsort(ids[at], kind="stable")
+        named = [
+            (int(i), n) for i, n in zip(ids[at][order].tolist(), names[at][order], strict=True) if isinstance(n, str)
+        ]
+        self.anchor_names = [n for _, n in named]
+        self._anchor_ids = {n: i for i, n in named}  # in id order, so the last occurrence wins, as on the tape
 
     def anchor_id(self, name: str) -> int | None:
         return self._anchor_ids.get(name)
@@ -64,11 +63,14 @@ class TapeAccessor:
 
     def _parts(self) -> list[_Part]:
         frame = self._frame
+        ids = frame["id"].to_numpy()
+        anchors = (frame["kind"] == "anchor").to_numpy(dtype=bool)
+        names = frame["name"].to_numpy(dtype=object) if "name" in frame.columns else np.full(len(frame), None)
         if TAPE_NAME not in frame.columns:
             name = frame.attrs.get("tape", "this frame")
-            return [_Part(str(name), frame, np.arange(len(frame)))]
+            return [_Part(str(name), np.arange(len(frame)), ids, anchors, names)]
         groups = frame.groupby(TAPE_NAME, sort=False, dropna=False, observed=True).indices
-        return [_Part(str(name), frame, positions) for name, positions in groups.items()]
+        return [_Part(str(name), positions, ids, anchors, names) for name, positions in groups.items()]
 
     def _rows(self, keep: np.ndarray) -> pd.DataFrame:
         return self._frame.iloc[np.flatnonzero(keep)]
