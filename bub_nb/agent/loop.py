@@ -135,6 +135,12 @@ class Agent:
         self.last_turn = running.abort()
         return self.last_turn
 
+    def check(self, prompt: str) -> None:
+        """Refuse a turn that could not be recorded truthfully, before anything is written (a ``BubNbError``)."""
+        from bub_nb.agent.preflight import check_turn
+
+        check_turn(self, prompt)
+
     def view(self) -> View:
         """The view the next step would send (without the system prompt)."""
         return self.pipeline.build_tape_context(self.tape, self.context)
@@ -150,8 +156,7 @@ class Agent:
     async def _turn(self, prompt: str, *, stream: bool) -> AsyncGenerator[str, None]:
         from bub_nb.agent.commands import is_command, run_command
 
-        if not isinstance(prompt, str) or not prompt.strip():
-            raise BubNbError(f"Prompt {prompt!r} is empty; write something for the model to answer")
+        self.check(prompt)
         self.abort()
         self.tape.ensure_bootstrap_anchor()
         if is_command(prompt):

@@ -67,15 +67,18 @@ class NotebookSession:
             self._tape = self.open(self._settings.tape or None)
         return self._tape
 
-    def open(self, name_or_path: str | None) -> Tape:
+    def open(self, name_or_path: str | None, *, create: bool = True) -> Tape:
         home = self._settings.home or None
         if name_or_path and (name_or_path.endswith(".jsonl") or os.sep in name_or_path):
-            return open_tape(Path(name_or_path).expanduser())
-        return open_tape(name_or_path, home=home)
+            return open_tape(Path(name_or_path).expanduser(), create=create)
+        return open_tape(name_or_path, home=home, create=create)
 
-    def use(self, name_or_path: str) -> Tape:
-        """Switch to another tape; the current one stays if the new one cannot be opened."""
-        tape = self.open(name_or_path)
+    def use(self, name_or_path: str, *, create: bool = False) -> Tape:
+        """Switch to another tape; the current one stays if the new one cannot be opened.
+
+        A tape that does not exist is refused unless ``create`` (``%tape use NAME --new``).
+        """
+        tape = self.open(name_or_path, create=create)
         tape.stats()  # reads (or creates nothing); a tape that cannot be read fails here, before the switch
         self._tape = tape
         return tape

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bub_nb.errors import TapeNameError
+from bub_nb.tape.reserved import check_tape_file_name
 
 DEFAULT_SESSION_ID = "default"
 # Room for the longest file made from a name, "<name>.jsonl.<stamp>-<n>.bak", within 255 bytes.
@@ -65,7 +66,7 @@ def validate_tape_name(name: str) -> str:
         raise TapeNameError(
             f"Tape name {name!r} is not allowed: {problem}; use a plain name, or a path ending in .jsonl"
         )
-    return name
+    return check_tape_file_name(name)
 
 
 @dataclass(frozen=True, slots=True)
