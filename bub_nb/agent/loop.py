@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from bub_nb.agent.builtin import memory_of
 from bub_nb.agent.eventloop import run_sync
 from bub_nb.agent.models import Completion, Model, TextDelta, resolve_model
+from bub_nb.agent.preflight import check_prompt_fits
 from bub_nb.agent.tools import Tool, ToolCallError, ToolContext, ToolRegistry
 from bub_nb.agent.turn import RunningTurn, Turn, TurnRecorder
 from bub_nb.context.messages import result_text
@@ -223,8 +224,9 @@ class Agent:
             except ContextLengthError as exc:
                 if overflows == 0 or recorder.partial:
                     raise
+                check_prompt_fits(self, prompt)  # a new phase cannot help a prompt that alone is too long
                 overflows -= 1
-                recorder.auto_handoff(exc, recorder.steps + 1, prompt)
+                recorder.auto_handoff(exc, recorder.steps + 1, prompt, left_view=len(view.entry_ids))
                 continue
             if recorder.closed:
                 return

@@ -51,13 +51,12 @@ def resolve_tools(
 
 
 class NotebookSession:
-    """State the magics share: the current tape, cached models, and how turns are run."""
+    """State the magics share: the current tape, and how turns are run."""
 
     def __init__(self, settings: Any, namespace: Callable[[], Mapping[str, Any]]) -> None:
         self._settings = settings
         self._namespace = namespace
         self._tape: Tape | None = None
-        self._models: dict[str, Model] = {}
         self.last_turn: Turn | None = None
         self.last_agent: Agent | None = None
 
@@ -96,10 +95,9 @@ class NotebookSession:
         named = self._namespace().get(spec) if spec and spec.isidentifier() else None
         if isinstance(named, Model):
             return named
-        key = spec or ""
-        if key not in self._models:
-            self._models[key] = resolve_model(spec)
-        return self._models[key]
+        # resolve_model keeps one model per model, endpoint, key fingerprint and options, so a changed
+        # BUB_API_BASE / OPENAI_BASE_URL or key reaches the next turn while the client is still reused.
+        return resolve_model(spec)
 
     def agent(
         self, *, model: str | None = None, context: str | None = None, tools: str | None = None, cell: int | None = None
