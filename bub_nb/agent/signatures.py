@@ -43,7 +43,7 @@ def parameters_schema(
             continue
         schema = type_schema(hint)
         if schema is None:
-            shown = hint if isinstance(hint, str) else getattr(hint, "__qualname__", None) or repr(hint)
+            shown = hint.__qualname__ if isinstance(hint, type) else str(hint)
             raise ToolError(
                 f"Parameter {parameter.name!r} of {getattr(function, '__qualname__', function)!r} is annotated "
                 f"{shown}, which has no JSON schema: a model can only send JSON (str, int, float, bool, list, "

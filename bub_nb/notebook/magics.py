@@ -8,6 +8,7 @@ one-line ``UsageError``.
 from __future__ import annotations
 
 import functools
+import json
 import keyword
 import os
 import shlex
@@ -222,7 +223,7 @@ class BubMagics(Magics):
             raise UsageError("%handoff needs an anchor NAME: %handoff NAME [key=value ...] [--state JSON]")
         state = parse_state(args.pairs, args.state)
         anchor, _event = self.session.tape.handoff(args.name, state or None, source="notebook")
-        shown = orjson.dumps(state, option=orjson.OPT_INDENT_2).decode() if state else "(no state)"
+        shown = json.dumps(state, indent=2, ensure_ascii=False, default=str) if state else "(no state)"
         display(
             Markdown(
                 f"⚓ Handoff **{anchor.name}** written as entry #{anchor.id} on tape `{self.session.tape.name}`. "
