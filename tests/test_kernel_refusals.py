@@ -43,7 +43,7 @@ class Kernel:
                 printed.append(content["data"].get("text/markdown") or content["data"].get("text/plain", ""))
             elif kind == "status" and content["execution_state"] == "idle":
                 break
-        return {**reply["content"], "printed": "".join(printed)}
+        return {**reply["content"], "printed": "\n".join(printed)}
 
     def ok(self, code: str) -> str:
         reply = self.run(code)
@@ -121,3 +121,16 @@ def test_a_changed_endpoint_in_a_kernel_takes_effect_on_the_next_cell(kernel: Ke
         kernel.ok("%%bub -m openai:test-model -o answer\nHello again")
         assert kernel.ok("print(answer)").strip() == "From the second endpoint."
         assert (len(first.requests), len(second.requests)) == (1, 1)
+
+
+def test_an_auto_handoff_in_a_kernel_shows_its_notice_in_the_cell(kernel: Kernel) -> None:
+    with OpenAICompatibleServer() as server:
+        kernel.ok(f"import os\nos.environ['BUB_API_BASE'] = {server.base_url!r}")
+        for number in range(4):
+            kernel.ok(f"%%bub -m openai:test-model\nPart {number}: " + "a long paragraph about tapes " * 40)
+        server.context_window = 1000  # the history no longer fits; the prompt after an anchor does
+        server.reply("Recovered.")
+        shown = kernel.ok("%%bub -m openai:test-model\nWhat next?")
+    notice = shown.strip().splitlines()[-1]
+    assert notice.startswith("⚠️ The prompt did not fit the model's context: handoff ⚓ auto_handoff/context_overflow #")
+    assert "entries left the view" in notice
