@@ -4,7 +4,9 @@
 
     BubNbError
     ├── TapeError
-    │   ├── TapeNameError          a tape name that is not a plain name
+    │   ├── TapeNameError          a tape name that is not a plain name, or names a file the store keeps
+    │   ├── TapeNotFoundError      a tape that does not exist, opened without ``create``
+    │   ├── AnchorNameError        an anchor name a handoff may not use (``memory/…`` is the memory zone's)
     │   ├── AnchorNotFoundError    an anchor name the tape does not hold (also a KeyError)
     │   ├── EntryNotFoundError     an entry id or address that resolves to nothing (also a KeyError)
     │   └── TapeAddressError       a ``tape://`` address that cannot be parsed
@@ -12,7 +14,7 @@
     ├── MemoryZoneError            a memory note or date that cannot be stored
     ├── ModelError                 the model could not be reached or answered badly
     │   ├── ModelConfigError       no model, an unknown model spec or a missing API key
-    │   └── ContextLengthError     the endpoint refused the prompt as too long
+    │   └── ContextLengthError     the prompt is longer than the model's context window
     ├── ToolError                  a tool that cannot be made or registered
     │   └── ToolCallError          one call that failed: unknown tool, bad arguments, or the tool raised
     ├── CommandError               a malformed comma command
@@ -35,6 +37,14 @@ class TapeError(BubNbError):
 
 class TapeNameError(TapeError, ValueError):
     """A tape name is not a plain name (it has a separator, ``..`` or is empty)."""
+
+
+class TapeNotFoundError(TapeError, LookupError):
+    """A tape that does not exist, opened where a new one is not wanted (``create=False``)."""
+
+
+class AnchorNameError(TapeError, ValueError):
+    """An anchor name a handoff may not use: empty, or under a prefix another part of bub_nb owns."""
 
 
 class AnchorNotFoundError(TapeError, KeyError):

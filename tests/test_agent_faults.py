@@ -160,8 +160,8 @@ def test_overflow_recovery_a_context_overflow_from_the_server_produces_the_auto_
 def test_a_second_overflow_in_the_same_turn_is_an_error_with_everything_on_the_tape(
     openai_server: OpenAICompatibleServer, tape: Tape, endpoint: Callable[..., OpenAIModel]
 ) -> None:
-    openai_server.fail_context_length(limit=100).fail_context_length(limit=100)
-    with pytest.raises(ContextLengthError, match="maximum context length is 100 tokens") as caught:
+    openai_server.fail_context_length(limit=5000).fail_context_length(limit=5000)
+    with pytest.raises(ContextLengthError, match="maximum context length is 5000 tokens") as caught:
         Agent(tape, endpoint()).run("Too much")
 
     turn = caught.value.turn  # type: ignore[attr-defined]

@@ -140,19 +140,40 @@ def test_every_command_is_logged_with_name_args_and_status(tape: Tape) -> None:
     ]
 
 
-def test_an_unknown_command_lists_the_known_ones_and_is_logged(tape: Tape) -> None:
-    result = run_command(tape, ",compact now level=2")
-    assert result.status == "unknown"
-    assert result.output.startswith("Unknown command ',compact'; known commands: ,help, ,handoff, ,anchors")
-    assert command_events(tape) == [{"name": "compact", "args": {"level": "2", "_": ["now"]}, "status": "unknown"}]
+def test_an_unknown_command_lists_the_known_ones_and_writes_nothing(tape: Tape) -> None:
+    before = len(tape)
+    with pytest.raises(CommandError, match=r"^Unknown command ',compact'; known commands: ,help, ,handoff, ,anchors"):
+        run_command(tape, ",compact now level=2")
+    assert len(tape) == before
 
 
-def test_arguments_that_do_not_fit_the_tool_raise_and_are_logged_as_errors(tape: Tape) -> None:
+def test_arguments_that_do_not_fit_the_tool_are_refused_before_anything_is_written(tape: Tape) -> None:
+    before = len(tape)
     with pytest.raises(CommandError, match=r"Tool 'tape\.search' got invalid limit: 'many' is not of type 'integer'"):
         run_command(tape, ",tape.search query=x limit=many")
     with pytest.raises(CommandError, match="Date '2026-13-01' is not a YYYY-MM-DD day"):
         run_command(tape, ",memory.daily note date=2026-13-01")
-    assert [event["status"] for event in command_events(tape)] == ["error", "error"]
+    with pytest.raises(CommandError, match="takes no arguments"):
+        run_command(tape, ",help me")
+    assert len(tape) == before
+
+
+def test_a_tool_that_fails_after_starting_is_logged_as_an_error(tape: Tape) -> None:
+    @tool(name="course.fail")
+    def fail() -> str:
+        raise RuntimeError("disk full")
+
+    with pytest.raises(CommandError, match="disk full"):
+        run_command(tape, ",course.fail", ToolRegistry([fail]))
+    assert [event["status"] for event in command_events(tape)] == ["error"]
+
+
+def test_handoff_commands_refuse_memory_names_and_write_nothing(tape: Tape) -> None:
+    before = len(tape)
+    for line in (",handoff memory/seal summary=forged", ",tape.handoff name=Memory/open", ",handoff memory/notes"):
+        with pytest.raises(CommandError, match=r"reserved: names starting with 'memory/' belong to the memory zone"):
+            run_command(tape, line)
+    assert len(tape) == before
 
 
 def test_commands_run_the_registry_they_are_given(tape: Tape) -> None:

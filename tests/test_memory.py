@@ -211,9 +211,12 @@ def test_two_writers_choosing_the_same_version_resolve_to_the_later_zone() -> No
 
 def test_zones_written_by_handoff_with_audit_events_still_read() -> None:
     tape = new_tape()
-    tape.handoff("memory/open", {"version": 1})
-    tape.append_event("memory.long_term", {"content": "from Bub"})
-    tape.handoff("memory/seal", {"version": 1})
+    # As Bub's handoff writes them, each anchor followed by its `handoff` audit event (Tape.handoff refuses memory/).
+    note = TapeEntry.event("memory.long_term", {"content": "from Bub"})
+    for name, between in (("memory/open", [note]), ("memory/seal", [])):
+        state = {"version": 1}
+        audit = TapeEntry.event("handoff", {"name": name, "state": state})
+        tape.extend([TapeEntry.anchor(name, state), audit, *between])
     assert tape.memory.read() == MemorySnapshot(1, "from Bub")
 
 

@@ -107,7 +107,7 @@ def lines_of(path: Path) -> list[bytes]:
 
 KERNEL_SETUP = """
 %load_ext bub_nb
-%tape use {path}
+%tape use {path} --new
 """
 
 KERNEL_LOOP = """

@@ -84,7 +84,8 @@ def nb(
     notebook = Notebook(InteractiveShell.instance(), capsys)
     assert notebook.cell("%load_ext bub_nb").error is None
     # the model the env names, with a short timeout and one retry so faults cost milliseconds
-    notebook.magics.session._models["openai:test-model"] = OpenAIModel(
+    notebook.magics.model = "endpoint"  # a model object named in the notebook, as users pass one
+    notebook.shell.user_ns["endpoint"] = OpenAIModel(
         "test-model",
         api_key="sk-fault-matrix-0123456789abcdef",
         base_url=server.base_url,
@@ -211,14 +212,14 @@ def test_a_bad_tool_call_becomes_an_error_result_and_the_turn_goes_on(
 
 
 def test_an_unreachable_endpoint_is_one_line_and_keeps_the_prompt(nb: Notebook, server: OpenAICompatibleServer) -> None:
-    nb.magics.session._models["openai:test-model"] = OpenAIModel(
+    nb.shell.user_ns["endpoint"] = OpenAIModel(
         "test-model", api_key="sk-fault-matrix-0123456789abcdef", base_url="http://127.0.0.1:9/v1", max_retries=0
     )
     cell = nb.cell(f"%%bub\n{PROMPT}")
     assert_one_line_usage_error(cell, "could not be reached")
     turn = the_turn(nb)
     assert turn[1].payload == {"role": "user", "content": PROMPT} and kinds_of(turn)[-2:] == ["error", "event"]
-    nb.magics.session._models["openai:test-model"] = OpenAIModel(
+    nb.shell.user_ns["endpoint"] = OpenAIModel(
         "test-model", api_key="sk-fault-matrix-0123456789abcdef", base_url=server.base_url, max_retries=0
     )
     assert_the_shell_lives_on(nb, server)

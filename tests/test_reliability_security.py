@@ -58,7 +58,8 @@ class Session:
         self.shell.display_pub = CapturingDisplayPublisher()
         self.shell.run_line_magic("load_ext", "bub_nb")
         self.magics = next(c for c in self.shell.configurables if type(c).__name__ == "BubMagics")
-        self.magics.session._models["openai:test-model"] = OpenAIModel(
+        self.magics.model = "endpoint"  # a model object named in the notebook, as users pass one
+        self.shell.user_ns["endpoint"] = OpenAIModel(
             "test-model", api_key=BUB_KEY, base_url=server.base_url, timeout=2, max_retries=0
         )
         self.shown = ""

@@ -8,7 +8,8 @@ command. Strings become integers or booleans where the tool's schema asks for th
 
 Every builtin tool is a command under its own name (``,tape.search query=foo``), and the short
 aliases ``,handoff``, ``,anchors`` and ``,memory`` are Bub's spellings. Each command run is logged
-on the tape as an event ``command`` with ``{name, args, status}``.
+on the tape as an event ``command`` with ``{name, args, status}``. An unknown command, one that does
+not parse or arguments that do not fit are refused with a :class:`CommandError` before anything is written.
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from bub_nb.agent.preflight import check_command
 from bub_nb.agent.tools import Tool, ToolCallError, ToolContext, ToolRegistry
-from bub_nb.errors import CommandError
+from bub_nb.errors import BubNbError, CommandError
 
 if TYPE_CHECKING:
     from bub_nb.tape import Tape, TapeEntry
@@ -99,22 +101,18 @@ def run_command(
     from bub_nb.agent.builtin_tools import builtin_registry
 
     registry = tools if tools is not None else builtin_registry()
-    parsed = parse_command(text)
-    name = ALIASES.get(parsed.name, parsed.name)
-    if name == "help":
+    checked = check_command(text, registry)  # an unknown or malformed command writes nothing
+    command = checked.tool
+    if command is None:
         return _logged(tape, meta, CommandResult("help", help_text(registry)))
-    if name not in registry:
-        args: dict[str, Any] = {**parsed.kwargs, **({"_": list(parsed.positional)} if parsed.positional else {})}
-        known = ", ".join(PREFIX + command for command in command_names(registry))
-        output = f"Unknown command {PREFIX + parsed.name!r}; known commands: {known}"
-        return _logged(tape, meta, CommandResult(parsed.name, output, "unknown", args))
-    command = registry.get(name)
-    arguments = _arguments(command, parsed)
+    arguments = checked.arguments
     before = tape.last_id
     marker = tape.read(before, before + 1)
     try:
         output = command.run_sync(arguments, ToolContext(tape=tape))
     except ToolCallError as exc:
+        if isinstance(exc.__cause__, BubNbError) and tape.last_id == before:
+            raise CommandError(str(exc.__cause__)) from None  # the API refused before writing: so do we
         _logged(tape, meta, CommandResult(command.name, exc.message, "error", arguments))
         raise CommandError(exc.message) from exc
     # A changed entry at the old end means the tape started over (tape.reset): all of it is new.
@@ -144,7 +142,8 @@ def help_text(tools: ToolRegistry) -> str:
     return "\n".join(lines)
 
 
-def _arguments(command: Tool, parsed: ParsedCommand) -> dict[str, Any]:
+def arguments_for(command: Tool, parsed: ParsedCommand) -> dict[str, Any]:
+    """The command's ``key=value`` and bare words as the tool's arguments, typed as its schema asks."""
     properties: Mapping[str, Any] = command.parameters.get("properties", {})
     free = [key for key in properties if key not in parsed.kwargs]
     if len(parsed.positional) > len(free):

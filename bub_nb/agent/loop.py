@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from bub_nb.agent.builtin import memory_of
 from bub_nb.agent.eventloop import run_sync
 from bub_nb.agent.models import Completion, Model, TextDelta, resolve_model
+from bub_nb.agent.preflight import check_prompt_fits
 from bub_nb.agent.tools import Tool, ToolCallError, ToolContext, ToolRegistry
 from bub_nb.agent.turn import RunningTurn, Turn, TurnRecorder
 from bub_nb.context.messages import result_text
@@ -135,6 +136,12 @@ class Agent:
         self.last_turn = running.abort()
         return self.last_turn
 
+    def check(self, prompt: str) -> None:
+        """Refuse a turn that could not be recorded truthfully, before anything is written (a ``BubNbError``)."""
+        from bub_nb.agent.preflight import check_turn
+
+        check_turn(self, prompt)
+
     def view(self) -> View:
         """The view the next step would send (without the system prompt)."""
         return self.pipeline.build_tape_context(self.tape, self.context)
@@ -150,8 +157,7 @@ class Agent:
     async def _turn(self, prompt: str, *, stream: bool) -> AsyncGenerator[str, None]:
         from bub_nb.agent.commands import is_command, run_command
 
-        if not isinstance(prompt, str) or not prompt.strip():
-            raise BubNbError(f"Prompt {prompt!r} is empty; write something for the model to answer")
+        self.check(prompt)
         self.abort()
         self.tape.ensure_bootstrap_anchor()
         if is_command(prompt):
@@ -218,8 +224,9 @@ class Agent:
             except ContextLengthError as exc:
                 if overflows == 0 or recorder.partial:
                     raise
+                check_prompt_fits(self, prompt)  # a new phase cannot help a prompt that alone is too long
                 overflows -= 1
-                recorder.auto_handoff(exc, recorder.steps + 1, prompt)
+                recorder.auto_handoff(exc, recorder.steps + 1, prompt, left_view=len(view.entry_ids))
                 continue
             if recorder.closed:
                 return

@@ -10,6 +10,8 @@ import types
 from collections.abc import Callable, Mapping
 from typing import Annotated, Any, Literal, Union, get_args, get_origin, get_type_hints
 
+from bub_nb.errors import ToolError
+
 
 def parameters_schema(
     function: Callable[..., Any], documented: Mapping[str, str] | None = None, *, context_type: type | None = None
@@ -27,6 +29,8 @@ def parameters_schema(
     open_ended = False
     for parameter in signature.parameters.values():
         hint = hints.get(parameter.name, parameter.annotation)
+        if isinstance(hint, str):
+            hint = _resolved(hint, function)
         if parameter.kind is parameter.VAR_KEYWORD:
             open_ended = True
             continue
@@ -38,6 +42,13 @@ def parameters_schema(
             context_parameter = parameter.name
             continue
         schema = type_schema(hint)
+        if schema is None:
+            shown = hint.__qualname__ if isinstance(hint, type) else str(hint)
+            raise ToolError(
+                f"Parameter {parameter.name!r} of {getattr(function, '__qualname__', function)!r} is annotated "
+                f"{shown}, which has no JSON schema: a model can only send JSON (str, int, float, bool, list, "
+                "dict, Literal, Enum); take a name or a value and look the object up in the function"
+            )
         if parameter.name in documented:
             schema = {**schema, "description": documented[parameter.name]}
         if parameter.default is parameter.empty:
@@ -54,15 +65,21 @@ def parameters_schema(
 _SCALARS: dict[Any, str] = {str: "string", bool: "boolean", int: "integer", float: "number", type(None): "null"}
 
 
-def type_schema(hint: Any) -> dict[str, Any]:
-    """The JSON schema of one type hint; ``{}`` (anything) for hints it cannot express."""
+def type_schema(hint: Any) -> dict[str, Any] | None:
+    """The JSON schema of one type hint: ``{}`` (anything) for no hint or ``Any``; ``None`` when JSON cannot
+    carry it (a DataFrame, a class of the notebook's), so no tool takes an argument the model cannot send."""
+    if hint is inspect.Parameter.empty or hint is Any or hint is object:
+        return {}
     origin, args = get_origin(hint), get_args(hint)
     if origin is Annotated:
         schema = type_schema(args[0])
         notes = [note for note in args[1:] if isinstance(note, str)]
-        return {**schema, "description": notes[0]} if notes else schema
+        return {**schema, "description": notes[0]} if notes and schema is not None else schema
     if origin in (Union, types.UnionType):
-        options = [type_schema(arg) for arg in args if arg is not type(None)]
+        found = [type_schema(arg) for arg in args if arg is not type(None)]
+        if any(option is None for option in found):
+            return None
+        options = [option for option in found if option is not None]
         nullable = len(options) < len(args)
         if len(options) == 1 and isinstance(options[0].get("type"), str) and nullable:
             return {**options[0], "type": [options[0]["type"], "null"]}
@@ -79,12 +96,24 @@ def type_schema(hint: Any) -> dict[str, Any]:
     container = origin or hint
     if container in (list, tuple, set, frozenset) or _is_abc(container, "Sequence", "Set", "Iterable"):
         item = args[0] if args and args[0] is not Ellipsis else None
-        return {"type": "array", "items": type_schema(item)} if item is not None else {"type": "array"}
+        if item is None:
+            return {"type": "array"}
+        items = type_schema(item)
+        return {"type": "array", "items": items} if items is not None else None
     if container is dict or _is_abc(container, "Mapping"):
-        return (
-            {"type": "object", "additionalProperties": type_schema(args[1])} if len(args) == 2 else {"type": "object"}
-        )
-    return {}
+        if len(args) != 2:
+            return {"type": "object"}
+        values = type_schema(args[1])
+        return {"type": "object", "additionalProperties": values} if values is not None else None
+    return None
+
+
+def _resolved(hint: str, function: Callable[..., Any]) -> Any:
+    """One string annotation evaluated where the function was defined; the string itself if it names nothing."""
+    try:
+        return eval(hint, dict(getattr(function, "__globals__", {})))  # an annotation, as get_type_hints evaluates it
+    except Exception:
+        return hint
 
 
 def _is_abc(container: Any, *names: str) -> bool:

@@ -41,6 +41,8 @@ class Turn:
     steps: int = 0
     error: str | None = None
     view: View | None = None
+    notices: tuple[str, ...] = ()
+    """One line each for what the turn did on its own that the user should see (an auto-handoff)."""
 
     @property
     def entry_ids(self) -> list[int]:
@@ -100,6 +102,7 @@ class TurnRecorder:
     finished: Turn | None = None
     last_view: View | None = None
     system_prompt: str = ""
+    notices: list[str] = field(default_factory=list)
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
 
     @property
@@ -143,10 +146,11 @@ class TurnRecorder:
         ]
         self._write(TapeEntry.tool_call(calls, completion.text or None), TapeEntry.tool_result(results), *errors)
 
-    def auto_handoff(self, error: Exception, step: int, prompt: str) -> None:
+    def auto_handoff(self, error: Exception, step: int, prompt: str, *, left_view: int = 0) -> None:
         """Seed 000's recovery from a context overflow: an anchor, a ``loop.step`` event, the prompt again.
 
-        The new phase starts at the anchor, so the retry needs the user's prompt after it.
+        The new phase starts at the anchor, so the retry needs the user's prompt after it. A notice
+        says so, with how many entries of the view left it: an overflow is never silent.
         """
         state = {"reason": "context_length_exceeded", "error": str(error)}
         self._write(
@@ -154,6 +158,12 @@ class TurnRecorder:
             TapeEntry.event("handoff", {"name": AUTO_HANDOFF_ANCHOR, "state": state}),
             TapeEntry.event("loop.step", {"step": step, "status": "auto_handoff", "error": str(error)}),
             TapeEntry.message({"role": "user", "content": prompt}, retry=True),
+        )
+        anchor = next((e for e in reversed(self.entries) if e.kind == "anchor" and e.name == AUTO_HANDOFF_ANCHOR), None)
+        where = f" #{anchor.id}" if anchor is not None else ""
+        self.notices.append(
+            f"The prompt did not fit the model's context: handoff ⚓ {AUTO_HANDOFF_ANCHOR}{where} written, "
+            f"{left_view} entries left the view (they stay on the tape)"
         )
 
     def error(self, kind: str, message: str, details: Any = None) -> None:
@@ -190,6 +200,7 @@ class TurnRecorder:
                 self.steps,
                 error,
                 self.last_view,
+                tuple(self.notices),
             )
             return self.finished
 

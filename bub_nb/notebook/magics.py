@@ -8,6 +8,8 @@ one-line ``UsageError``.
 from __future__ import annotations
 
 import functools
+import json
+import keyword
 import os
 import shlex
 from collections.abc import Callable
@@ -28,6 +30,7 @@ from bub_nb.notebook.origin import NotebookOrigin
 from bub_nb.notebook.recording import CellRecorder
 from bub_nb.notebook.session import NotebookSession
 from bub_nb.notebook.tape_commands import TapeCommands
+from bub_nb.tape.lines import load_json
 from bub_nb.tape.redact import redact_text
 
 Method = TypeVar("Method", bound=Callable[..., Any])
@@ -68,8 +71,8 @@ def parse_state(pairs: list[str], state_json: str | None) -> dict[str, Any]:
     state: dict[str, Any] = {}
     if state_json:
         try:
-            loaded = orjson.loads(state_json)
-        except orjson.JSONDecodeError as exc:
+            loaded = load_json(state_json)  # exact: integers beyond 64 bits stay integers
+        except ValueError as exc:
             raise UsageError(f"--state {state_json!r} is not valid JSON: {exc}") from None
         if not isinstance(loaded, dict):
             raise UsageError(f'--state {state_json!r} must be a JSON object, like \'{{"summary": "..."}}\'')
@@ -79,8 +82,8 @@ def parse_state(pairs: list[str], state_json: str | None) -> dict[str, Any]:
         if not equals or not key.isidentifier():
             raise UsageError(f"{pair!r} is not key=value (for example summary='what was done')")
         try:
-            state[key] = orjson.loads(value)
-        except orjson.JSONDecodeError:
+            state[key] = orjson.loads(value) if not value.lstrip("-").isdigit() else int(value)
+        except (orjson.JSONDecodeError, ValueError):
             state[key] = value
     return state
 
@@ -161,7 +164,7 @@ class BubMagics(Magics):
         prompt = interpolate(cell if cell is not None else " ".join(args.prompt), self.ip.user_ns).strip()
         if not prompt:
             raise UsageError("The prompt is empty: write it in the cell under %%bub (or after %bub)")
-        if args.output and not args.output.isidentifier():
+        if args.output and (not args.output.isidentifier() or keyword.iskeyword(args.output)):
             raise UsageError(f"-o {args.output!r} is not a valid variable name")
         agent = self.session.agent(model=args.model, context=args.context, tools=args.tools, cell=self._cell_number())
         stream = self.stream and not args.no_stream
@@ -179,6 +182,8 @@ class BubMagics(Magics):
         anchor = turn.view.anchor.name if turn.view is not None and turn.view.anchor is not None else None
         metadata = {"bub_nb": {"tape": agent.tape.name, "entry_ids": turn.entry_ids, "anchor": anchor}}
         answer.finish(turn.text, footer=self._footer(turn, anchor), metadata=metadata)
+        for notice in turn.notices:
+            display(Markdown(f"⚠️ {notice}"))
         if args.output:
             self.ip.user_ns[args.output] = turn.text
         if self.show_context:
@@ -208,7 +213,7 @@ class BubMagics(Magics):
     # -- %handoff, %anchors, %context, %memory ----------------------------------------------------
 
     @magic_arguments("handoff")
-    @argument("name", help="anchor name, e.g. lesson/1 or phase/design-done")
+    @argument("name", nargs="?", help="anchor name, e.g. lesson/1 or phase/design-done")
     @argument("pairs", nargs="*", help="state as key=value (values are read as JSON when they parse)")
     @argument("--state", help="state as a JSON object; key=value pairs are added on top")
     @line_magic("handoff")  # type: ignore[arg-type]  # IPython types only the bare form
@@ -216,9 +221,11 @@ class BubMagics(Magics):
     def handoff_magic(self, line: str) -> None:
         """Write an anchor: the next turn's view starts there and carries its state."""
         args = parse_line(self.handoff_magic, line)
+        if not args.name:
+            raise UsageError("%handoff needs an anchor NAME: %handoff NAME [key=value ...] [--state JSON]")
         state = parse_state(args.pairs, args.state)
         anchor, _event = self.session.tape.handoff(args.name, state or None, source="notebook")
-        shown = orjson.dumps(state, option=orjson.OPT_INDENT_2).decode() if state else "(no state)"
+        shown = json.dumps(state, indent=2, ensure_ascii=False, default=str) if state else "(no state)"
         display(
             Markdown(
                 f"⚓ Handoff **{anchor.name}** written as entry #{anchor.id} on tape `{self.session.tape.name}`. "
@@ -298,7 +305,7 @@ class BubMagics(Magics):
     @argument(
         "subcommand",
         help="info | df | search QUERY | reset [--archive] | fork NAME [--from ANCHOR] | "
-        "export [md|jsonl] PATH | use NAME|PATH | record on|off",
+        "export [md|jsonl] PATH | use NAME|PATH [--new] | record on|off",
     )
     @argument("rest", nargs="*", help="the subcommand's arguments")
     @line_magic("tape")  # type: ignore[arg-type]  # IPython types only the bare form
@@ -307,5 +314,5 @@ class BubMagics(Magics):
         """Inspect and manage the tape: info, df, search, reset, fork, export, use, record."""
         subcommand, _, rest = line.strip().partition(" ")
         if not subcommand:
-            parse_line(self.tape_magic, line)  # raises the usage message
+            raise UsageError(f"%tape needs a subcommand: {', '.join(self.tape_commands.NAMES)} (see %tape?)")
         return self.tape_commands.run(subcommand, rest)

@@ -52,13 +52,12 @@ def resolve_tools(
 
 
 class NotebookSession:
-    """State the magics share: the current tape, cached models, and how turns are run."""
+    """State the magics share: the current tape, and how turns are run."""
 
     def __init__(self, settings: Any, namespace: Callable[[], Mapping[str, Any]]) -> None:
         self._settings = settings
         self._namespace = namespace
         self._tape: Tape | None = None
-        self._models: dict[str, Model] = {}
         self.last_turn: Turn | None = None
         self.last_agent: Agent | None = None
 
@@ -68,17 +67,20 @@ class NotebookSession:
             self._tape = self.open(self._settings.tape or None)
         return self._tape
 
-    def open(self, name_or_path: str | None) -> Tape:
+    def open(self, name_or_path: str | None, *, create: bool = True) -> Tape:
         home = self._settings.home or None
         if name_or_path and is_archive_name(name_or_path):
             return open_tape(name_or_path, home=home)
         if name_or_path and (name_or_path.endswith(".jsonl") or os.sep in name_or_path):
-            return open_tape(Path(name_or_path).expanduser())
-        return open_tape(name_or_path, home=home)
+            return open_tape(Path(name_or_path).expanduser(), create=create)
+        return open_tape(name_or_path, home=home, create=create)
 
-    def use(self, name_or_path: str) -> Tape:
-        """Switch to another tape; the current one stays if the new one cannot be opened."""
-        tape = self.open(name_or_path)
+    def use(self, name_or_path: str, *, create: bool = False) -> Tape:
+        """Switch to another tape; the current one stays if the new one cannot be opened.
+
+        A tape that does not exist is refused unless ``create`` (``%tape use NAME --new``).
+        """
+        tape = self.open(name_or_path, create=create)
         tape.stats()  # reads (or creates nothing); a tape that cannot be read fails here, before the switch
         self._tape = tape
         return tape
@@ -96,10 +98,9 @@ class NotebookSession:
         named = self._namespace().get(spec) if spec and spec.isidentifier() else None
         if isinstance(named, Model):
             return named
-        key = spec or ""
-        if key not in self._models:
-            self._models[key] = resolve_model(spec)
-        return self._models[key]
+        # resolve_model keeps one model per model, endpoint, key fingerprint and options, so a changed
+        # BUB_API_BASE / OPENAI_BASE_URL or key reaches the next turn while the client is still reused.
+        return resolve_model(spec)
 
     def agent(
         self, *, model: str | None = None, context: str | None = None, tools: str | None = None, cell: int | None = None

@@ -92,7 +92,7 @@ class TapeCommands:
         args = parser.parse_args(words)
         parent = self._session.tape
         child = parent.fork_session(args.name, from_anchor=args.from_anchor, intention=args.intention)
-        self._session.use(child.name if parent.path is None or child.path is None else str(child.path))
+        self._session.use(child.name if parent.path is None or child.path is None else str(child.path), create=True)
         display(
             Markdown(
                 f"🍴 Forked `{parent.name}` into `{child.name}` ({len(child)} entries) and switched to it. "
@@ -126,10 +126,13 @@ class TapeCommands:
         display(Markdown(f"📤 Exported {count} entries of `{tape.name}` to `{path}` ({fmt})."))
 
     def _use(self, words: list[str]) -> None:
+        create = "--new" in words
+        words = [word for word in words if word != "--new"]
         if len(words) != 1:
-            raise UsageError(f"%tape use takes one tape NAME or PATH, got {' '.join(words)!r}")
-        tape = self._session.use(words[0])
-        display(Markdown(f"📼 Now on tape `{tape.name}` ({len(tape)} entries) at `{tape.location}`."))
+            raise UsageError(f"%tape use takes one tape NAME or PATH (--new to start one), got {' '.join(words)!r}")
+        tape = self._session.use(words[0], create=create)
+        fresh = " (a new tape: it is written on the first turn)" if not len(tape) else ""
+        display(Markdown(f"📼 Now on tape `{tape.name}` ({len(tape)} entries) at `{tape.location}`{fresh}."))
 
     def _record(self, words: list[str]) -> None:
         if words not in (["on"], ["off"]):

@@ -51,26 +51,35 @@ def as_record(data: Any) -> Record | None:
     }
 
 
-def load_json(line: bytes) -> Any:
-    """Decode one JSON text; raises ``ValueError`` when it is not one.
+# orjson reads an integer beyond 64 bits as a float without a word; such a number has 20 digits or more.
+_DIGITS_AS_ZERO = bytes(ord("0") if chr(byte).isdigit() and byte < 128 else byte for byte in range(256))
+_LONG_INTEGER = b"0" * 20
+
+
+def _has_long_integer(line: bytes) -> bool:
+    return _LONG_INTEGER in line.translate(_DIGITS_AS_ZERO)
+
+
+def load_json(line: bytes | str) -> Any:
+    """Decode one JSON text exactly; raises ``ValueError`` when it is not one.
 
     orjson reads nearly every line. Python's ``json`` (Bub's writer) also emits ``NaN``,
-    ``Infinity`` and integers beyond 64 bits, which only the standard library reads back.
+    ``Infinity`` and integers beyond 64 bits, which only the standard library reads back
+    (orjson would turn those integers into floats).
     """
+    raw = line.encode() if isinstance(line, str) else line
+    if _has_long_integer(raw):
+        return json.loads(raw)
     try:
-        return orjson.loads(line)
+        return orjson.loads(raw)
     except orjson.JSONDecodeError:
-        return json.loads(line)
+        return json.loads(raw)
 
 
 def decode_record(line: bytes) -> Record | None:
     """One line decoded into a record, or ``None`` when it is not JSON or not a tape entry."""
     try:
-        return as_record(orjson.loads(line))
-    except orjson.JSONDecodeError:
-        pass
-    try:
-        return as_record(json.loads(line))
+        return as_record(load_json(line))
     except (ValueError, RecursionError):  # not JSON, not UTF-8, or nested beyond reason
         return None
 
@@ -78,8 +87,8 @@ def decode_record(line: bytes) -> Record | None:
 def decode_records(lines: list[bytes]) -> list[Record | None]:
     """``decode_record`` for many lines at once, with the common case (valid, five fields) inline."""
     try:
-        decoded: list[Any] = [orjson.loads(line) for line in lines]
-    except orjson.JSONDecodeError:  # a bad or blank line somewhere: take them one by one
+        decoded: list[Any] = [json.loads(line) if _has_long_integer(line) else orjson.loads(line) for line in lines]
+    except ValueError:  # a bad or blank line somewhere: take them one by one
         decoded = [decode_record(line) for line in lines]
     return [
         data

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bub_nb.errors import TapeNameError
+from bub_nb.tape.reserved import check_tape_file_name
 
 if TYPE_CHECKING:
     from bub_nb.tape.service import Tape
@@ -71,7 +72,7 @@ def validate_tape_name(name: str) -> str:
         raise TapeNameError(
             f"Tape name {name!r} is not allowed: {problem}; use a plain name, or a path ending in .jsonl"
         )
-    return name
+    return check_tape_file_name(name)
 
 
 @dataclass(frozen=True, slots=True)

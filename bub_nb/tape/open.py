@@ -5,10 +5,11 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from bub_nb.errors import TapeError, TapeNameError
+from bub_nb.errors import TapeError, TapeNameError, TapeNotFoundError
 from bub_nb.tape.archive import is_archive_name, open_archive
 from bub_nb.tape.file_store import FileTapeStore
 from bub_nb.tape.naming import check_file_name, current_notebook, tapes_home, validate_tape_name
+from bub_nb.tape.reserved import check_tape_file_name
 from bub_nb.tape.service import Tape
 from bub_nb.tape.store import TapeStore
 
@@ -37,7 +38,11 @@ def _check_folder(directory: Path) -> Path:
 
 
 def open_tape(
-    name_or_path: str | Path | None = None, *, home: str | Path | None = None, store: TapeStore | None = None
+    name_or_path: str | Path | None = None,
+    *,
+    home: str | Path | None = None,
+    store: TapeStore | None = None,
+    create: bool = True,
 ) -> Tape:
     """Open a tape. Nothing is written until something is appended.
 
@@ -46,6 +51,9 @@ def open_tape(
     - an archive a reset left (``<name>.jsonl.<stamp>.bak``), as a path or a file name under
       ``<home>/tapes``: that archive, read-only.
     - any other string: a tape name under ``<home>/tapes`` (``$BUB_HOME``, default ``~/.bub``).
+
+    With ``create=False`` a tape that does not exist yet is a :class:`TapeNotFoundError` naming
+    the tapes it may have meant, instead of a new empty tape (a typo must not start a new session).
     """
     if name_or_path is not None and is_archive_name(name_or_path):
         path = Path(name_or_path).expanduser()
@@ -61,6 +69,18 @@ def open_tape(
             check_file_name(name)
         except TapeNameError:
             raise TapeNameError(f"Tape path {str(path)!r} does not name a tape: {name!r} comes before .jsonl") from None
-        return Tape(name, store or file_store(_check_folder(path.parent)))
+        check_tape_file_name(name)
+        return _existing(Tape(name, store or file_store(_check_folder(path.parent))), create)
     name = current_notebook().tape_name if name_or_path is None else validate_tape_name(name_or_path)
-    return Tape(name, store or file_store(_check_folder(tapes_home(home))))
+    return _existing(Tape(name, store or file_store(_check_folder(tapes_home(home)))), create)
+
+
+def _existing(tape: Tape, create: bool) -> Tape:
+    if create or tape.store.exists(tape.name):
+        return tape
+    import difflib
+
+    near = difflib.get_close_matches(tape.name, tape.store.list_tapes(), n=3, cutoff=0.6)
+    hint = f"; did you mean {', '.join(near)}?" if near else ""
+    where = f" at {str(tape.path)!r}" if tape.path is not None else ""
+    raise TapeNotFoundError(f"Tape {tape.name!r} does not exist{where}{hint} (use --new, or create=True, to start it)")

@@ -16,6 +16,7 @@ from bub_nb.tape.fork import ForkBlock, ForkedStore, fork_session, read_lineage
 from bub_nb.tape.naming import validate_tape_name
 from bub_nb.tape.query import TapeQuery
 from bub_nb.tape.redact import redact
+from bub_nb.tape.reserved import check_handoff_name
 from bub_nb.tape.selectors import LAST_ANCHOR
 from bub_nb.tape.store import AnchorRef, StoreStats, TapeStore
 from bub_nb.tape.summary import AnchorSummary, TapeInfo
@@ -117,8 +118,7 @@ class Tape:
 
     def handoff(self, name: str, state: Mapping[str, Any] | None = None, **meta: Any) -> list[TapeEntry]:
         """Write an anchor carrying ``state``, then a ``handoff`` event recording it."""
-        if not isinstance(name, str) or not name.strip():
-            raise TapeError(f"Anchor name {name!r} must be a non-empty string")
+        check_handoff_name(name)
         state_dict = dict(state) if state is not None else None
         return self.extend(
             [

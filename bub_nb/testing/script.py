@@ -50,7 +50,10 @@ def usage_dict(usage: Any) -> dict[str, int] | None:
 class ReplyScript:
     """A thread-safe FIFO of replies plus the log of every request; handler threads share one."""
 
-    def __init__(self, *, model: str, default_text: str, context_window: int | None) -> None:
+    def __init__(
+        self, *, model: str, default_text: str, context_window: int | None, api_key: str | None = None
+    ) -> None:
+        self.api_key = api_key
         self.model = model
         self.default_text = default_text
         self.context_window = context_window

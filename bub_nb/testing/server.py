@@ -23,12 +23,20 @@ class OpenAICompatibleServer:
     Use it as a context manager, or call :meth:`start` and :meth:`stop`. ``base_url`` is what the
     openai client takes (``http://127.0.0.1:PORT/v1``); ``requests`` holds every request body.
     Each scripting method queues one reply for one request and returns the server, so calls chain.
+    With ``api_key`` a request without ``Authorization: Bearer <api_key>`` gets OpenAI's 401 and is not recorded.
     """
 
     def __init__(
-        self, *, context_window: int | None = None, model: str = "bub-nb-test", default_text: str = DEFAULT_TEXT
+        self,
+        *,
+        context_window: int | None = None,
+        model: str = "bub-nb-test",
+        default_text: str = DEFAULT_TEXT,
+        api_key: str | None = None,
     ) -> None:
-        self._script = ReplyScript(model=model, default_text=default_text, context_window=context_window)
+        self._script = ReplyScript(
+            model=model, default_text=default_text, context_window=context_window, api_key=api_key
+        )
         self._http: EndpointHTTPServer | None = None
         self._thread: threading.Thread | None = None
 

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from bub_nb.testing.refusals import error_body, request_problem
+from bub_nb.testing.refusals import STATUS_MESSAGES, error_body, request_problem
 from bub_nb.testing.script import ReplyScript, ScriptedReply, usage_dict
 
 THREAD_PREFIX = "bub-nb-test-endpoint"
@@ -98,6 +98,11 @@ class ChatHandler(BaseHTTPRequestHandler):
         raw = self.rfile.read(length) if length else b""
         if self.path.rstrip("/") not in ("/v1/chat/completions", "/chat/completions"):
             self._send_json(404, error_body(f"Unknown path {self.path!r}", "invalid_request_error", "not_found"))
+            return
+        expected = self.server.script.api_key
+        if expected is not None and self.headers.get("Authorization") != f"Bearer {expected}":
+            # As OpenAI answers a wrong key: refused before the request is read or recorded.
+            self._send_json(401, error_body(STATUS_MESSAGES[401], "invalid_request_error", "invalid_api_key"))
             return
         try:
             body = json.loads(raw or b"null")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +27,15 @@ CONTEXT_LENGTH_PATTERNS = (
 )
 
 _MESSAGE_LIMIT = 500
+
+
+_WINDOW = re.compile(r"(?:maximum context length is|context (?:window|size|length)(?: of| is)?)\s*(\d+)", re.I)
+
+
+def reported_window(message: str) -> int | None:
+    """The context window in tokens an endpoint's refusal names ("maximum context length is 8192"), if any."""
+    found = _WINDOW.search(message)
+    return int(found.group(1)) if found else None
 
 
 def is_context_length_error(message: str, code: str | None = None) -> bool:
@@ -62,6 +72,7 @@ class OpenAIModel:
         self.timeout = timeout
         self.max_retries = max_retries
         self._api_key = api_key
+        self.context_window: int | None = None
         self._client: AsyncOpenAI | None = None
         self._client_loop: asyncio.AbstractEventLoop | None = None
         self._closer: AsyncGenerator[None, None] | None = None
@@ -203,6 +214,8 @@ class OpenAIModel:
             answered = f"answered {status}" if status is not None else "reported an error mid-stream"
             text = self._scrub(f"{where} {answered}: {message}")
             if is_context_length_error(message, code):
+                # Remember the window the endpoint named, so the next too-long prompt is refused before it is written.
+                self.context_window = reported_window(message) or self.context_window
                 return ContextLengthError(text)
             return ModelError(text)
         return None
