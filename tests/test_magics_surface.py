@@ -22,6 +22,7 @@ def user_messages(nb: Notebook) -> list[str]:
 
 
 def test_a_comma_cell_is_a_command_on_the_current_tape(nb: Notebook, capsys: pytest.CaptureFixture[str]) -> None:
+    nb.run("%tape record on")  # the command logs itself; the recorder must not log the cell again
     nb.run("\n  ,handoff name=phase/setup summary=loaded")
     first, anchor = nb.tape.anchors()[0], nb.tape.find_anchor("phase/setup")
     assert first.name == "session/start" and anchor.state == {"summary": "loaded"}
@@ -29,6 +30,7 @@ def test_a_comma_cell_is_a_command_on_the_current_tape(nb: Notebook, capsys: pyt
     assert ",handoff" in capsys.readouterr().out
     events = [e.payload for e in nb.tape.read() if e.kind == "event"]
     assert [e["data"]["name"] for e in events if e["name"] == "command"] == ["tape.handoff", "help"]
+    assert not [e for e in events if e["name"] == "notebook.cell"]
 
 
 def test_only_cells_starting_with_a_comma_are_rewritten() -> None:

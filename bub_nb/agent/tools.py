@@ -86,7 +86,7 @@ class Tool:
             else:
                 from bub_nb.agent.worker import in_worker
 
-                result = await in_worker(self._start, arguments, context)
+                result = await in_worker(self._start, arguments, context, name=self.name)
             return await result if inspect.isawaitable(result) else result
 
     def run_sync(self, arguments: str | Mapping[str, Any] | None = None, context: ToolContext | None = None) -> Any:

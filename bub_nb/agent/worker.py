@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 
-async def in_worker(function: Callable[..., T], /, *args: Any) -> T:
+async def in_worker(function: Callable[..., T], /, *args: Any, name: str = "call") -> T:
     """Run ``function(*args)`` on a daemon thread (with this context's variables) and await its result.
 
     A daemon thread, not a pool: an abandoned call that never returns must not keep Python from exiting.
@@ -38,5 +38,5 @@ async def in_worker(function: Callable[..., T], /, *args: Any) -> T:
             with contextlib.suppress(concurrent.futures.InvalidStateError):
                 future.set_result(result)
 
-    threading.Thread(target=work, name=f"bub_nb-tool:{getattr(function, '__name__', 'call')}", daemon=True).start()
+    threading.Thread(target=work, name=f"bub_nb-tool:{name}", daemon=True).start()
     return await asyncio.wrap_future(future)
