@@ -106,3 +106,15 @@ def test_the_footer_says_what_the_estimate_leaves_out(nb: Notebook, capsys: Any)
     nb.run("%%bub\nhello")
     footer = capsys.readouterr().out.strip().splitlines()[-1]
     assert "tokens, without system prompt and tools" in footer
+
+
+def test_a_turn_stopped_at_max_steps_leaves_no_answer_in_the_output_variable(nb: Notebook) -> None:
+    nb.run("answer = 'an earlier answer'")
+    nb.run(
+        "from bub_nb.agent.models import ScriptedModel\n"
+        "looping = ScriptedModel([{'tool_calls': [{'name': 'tape.info', 'arguments': {}}]}])"
+    )
+    nb.run("%config BubMagics.max_steps = 1")
+    nb.run("%%bub -m looping -o answer\nkeep calling tools")
+    assert nb.magics.session.last_turn.status == "max_steps"
+    assert "answer" not in nb.shell.user_ns

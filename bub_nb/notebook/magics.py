@@ -191,7 +191,7 @@ class BubMagics(Magics):
         anchor = turn.view.anchor.name if turn.view is not None and turn.view.anchor is not None else None
         metadata = {"bub_nb": {"tape": agent.tape.name, "entry_ids": turn.entry_ids, "anchor": anchor}}
         answer.finish(turn.text, footer=footer(turn, anchor), metadata=metadata)
-        if args.output:
+        if args.output and turn.ok:
             self.ip.user_ns[args.output] = turn.text
         if self.show_context:
             self._show_context(None)
