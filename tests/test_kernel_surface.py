@@ -159,7 +159,7 @@ def test_a_slow_tool_does_not_hold_the_interrupt(kernel: Kernel, openai_server: 
     (reply,) = kernel.replies(sent)
     returned = time.monotonic() - interrupted
     assert reply["status"] == "error" and reply["ename"] == "KeyboardInterrupt"
-    assert returned < 2.0, f"the interrupt took {returned:.1f} s; the tool still had 4 s to run"
+    assert returned < 3.0, f"the interrupt took {returned:.1f} s; the tool still had 4 s to run"
 
     time.sleep(4.5)  # the abandoned call returns now, and must not reach the tape
     entries = [e for e in kernel.tape.read() if e.meta.get("run_id")]
