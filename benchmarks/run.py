@@ -4,7 +4,8 @@
     python benchmarks/run.py --quick    # 10k and 100k only
 
 Sections: appends, slicing, anchors and DataFrames (tape.py); views, search and memory (views.py);
-turn overhead against an instant local endpoint (turn.py); start-up (startup.py). Each script
+turn overhead against an instant local endpoint (turn.py); tool calls on their worker thread
+(tool_calls.py); start-up (startup.py). Each script
 also runs on its own with more options.
 """
 
@@ -17,6 +18,7 @@ from pathlib import Path
 
 import startup
 import tape
+import tool_calls
 import turn
 import views
 from _common import print_table
@@ -36,6 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     rows += views.view_rows(sizes) + views.search_rows(sizes) + views.memory_rows(max(sizes))
     cache = Path(tempfile.gettempdir()) / "bub_nb-bench"
     rows += turn.figure_rows(turn.measure_sizes(turn_sizes, args.turns, cache))
+    rows += tool_calls.rows()
     rows += startup.rows()
     print_table(["figure", "bub_nb", "baseline", "ratio", "target"], rows)
     print(f"\n{len(rows)} figures in {time.perf_counter() - started:.0f} s; machine: {_machine()}")

@@ -99,7 +99,8 @@ class ToolCallError(ToolError):
     """A tool call that could not run or that failed; :meth:`as_result` is what the model is sent.
 
     ``kind`` is ``not_found`` (unknown tool), ``invalid_input`` (arguments that are not JSON or do
-    not fit the schema) or ``tool`` (the tool itself raised; the exception is the ``__cause__``).
+    not fit the schema), ``tool`` (the tool itself raised; the exception is the ``__cause__``) or
+    ``interrupted`` (the turn was stopped before the tool returned).
     """
 
     def __init__(self, tool: str, kind: str, message: str) -> None:

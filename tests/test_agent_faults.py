@@ -304,8 +304,13 @@ def test_a_tool_that_aborts_the_turn_stops_the_calls_after_it(tape: Tape) -> Non
     turn = agent.run("Go")
 
     assert ran == [] and turn.status == "interrupted"
-    assert kinds(turn.entries) == ["system", "message", "error", "event"]
+    # Both calls are on the tape as interrupted, with error results, so the next view stays valid.
+    assert kinds(turn.entries) == ["system", "message", "tool_call", "tool_result", "error", "error", "error", "event"]
+    results = turn.entries[3].payload["results"]
+    assert [r["kind"] for r in results] == ["interrupted", "interrupted"]
+    assert [e.payload["kind"] for e in turn.entries[4:7]] == ["tool.interrupted", "tool.interrupted", "interrupted"]
     assert tape.read()[-1] == turn.entries[-1]
+    assert [m["role"] for m in tape.view().messages][-3:] == ["assistant", "tool", "tool"]
 
 
 def test_starting_a_turn_while_one_runs_interrupts_the_first(

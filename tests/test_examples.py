@@ -90,6 +90,9 @@ def check_quickstart(run: Executed) -> None:
     assert second.metadata["bub_nb"]["anchor"] == "lesson/1"
     assert "lesson/1" in second.data["text/markdown"] and "We said hello" in second.data["text/markdown"]
     assert run.tape.memory.read().long_term == "I prefer short answers with one example"
+    commands = [entry.payload["data"] for entry in run.entries("event", "command")]
+    assert [(c["name"], c["status"]) for c in commands] == [("tape.anchors", "ok")]  # the `,anchors` cell
+    assert "lesson/1" in run.text(",anchors")
     assert run.tape.find_anchor("lesson/1").state == {
         "summary": "We said hello and looked at the context",
         "next_steps": "Ask where the view starts",

@@ -401,3 +401,12 @@ def test_timeline_refresh_counts_new_turns(tape: Tape) -> None:
     find(timeline.widget, "bub-refresh").click()
     assert [t.prompt_tokens for t in timeline.activity.turns] == [40, 95, 120]
     assert 'data-prompt-tokens="120"' in find(timeline.widget, "bub-timeline").children[1].value
+
+
+def test_memory_view_names_each_day_once(remembering: Tape) -> None:
+    shown = MemoryView(remembering, today=TODAY)
+    text, markup = shown.to_text(), shown.to_html()
+    for day in (TODAY, TODAY - timedelta(days=1)):
+        assert text.count(day.isoformat()) == 1, text
+        assert f"<pre># {day.isoformat()}" not in markup  # the notes sections; the prompt block keeps it
+    assert "- explained anchors" in text and "- drew the strip" in markup

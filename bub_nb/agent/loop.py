@@ -261,6 +261,7 @@ class Agent:
         before = self.tape.last_id
         results: list[Any] = []
         failures: list[ToolCallError | None] = []
+        recorder.tools_started(completion, results, failures)
         for call in completion.tool_calls:
             try:
                 output = await self.tools.call(call.name, call.arguments, context)

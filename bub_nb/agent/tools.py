@@ -76,9 +76,17 @@ class Tool:
         return self.handler(*args, **kwargs)
 
     async def run(self, arguments: str | Mapping[str, Any] | None = None, context: ToolContext | None = None) -> Any:
-        """Validate the arguments, run the tool (awaiting a coroutine) and return its result."""
+        """Validate the arguments, run the tool (awaiting a coroutine) and return its result.
+
+        A synchronous function runs on a worker thread, so a slow one never holds up an interrupt.
+        """
         with self._failures():
-            result = self._start(arguments, context)
+            if inspect.iscoroutinefunction(self.handler):
+                result = self._start(arguments, context)
+            else:
+                from bub_nb.agent.worker import in_worker
+
+                result = await in_worker(self._start, arguments, context, name=self.name)
             return await result if inspect.isawaitable(result) else result
 
     def run_sync(self, arguments: str | Mapping[str, Any] | None = None, context: ToolContext | None = None) -> Any:

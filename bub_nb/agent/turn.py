@@ -103,6 +103,7 @@ class TurnRecorder:
     last_view: View | None = None
     system_prompt: str = ""
     notices: list[str] = field(default_factory=list)
+    running_tools: tuple[Completion, list[Any], list[ToolCallError | None]] | None = None
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
 
     @property
@@ -136,15 +137,43 @@ class TurnRecorder:
             if self.finished is None:
                 self.entries.extend(entries)
 
+    def tools_started(self, completion: Completion, results: list[Any], failures: list[ToolCallError | None]) -> None:
+        """The tools of ``completion`` are running; ``results`` and ``failures`` fill in as calls return.
+
+        Should the turn be interrupted before they all return, :meth:`interrupt` records the calls
+        that did not as interrupted.
+        """
+        self.running_tools = (completion, results, failures)
+
     def tool_step(self, completion: Completion, results: list[Any], failures: list[ToolCallError | None]) -> None:
         """The calls and their results, then an ``error`` entry for each call that failed."""
-        calls = [call.to_openai() for call in completion.tool_calls]
-        errors = [
-            TapeEntry.error(f"tool.{failure.kind}", failure.message, {"tool": call.name, "call_id": call.id})
-            for call, failure in zip(completion.tool_calls, failures, strict=True)
-            if failure is not None
-        ]
-        self._write(TapeEntry.tool_call(calls, completion.text or None), TapeEntry.tool_result(results), *errors)
+        with self._lock:
+            self.running_tools = None
+            calls = [call.to_openai() for call in completion.tool_calls]
+            errors = [
+                TapeEntry.error(f"tool.{failure.kind}", failure.message, {"tool": call.name, "call_id": call.id})
+                for call, failure in zip(completion.tool_calls, failures, strict=True)
+                if failure is not None
+            ]
+            self._write(TapeEntry.tool_call(calls, completion.text or None), TapeEntry.tool_result(results), *errors)
+
+    def _abandon_tools(self) -> None:
+        """Record running tools as interrupted: each call gets an error result (so every view stays valid)
+        and an ``error`` entry; a result that arrives later is never written."""
+        if self.running_tools is None:
+            return
+        completion, results, failures = self.running_tools
+        done = len(results)
+        results, failures = list(results), list(failures)
+        for index, call in enumerate(completion.tool_calls[done:]):
+            if index == 0:
+                message = f"Tool {call.name!r} was interrupted before it returned; its result is abandoned"
+            else:
+                message = f"Tool {call.name!r} was not run: the turn was interrupted before it"
+            failure = ToolCallError(call.name, "interrupted", message)
+            results.append(failure.as_result())
+            failures.append(failure)
+        self.tool_step(completion, results, failures)
 
     def auto_handoff(self, error: Exception, step: int, prompt: str, *, left_view: int = 0) -> None:
         """Seed 000's recovery from a context overflow: an anchor, a ``loop.step`` event, the prompt again.
@@ -218,6 +247,7 @@ class TurnRecorder:
         with self._lock:
             if self.finished is not None:
                 return self.finished
+            self._abandon_tools()
             self.error("interrupted", "The turn was interrupted; the partial answer is kept")
             return self.finish("interrupted", self.partial, error="interrupted", partial=bool(self.partial))
 

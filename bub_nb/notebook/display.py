@@ -6,10 +6,40 @@ import sys
 import time
 from typing import Any
 
-from IPython.display import Markdown, display, update_display
+from IPython.display import display, update_display
 
 _UPDATE_EVERY = 0.08  # seconds between in-place redraws; the last one always happens
 _CURSOR = " ▌"
+
+
+class MarkdownText:
+    """Markdown for notebooks whose ``text/plain`` is the text itself, for terminals and saved-notebook readers.
+
+    IPython's ``Markdown`` object leaves ``<IPython.core.display.Markdown object>`` as its plain text.
+    """
+
+    def __init__(self, markdown: str, plain: str | None = None) -> None:
+        self.markdown = markdown
+        self.plain = plain_text(markdown) if plain is None else plain
+
+    def _repr_markdown_(self) -> str:
+        return self.markdown
+
+    def __repr__(self) -> str:
+        return self.plain
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(self.plain)
+
+
+def plain_text(markdown: str) -> str:
+    """The same text for a terminal: only the ``<sub>`` tags around a footer go."""
+    return markdown.replace("<sub>", "").replace("</sub>", "")
+
+
+def show(markdown: str) -> None:
+    """Display one of bub_nb's confirmations: Markdown in a notebook, the same text as plain text."""
+    display(MarkdownText(markdown))
 
 
 def rich_frontend(shell: Any) -> bool:
@@ -29,7 +59,7 @@ class AnswerDisplay:
         self._last = 0.0
         self._display_id: str | None = None
         if self.rich and stream:
-            handle = display(Markdown("*…*"), display_id=True)
+            handle = display(MarkdownText("*…*", "…"), display_id=True)
             self._display_id = getattr(handle, "display_id", None)
 
     def add(self, delta: str) -> None:
@@ -44,7 +74,7 @@ class AnswerDisplay:
         now = time.monotonic()
         if now - self._last >= _UPDATE_EVERY:
             self._last = now
-            update_display(Markdown(self.text + _CURSOR), display_id=self._display_id)
+            update_display(MarkdownText(self.text + _CURSOR, self.text), display_id=self._display_id)
 
     def finish(self, text: str, *, footer: str = "", metadata: dict[str, Any] | None = None) -> None:
         """Show the final answer (``text`` may differ from the stream, e.g. a command's output)."""
@@ -53,14 +83,10 @@ class AnswerDisplay:
             rest = text[self._shown :] if text.startswith(self.text[: self._shown]) else "\n" + text
             sys.stdout.write(rest + ("\n" if not rest.endswith("\n") else ""))
             if footer:
-                sys.stdout.write(_plain_footer(footer) + "\n")
+                sys.stdout.write(plain_text(footer).replace("`", "") + "\n")
             sys.stdout.flush()
             return
         if self._display_id is not None:
-            update_display(Markdown(body), display_id=self._display_id, metadata=metadata)
+            update_display(MarkdownText(body), display_id=self._display_id, metadata=metadata)
         else:
-            display(Markdown(body), metadata=metadata)
-
-
-def _plain_footer(footer: str) -> str:
-    return footer.replace("<sub>", "").replace("</sub>", "").replace("`", "")
+            display(MarkdownText(body), metadata=metadata)

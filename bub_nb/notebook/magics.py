@@ -18,15 +18,17 @@ from typing import Any, TypeVar, cast
 import orjson
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
-from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
+from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class, no_var_expand
 from IPython.core.magic_arguments import argument, magic_arguments
-from IPython.display import Markdown, display
+from IPython.display import display
 from traitlets import Bool, Int, List, Unicode, default, observe
 
 from bub_nb.errors import BubNbError
-from bub_nb.notebook.display import AnswerDisplay
+from bub_nb.notebook.display import AnswerDisplay, show
 from bub_nb.notebook.interpolate import interpolate
+from bub_nb.notebook.line_prompt import split_line_prompt
 from bub_nb.notebook.origin import NotebookOrigin
+from bub_nb.notebook.outcome import CUT_SHORT, footer, interrupted
 from bub_nb.notebook.recording import CellRecorder
 from bub_nb.notebook.session import NotebookSession
 from bub_nb.notebook.tape_commands import TapeCommands
@@ -63,6 +65,10 @@ def parse_line(magic: Callable[..., Any], line: str) -> Any:
         argv = shlex.split(line, posix=True)
     except ValueError as exc:
         raise UsageError(f"Cannot parse {line.strip()!r}: {exc}") from None
+    return magic_arguments_parse(magic, argv)
+
+
+def magic_arguments_parse(magic: Callable[..., Any], argv: list[str]) -> Any:
     return magic.parser.parse_intermixed_args(argv)  # type: ignore[attr-defined]
 
 
@@ -143,10 +149,11 @@ class BubMagics(Magics):
 
     # -- %%bub ----------------------------------------------------------------------------------
 
+    @no_var_expand  # only bub_nb's own {name} interpolation applies: "$5" and "{"a": 1}" stay as typed
     @magic_arguments("bub")
     @argument("-m", "--model", help="model for this turn, e.g. offline or openai:gpt-4o-mini")
     @argument("--context", help="view mode: last, full, window:N, notebook or an anchor name")
-    @argument("-o", "--output", metavar="VAR", help="store the answer text in this variable")
+    @argument("-o", "--output", metavar="VAR", help="store the answer in this variable; a failed turn clears it")
     @argument("--no-stream", action="store_true", help="show the answer only when it is complete")
     @argument("--tools", help="comma-separated tools: builtin names, globs like memory.*, or notebook functions")
     @argument("prompt", nargs="*", help="with %%bub, the prompt itself")
@@ -157,34 +164,41 @@ class BubMagics(Magics):
 
         ``{name}``, ``{obj.attr}`` and ``{seq[0]}`` are filled in from the notebook (``{{`` for a
         literal brace). A prompt starting with ``,`` is a command (``,help``) and never reaches the model.
+        An interrupt keeps the partial answer on the tape, then stops the cell like any Python cell.
         """
-        args = parse_line(self.bub_magic, line)
-        if cell is not None and args.prompt:
-            raise UsageError(f"%%bub takes the prompt from the cell; unexpected words: {' '.join(args.prompt)!r}")
-        prompt = interpolate(cell if cell is not None else " ".join(args.prompt), self.ip.user_ns).strip()
+        if cell is None:
+            options, text = split_line_prompt(line)
+            args = magic_arguments_parse(self.bub_magic, options)
+        else:
+            args, text = parse_line(self.bub_magic, line), cell
+            if args.prompt:
+                raise UsageError(f"%%bub takes the prompt from the cell; unexpected words: {' '.join(args.prompt)!r}")
+        prompt = interpolate(text, self.ip.user_ns).strip()
         if not prompt:
             raise UsageError("The prompt is empty: write it in the cell under %%bub (or after %bub)")
         if args.output and (not args.output.isidentifier() or keyword.iskeyword(args.output)):
             raise UsageError(f"-o {args.output!r} is not a valid variable name")
         agent = self.session.agent(model=args.model, context=args.context, tools=args.tools, cell=self._cell_number())
         stream = self.stream and not args.no_stream
+        if args.output:
+            self.ip.user_ns.pop(args.output, None)  # a failed turn must not leave an earlier answer there
         answer = AnswerDisplay(self.shell, stream=stream)
         try:
             turn = self.session.run_turn(agent, prompt, on_delta=answer.add if stream else None)
         except KeyboardInterrupt:
             agent.abort()
-            answer.finish(answer.text + "\n\n⏹ *Interrupted: the partial answer is kept on the tape.*")
-            return
+            answer.finish(interrupted(answer.text))
+            raise  # like any Python cell, so Jupyter cancels the cells queued after this one
         except BubNbError as exc:
             if answer.text:
-                answer.finish(answer.text + "\n\n⚠️ *The answer was cut short; the partial text is on the tape.*")
+                answer.finish(f"{answer.text}\n\n{CUT_SHORT}")
             raise UsageError(_one_line(exc)) from None
         anchor = turn.view.anchor.name if turn.view is not None and turn.view.anchor is not None else None
         metadata = {"bub_nb": {"tape": agent.tape.name, "entry_ids": turn.entry_ids, "anchor": anchor}}
-        answer.finish(turn.text, footer=self._footer(turn, anchor), metadata=metadata)
+        answer.finish(turn.text, footer=footer(turn, anchor), metadata=metadata)
         for notice in turn.notices:
-            display(Markdown(f"⚠️ {notice}"))
-        if args.output:
+            show(f"⚠️ {notice}")
+        if args.output and turn.ok:
             self.ip.user_ns[args.output] = turn.text
         if self.show_context:
             self._show_context(None)
@@ -194,21 +208,6 @@ class BubMagics(Magics):
         result = getattr(self.ip.displayhook, "exec_result", None)
         count = getattr(result, "execution_count", None)
         return count if isinstance(count, int) else self.ip.execution_count
-
-    @staticmethod
-    def _footer(turn: Any, anchor: str | None) -> str:
-        if turn.status == "command":
-            return ""
-        parts = [turn.model]
-        if anchor:
-            parts.append(f"view from ⚓ {anchor}")
-        if turn.view is not None:
-            parts.append(f"{len(turn.view.messages)} messages ≈ {turn.view.total_tokens} tokens")
-        if turn.usage is not None:
-            parts.append(f"usage {turn.usage.prompt_tokens}+{turn.usage.completion_tokens}")
-        if turn.entries:
-            parts.append(f"entries #{turn.entries[0].id}–#{turn.entries[-1].id}")
-        return "<sub>" + " · ".join(parts) + "</sub>"
 
     # -- %handoff, %anchors, %context, %memory ----------------------------------------------------
 
@@ -226,11 +225,9 @@ class BubMagics(Magics):
         state = parse_state(args.pairs, args.state)
         anchor, _event = self.session.tape.handoff(args.name, state or None, source="notebook")
         shown = json.dumps(state, indent=2, ensure_ascii=False, default=str) if state else "(no state)"
-        display(
-            Markdown(
-                f"⚓ Handoff **{anchor.name}** written as entry #{anchor.id} on tape `{self.session.tape.name}`. "
-                f"The next turn's view starts here and carries:\n\n```json\n{shown}\n```"
-            )
+        show(
+            f"⚓ Handoff **{anchor.name}** written as entry #{anchor.id} on tape `{self.session.tape.name}`. "
+            f"The next turn's view starts here and carries:\n\n```json\n{shown}\n```"
         )
 
     @magic_arguments("anchors")
@@ -297,7 +294,7 @@ class BubMagics(Magics):
         else:
             pruned = zone.prune()
             message = f"🧠 Pruned {pruned} daily notes older than {zone.retention_days} days."
-        display(Markdown(message))
+        show(message)
 
     # -- %tape --------------------------------------------------------------------------------------
 

@@ -8,7 +8,7 @@ from typing import Any
 from bub_nb.tape import Tape
 
 CELL_EVENT = "notebook.cell"
-_SKIPPED_PREFIXES = ("%%bub", "%bub", "%tape record", "%handoff", "%context", "%memory", "%anchors")
+_SKIPPED_PREFIXES = (",", "%%bub", "%bub", "%tape record", "%handoff", "%context", "%memory", "%anchors")
 _MAX_SOURCE = 8000
 
 

@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic_arguments import MagicArgumentParser
-from IPython.display import Markdown, display
+
+from bub_nb.notebook.display import show
 
 if TYPE_CHECKING:
     from bub_nb.notebook.magics import BubMagics
@@ -82,7 +83,7 @@ class TapeCommands:
         entries = self._session.tape.reset(archive=args.archive)
         archived = (entries[0].payload.get("state") or {}).get("archived")
         where = f" The old entries are archived at `{archived}`." if archived else " The old entries were discarded."
-        display(Markdown(f"🔄 Tape `{self._session.tape.name}` starts over at ⚓ session/start.{where}"))
+        show(f"🔄 Tape `{self._session.tape.name}` starts over at ⚓ session/start.{where}")
 
     def _fork(self, words: list[str]) -> None:
         parser = _parser("fork", "Copy the tape from an anchor on into a new tape and switch to it.")
@@ -93,11 +94,9 @@ class TapeCommands:
         parent = self._session.tape
         child = parent.fork_session(args.name, from_anchor=args.from_anchor, intention=args.intention)
         self._session.use(child.name if parent.path is None or child.path is None else str(child.path), create=True)
-        display(
-            Markdown(
-                f"🍴 Forked `{parent.name}` into `{child.name}` ({len(child)} entries) and switched to it. "
-                f"{first_view_text(child)} `%tape use {parent.name}` goes back."
-            )
+        show(
+            f"🍴 Forked `{parent.name}` into `{child.name}` ({len(child)} entries) and switched to it. "
+            f"{first_view_text(child)} `%tape use {parent.name}` goes back."
         )
 
     def _export(self, words: list[str]) -> None:
@@ -123,7 +122,7 @@ class TapeCommands:
                 count = len(tape)
         except OSError as exc:
             raise UsageError(f"Cannot write the export to {str(path)!r}: {exc.strerror or exc}") from None
-        display(Markdown(f"📤 Exported {count} entries of `{tape.name}` to `{path}` ({fmt})."))
+        show(f"📤 Exported {count} entries of `{tape.name}` to `{path}` ({fmt}).")
 
     def _use(self, words: list[str]) -> None:
         create = "--new" in words
@@ -132,7 +131,7 @@ class TapeCommands:
             raise UsageError(f"%tape use takes one tape NAME or PATH (--new to start one), got {' '.join(words)!r}")
         tape = self._session.use(words[0], create=create)
         fresh = " (a new tape: it is written on the first turn)" if not len(tape) else ""
-        display(Markdown(f"📼 Now on tape `{tape.name}` ({len(tape)} entries) at `{tape.location}`{fresh}."))
+        show(f"📼 Now on tape `{tape.name}` ({len(tape)} entries) at `{tape.location}`{fresh}.")
 
     def _record(self, words: list[str]) -> None:
         if words not in (["on"], ["off"]):
@@ -144,4 +143,4 @@ class TapeCommands:
         else:
             recorder.stop()
             message = "⏹ Stopped recording cells."
-        display(Markdown(message))
+        show(message)

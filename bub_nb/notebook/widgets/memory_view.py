@@ -118,12 +118,12 @@ class MemoryView(WidgetDisplay):
         lines = [f"Memory zone of tape {self.tape.name!r}: {self._where()}", "Long-term memory"]
         lines.extend(_indent(snapshot.long_term or "(empty)"))
         lines.append(f"Today's notes ({day.isoformat()})")
-        lines.extend(_indent(snapshot.daily(day) or "(none)"))
+        lines.extend(_indent(_note_body(snapshot.daily(day), day.isoformat()) or "(none)"))
         lines.append(f"Recent notes ({RECENT_DAYS} days before today)")
         recent = snapshot.recent(RECENT_DAYS, day)
         for note in recent:
             lines.append(f"  {note.date}")
-            lines.extend(_indent(note.content, "    "))
+            lines.extend(_indent(_note_body(note.content, note.date), "    "))
         if not recent:
             lines.append("  (none)")
         if older := self._older():
@@ -156,11 +156,12 @@ class MemoryView(WidgetDisplay):
             f'<div class="bub-note">{esc(self._where())}</div>'
         ]
         parts.append(_section("Long-term memory", "bub-memory-long-term", snapshot.long_term))
-        parts.append(_section(f"Today's notes · {day.isoformat()}", "bub-memory-today", snapshot.daily(day) or ""))
+        today = _note_body(snapshot.daily(day), day.isoformat())
+        parts.append(_section(f"Today's notes · {day.isoformat()}", "bub-memory-today", today))
         recent = snapshot.recent(RECENT_DAYS, day)
         notes = "".join(
             f'<details open data-date="{esc(n.date)}"><summary class="bub-mono">{esc(n.date)}</summary>'
-            f"<pre>{esc(_clip(n.content))}</pre></details>"
+            f"<pre>{esc(_clip(_note_body(n.content, n.date)))}</pre></details>"
             for n in recent
         )
         older = self._older()
@@ -247,6 +248,13 @@ class MemoryView(WidgetDisplay):
         finally:
             self._parts["syncing"] = False
         self._parts["body"].value = self.to_html()
+
+
+def _note_body(content: str | None, day: str) -> str:
+    """A daily note without its ``# <day>`` heading: the view already names the day beside it."""
+    text = content or ""
+    first, _, rest = text.partition("\n")
+    return rest.lstrip("\n") if first.strip() == f"# {day}" else text
 
 
 def _clip(text: str) -> str:

@@ -1,0 +1,37 @@
+"""What a ``%%bub`` cell shows when its turn ends: the footer under an answer, and the note on an interrupt."""
+
+from __future__ import annotations
+
+from typing import Any
+
+INTERRUPTED_WITH_TEXT = "⏹ *Interrupted: the partial answer is kept on the tape.*"
+INTERRUPTED_EMPTY = "⏹ *Interrupted before any answer arrived; the prompt is kept on the tape.*"
+CUT_SHORT = "⚠️ *The answer was cut short; the partial text is on the tape.*"
+
+
+def interrupted(partial: str) -> str:
+    """The cell's last word on an interrupted turn: the partial answer and a note that says what is kept."""
+    return f"{partial}\n\n{INTERRUPTED_WITH_TEXT}" if partial else INTERRUPTED_EMPTY
+
+
+def footer(turn: Any, anchor: str | None) -> str:
+    """One line under an answer: model, where the view starts, its size, the usage and the entries written.
+
+    The view's estimate counts the messages taken from the tape; the model's usage also counts the
+    system prompt and the tool schemas, so the two are labelled apart.
+    """
+    if turn.status == "command":
+        return ""
+    parts = [turn.model]
+    if anchor:
+        parts.append(f"view from ⚓ {anchor}")
+    if turn.view is not None:
+        view = turn.view
+        parts.append(
+            f"view: {len(view.messages)} messages ≈ {view.total_tokens} tokens, without system prompt and tools"
+        )
+    if turn.usage is not None:
+        parts.append(f"usage {turn.usage.prompt_tokens} prompt + {turn.usage.completion_tokens} completion tokens")
+    if turn.entries:
+        parts.append(f"entries #{turn.entries[0].id}–#{turn.entries[-1].id}")
+    return "<sub>" + " · ".join(parts) + "</sub>"

@@ -1,0 +1,202 @@
+"""What a user types, in a real Jupyter kernel: comma cells, ■ during Run All, a slow tool, %bub's line form.
+
+Each test starts an IPython kernel with jupyter_client and sends cells as a frontend does; the
+model is the local OpenAI-compatible endpoint, reached by the real openai client in the kernel.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from jupyter_client.manager import start_new_kernel
+
+from bub_nb.tape import Tape, TapeEntry, open_tape
+from bub_nb.testing import OpenAICompatibleServer
+
+SLOW_TOOL = '''
+import time
+def slow() -> str:
+    """Take five seconds."""
+    time.sleep(5)
+    return "slow result"
+'''
+
+
+class Kernel:
+    """A running kernel with bub_nb loaded, pointed at the local endpoint."""
+
+    def __init__(self, manager: Any, client: Any, home: Path) -> None:
+        self.manager, self.client, self.home = manager, client, home
+
+    def run(self, code: str, timeout: float = 60) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """Run one cell to its end: its reply's content and its outputs (display data and streams)."""
+        outputs: list[dict[str, Any]] = []
+
+        def keep(message: dict[str, Any]) -> None:
+            if message["msg_type"] in ("display_data", "update_display_data", "stream", "execute_result", "error"):
+                outputs.append({"type": message["msg_type"], **message["content"]})
+
+        reply = self.client.execute_interactive(code, timeout=timeout, output_hook=keep)
+        return reply["content"], outputs
+
+    def queue(self, cells: list[str]) -> list[str]:
+        return [self.client.execute(code) for code in cells]
+
+    def replies(self, sent: list[str], timeout: float = 30) -> list[dict[str, Any]]:
+        got: dict[str, dict[str, Any]] = {}
+        while len(got) < len(sent):
+            try:
+                reply = self.client.get_shell_msg(timeout=timeout)
+            except queue.Empty:
+                pytest.fail(f"the kernel went quiet with {len(sent) - len(got)} cells unanswered")
+            got[reply["parent_header"]["msg_id"]] = reply["content"]
+        return [got[msg_id] for msg_id in sent]
+
+    @property
+    def tape(self) -> Tape:
+        (path,) = (self.home / "tapes").glob("*.jsonl")
+        return open_tape(path)
+
+
+@pytest.fixture
+def kernel(tmp_path: Path, openai_server: OpenAICompatibleServer) -> Iterator[Kernel]:
+    home = tmp_path / "home"
+    env = {
+        **os.environ,
+        "BUB_HOME": str(home),
+        "BUB_MODEL": "openai:test-model",
+        "BUB_API_BASE": openai_server.base_url,
+        "BUB_API_KEY": "test-key-not-secret",
+    }
+    env.pop("JPY_SESSION_NAME", None)
+    manager, client = start_new_kernel(kernel_name="python3", cwd=str(tmp_path), env=env)
+    try:
+        running = Kernel(manager, client, home)
+        reply, _ = running.run("%load_ext bub_nb")
+        assert reply["status"] == "ok", reply
+        yield running
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
+
+
+def wait_for_requests(server: OpenAICompatibleServer, count: int, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while len(server.requests) < count:
+        if time.monotonic() > deadline:
+            pytest.fail(f"the endpoint got {len(server.requests)} requests, expected {count}")
+        time.sleep(0.02)
+
+
+def kinds(entries: list[TapeEntry]) -> list[str]:
+    return [entry.kind for entry in entries]
+
+
+# -- 1: comma cells ---------------------------------------------------------------------------------
+
+
+def test_comma_cells_run_as_commands_on_the_current_tape(kernel: Kernel, openai_server: Any) -> None:
+    reply, _ = kernel.run(",handoff name=phase/setup summary=loaded")
+    assert reply["status"] == "ok", reply
+    anchors = [e.payload for e in kernel.tape.read() if e.kind == "anchor"]
+    assert [a["name"] for a in anchors] == ["session/start", "phase/setup"]
+    assert anchors[1]["state"] == {"summary": "loaded"}
+
+    reply, outputs = kernel.run(",help")
+    shown = "\n".join(o.get("data", {}).get("text/plain", "") + o.get("text", "") for o in outputs)
+    assert reply["status"] == "ok" and ",handoff" in shown and ",tape.info" in shown and "help(" not in shown
+
+    reply, outputs = kernel.run(",tape.info")
+    assert reply["status"] == "ok", reply
+    assert "last anchor: phase/setup" in "\n".join(o.get("data", {}).get("text/plain", "") for o in outputs)
+    assert openai_server.requests == []  # commands never reach the model
+
+    kernel.run("%unload_ext bub_nb")
+    reply, _ = kernel.run(",tape.info")
+    assert reply["status"] == "error" and reply["ename"] == "NameError"  # IPython's own meaning again
+    reply, _ = kernel.run("%%bub\nhi")
+    assert reply["status"] == "error" and "bub" in reply["evalue"]
+
+
+# -- 5: ■ during Run All ----------------------------------------------------------------------------
+
+
+def test_interrupting_a_turn_cancels_the_queued_cells(kernel: Kernel, openai_server: OpenAICompatibleServer) -> None:
+    openai_server.delay(20, "an answer that comes too late")
+    sent = kernel.queue(["%%bub\nfirst question", "%%bub\nsecond question", "%%bub\nthird question"])
+    wait_for_requests(openai_server, 1)
+    kernel.manager.interrupt_kernel()
+    first, second, third = kernel.replies(sent)
+    assert first["status"] == "error" and first["ename"] == "KeyboardInterrupt"
+    assert second["status"] == third["status"] == "aborted"
+    assert len(openai_server.requests) == 1
+    entries = kernel.tape.read()
+    users = [e.payload["content"] for e in entries if e.kind == "message" and e.payload["role"] == "user"]
+    assert users == ["first question"]
+    assert entries[-1].payload["data"]["status"] == "interrupted"
+
+    reply, outputs = kernel.run("print('the kernel is still usable')")
+    assert reply["status"] == "ok" and "still usable" in outputs[-1]["text"]
+
+
+# -- 6: a slow tool does not hold the interrupt ------------------------------------------------------
+
+
+def test_a_slow_tool_does_not_hold_the_interrupt(kernel: Kernel, openai_server: OpenAICompatibleServer) -> None:
+    kernel.run(SLOW_TOOL)
+    openai_server.reply_tool_calls([{"name": "slow", "arguments": {}}])
+    sent = kernel.queue(["%%bub --tools slow\nrun the slow tool"])
+    wait_for_requests(openai_server, 1)
+    time.sleep(1.0)
+    interrupted = time.monotonic()
+    kernel.manager.interrupt_kernel()
+    (reply,) = kernel.replies(sent)
+    returned = time.monotonic() - interrupted
+    assert reply["status"] == "error" and reply["ename"] == "KeyboardInterrupt"
+    assert returned < 3.0, f"the interrupt took {returned:.1f} s; the tool still had 4 s to run"
+
+    time.sleep(4.5)  # the abandoned call returns now, and must not reach the tape
+    entries = [e for e in kernel.tape.read() if e.meta.get("run_id")]
+    assert kinds(entries) == ["system", "message", "tool_call", "tool_result", "error", "error", "event"]
+    assert entries[3].payload["results"][0]["kind"] == "interrupted"
+    assert [e.payload["kind"] for e in entries[4:6]] == ["tool.interrupted", "interrupted"]
+    assert not any("slow result" in str(e.payload) for e in kernel.tape.read())
+
+    # The next turn's view pairs the call with its result: the endpoint refuses any request that does not.
+    openai_server.reply("Understood, the tool was interrupted.")
+    reply, _ = kernel.run("%%bub\nwhat happened?")
+    assert reply["status"] == "ok", reply
+    roles = [m["role"] for m in openai_server.last_request["messages"]]
+    assert roles[-3:] == ["assistant", "tool", "user"]
+
+
+# -- 14 and 15: the line form, plain text -------------------------------------------------------------
+
+
+def test_the_line_form_sends_exactly_what_was_typed(kernel: Kernel, openai_server: OpenAICompatibleServer) -> None:
+    kernel.run("x = 'EXPANDED'")
+    for line in ("%bub I paid $5 for it", '%bub json {"a": 1}', "%bub costs $x, not {{x}}"):
+        reply, _ = kernel.run(line)
+        assert reply["status"] == "ok", reply
+    sent = [request["messages"][-1]["content"] for request in openai_server.requests]
+    assert sent == ["I paid $5 for it", 'json {"a": 1}', "costs $x, not {x}"]
+
+
+def test_answers_and_confirmations_carry_their_text_as_text_plain(
+    kernel: Kernel, openai_server: OpenAICompatibleServer
+) -> None:
+    openai_server.reply("The **answer** itself.")
+    _, outputs = kernel.run("%%bub\nquestion")
+    final = [o for o in outputs if o["type"] in ("display_data", "update_display_data")][-1]["data"]
+    assert final["text/plain"].startswith("The **answer** itself.")
+    assert final["text/markdown"].startswith(final["text/plain"].split("\n")[0])
+    _, outputs = kernel.run("%handoff phase/a summary=done")
+    (shown,) = [o["data"] for o in outputs if o["type"] == "display_data"]
+    assert "Handoff **phase/a**" in shown["text/plain"] and shown["text/plain"] == shown["text/markdown"]
+    assert not any("IPython.core.display" in str(o.get("data")) for o in outputs)
