@@ -50,9 +50,19 @@ def check_file_name(name: str) -> str:
         or name in ("", ".", "..")
         or any(mark in name for mark in ("/", "\\", "\x00", os.sep, os.altsep or "/"))
         or len(name.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES
+        or not _encodable(name)
     ):
         raise TapeNameError(f"Tape name {name!r} cannot name a file inside the tapes folder")
     return name
+
+
+def _encodable(name: str) -> bool:
+    """Whether ``name`` can be a file name here (a lone surrogate cannot)."""
+    try:
+        os.fsencode(name)
+    except UnicodeError:
+        return False
+    return True
 
 
 def validate_tape_name(name: str) -> str:
@@ -68,6 +78,8 @@ def validate_tape_name(name: str) -> str:
         problem = "it is not a plain file name"
     elif len(name.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES:
         problem = f"it is longer than {MAX_NAME_BYTES} bytes"
+    elif not _encodable(name):
+        problem = "the file system cannot store it (a lone surrogate)"
     if problem:
         raise TapeNameError(
             f"Tape name {name!r} is not allowed: {problem}; use a plain name, or a path ending in .jsonl"
