@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import json
 import operator
 import os
 from dataclasses import dataclass, field
@@ -30,7 +31,7 @@ from typing import Any, BinaryIO
 
 import orjson
 
-from bub_nb.tape.lines import anchor_name, decode_records, gc_paused
+from bub_nb.tape.lines import anchor_name, decode_records, gc_paused, load_json
 from bub_nb.tape.scan import scan_block
 from bub_nb.tape.store import AnchorList
 
@@ -256,7 +257,7 @@ def _records(state: IndexState, since_offset: int) -> list[bytes]:
     out = []
     if first_anchor < len(state.anchor_offsets):
         out.append(
-            orjson.dumps(
+            _dumps(
                 [
                     "a",
                     state.anchor_ids[first_anchor:],
@@ -268,6 +269,14 @@ def _records(state: IndexState, since_offset: int) -> list[bytes]:
     if first_mark < len(state.mark_offsets):
         out.append(orjson.dumps(["m", state.mark_ids[first_mark:], state.mark_offsets[first_mark:]]))
     return out
+
+
+def _dumps(value: Any) -> bytes:
+    """One sidecar record; an anchor name with a lone surrogate (which has no UTF-8 form) is written escaped."""
+    try:
+        return orjson.dumps(value)
+    except orjson.JSONEncodeError:
+        return json.dumps(value, separators=(",", ":")).encode()
 
 
 def _checkpoint(state: IndexState) -> bytes:
@@ -284,7 +293,7 @@ def _parse_records(raw: bytes) -> list[Any]:
         records = []
         for line in body.splitlines():
             try:
-                records.append(orjson.loads(line))
-            except orjson.JSONDecodeError:
+                records.append(load_json(line))
+            except (ValueError, RecursionError):
                 continue
         return records

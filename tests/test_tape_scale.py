@@ -1,0 +1,165 @@
+"""Tapes at scale: the fast paths (first-open scan, frames, search) give exactly what decoding every line gives."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from bub_nb.tape import FileTapeStore, open_tape
+from bub_nb.tape.index import IndexState
+from bub_nb.tape.lines import decode_record
+from bub_nb.tape.scan import scan_block
+
+# Lines no well-behaved writer produces, each next to the entry it resembles.
+HOSTILE: list[bytes] = [
+    b'{"id": 7, "kind": "message", "payload": {"content": "\xc3\x28"}}',  # invalid UTF-8 inside a payload
+    b'{"id":7,"kind":"message","payload":{"c":"\xed\xa0\x80"}}',  # a surrogate written as UTF-8 bytes
+    b'{"id":7,"kind":"message","payload":{"c":"\xf4\x90\x80\x80"}}',  # beyond U+10FFFF
+    b'{"id":7,"kind":"message","payload":{"c":"\\q"}}',  # an escape JSON does not have
+    b'{"id":7,"kind":"message","payload":{"c":NaN, "d": Infinity}}',  # what Python's json writes
+    b'{"id":7,"kind":"message","payload":{"c":"\\ud800"}}',  # a lone surrogate, escaped
+    b'{"id":99999999999999999999,"kind":"anchor","payload":{"name":"huge id"}}',
+    b'{"id":18446744073709551615,"kind":"anchor","payload":{"name":"u64 id"}}',
+    b'{"id":-9223372036854775808,"kind":"anchor","payload":{"name":"lowest id"}}',
+    b'{"id":7,"kind":"anchor","payload":{"name":"then not"},"kind":"message"}',  # the last key wins
+    b'{"id":7,"kind":"message","payload":{"name":"then yes"},"kind":"anchor"}',
+    b'{"id":7,"kind":"anchor","payload":{},"payload":[]}',
+    b'{"id":7,"kind":"message","payload":{"text":"{\\"kind\\": \\"anchor\\", \\"payload\\": {}}"}}',
+    b'{"id":7,"kind":"message","payload":{"kind":"anchor","name":"nested"}}',
+    b'{"id": 7, "kind": "message", "payload": {"note": "\\"kind\\": \\"anchor\\""}, "meta": {}}',
+    b'{"id":7,"kind":"\\u0061nchor","payload":{"name":"escaped kind"}}',
+    b'{"\\u0069d":7,"kind":"anchor","payload":{"name":"escaped key"}}',
+    b'{"id":7,"kind":"anchor","payload":{"name":"\\ud800 lone"}}',
+    b'{"id":7,"kind":"anchor","payload":{"name":5}}',
+    b'{"id":7,"kind":"anchor","payload":{"name":"a","name":"b"}}',
+    b'{"id" : 7 , "kind" : "anchor" , "payload" : { "name" : "spaced out" } }',
+    b'\xef\xbb\xbf{"id":7,"kind":"message","payload":{}}',
+    b'  {"id":7,"kind":"message","payload":{}}',
+    b'{"id":7,"kind":"message","payload":{}}\r',
+    b'{"id":7,"kind":"message","payload":{}} trailing',
+    b'{"id":7.0,"kind":"message","payload":{}}',
+    b'{"id":true,"kind":"message","payload":{}}',
+    b'{"id":7,"kind":"message","payload":{"c":' + b"[" * 1010 + b"]" * 1010 + b"}}",
+    b'{"id":7,"kind":"message","payload":{"c":' + b"[" * 600 + b"]" * 600 + b"}}",
+    b'{"id":7,"kind":"message","payload":{"a":1,}}',
+    b'{"id": 7, "kind": "mess',
+    b"[1, 2, 3]",
+    b"",
+    b"   ",
+    b"\t",
+]
+
+texts = st.text(max_size=12)  # lone surrogates included: json.dumps escapes them, as Bub does
+payloads = st.one_of(
+    st.builds(lambda t: {"role": "user", "content": t}, texts),
+    st.builds(lambda t: {"content": f"the anchor {t}", "kind": "anchor"}, texts),
+    st.builds(lambda t: {"name": "run", "data": {"kind": "anchor", "text": t}}, texts),
+)
+
+
+@st.composite
+def tape_lines(draw: st.DrawFn) -> list[bytes]:
+    """Lines of a tape: Bub's spaced ones, bub_nb's compact ones, anchors, and hostile lines between."""
+    lines = []
+    next_id = draw(st.integers(-3, 3))
+    for _ in range(draw(st.integers(0, 30))):
+        choice = draw(st.sampled_from(["bub", "compact", "anchor", "hostile", "binary"]))
+        next_id += draw(st.sampled_from([1, 1, 1, 0, -2, 1000]))
+        if choice == "hostile":
+            lines.append(draw(st.sampled_from(HOSTILE)))
+            continue
+        if choice == "binary":
+            lines.append(draw(st.binary(max_size=30).filter(lambda b: b"\n" not in b)))
+            continue
+        if choice == "anchor":
+            kind, payload = "anchor", {"name": draw(texts), "state": {"note": draw(texts)}}
+        else:
+            kind, payload = draw(st.sampled_from(["message", "event", "tool_result"])), draw(payloads)
+        record = {"id": next_id, "kind": kind, "payload": payload, "meta": {}, "date": "2026-01-01T00:00:00+00:00"}
+        if choice == "compact" and draw(st.booleans()):
+            lines.append(orjson.dumps(record, option=orjson.OPT_NON_STR_KEYS) if _orjson_ok(record) else b"")
+        else:
+            lines.append(json.dumps(record, ensure_ascii=choice == "bub").encode("utf-8", "surrogatepass"))
+    return lines
+
+
+def _orjson_ok(record: dict[str, Any]) -> bool:
+    try:
+        orjson.dumps(record)
+    except orjson.JSONEncodeError:
+        return False
+    return True
+
+
+def plain_index(data: bytes) -> IndexState:
+    """The index as decoding every line builds it."""
+    state = IndexState()
+    state.add_lines(data[:-1].split(b"\n") if data else [], 0)
+    return state
+
+
+def scanned_index(path: Path) -> IndexState:
+    state = IndexState()
+    with path.open("rb") as handle:
+        state.scan(handle, path.stat().st_size)
+    return state
+
+
+def assert_same_index(fast: IndexState, plain: IndexState, data: bytes) -> None:
+    assert (fast.entries, fast.last_id, fast.bad_lines) == (plain.entries, plain.last_id, plain.bad_lines)
+    assert (fast.anchor_ids, fast.anchor_offsets, fast.anchor_names) == (
+        plain.anchor_ids,
+        plain.anchor_offsets,
+        plain.anchor_names,
+    )
+    for entry_id, offset in zip(fast.mark_ids, fast.mark_offsets, strict=True):  # a mark is a line's own id
+        record = decode_record(data[offset : data.index(b"\n", offset)])
+        assert record is not None and record["id"] == entry_id
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(lines=tape_lines())
+def test_the_first_open_scan_indexes_exactly_what_decoding_every_line_does(
+    tmp_path_factory: pytest.TempPathFactory, lines: list[bytes]
+) -> None:
+    path = tmp_path_factory.mktemp("scan") / "t.jsonl"
+    data = b"".join(line + b"\n" for line in lines)
+    path.write_bytes(data)
+    assert_same_index(scanned_index(path), plain_index(data), data)
+
+
+def test_the_fast_scan_takes_clean_tapes_of_both_spellings_and_only_real_anchors(tmp_path: Path) -> None:
+    lines = [
+        b'{"id": 1, "kind": "anchor", "payload": {"name": "session/start"}, "meta": {}, "date": "d"}',
+        b'{"id":2,"kind":"message","payload":{"content":"\\"kind\\": \\"anchor\\""},"meta":{},"date":"d"}',
+        b'{"id":3,"kind":"event","payload":{"name":"x","data":{"kind":"anchor"}},"meta":{},"date":"d"}',
+        b'{"id":4,"kind":"anchor","payload":{"name":"phase/1"},"meta":{},"date":"d"}',
+    ]
+    data = b"".join(line + b"\n" for line in lines)
+    found = scan_block(data, len(data), -1024, 1024)
+    assert found is not None  # no fallback: the fast path itself told anchors from mentions
+    assert [(entry_id, name) for entry_id, _, name in found.anchors] == [(1, "session/start"), (4, "phase/1")]
+    assert found.entries == 4 and found.last_id == 4
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(data)
+    assert_same_index(scanned_index(path), plain_index(data), data)
+
+
+@pytest.mark.parametrize("line", HOSTILE, ids=range(len(HOSTILE)))
+def test_each_hostile_line_among_clean_ones_is_indexed_as_decoding_reads_it(tmp_path: Path, line: bytes) -> None:
+    clean = [
+        orjson.dumps({"id": n, "kind": "anchor" if n % 3 == 0 else "message", "payload": {"name": f"a{n}"}})
+        for n in range(1, 10)
+    ]
+    data = b"".join(row + b"\n" for row in [*clean[:5], line, *clean[5:]])
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(data)
+    assert_same_index(scanned_index(path), plain_index(data), data)
+    tape = open_tape(path, store=FileTapeStore(tmp_path))
+    assert [a.name for a in tape.anchors(limit=None)] == plain_index(data).anchor_names
