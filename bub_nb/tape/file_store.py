@@ -25,6 +25,7 @@ from pathlib import Path
 from filelock import FileLock, Timeout
 
 from bub_nb.errors import TapeError
+from bub_nb.tape.columns import Columns, decode_columns
 from bub_nb.tape.entries import TapeEntry
 from bub_nb.tape.index import READ_CHUNK, TAIL_BYTES, IndexFile, IndexState
 from bub_nb.tape.lines import Record, anchor_name, complete_lines, decode_record, decode_records, gc_paused
@@ -261,6 +262,21 @@ class TapeFile:
                     out.append(record)
         return out
 
+    def columns(self) -> Columns:
+        """Every entry, decoded straight into columns, for DataFrames."""
+        state = self.state()
+        out = Columns()
+        with contextlib.suppress(FileNotFoundError), open(self.path, "rb") as handle, gc_paused():
+            remaining, carry = state.size, b""
+            while remaining > 0:
+                chunk = handle.read(min(remaining, READ_CHUNK))
+                if not chunk:
+                    break
+                remaining -= len(chunk)
+                lines, carry = complete_lines(carry + chunk)
+                out.extend(decode_columns(lines))
+        return out
+
     def read(self, start: int = 1, stop: int | None = None) -> list[TapeEntry]:
         records = self.records(start, stop)
         with gc_paused():
@@ -351,6 +367,10 @@ class FileTapeStore:
     def records(self, tape: str, start: int = 1, stop: int | None = None) -> list[Record]:
         """Like ``read`` but as the decoded dicts, for bulk consumers such as DataFrames."""
         return self._file(tape).records(start, stop)
+
+    def columns(self, tape: str) -> Columns:
+        """Every entry of ``tape`` as columns, the fastest way to a DataFrame."""
+        return self._file(tape).columns()
 
     def iter_reverse(self, tape: str) -> Iterator[TapeEntry]:
         return self._file(tape).iter_reverse()

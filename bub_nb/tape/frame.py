@@ -10,10 +10,10 @@ import numpy as np
 import pandas as pd
 
 from bub_nb.tape import extensions
+from bub_nb.tape.columns import Columns, kind_column, text_columns
 from bub_nb.tape.entries import TapeEntry, is_phase_anchor
 from bub_nb.tape.lines import Record, gc_paused
 from bub_nb.tape.naming import tapes_home
-from bub_nb.tape.text import payload_call_names, payload_text, tool_call_text
 
 if TYPE_CHECKING:
     from bub_nb.tape.service import Tape
@@ -48,6 +48,11 @@ def records_to_frame(records: Sequence[Record]) -> pd.DataFrame:
     )
 
 
+def columns_to_frame(columns: Columns) -> pd.DataFrame:
+    """``entries_to_frame`` for entries decoded straight into columns."""
+    return _frame(columns.ids, columns.kinds, columns.payloads, columns.metas, columns.dates)
+
+
 def _token_counts(usages: dict[int, Any], key: str, count: int) -> pd.api.extensions.ExtensionArray:
     """One nullable integer per row: the count a ``run`` event reports, else missing."""
     rows, counts = [], []
@@ -65,50 +70,13 @@ def _token_counts(usages: dict[int, Any], key: str, count: int) -> pd.api.extens
     return pd.arrays.IntegerArray(values, missing)
 
 
-Row = tuple[str | None, str | None, str, list[str]]  # role, own name, content, tool names
-_FIXED_ROLES = {"system": "system", "tool_call": "assistant", "anchor": "assistant", "tool_result": "tool"}
-
-
-def _message_row(kind: str, payload: dict[str, Any]) -> Row:
-    role, name, content = payload.get("role"), payload.get("name"), payload.get("content")
-    role = role if isinstance(role, str) else None
-    name = name if isinstance(name, str) else None
-    if "tool_calls" not in payload and isinstance(content, str):  # a plain chat message, most rows
-        return role, name, content, []
-    return role, name, payload_text(kind, payload), payload_call_names(kind, payload)
-
-
-def _named_row(kind: str, payload: dict[str, Any]) -> Row:
-    name = payload.get("name")
-    return _FIXED_ROLES.get(kind), name if isinstance(name, str) else None, payload_text(kind, payload), []
-
-
-def _tool_call_row(kind: str, payload: dict[str, Any]) -> Row:
-    text, names = tool_call_text(payload)
-    return "assistant", None, text, names
-
-
-def _other_row(kind: str, payload: dict[str, Any]) -> Row:
-    return _FIXED_ROLES.get(kind), None, payload_text(kind, payload), []
-
-
-_ROWS = {"message": _message_row, "anchor": _named_row, "event": _named_row, "tool_call": _tool_call_row}
-
-
 def _frame(
     ids: list[int], kinds: list[str], payloads: list[dict[str, Any]], metas: list[dict[str, Any]], dates: list[str]
 ) -> pd.DataFrame:
     count = len(ids)
-    # One call per row through a table of row builders: a plain chat message (most rows) is read
-    # inline, everything else through the text module.
     with gc_paused():  # a large tape makes millions of small objects that hold no cycles
-        rows = [_ROWS.get(kind, _other_row)(kind, payload) for kind, payload in zip(kinds, payloads, strict=True)]
-        # (Not zip(*rows): unpacking a hundred thousand rows as arguments is far slower.)
-        roles = [row[0] for row in rows]
-        own_names = [row[1] for row in rows]
-        contents = [row[2] for row in rows]
-        tools = [row[3] for row in rows]
-        names = [n if n is not None else (c[0] if len(c) == 1 else None) for n, c in zip(own_names, tools, strict=True)]
+        text = text_columns(kinds, payloads)
+        roles, own_names, names, contents, tools = text.roles, text.own_names, text.names, text.contents, text.tools
         run_ids = [meta.get("run_id") for meta in metas]
         phases: list[str | None] = [None] * count
         starts = [row for row, kind in enumerate(kinds) if kind == "anchor" and is_phase_anchor(own_names[row])]
@@ -124,7 +92,7 @@ def _frame(
         return pd.DataFrame(
             {
                 "id": pd.Series(ids, dtype="int64"),
-                "kind": pd.Series(kinds, dtype="category") if kinds else pd.Series(kinds, dtype="object"),
+                "kind": kind_column(kinds),
                 "date": pd.to_datetime(pd.Series(dates, dtype="object"), utc=True, format="ISO8601", errors="coerce"),
                 "role": roles,
                 "name": names,
@@ -143,8 +111,8 @@ def _frame(
 
 def tape_to_frame(tape: Tape) -> pd.DataFrame:
     """The whole tape as a frame; a store that can hand over decoded lines skips building entries."""
-    records = getattr(tape.store, "records", None)
-    frame = records_to_frame(records(tape.name)) if records is not None else entries_to_frame(tape.read())
+    columns = getattr(tape.store, "columns", None)
+    frame = columns_to_frame(columns(tape.name)) if columns is not None else entries_to_frame(tape.read())
     frame.attrs["tape"] = tape.name
     return frame
 
