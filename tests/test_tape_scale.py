@@ -11,10 +11,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bub_nb.tape import FileTapeStore, open_tape
+from bub_nb.tape import FileTapeStore, TapeEntry, open_tape
 from bub_nb.tape.index import IndexState
 from bub_nb.tape.lines import decode_record
 from bub_nb.tape.scan import scan_block
+from bub_nb.tape.search import candidate_lines, needles
+from bub_nb.tape.text import entry_text
 
 # Lines no well-behaved writer produces, each next to the entry it resembles.
 HOSTILE: list[bytes] = [
@@ -163,3 +165,61 @@ def test_each_hostile_line_among_clean_ones_is_indexed_as_decoding_reads_it(tmp_
     assert_same_index(scanned_index(path), plain_index(data), data)
     tape = open_tape(path, store=FileTapeStore(tmp_path))
     assert [a.name for a in tape.anchors(limit=None)] == plain_index(data).anchor_names
+
+
+# -- search: a byte prefilter, then the same check as before -----------------------------------------------------
+
+SPELLINGS = [  # lines whose text spells some words differently from their bytes
+    b'{"id": 1, "kind": "event", "payload": {"name": "n", "data": {"x": 1E2, "y": NaN, "z": null}}}',
+    b'{"id": 1, "kind": "message", "payload": {"role": "user", "content": "\\u0041BC caf\\u00e9 \\u212a"}}',
+    b'{"id": 1, "kind": "message", "payload": {"role": "user", "content": "\xc4\xb0stanbul \xe2\x84\xaaelvin"}}',
+    b'{"id": 1, "kind": "tool_call", "payload": {"calls": [{"function": {"name": "f", "arguments": {"a": null}}}]}}',
+    b'{"id": 1, "kind": "tool_call", "payload": {"calls": [{"function": {"name": "g", "arguments": {"b": "\\u007f"}}}]}}',
+    b'{"id": 1, "kind": "error", "payload": {"kind": 5, "message": 1.0e-7}}',
+    b'{"id": 1, "kind": "anchor", "payload": {"name": "phase/x", "state": {"k": [1e16, true, Infinity]}}}',
+]
+words = st.text(alphabet=st.sampled_from("abcxyzABCİK019 .:-_é\n"), max_size=10)
+contents = st.one_of(words, st.integers(), st.floats(allow_nan=True), st.none(), st.lists(words, max_size=2))
+
+
+@st.composite
+def searched_tape(draw: st.DrawFn) -> tuple[list[bytes], str]:
+    lines = []
+    for number in range(1, draw(st.integers(1, 12)) + 1):
+        if draw(st.booleans()):
+            line = draw(st.sampled_from(SPELLINGS)).replace(b'"id": 1', b'"id": %d' % number, 1)
+        else:
+            kind = draw(st.sampled_from(["message", "event", "tool_result", "anchor", "error", "system"]))
+            payload = {"role": "user", "content": draw(contents), "name": draw(words), "data": draw(contents)}
+            payload["results"] = [draw(contents)]
+            payload["message"] = draw(contents)
+            record = {"id": number, "kind": kind, "payload": payload, "meta": {}, "date": "2026-01-01T00:00:00Z"}
+            line = json.dumps(record, ensure_ascii=draw(st.booleans())).encode("utf-8", "surrogatepass")
+        lines.append(line)
+    query = draw(st.one_of(words, st.sampled_from(["abc", "100", "none", "null", "kelvin", "i", "k", "x7f", "1e-07"])))
+    return lines, query
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(case=searched_tape())
+def test_search_finds_exactly_what_decoding_every_line_finds(
+    tmp_path_factory: pytest.TempPathFactory, case: tuple[list[bytes], str]
+) -> None:
+    lines, query = case
+    folder = tmp_path_factory.mktemp("search")
+    (folder / "t.jsonl").write_bytes(b"".join(line + b"\n" for line in lines))
+    tape = open_tape("t", store=FileTapeStore(folder))
+    plain = [e.id for e in tape.iter_reverse() if query.lower() in entry_text(e).lower()]
+    assert [e.id for e in tape.search(query, limit=100)] == plain
+
+
+def test_search_decodes_only_lines_that_hold_the_words(tmp_path: Path) -> None:
+    tape = open_tape("t", store=FileTapeStore(tmp_path))
+    tape.extend([TapeEntry.message({"role": "user", "content": f"note {n}"}) for n in range(200)])
+    tape.append_message({"role": "user", "content": "the Rare word"})
+    tape.append_event("run", {"note": "a rare event"})
+    words = needles("RARE")
+    assert words == [b"rare"]
+    data = tape.path.read_bytes()
+    assert len(candidate_lines(data, words)) == 2
+    assert [e.kind for e in tape.search("rare")] == ["event", "message"]
