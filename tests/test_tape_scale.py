@@ -7,11 +7,12 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bub_nb.tape import FileTapeStore, TapeEntry, open_tape
+from bub_nb.tape import FileTapeStore, TapeEntry, open_tape, read_tapes
 from bub_nb.tape.index import IndexState
 from bub_nb.tape.lines import decode_record
 from bub_nb.tape.scan import scan_block
@@ -174,7 +175,7 @@ SPELLINGS = [  # lines whose text spells some words differently from their bytes
     b'{"id": 1, "kind": "message", "payload": {"role": "user", "content": "\\u0041BC caf\\u00e9 \\u212a"}}',
     b'{"id": 1, "kind": "message", "payload": {"role": "user", "content": "\xc4\xb0stanbul \xe2\x84\xaaelvin"}}',
     b'{"id": 1, "kind": "tool_call", "payload": {"calls": [{"function": {"name": "f", "arguments": {"a": null}}}]}}',
-    b'{"id": 1, "kind": "tool_call", "payload": {"calls": [{"function": {"name": "g", "arguments": {"b": "\\u007f"}}}]}}',
+    b'{"id": 1, "kind": "tool_call", "payload": {"calls": [{"function": {"name": "g", "arguments": {"b":"\\u007f"}}}]}}',
     b'{"id": 1, "kind": "error", "payload": {"kind": 5, "message": 1.0e-7}}',
     b'{"id": 1, "kind": "anchor", "payload": {"name": "phase/x", "state": {"k": [1e16, true, Infinity]}}}',
 ]
@@ -223,3 +224,31 @@ def test_search_decodes_only_lines_that_hold_the_words(tmp_path: Path) -> None:
     data = tape.path.read_bytes()
     assert len(candidate_lines(data, words)) == 2
     assert [e.kind for e in tape.search("rare")] == ["event", "message"]
+
+
+# -- frames of many tapes ------------------------------------------------------------------------------------------
+
+
+def test_read_tapes_frames_every_tape_as_its_own_to_frame_does(tmp_path: Path) -> None:
+    store = FileTapeStore(tmp_path / "tapes")
+    first, second = open_tape("a", store=store), open_tape("b", store=store)
+    first.handoff("phase/a")
+    first.append_message({"role": "user", "content": "in a"})
+    second.append_message({"role": "user", "content": "before any anchor in b"})  # must not fall under phase/a
+    second.append_tool_result(["done"])
+    second.handoff("phase/b")
+    frame = read_tapes(tmp_path)
+    assert str(frame["kind"].dtype) == "category"
+    for name, tape in (("a", first), ("b", second)):
+        own = frame[frame["tape"] == name].drop(columns="tape").reset_index(drop=True)
+        alone = tape.to_frame()
+        pd.testing.assert_frame_equal(own, alone, check_categorical=False)
+    assert frame[frame["tape"] == "b"]["phase"].isna().tolist() == [True, True, False, False]
+
+
+def test_a_frame_leaves_out_an_unfinished_last_line(tmp_path: Path) -> None:
+    tape = open_tape("t", store=FileTapeStore(tmp_path))
+    tape.append_message({"role": "user", "content": "whole"})
+    with tape.path.open("ab") as handle:
+        handle.write(b'{"id": 2, "kind": "message", "payload": {}')
+    assert tape.to_frame()["id"].tolist() == [1] == [e.id for e in tape.read()]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import operator
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -9,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from bub_nb.tape.entries import is_phase_anchor
 from bub_nb.tape.lines import Record, decode_record
 from bub_nb.tape.text import payload_call_names, payload_text, tool_call_text
 
@@ -157,3 +159,27 @@ def text_columns(kinds: list[str], payloads: list[dict[str, Any]]) -> TextColumn
             roles[row] = _FIXED_ROLES.get(kind)
             contents[row] = payload_text(kind, payload)
     return TextColumns(roles, own_names, names, contents, tools)
+
+
+def phase_column(kinds: list[str], own_names: list[str | None], tape_starts: Sequence[int] = (0,)) -> list[str | None]:
+    """The phase anchor each row falls under; a phase ends at the next phase anchor or where its tape ends
+    (``tape_starts``: the first row of each tape, in a frame of many)."""
+    count = len(kinds)
+    phases: list[str | None] = [None] * count
+    bounds = sorted({*tape_starts, count})
+    starts = [row for row in _rows_of(kinds, "anchor") if is_phase_anchor(own_names[row])]
+    for number, row in enumerate(starts):
+        end = min(starts[number + 1] if number + 1 < len(starts) else count, bounds[bisect.bisect_right(bounds, row)])
+        phases[row:end] = [own_names[row]] * (end - row)
+    return phases
+
+
+def _rows_of(values: list[str], wanted: str) -> list[int]:
+    rows: list[int] = []
+    row = -1
+    while True:
+        try:
+            row = values.index(wanted, row + 1)
+        except ValueError:
+            return rows
+        rows.append(row)

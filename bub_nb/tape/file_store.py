@@ -265,11 +265,14 @@ class TapeFile:
         return out
 
     def columns(self) -> Columns:
-        """Every entry, decoded straight into columns, for DataFrames."""
-        state = self.state()
+        """Every entry, decoded straight into columns, for DataFrames.
+
+        No index is needed to read a whole file: every complete line is read, and an unfinished last
+        line is left out as the index leaves it.
+        """
         out = Columns()
         with contextlib.suppress(FileNotFoundError), open(self.path, "rb") as handle, gc_paused():
-            remaining, carry = state.size, b""
+            remaining, carry = os.fstat(handle.fileno()).st_size, b""
             while remaining > 0:
                 chunk = handle.read(min(remaining, READ_CHUNK))
                 if not chunk:

@@ -97,8 +97,8 @@ class TapeQuery:
             entries = tape.after_anchor(self._after)
         elif self._newest_first:
             matching = getattr(tape.store, "iter_reverse_matching", None)
-            words = needles(self._text) if self._text is not None and matching is not None else []
-            return matching(tape.name, words) if words else tape.iter_reverse()
+            words = needles(self._text) if self._text is not None else []
+            return matching(tape.name, words) if words and matching is not None else tape.iter_reverse()
         else:
             entries = tape.read()
         return reversed(entries) if self._newest_first else entries
