@@ -175,7 +175,7 @@ SPELLINGS = [  # lines whose text spells some words differently from their bytes
     b'{"id": 1, "kind": "message", "payload": {"role": "user", "content": "\\u0041BC caf\\u00e9 \\u212a"}}',
     b'{"id": 1, "kind": "message", "payload": {"role": "user", "content": "\xc4\xb0stanbul \xe2\x84\xaaelvin"}}',
     b'{"id": 1, "kind": "tool_call", "payload": {"calls": [{"function": {"name": "f", "arguments": {"a": null}}}]}}',
-    b'{"id": 1, "kind": "tool_call", "payload": {"calls": [{"function": {"name": "g", "arguments": {"b":"\\u007f"}}}]}}',
+    b'{"id": 1, "kind": "tool_call", "payload": {"calls": [{"function": {"name":"g", "arguments": {"b":"\\u007f"}}}]}}',
     b'{"id": 1, "kind": "error", "payload": {"kind": 5, "message": 1.0e-7}}',
     b'{"id": 1, "kind": "anchor", "payload": {"name": "phase/x", "state": {"k": [1e16, true, Infinity]}}}',
 ]
