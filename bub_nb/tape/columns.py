@@ -103,6 +103,7 @@ class TextColumns:
     names: list[str | None]  # the own name, else the tool of a single call
     contents: list[str]
     tools: list[list[str]]
+    usages: dict[int, dict[str, Any]]  # row -> the usage a ``run`` event reports
 
 
 _FIXED_ROLES = {"system": "system", "tool_call": "assistant", "anchor": "assistant", "tool_result": "tool"}
@@ -120,6 +121,7 @@ def text_columns(kinds: list[str], payloads: list[dict[str, Any]]) -> TextColumn
     contents: list[str] = [""] * count
     tools: list[list[str]] = [[] for _ in range(count)] if count else []
     names: list[str | None] = [None] * count
+    usages: dict[int, dict[str, Any]] = {}
     for row, kind, payload in zip(range(count), kinds, payloads, strict=False):
         if kind == "message":
             role, name, content = payload.get("role"), payload.get("name"), payload.get("content")
@@ -142,6 +144,11 @@ def text_columns(kinds: list[str], payloads: list[dict[str, Any]]) -> TextColumn
             name = payload.get("name")
             own_names[row] = names[row] = name if type(name) is str else None
             contents[row] = payload_text(kind, payload)
+            if name == "run" and kind == "event":
+                data = payload.get("data")
+                usage = data.get("usage") if isinstance(data, dict) else None
+                if isinstance(usage, dict):
+                    usages[row] = usage
         elif kind == "tool_result":
             roles[row] = "tool"
             results = payload.get("results")
@@ -158,7 +165,7 @@ def text_columns(kinds: list[str], payloads: list[dict[str, Any]]) -> TextColumn
         else:
             roles[row] = _FIXED_ROLES.get(kind)
             contents[row] = payload_text(kind, payload)
-    return TextColumns(roles, own_names, names, contents, tools)
+    return TextColumns(roles, own_names, names, contents, tools, usages)
 
 
 def phase_column(kinds: list[str], own_names: list[str | None], tape_starts: Sequence[int] = (0,)) -> list[str | None]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -48,6 +49,9 @@ def records_to_frame(records: Sequence[Record]) -> pd.DataFrame:
     )
 
 
+_RUN_ID = operator.methodcaller("get", "run_id")
+
+
 def columns_to_frame(columns: Columns) -> pd.DataFrame:
     """``entries_to_frame`` for entries decoded straight into columns."""
     return _frame(columns.ids, columns.kinds, columns.payloads, columns.metas, columns.dates)
@@ -82,15 +86,9 @@ def _frame(
     with gc_paused():  # a large tape makes millions of small objects that hold no cycles
         text = text_columns(kinds, payloads)
         roles, own_names, names, contents, tools = text.roles, text.own_names, text.names, text.contents, text.tools
-        run_ids = [meta.get("run_id") for meta in metas]
+        run_ids = list(map(_RUN_ID, metas))
         phases = phase_column(kinds, own_names, tape_starts)
-        usages = {}
-        for row, kind in enumerate(kinds):
-            if kind == "event" and own_names[row] == "run":
-                data = payloads[row].get("data")
-                usage = data.get("usage") if isinstance(data, dict) else None
-                if isinstance(usage, dict):
-                    usages[row] = usage
+        usages = text.usages
         return pd.DataFrame(
             {
                 "id": pd.Series(ids, dtype="int64"),
@@ -114,7 +112,8 @@ def _frame(
 def tape_to_frame(tape: Tape) -> pd.DataFrame:
     """The whole tape as a frame; a store that can hand over decoded lines skips building entries."""
     columns = getattr(tape.store, "columns", None)
-    frame = columns_to_frame(columns(tape.name)) if columns is not None else entries_to_frame(tape.read())
+    with gc_paused():  # from the first decoded line to the last column: millions of objects, no cycles
+        frame = columns_to_frame(columns(tape.name)) if columns is not None else entries_to_frame(tape.read())
     frame.attrs["tape"] = tape.name
     return frame
 
@@ -129,11 +128,12 @@ def read_tapes(home: str | Path | None = None) -> pd.DataFrame:
 
     store = file_store(tapes_home(home))
     columns, names, starts = Columns(), [], []
-    for name in store.list_tapes():  # every file Bub would list, even one whose name we would not give
-        starts.append(len(columns))
-        columns.extend(store.columns(name))
-        names += [name] * (len(columns) - starts[-1])
-    frame = _frame(columns.ids, columns.kinds, columns.payloads, columns.metas, columns.dates, starts)
+    with gc_paused():
+        for name in store.list_tapes():  # every file Bub would list, even one whose name we would not give
+            starts.append(len(columns))
+            columns.extend(store.columns(name))
+            names += [name] * (len(columns) - starts[-1])
+        frame = _frame(columns.ids, columns.kinds, columns.payloads, columns.metas, columns.dates, starts)
     frame.insert(0, TAPE_COLUMN, names or pd.Series(names, dtype="object"))
     return frame
 
