@@ -89,8 +89,8 @@ def kind_column(kinds: list[str]) -> pd.Series:
     if not kinds:
         return pd.Series(kinds, dtype="object")
     categories = sorted(set(kinds))
-    code = {kind: number for number, kind in enumerate(categories)}
-    codes = np.fromiter(map(code.__getitem__, kinds), dtype=np.int32, count=len(kinds))
+    number_of = {kind: number for number, kind in enumerate(categories)}
+    codes = np.fromiter(map(number_of.__getitem__, kinds), dtype=np.int32, count=len(kinds))
     return pd.Series(pd.Categorical.from_codes(codes, categories=categories))
 
 
