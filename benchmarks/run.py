@@ -4,8 +4,9 @@
     python benchmarks/run.py --quick    # 10k and 100k only
 
 Sections: appends, slicing, anchors and DataFrames (tape.py); views, search and memory (views.py);
-turn overhead against an instant local endpoint (turn.py); tool calls on their worker thread
-(tool_calls.py); start-up (startup.py). Each script
+whole-tape reads at scale: first open, frames, read_tapes, search, frame memory (scale.py; the ``bench``
+extra adds pyarrow and polars beside to_frame); turn overhead against an instant local endpoint (turn.py);
+tool calls on their worker thread (tool_calls.py); start-up (startup.py). Each script
 also runs on its own with more options.
 """
 
@@ -16,6 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import scale
 import startup
 import tape
 import tool_calls
@@ -36,6 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     for size in sizes:
         rows += tape.size_rows(size, fresh_runs=5)
     rows += views.view_rows(sizes) + views.search_rows(sizes) + views.memory_rows(max(sizes))
+    rows += scale.rows(max(sizes))
     cache = Path(tempfile.gettempdir()) / "bub_nb-bench"
     rows += turn.figure_rows(turn.measure_sizes(turn_sizes, args.turns, cache))
     rows += tool_calls.rows()

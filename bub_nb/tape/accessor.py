@@ -10,11 +10,10 @@ import pandas as pd
 
 from bub_nb.errors import AnchorNotFoundError, TapeError
 from bub_nb.tape import extensions
+from bub_nb.tape.columns import TAPE_NAME
 from bub_nb.tape.entries import TapeEntry
 from bub_nb.tape.query import check_kinds
 from bub_nb.tape.service import anchor_order_error
-
-TAPE_NAME = "tape_name"  # the column naming each row's tape in a frame of several tapes
 
 
 def frame_to_entries(frame: pd.DataFrame) -> list[TapeEntry]:

@@ -25,15 +25,18 @@ from pathlib import Path
 from filelock import FileLock, Timeout
 
 from bub_nb.errors import TapeError
+from bub_nb.tape.columns import Columns, decode_columns
 from bub_nb.tape.entries import TapeEntry
 from bub_nb.tape.index import READ_CHUNK, TAIL_BYTES, IndexFile, IndexState
 from bub_nb.tape.lines import Record, anchor_name, complete_lines, decode_record, decode_records, gc_paused
 from bub_nb.tape.naming import check_file_name
+from bub_nb.tape.search import candidate_lines
 from bub_nb.tape.store import AnchorRef, StoreStats
 
 SESSION_GRAPH = "session_graph.jsonl"
 _FIRST_CHUNK = 1 << 14
 _REVERSE_BLOCK = 1 << 18
+_SEARCH_BLOCK = 1 << 22
 _PERSIST_EVERY_BYTES = 1 << 20
 _COMPACT_AFTER_RECORDS = 512
 _TORN_CHECKS = 5
@@ -261,6 +264,24 @@ class TapeFile:
                     out.append(record)
         return out
 
+    def columns(self) -> Columns:
+        """Every entry, decoded straight into columns, for DataFrames.
+
+        No index is needed to read a whole file: every complete line is read, and an unfinished last
+        line is left out as the index leaves it.
+        """
+        out = Columns()
+        with contextlib.suppress(FileNotFoundError), open(self.path, "rb") as handle, gc_paused():
+            remaining, carry = os.fstat(handle.fileno()).st_size, b""
+            while remaining > 0:
+                chunk = handle.read(min(remaining, READ_CHUNK))
+                if not chunk:
+                    break
+                remaining -= len(chunk)
+                lines, carry = complete_lines(carry + chunk)
+                out.extend(decode_columns(lines))
+        return out
+
     def read(self, start: int = 1, stop: int | None = None) -> list[TapeEntry]:
         records = self.records(start, stop)
         with gc_paused():
@@ -287,6 +308,30 @@ class TapeFile:
                 carry = lines.pop(0) if begin > 0 else b""
                 for line in reversed(lines):
                     record = decode_record(line) if line else None
+                    if record is not None:
+                        yield _entry(record)
+                end = begin
+
+    def iter_reverse_matching(self, words: list[bytes]) -> Iterator[TapeEntry]:
+        """Entries newest first, decoding only the lines that hold every one of ``words`` (see ``search``)."""
+        end = self.state().size
+        if not end:
+            return
+        with contextlib.suppress(FileNotFoundError), open(self.path, "rb") as handle:
+            carry = b""
+            while end > 0:
+                begin = max(0, end - _SEARCH_BLOCK)
+                data = os.pread(handle.fileno(), end - begin, begin) + carry
+                if begin > 0:  # the first line may have started in the block before
+                    cut = data.find(b"\n") + 1
+                    if not cut:
+                        carry, end = data, begin
+                        continue
+                    carry, data = data[: cut - 1], data[cut:]
+                else:
+                    carry = b""
+                for start, stop in reversed(candidate_lines(data, words)):
+                    record = decode_record(data[start:stop])
                     if record is not None:
                         yield _entry(record)
                 end = begin
@@ -352,8 +397,15 @@ class FileTapeStore:
         """Like ``read`` but as the decoded dicts, for bulk consumers such as DataFrames."""
         return self._file(tape).records(start, stop)
 
+    def columns(self, tape: str) -> Columns:
+        """Every entry of ``tape`` as columns, the fastest way to a DataFrame."""
+        return self._file(tape).columns()
+
     def iter_reverse(self, tape: str) -> Iterator[TapeEntry]:
         return self._file(tape).iter_reverse()
+
+    def iter_reverse_matching(self, tape: str, words: list[bytes]) -> Iterator[TapeEntry]:
+        return self._file(tape).iter_reverse_matching(words)
 
     def anchors(self, tape: str) -> Sequence[AnchorRef]:
         return self._file(tape).anchors()

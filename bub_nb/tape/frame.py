@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -9,10 +10,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from bub_nb.tape.entries import TapeEntry, is_phase_anchor
+from bub_nb.tape.columns import TAPE_NAME, Columns, kind_column, phase_column, text_columns
+from bub_nb.tape.entries import TapeEntry
 from bub_nb.tape.lines import Record, gc_paused
 from bub_nb.tape.naming import NOTEBOOK_EVENT, bub_home, tapes_home
-from bub_nb.tape.text import payload_call_names, payload_text, tool_call_text
 
 if TYPE_CHECKING:
     from bub_nb.tape.service import Tape
@@ -47,6 +48,14 @@ def records_to_frame(records: Sequence[Record]) -> pd.DataFrame:
     )
 
 
+_RUN_ID = operator.methodcaller("get", "run_id")
+
+
+def columns_to_frame(columns: Columns) -> pd.DataFrame:
+    """``entries_to_frame`` for entries decoded straight into columns."""
+    return _frame(columns.ids, columns.kinds, columns.payloads, columns.metas, columns.dates)
+
+
 def _token_counts(usages: dict[int, Any], key: str, count: int) -> pd.api.extensions.ExtensionArray:
     """One nullable integer per row: the count a ``run`` event reports, else missing."""
     rows, counts = [], []
@@ -64,66 +73,25 @@ def _token_counts(usages: dict[int, Any], key: str, count: int) -> pd.api.extens
     return pd.arrays.IntegerArray(values, missing)
 
 
-Row = tuple[str | None, str | None, str, list[str]]  # role, own name, content, tool names
-_FIXED_ROLES = {"system": "system", "tool_call": "assistant", "anchor": "assistant", "tool_result": "tool"}
-
-
-def _message_row(kind: str, payload: dict[str, Any]) -> Row:
-    role, name, content = payload.get("role"), payload.get("name"), payload.get("content")
-    role = role if isinstance(role, str) else None
-    name = name if isinstance(name, str) else None
-    if "tool_calls" not in payload and isinstance(content, str):  # a plain chat message, most rows
-        return role, name, content, []
-    return role, name, payload_text(kind, payload), payload_call_names(kind, payload)
-
-
-def _named_row(kind: str, payload: dict[str, Any]) -> Row:
-    name = payload.get("name")
-    return _FIXED_ROLES.get(kind), name if isinstance(name, str) else None, payload_text(kind, payload), []
-
-
-def _tool_call_row(kind: str, payload: dict[str, Any]) -> Row:
-    text, names = tool_call_text(payload)
-    return "assistant", None, text, names
-
-
-def _other_row(kind: str, payload: dict[str, Any]) -> Row:
-    return _FIXED_ROLES.get(kind), None, payload_text(kind, payload), []
-
-
-_ROWS = {"message": _message_row, "anchor": _named_row, "event": _named_row, "tool_call": _tool_call_row}
-
-
 def _frame(
-    ids: list[int], kinds: list[str], payloads: list[dict[str, Any]], metas: list[dict[str, Any]], dates: list[str]
+    ids: list[int],
+    kinds: list[str],
+    payloads: list[dict[str, Any]],
+    metas: list[dict[str, Any]],
+    dates: list[str],
+    tape_starts: Sequence[int] = (0,),
 ) -> pd.DataFrame:
     count = len(ids)
-    # One call per row through a table of row builders: a plain chat message (most rows) is read
-    # inline, everything else through the text module.
     with gc_paused():  # a large tape makes millions of small objects that hold no cycles
-        rows = [_ROWS.get(kind, _other_row)(kind, payload) for kind, payload in zip(kinds, payloads, strict=True)]
-        # (Not zip(*rows): unpacking a hundred thousand rows as arguments is far slower.)
-        roles = [row[0] for row in rows]
-        own_names = [row[1] for row in rows]
-        contents = [row[2] for row in rows]
-        tools = [row[3] for row in rows]
-        names = [n if n is not None else (c[0] if len(c) == 1 else None) for n, c in zip(own_names, tools, strict=True)]
-        run_ids = [meta.get("run_id") for meta in metas]
-        phases: list[str | None] = [None] * count
-        starts = [row for row, kind in enumerate(kinds) if kind == "anchor" and is_phase_anchor(own_names[row])]
-        for row, end in zip(starts, [*starts[1:], count] if starts else [], strict=True):
-            phases[row:end] = [own_names[row]] * (end - row)
-        usages = {}
-        for row, kind in enumerate(kinds):
-            if kind == "event" and own_names[row] == "run":
-                data = payloads[row].get("data")
-                usage = data.get("usage") if isinstance(data, dict) else None
-                if isinstance(usage, dict):
-                    usages[row] = usage
+        text = text_columns(kinds, payloads)
+        roles, own_names, names, contents, tools = text.roles, text.own_names, text.names, text.contents, text.tools
+        run_ids = list(map(_RUN_ID, metas))
+        phases = phase_column(kinds, own_names, tape_starts)
+        usages = text.usages
         return pd.DataFrame(
             {
                 "id": pd.Series(ids, dtype="int64"),
-                "kind": pd.Series(kinds, dtype="category") if kinds else pd.Series(kinds, dtype="object"),
+                "kind": kind_column(kinds),
                 "date": pd.to_datetime(pd.Series(dates, dtype="object"), utc=True, format="ISO8601", errors="coerce"),
                 "role": roles,
                 "name": names,
@@ -142,21 +110,28 @@ def _frame(
 
 def tape_to_frame(tape: Tape) -> pd.DataFrame:
     """The whole tape as a frame; a store that can hand over decoded lines skips building entries."""
-    records = getattr(tape.store, "records", None)
-    frame = records_to_frame(records(tape.name)) if records is not None else entries_to_frame(tape.read())
+    columns = getattr(tape.store, "columns", None)
+    with gc_paused():  # from the first decoded line to the last column: millions of objects, no cycles
+        frame = columns_to_frame(columns(tape.name)) if columns is not None else entries_to_frame(tape.read())
     frame.attrs["tape"] = tape.name
     return frame
 
 
 def notebook_of(frame: pd.DataFrame) -> str | None:
     """The notebook path the newest ``notebook`` event of a tape's frame records, if any."""
+    paths = _notebook_paths(frame)
+    return paths[-1] if paths else None
+
+
+def _notebook_paths(frame: pd.DataFrame) -> list[str]:
     events = frame[(frame["kind"] == "event") & (frame["name"] == NOTEBOOK_EVENT)]
-    for payload in reversed(events["payload"].tolist()):
+    paths = []
+    for payload in events["payload"].tolist():
         data = payload.get("data")
         path = data.get("path") if isinstance(data, dict) else None
         if isinstance(path, str):
-            return path
-    return None
+            paths.append(path)
+    return paths
 
 
 def with_tape_columns(frame: pd.DataFrame, name: str, *, archived: bool | None = None) -> pd.DataFrame:
@@ -174,11 +149,12 @@ def read_tapes(home: str | Path | None = None, *, include_archives: bool = False
 
     ``home`` is a Bub home (or its ``tapes`` folder itself); one that does not exist is an error.
     With ``include_archives`` the ``.bak`` files a reset left are read too, marked in ``archived``.
+    The tapes' lines are decoded into one set of columns and framed once (phases end with their tape),
+    which costs about what one tape of the same size does.
     """
     from bub_nb.errors import TapeError
     from bub_nb.tape.archive import archive_files, open_archive
     from bub_nb.tape.open import file_store
-    from bub_nb.tape.service import Tape
 
     root = bub_home(home)
     if not root.is_dir():
@@ -187,23 +163,43 @@ def read_tapes(home: str | Path | None = None, *, include_archives: bool = False
     if not folder.is_dir() and any(root.glob("*.jsonl")):
         folder = root  # the tapes folder itself was given
     store = file_store(folder)
-    archived = False if include_archives else None
-    frames = [
-        with_tape_columns(tape_to_frame(Tape(name, store)), name, archived=archived)
-        for name in store.list_tapes()  # every file Bub would list, even one whose name we would not give
-    ]
-    if include_archives:
-        for path in archive_files(folder):
-            tape = open_archive(path, store)
-            frames.append(with_tape_columns(tape_to_frame(tape), tape.name, archived=True))
-    if not frames:
-        return with_tape_columns(entries_to_frame([]), "", archived=archived).astype({"kind": "category"})
-    frame = pd.concat(frames, ignore_index=True)
-    frame["kind"] = frame["kind"].astype("category")  # categories differ per tape; concat drops them
+    columns, names, starts = Columns(), [], []
+    with gc_paused():
+        for name in store.list_tapes():  # every file Bub would list, even one whose name we would not give
+            starts.append(len(columns))
+            columns.extend(store.columns(name))
+            names += [name] * (len(columns) - starts[-1])
+        frame = _frame(columns.ids, columns.kinds, columns.payloads, columns.metas, columns.dates, starts)
+    frame.insert(0, TAPE_NAME, pd.Series(names, dtype="object"))
+    if not names:
+        frame["kind"] = frame["kind"].astype("category")  # categorical even with no rows, as analysts expect
+    frame["notebook"] = _notebook_column(frame)
+    if not include_archives:
+        return frame
+    frame["archived"] = False
+    archives = [open_archive(path, store) for path in archive_files(folder)]
+    parts = [with_tape_columns(tape_to_frame(tape), tape.name, archived=True) for tape in archives]
+    if not parts:
+        return frame
+    frame = pd.concat([frame, *parts], ignore_index=True)
+    frame["kind"] = frame["kind"].astype("category")  # categories differ per part; concat drops them
     return frame
 
 
-from bub_nb.tape.accessor import TAPE_NAME, TapeAccessor, frame_to_entries  # noqa: E402  registers df.tape
+def _notebook_column(frame: pd.DataFrame) -> pd.Series:
+    """Each row's tape's notebook: the newest ``notebook`` event of that tape, else missing."""
+    events = frame[(frame["kind"] == "event") & (frame["name"] == NOTEBOOK_EVENT)]
+    notebooks: dict[str, str] = {}
+    for tape, part in events.groupby(TAPE_NAME, sort=False):
+        paths = _notebook_paths(part)
+        if paths:
+            notebooks[str(tape)] = paths[-1]
+    if not notebooks:
+        return pd.Series(None, index=frame.index, dtype="object")
+    return frame[TAPE_NAME].map(notebooks).astype("object")
+
+
+from bub_nb.tape.accessor import TapeAccessor, frame_to_entries  # noqa: E402  registers df.tape
 
 __all__ = [
     "COLUMNS",

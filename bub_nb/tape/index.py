@@ -31,7 +31,8 @@ from typing import Any, BinaryIO
 
 import orjson
 
-from bub_nb.tape.lines import anchor_name, complete_lines, decode_records, gc_paused, load_json
+from bub_nb.tape.lines import anchor_name, decode_records, gc_paused, load_json
+from bub_nb.tape.scan import scan_block
 from bub_nb.tape.store import AnchorList
 
 VERSION = 2
@@ -79,18 +80,37 @@ class IndexState:
 
     def scan(self, handle: BinaryIO, end: int) -> None:
         """Index the complete lines between ``size`` and ``end`` of the open tape file."""
-        handle.seek(self.size)
-        position, carry = self.size, b""
+        position = self.size
         with gc_paused():
-            while position + len(carry) < end:
-                chunk = handle.read(min(READ_CHUNK, end - position - len(carry)))
-                if not chunk:
-                    break
-                lines, carry = complete_lines(carry + chunk)
-                position = self.add_lines(lines, position)
+            while position < end:
+                data = os.pread(handle.fileno(), min(READ_CHUNK, end - position), position)
+                cut = data.rfind(b"\n") + 1
+                if not data or (not cut and len(data) < READ_CHUNK):
+                    break  # only an unfinished line is left
+                if not cut:  # a line longer than a chunk: read on until it ends
+                    more = os.pread(handle.fileno(), end - position, position)
+                    cut = more.rfind(b"\n") + 1
+                    if not cut:
+                        break
+                    data = more
+                position = self.add_block(data, cut, position)
         if position != self.size:
             self.size = position
             self.read_tail(handle)
+
+    def add_block(self, data: bytes, end: int, position: int) -> int:
+        """Index the complete lines ``data[:end]``, which start at byte ``position``; returns where they end."""
+        found = scan_block(data, end, self.mark_ids[-1] if self.mark_ids else -MARK_EVERY, MARK_EVERY)
+        if found is None:
+            return self.add_lines(data[: end - 1].split(b"\n"), position) if end else position
+        if found.entries:
+            self.entries += found.entries
+            self.last_id = max(self.last_id, found.last_id)
+            for entry_id, offset, name in found.anchors:
+                self.add_anchor(entry_id, position + offset, name)
+            for entry_id, offset in found.marks:
+                self.add_mark(entry_id, position + offset)
+        return position + end
 
     def add_lines(self, lines: list[bytes], position: int) -> int:
         """Index complete lines that start at byte ``position``; returns where they end."""
@@ -274,6 +294,6 @@ def _parse_records(raw: bytes) -> list[Any]:
         for line in body.splitlines():
             try:
                 records.append(load_json(line))  # the standard library reads escaped lone surrogates
-            except ValueError:
+            except (ValueError, RecursionError):
                 continue
         return records

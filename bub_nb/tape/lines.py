@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -37,6 +37,8 @@ def as_record(data: Any) -> Record | None:
         return None
     entry_id, kind, payload = data.get("id"), data.get("kind"), data.get("payload")
     if type(entry_id) is not int or not isinstance(kind, str) or not isinstance(payload, dict):
+        return None
+    if not -(2**63) <= entry_id < 2**63:  # no store writes such an id, and no index or frame column holds one
         return None
     meta = data.get("meta")
     date = data.get("date")
@@ -84,11 +86,18 @@ def decode_record(line: bytes) -> Record | None:
         return None
 
 
+def has_long_integer(lines: Sequence[bytes]) -> bool:
+    """Whether any of ``lines`` may hold an integer beyond 64 bits: one check over the block, not one per line."""
+    return _has_long_integer(b"\n".join(lines))
+
+
 def decode_records(lines: list[bytes]) -> list[Record | None]:
     """``decode_record`` for many lines at once, with the common case (valid, five fields) inline."""
+    if has_long_integer(lines):  # rare: read exactly, line by line
+        return [decode_record(line) for line in lines]
     try:
-        decoded: list[Any] = [json.loads(line) if _has_long_integer(line) else orjson.loads(line) for line in lines]
-    except ValueError:  # a bad or blank line somewhere: take them one by one
+        decoded: list[Any] = [orjson.loads(line) for line in lines]
+    except orjson.JSONDecodeError:  # a bad or blank line somewhere: take them one by one
         decoded = [decode_record(line) for line in lines]
     return [
         data

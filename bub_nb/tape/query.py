@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from bub_nb.errors import TapeError
 from bub_nb.tape.entries import KINDS, TapeEntry
+from bub_nb.tape.search import needles
 from bub_nb.tape.text import entry_text
 
 if TYPE_CHECKING:
@@ -100,7 +101,9 @@ class TapeQuery:
         elif self._after is not None:
             entries = tape.after_anchor(self._after)
         elif self._newest_first:
-            return tape.iter_reverse()
+            matching = getattr(tape.store, "iter_reverse_matching", None)
+            words = needles(self._text) if self._text is not None else []
+            return matching(tape.name, words) if words and matching is not None else tape.iter_reverse()
         else:
             entries = tape.read()
         return reversed(entries) if self._newest_first else entries

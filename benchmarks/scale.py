@@ -1,0 +1,189 @@
+"""Tapes at scale: everything that reads a whole 1M-entry tape once, each figure beside its same-run baseline.
+
+- first open of a tape nobody indexed yet, against decoding every line with orjson (target <= 0.15x);
+- ``to_frame()`` against ``pandas.read_json(lines=True)`` (target <= 0.35x), printed beside
+  ``pandas.read_json(engine="pyarrow")`` and ``polars.read_ndjson`` when the ``bench`` extra is installed,
+  and once more in a process that cannot import pyarrow, as the default install runs;
+- ``read_tapes()`` over a home of 200 tapes holding the same 1M entries, against ``to_frame()`` of the
+  one tape (target <= 1.2x);
+- ``search()`` for a rare word that only the oldest entries hold (a whole-tape scan), against decoding
+  every line (target <= 0.2x);
+- peak resident memory of ``to_frame()`` in a fresh process, against the frame's own
+  ``memory_usage(deep=True)`` (target <= 2x).
+
+    python benchmarks/scale.py [--size 1000000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import corpus
+from _common import cache_dir, ms, print_table, timed
+from tape import full_read
+
+from bub_nb.tape import FileTapeStore, open_tape, read_tapes
+
+TAPES_IN_HOME = 200
+RARE_WORD = "(zone 1)"  # the oldest memory zone's note: a few hundred lines hold "zone", one says this
+
+_FRAME = """
+import json, resource, sys, time
+if sys.argv[2] == "no-pyarrow":
+    sys.modules["pyarrow"] = None  # as the default install runs: pandas keeps its strings in Python
+import pandas as pd
+import bub_nb.tape.frame
+from bub_nb.tape import open_tape
+def rss_mb():
+    with open("/proc/self/statm") as handle:
+        return int(handle.read().split()[1]) * resource.getpagesize() / 2**20
+open_tape(sys.argv[3]).to_frame()  # every import and first-call cost paid on a small tape
+tape = open_tape(sys.argv[1])
+tape.from_last_anchor()
+before = rss_mb()
+start = time.perf_counter()
+frame = tape.to_frame()
+ours = time.perf_counter() - start
+with open("/proc/self/status") as handle:  # this process's own high-water mark (ru_maxrss keeps the parent's)
+    peak = next(int(line.split()[1]) for line in handle if line.startswith("VmHWM")) / 1024
+deep = frame.memory_usage(deep=True).sum() / 2**20
+del frame
+start = time.perf_counter()
+pd.read_json(sys.argv[1], lines=True)
+pandas = time.perf_counter() - start
+print(json.dumps({"ours": ours, "pandas": pandas, "grown": peak - before, "deep": deep}))
+"""
+
+
+def _ratio(ours: float, base: float, digits: int = 2) -> str:
+    return f"{ours / base:.{digits}f}x"
+
+
+def first_open_row(path: Path) -> list[Any]:
+    for sidecar in (".idx", ".lock"):
+        Path(str(path) + sidecar).unlink(missing_ok=True)
+    store = FileTapeStore(path.parent)
+    tape = open_tape(path, store=store)
+    first = timed(tape.from_last_anchor)
+    decode = timed(lambda: full_read(path))
+    baseline = f"{ms(decode)} (decode every line)"
+    return [f"{_size(path)}: first open, no index", ms(first), baseline, _ratio(first, decode), "<= 0.15x"]
+
+
+def frame_rows(path: Path) -> list[list[Any]]:
+    import pandas as pd
+
+    open_tape(corpus.cached_tape(10_000)).to_frame()  # imports and first calls, paid once
+    tape = open_tape(path)
+    tape.from_last_anchor()
+    ours = timed(tape.to_frame)
+    pandas = timed(lambda: pd.read_json(path, lines=True))
+    label = f"{_size(path)}: to_frame()"
+    rows = [[label, ms(ours), f"{ms(pandas)} (pandas.read_json lines)", _ratio(ours, pandas), "<= 0.35x"]]
+    for name, call in _others(path).items():
+        seconds = timed(call)
+        rows.append([f"{label} vs {name}", ms(ours), ms(seconds), _ratio(ours, seconds), ""])
+    for storage in ("no-pyarrow",):
+        done = subprocess.run(
+            [sys.executable, "-c", _FRAME, str(path), storage, str(corpus.cached_tape(10_000))],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        got = json.loads(done.stdout)
+        rows.append(
+            [
+                f"{label}, default install (no pyarrow)",
+                ms(got["ours"]),
+                f"{ms(got['pandas'])} (pandas.read_json lines)",
+                _ratio(got["ours"], got["pandas"]),
+                "<= 0.35x",
+            ]
+        )
+        rows.append(
+            [
+                f"{_size(path)}: to_frame() peak memory, default install",
+                f"{got['grown']:.0f} MB",
+                f"{got['deep']:.0f} MB (frame memory_usage deep)",
+                _ratio(got["grown"], got["deep"]),
+                "<= 2x",
+            ]
+        )
+    return rows
+
+
+def _others(path: Path) -> dict[str, Callable[[], Any]]:
+    """The readers an analyst would reach for first, when they are installed (the ``bench`` extra)."""
+    import pandas as pd
+
+    others: dict[str, Callable[[], Any]] = {}
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        pass
+    else:
+        others['pandas.read_json(engine="pyarrow")'] = lambda: pd.read_json(path, lines=True, engine="pyarrow")
+    try:
+        import polars
+    except ImportError:
+        pass
+    else:
+        others["polars.read_ndjson"] = lambda: polars.read_ndjson(path)
+    return others
+
+
+def home_of_many(path: Path, tapes: int) -> Path:
+    """A Bub home whose ``tapes`` folder holds the lines of ``path`` split into ``tapes`` tapes (cached)."""
+    home = cache_dir(f"home-{path.stem}-{tapes}")
+    folder = home / "tapes"
+    if not (folder / f"tape-{tapes - 1:04d}.jsonl").exists():
+        folder.mkdir(exist_ok=True)
+        lines = path.read_bytes().splitlines(keepends=True)
+        per = -(-len(lines) // tapes)
+        for number in range(tapes):
+            (folder / f"tape-{number:04d}.jsonl").write_bytes(b"".join(lines[number * per : (number + 1) * per]))
+    return home
+
+
+def read_tapes_row(path: Path) -> list[Any]:
+    home = home_of_many(path, TAPES_IN_HOME)
+    tape = open_tape(path)
+    one = timed(tape.to_frame)
+    many = timed(lambda: read_tapes(home))
+    label, baseline = f"{_size(path)} in {TAPES_IN_HOME} tapes: read_tapes()", f"{ms(one)} (to_frame() of one tape)"
+    return [label, ms(many), baseline, _ratio(many, one), "<= 1.2x"]
+
+
+def search_row(path: Path) -> list[Any]:
+    tape = open_tape(path)
+    tape.from_last_anchor()
+    found = timed(lambda: tape.search(RARE_WORD, limit=1))
+    decode = timed(lambda: full_read(path))
+    baseline = f"{ms(decode)} (decode every line)"
+    return [f"{_size(path)}: search() rare word", ms(found), baseline, _ratio(found, decode), "<= 0.2x"]
+
+
+def _size(path: Path) -> str:
+    entries = int(path.stem.rsplit("-", 1)[1])
+    return f"{entries // 1_000_000}M" if entries >= 1_000_000 else f"{entries:,}"
+
+
+def rows(size: int) -> list[list[Any]]:
+    path = corpus.cached_tape(size)
+    return [first_open_row(path), search_row(path), *frame_rows(path), read_tapes_row(path)]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size", type=int, default=1_000_000, help="entries in the tape")
+    print_table(["figure", "bub_nb", "baseline", "ratio", "target"], rows(parser.parse_args().size))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,194 @@
+"""Tape lines decoded straight into columns (ids, kinds, payloads, metas, dates), the shape a DataFrame wants."""
+
+from __future__ import annotations
+
+import bisect
+import operator
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from bub_nb.tape.entries import is_phase_anchor
+from bub_nb.tape.lines import Record, decode_record, has_long_integer
+from bub_nb.tape.text import payload_call_names, payload_text, tool_call_text
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+TAPE_NAME = "tape_name"  # the column naming each row's tape in a frame of several tapes
+_FIELDS = operator.itemgetter("id", "kind", "payload", "meta", "date")
+
+
+@dataclass
+class Columns:
+    """Decoded entries, one list per field, in file order."""
+
+    ids: list[int] = field(default_factory=list)
+    kinds: list[str] = field(default_factory=list)
+    payloads: list[dict[str, Any]] = field(default_factory=list)
+    metas: list[dict[str, Any]] = field(default_factory=list)
+    dates: list[str] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def extend(self, other: Columns) -> None:
+        self.ids += other.ids
+        self.kinds += other.kinds
+        self.payloads += other.payloads
+        self.metas += other.metas
+        self.dates += other.dates
+
+    @classmethod
+    def from_records(cls, records: Iterable[Record]) -> Columns:
+        records = list(records)
+        if not records:
+            return cls()
+        ids, kinds, payloads, metas, dates = zip(*map(_FIELDS, records), strict=True)
+        return cls(list(ids), list(kinds), list(payloads), list(metas), list(dates))
+
+
+def decode_columns(lines: Sequence[bytes], start: int = 1) -> Columns:
+    """Decode complete lines into columns of the entries with ``id >= start``, as ``records`` reads them; lines
+    that are not entries are left out.
+
+    The common case (every line valid JSON with exactly the five fields, of the right types) is checked
+    in bulk, column by column; anything else goes line by line through ``decode_record``.
+    """
+    if has_long_integer(lines):  # rare: integers beyond 64 bits are read exactly, line by line
+        return _one_by_one(lines, start)
+    try:
+        decoded: list[Any] = list(map(orjson.loads, lines))
+        if set(map(type, decoded)) != {dict} or set(map(len, decoded)) != {5}:
+            raise TypeError
+        ids, kinds, payloads, metas, dates = zip(*map(_FIELDS, decoded), strict=True)
+    except (orjson.JSONDecodeError, TypeError, KeyError, ValueError):  # ValueError: no lines at all
+        return _one_by_one(lines, start)
+    if (
+        set(map(type, ids)) == {int}
+        and min(ids) >= start
+        and set(map(type, kinds)) == {str}
+        and set(map(type, payloads)) == {dict}
+        and set(map(type, metas)) == {dict}
+        and set(map(type, dates)) == {str}
+    ):
+        return Columns(list(ids), list(kinds), list(payloads), list(metas), list(dates))
+    return _one_by_one(lines, start)
+
+
+def _one_by_one(lines: Sequence[bytes], start: int) -> Columns:
+    return Columns.from_records(r for r in map(decode_record, lines) if r is not None and r["id"] >= start)
+
+
+def kind_column(kinds: list[str]) -> pd.Series:
+    """The ``kind`` column: categorical, as ``pd.Series(kinds, dtype="category")`` makes it, from codes
+    worked out once per distinct kind (a tape has a handful) rather than by hashing every row."""
+    import numpy as np
+    import pandas as pd
+
+    if not kinds:
+        return pd.Series(kinds, dtype="object")
+    categories = sorted(set(kinds))
+    number_of = {kind: number for number, kind in enumerate(categories)}
+    codes = np.fromiter(map(number_of.__getitem__, kinds), dtype=np.int32, count=len(kinds))
+    return pd.Series(pd.Categorical.from_codes(codes, categories=categories))
+
+
+@dataclass
+class TextColumns:
+    """The columns a person reads, worked out from each entry's kind and payload."""
+
+    roles: list[str | None]
+    own_names: list[str | None]  # an anchor's, event's or message's own name
+    names: list[str | None]  # the own name, else the tool of a single call
+    contents: list[str]
+    tools: list[list[str]]
+    usages: dict[int, dict[str, Any]]  # row -> the usage a ``run`` event reports
+
+
+_FIXED_ROLES = {"system": "system", "tool_call": "assistant", "anchor": "assistant", "tool_result": "tool"}
+
+
+def text_columns(kinds: list[str], payloads: list[dict[str, Any]]) -> TextColumns:
+    """Role, name, readable text and tool names per entry, by the rules of ``bub_nb.tape.text``.
+
+    One loop, with the common shapes (a chat message or system prompt with string content, a named
+    event or anchor, a string tool result) read inline and everything else through the text module.
+    """
+    count = len(kinds)
+    roles: list[str | None] = [None] * count
+    own_names: list[str | None] = [None] * count
+    contents: list[str] = [""] * count
+    tools: list[list[str]] = [[] for _ in range(count)] if count else []
+    names: list[str | None] = [None] * count
+    usages: dict[int, dict[str, Any]] = {}
+    for row, kind, payload in zip(range(count), kinds, payloads, strict=False):
+        if kind == "message":
+            role, name, content = payload.get("role"), payload.get("name"), payload.get("content")
+            roles[row] = role if type(role) is str else None
+            own = name if type(name) is str else None
+            own_names[row] = names[row] = own
+            if type(content) is str and "tool_calls" not in payload:
+                contents[row] = content
+                continue
+            contents[row] = payload_text(kind, payload)
+            calls = tools[row] = payload_call_names(kind, payload)
+            if own is None and len(calls) == 1:
+                names[row] = calls[0]
+        elif kind == "system":
+            roles[row] = "system"
+            content = payload.get("content")
+            contents[row] = content if type(content) is str else payload_text(kind, payload)
+        elif kind == "event" or kind == "anchor":
+            roles[row] = _FIXED_ROLES.get(kind)
+            name = payload.get("name")
+            own_names[row] = names[row] = name if type(name) is str else None
+            contents[row] = payload_text(kind, payload)
+            if name == "run" and kind == "event":
+                data = payload.get("data")
+                usage = data.get("usage") if isinstance(data, dict) else None
+                if isinstance(usage, dict):
+                    usages[row] = usage
+        elif kind == "tool_result":
+            roles[row] = "tool"
+            results = payload.get("results")
+            if type(results) is list and all(type(result) is str for result in results):
+                contents[row] = "\n".join(results)
+            else:
+                contents[row] = payload_text(kind, payload)
+        elif kind == "tool_call":
+            roles[row] = "assistant"
+            contents[row], calls = tool_call_text(payload)
+            tools[row] = calls
+            if len(calls) == 1:
+                names[row] = calls[0]
+        else:
+            roles[row] = _FIXED_ROLES.get(kind)
+            contents[row] = payload_text(kind, payload)
+    return TextColumns(roles, own_names, names, contents, tools, usages)
+
+
+def phase_column(kinds: list[str], own_names: list[str | None], tape_starts: Sequence[int] = (0,)) -> list[str | None]:
+    """The phase anchor each row falls under; a phase ends at the next phase anchor or where its tape ends
+    (``tape_starts``: the first row of each tape, in a frame of many)."""
+    count = len(kinds)
+    phases: list[str | None] = [None] * count
+    bounds = sorted({*tape_starts, count})
+    starts = [row for row in _rows_of(kinds, "anchor") if is_phase_anchor(own_names[row])]
+    for number, row in enumerate(starts):
+        end = min(starts[number + 1] if number + 1 < len(starts) else count, bounds[bisect.bisect_right(bounds, row)])
+        phases[row:end] = [own_names[row]] * (end - row)
+    return phases
+
+
+def _rows_of(values: list[str], wanted: str) -> list[int]:
+    rows: list[int] = []
+    row = -1
+    while True:
+        try:
+            row = values.index(wanted, row + 1)
+        except ValueError:
+            return rows
+        rows.append(row)
