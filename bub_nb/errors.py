@@ -5,6 +5,7 @@
     BubNbError
     ├── TapeError
     │   ├── TapeNameError          a tape name that is not a plain name
+    │   ├── TapeAccessError        a tape this database role may not read or write (also a PermissionError)
     │   ├── AnchorNotFoundError    an anchor name the tape does not hold (also a KeyError)
     │   ├── EntryNotFoundError     an entry id or address that resolves to nothing (also a KeyError)
     │   └── TapeAddressError       a ``tape://`` address that cannot be parsed
@@ -35,6 +36,10 @@ class TapeError(BubNbError):
 
 class TapeNameError(TapeError, ValueError):
     """A tape name is not a plain name (it has a separator, ``..`` or is empty)."""
+
+
+class TapeAccessError(TapeError, PermissionError):
+    """A tape in a shared store that belongs to another role."""
 
 
 class AnchorNotFoundError(TapeError, KeyError):

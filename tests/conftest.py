@@ -28,6 +28,7 @@ MODEL_VARIABLES = ("BUB_MODEL", "BUB_API_KEY", "OPENAI_API_KEY", "BUB_API_BASE",
 def model_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in MODEL_VARIABLES:
         monkeypatch.delenv(name, raising=False)
+    monkeypatch.delenv("BUB_STORE", raising=False)
 
 
 @pytest.fixture
