@@ -71,6 +71,9 @@ class NotebookSession:
         home = self._settings.home or None
         if name_or_path and (name_or_path.endswith(".jsonl") or os.sep in name_or_path):
             return open_tape(Path(name_or_path).expanduser())
+        store = getattr(self._settings, "store", "") or None
+        if store is not None:
+            return open_tape(name_or_path, store=store)
         return open_tape(name_or_path, home=home)
 
     def use(self, name_or_path: str) -> Tape:

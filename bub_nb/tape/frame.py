@@ -149,8 +149,16 @@ def tape_to_frame(tape: Tape) -> pd.DataFrame:
     return frame
 
 
-def read_tapes(home: str | Path | None = None) -> pd.DataFrame:
-    """Every tape under ``<home>/tapes`` in one frame, with a ``tape`` column first."""
+def read_tapes(home: str | Path | None = None, *, store: Any = None) -> pd.DataFrame:
+    """Every tape under ``<home>/tapes`` in one frame, with a ``tape`` column first.
+
+    With ``store`` (a store or a ``postgresql://`` DSN) the tapes come from there, with ``owner``
+    and ``notebook`` columns after ``tape``.
+    """
+    if store is not None:
+        from bub_nb.tape.overview import store_frame
+
+        return store_frame(store)
     from bub_nb.tape.open import file_store
     from bub_nb.tape.service import Tape
 

@@ -20,7 +20,13 @@ def redact_text(text: str, keys: list[str] | None = None) -> str:
     for key in _known_keys() if keys is None else keys:
         if key in text:
             text = text.replace(key, REDACTED)
-    return _KEY_PATTERN.sub(REDACTED, text) if "sk-" in text else text
+    if "sk-" in text:
+        text = _KEY_PATTERN.sub(REDACTED, text)
+    if "postgres" in text or "password" in text.lower():  # database passwords in DSNs
+        from bub_nb.tape.postgres.dsn import redact_dsn
+
+        text = redact_dsn(text)
+    return text
 
 
 def redact(value: Any, keys: list[str] | None = None) -> Any:
