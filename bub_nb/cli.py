@@ -1,4 +1,4 @@
-"""``bub-nb``: run a notebook of ``%%bub`` cells headless, and list tapes."""
+"""``bub-nb``: run a notebook of ``%%bub`` cells headless, list tapes, and move them to and from a database."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from bub_nb.errors import BubNbError
 
@@ -63,6 +64,60 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _database(dsn: str) -> Any:
+    from bub_nb.tape.open import database_store
+    from bub_nb.tape.postgres.dsn import is_dsn, redact_dsn
+
+    if not is_dsn(dsn):
+        raise BubNbError(f"{redact_dsn(dsn)!r} is not a postgresql:// DSN")
+    return database_store(dsn)
+
+
+def _push(args: argparse.Namespace) -> int:
+    from bub_nb.tape.postgres.sync import push
+
+    *home, dsn = args.places
+    if len(home) > 1:
+        raise BubNbError("bub-nb tapes push takes [HOME] DSN")
+    store = _database(dsn)
+    print(push(home[0] if home else None, store).describe("Pushed", f"to {store.location}"))
+    return 0
+
+
+def _pull(args: argparse.Namespace) -> int:
+    from bub_nb.tape.naming import tapes_home
+    from bub_nb.tape.postgres.sync import pull
+
+    dsn, *home = args.places
+    if len(home) > 1:
+        raise BubNbError("bub-nb tapes pull takes DSN [HOME]")
+    store = _database(dsn)
+    print(pull(store, home[0] if home else None).describe("Pulled", f"into {tapes_home(home[0] if home else None)}"))
+    return 0
+
+
+def _db_init(args: argparse.Namespace) -> int:
+    from bub_nb.tape.postgres.dsn import redact_dsn
+    from bub_nb.tape.postgres.roles import init_database
+    from bub_nb.tape.postgres.schema import users_role
+
+    before, after = init_database(args.dsn, schema=args.schema)
+    done = "is already at" if before == after else f"went from version {before} to"
+    print(
+        f"Schema {args.schema!r} at {redact_dsn(args.dsn)} {done} version {after}; group role {users_role(args.schema)}"
+    )
+    return 0
+
+
+def _db_enroll(args: argparse.Namespace) -> int:
+    from bub_nb.tape.postgres.roles import enroll
+
+    enroll(args.dsn, args.class_name, args.roles, teacher=args.teacher, schema=args.schema)
+    who = "teachers" if args.teacher else "students"
+    print(f"Class {args.class_name!r}: {', '.join(args.roles)} enrolled as {who}")
+    return 0
+
+
 def _tapes(args: argparse.Namespace) -> int:
     from bub_nb.tape.naming import tapes_home
     from bub_nb.tape.open import file_store, open_tape
@@ -92,11 +147,33 @@ def main(argv: Sequence[str] | None = None) -> int:
     tapes = commands.add_parser("tapes", help="list the tapes under the Bub home")
     tapes.add_argument("--home", help="Bub home (default: $BUB_HOME, else ~/.bub)")
     tapes.set_defaults(handler=_tapes)
+    moves = tapes.add_subparsers(dest="move")
+    push = moves.add_parser("push", help="copy a Bub home's tapes into a database (only what is new)")
+    push.add_argument("places", nargs="+", metavar="[HOME] DSN", help="Bub home (default $BUB_HOME), then a DSN")
+    push.set_defaults(handler=_push)
+    pull = moves.add_parser("pull", help="copy a database's tapes into a Bub home as files (only what is new)")
+    pull.add_argument("places", nargs="+", metavar="DSN [HOME]", help="a DSN, then a Bub home (default $BUB_HOME)")
+    pull.set_defaults(handler=_pull)
+    db = commands.add_parser("db", help="set up a PostgreSQL database for shared tapes")
+    db_commands = db.add_subparsers(dest="db_command", required=True)
+    init = db_commands.add_parser("init", help="create or upgrade the schema and its row-level security")
+    init.add_argument("dsn", help="postgresql:// DSN of a role that may create schemas and roles")
+    init.add_argument("--schema", default="bub_nb", help="schema name (default bub_nb)")
+    init.set_defaults(handler=_db_init)
+    enroll = db_commands.add_parser("enroll", help="let database roles use the tapes as a class's students or teachers")
+    enroll.add_argument("dsn", help="postgresql:// DSN of the database's owner")
+    enroll.add_argument("class_name", metavar="CLASS", help="the class these roles belong to")
+    enroll.add_argument("roles", nargs="+", metavar="ROLE", help="existing database roles")
+    enroll.add_argument("--teacher", action="store_true", help="enroll them as teachers, who read the class's tapes")
+    enroll.add_argument("--schema", default="bub_nb", help="schema name (default bub_nb)")
+    enroll.set_defaults(handler=_db_enroll)
     args = parser.parse_args(argv)
     try:
         return int(args.handler(args))
     except BubNbError as exc:
-        print(f"bub-nb: {exc}", file=sys.stderr)
+        from bub_nb.tape.postgres.dsn import redact_dsn
+
+        print(f"bub-nb: {redact_dsn(str(exc))}", file=sys.stderr)
         return 2
 
 
