@@ -147,3 +147,21 @@ def file_lines(path: Path) -> list[bytes]:
     data = path.read_bytes()
     assert data.endswith(b"\n") or not data
     return data[:-1].split(b"\n") if data else []
+
+
+def postgres_writer_process(dsn: str, schema: str, tape: str, count: int, label: str, batch: int = 1) -> None:
+    """One writer process appending ``count`` batches; each acknowledged batch is printed as ``label first last``."""
+    import sys
+
+    from bub_nb.tape.postgres import PostgresTapeStore
+
+    store = PostgresTapeStore(dsn, schema=schema, pool_size=1)
+    for number in range(count):
+        entries = [
+            TapeEntry.message({"role": "user", "content": f"{label} {number} {part}"}, writer=label)
+            for part in range(batch)
+        ]
+        stored = store.append(tape, entries)
+        sys.stdout.write(f"{label} {stored[0].id} {stored[-1].id} {number}\n")
+        sys.stdout.flush()
+    store.close()

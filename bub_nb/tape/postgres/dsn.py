@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 SCHEMES = ("postgresql://", "postgres://")
-_URL_PASSWORD = re.compile(r"(postgres(?:ql)?://[^:/@\s]*):[^@\s]*@")
+_URL_PASSWORD = re.compile(r"\b([a-z][a-z0-9+.-]*://[^:/@\s]*):[^@\s]*@", re.IGNORECASE)
 _KEYWORD_PASSWORD = re.compile(r"(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.IGNORECASE)
 _QUERY_PASSWORD = re.compile(r"([?&]password=)[^&\s]*", re.IGNORECASE)
 
@@ -16,7 +16,7 @@ def is_dsn(value: object) -> bool:
 
 
 def redact_dsn(text: str) -> str:
-    """``text`` with every password in a PostgreSQL URL or ``password=`` keyword replaced."""
+    """``text`` with every password in a URL (``scheme://user:password@``) or ``password=`` keyword replaced."""
     if "://" in text:
         text = _URL_PASSWORD.sub(r"\1:[redacted]@", text)
         text = _QUERY_PASSWORD.sub(r"\1[redacted]", text)
