@@ -139,7 +139,43 @@ class PostgresTapeStore:
     def append(self, tape: str, entries: Sequence[TapeEntry]) -> list[TapeEntry]:
         if not entries:
             return []
-        return self._write(tape, [(0, e) for e in entries])
+        if len(entries) >= _COPY_FROM:
+            return self._write(tape, [(0, e) for e in entries])
+        check_file_name(tape)
+        query, params = self._append_statement(tape, entries)
+        with self._connect(tape) as conn:
+            row = conn.execute(query, params).fetchone()
+            if row is None:  # a new tape: make its row, then append
+                conn.execute(
+                    self._q(
+                        "INSERT INTO {s}.tapes (name, notebook) VALUES (%s, %s) "
+                        "ON CONFLICT (name) WHERE archived IS NULL DO NOTHING"
+                    ),
+                    (tape, _notebook_of(tape)),
+                )
+                row = conn.execute(query, params).fetchone()
+            if row is None:
+                raise TapeAccessError(f"Tape {tape!r} belongs to another role; nothing was written")
+        return [entry.with_id(int(row[0]) + n) for n, entry in enumerate(entries, start=1)]
+
+    def _append_statement(self, tape: str, entries: Sequence[TapeEntry]) -> tuple[sql.Composed, list[Any]]:
+        """One statement, so one round trip and its own transaction: take ids from the tape's counter
+        (its row lock orders concurrent writers), insert the entries, and wake the followers."""
+        count = len(entries)
+        values = sql.SQL(", ").join([sql.SQL("(%s::int, %s, %s::jsonb, %s::jsonb, %s)")] * count)
+        query = self._q(
+            "WITH t AS (UPDATE {s}.tapes SET last_id = last_id + %s, entries = entries + %s, updated = now() "
+            "WHERE name = %s AND archived IS NULL RETURNING key, last_id - %s AS base), "
+            "e AS (INSERT INTO {s}.entries (tape, id, kind, payload, meta, date) "
+            "SELECT t.key, t.base + v.ord, v.kind, v.payload, v.meta, v.date FROM t CROSS JOIN (VALUES "
+        )
+        query = query + values + sql.SQL(") AS v (ord, kind, payload, meta, date)) SELECT base, ")
+        query = query + sql.SQL("pg_notify(%s, (base + %s)::text) FROM t")
+        params: list[Any] = [count, count, tape, count]
+        for n, e in enumerate(entries, start=1):
+            params += [n, e.kind, Jsonb(e.payload), Jsonb(e.meta), e.date]
+        params += [channel(self.schema, tape), count]
+        return query, params
 
     def import_entries(self, tape: str, entries: Sequence[TapeEntry], *, notebook: str | None = None) -> int:
         """Copy entries with their own ids (a tape moving in from files); only ids past the last are taken."""
