@@ -64,13 +64,13 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _database(dsn: str) -> Any:
+def _database(dsn: str, schema: str) -> Any:
     from bub_nb.tape.open import database_store
     from bub_nb.tape.postgres.dsn import is_dsn, redact_dsn
 
     if not is_dsn(dsn):
         raise BubNbError(f"{redact_dsn(dsn)!r} is not a postgresql:// DSN")
-    return database_store(dsn)
+    return database_store(dsn, schema)
 
 
 def _push(args: argparse.Namespace) -> int:
@@ -79,7 +79,7 @@ def _push(args: argparse.Namespace) -> int:
     *home, dsn = args.places
     if len(home) > 1:
         raise BubNbError("bub-nb tapes push takes [HOME] DSN")
-    store = _database(dsn)
+    store = _database(dsn, args.schema)
     print(push(home[0] if home else None, store).describe("Pushed", f"to {store.location}"))
     return 0
 
@@ -91,7 +91,7 @@ def _pull(args: argparse.Namespace) -> int:
     dsn, *home = args.places
     if len(home) > 1:
         raise BubNbError("bub-nb tapes pull takes DSN [HOME]")
-    store = _database(dsn)
+    store = _database(dsn, args.schema)
     print(pull(store, home[0] if home else None).describe("Pulled", f"into {tapes_home(home[0] if home else None)}"))
     return 0
 
@@ -150,9 +150,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     moves = tapes.add_subparsers(dest="move")
     push = moves.add_parser("push", help="copy a Bub home's tapes into a database (only what is new)")
     push.add_argument("places", nargs="+", metavar="[HOME] DSN", help="Bub home (default $BUB_HOME), then a DSN")
+    push.add_argument("--schema", default="bub_nb", help="schema name (default bub_nb)")
     push.set_defaults(handler=_push)
     pull = moves.add_parser("pull", help="copy a database's tapes into a Bub home as files (only what is new)")
     pull.add_argument("places", nargs="+", metavar="DSN [HOME]", help="a DSN, then a Bub home (default $BUB_HOME)")
+    pull.add_argument("--schema", default="bub_nb", help="schema name (default bub_nb)")
     pull.set_defaults(handler=_pull)
     db = commands.add_parser("db", help="set up a PostgreSQL database for shared tapes")
     db_commands = db.add_subparsers(dest="db_command", required=True)

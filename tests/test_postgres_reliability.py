@@ -1,4 +1,4 @@
-"""The database store under load and failure: many writer processes, writers killed mid-transaction, a server restart."""
+"""The database store under load and failure: many writers, writers killed mid-transaction, a server restart."""
 
 from __future__ import annotations
 

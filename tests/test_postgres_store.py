@@ -7,6 +7,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from psycopg.types.json import Jsonb
 from tape_fixtures import postgres_store
 
 from bub_nb.errors import TapeError
@@ -25,11 +26,12 @@ def test_a_newer_package_upgrades_an_older_schema_and_keeps_its_tapes(postgres: 
     schema = "upgrade_me"
     with psycopg.connect(postgres.dsn(), autocommit=True) as conn:
         migrate(conn, schema, target=1)  # the first release's schema
+        first = TapeEntry(1, "anchor", {"name": "session/start"}, {}, "2024-01-01T00:00:00+00:00")
         assert schema_version(conn, schema) == 1
         conn.execute(f"INSERT INTO {schema}.tapes (name, entries, last_id) VALUES ('old', 1, 1)")
         conn.execute(
-            f"INSERT INTO {schema}.entries SELECT key, 1, 'anchor', '{{\"name\": \"session/start\"}}', '{{}}', "
-            f"'2024-01-01T00:00:00+00:00' FROM {schema}.tapes"
+            f"INSERT INTO {schema}.entries SELECT key, 1, 'anchor', %s, '{{}}', %s, %s FROM {schema}.tapes",
+            (Jsonb(first.payload), first.date, first.to_line().decode().strip()),
         )
     store = PostgresTapeStore(postgres.dsn(), schema=schema)
     try:

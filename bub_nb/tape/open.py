@@ -14,7 +14,7 @@ from bub_nb.tape.service import Tape
 from bub_nb.tape.store import TapeStore
 
 _stores: dict[Path, FileTapeStore] = {}
-_databases: dict[str, Any] = {}
+_databases: dict[tuple[str, str], Any] = {}
 _stores_lock = threading.Lock()
 
 
@@ -28,16 +28,16 @@ def file_store(directory: str | Path) -> FileTapeStore:
         return store
 
 
-def database_store(dsn: str) -> TapeStore:
+def database_store(dsn: str, schema: str = "bub_nb") -> TapeStore:
     """The shared ``PostgresTapeStore`` for a DSN, so every tape opened on it reuses one connection pool."""
     try:
         from bub_nb.tape.postgres import PostgresTapeStore
     except ImportError:
         raise TapeError("A postgresql:// store needs the postgres extra: pip install 'bub_nb[postgres]'") from None
     with _stores_lock:
-        store = _databases.get(dsn)
+        store = _databases.get((dsn, schema))
         if store is None:
-            store = _databases[dsn] = PostgresTapeStore(dsn)
+            store = _databases[dsn, schema] = PostgresTapeStore(dsn, schema=schema)
         return store  # type: ignore[no-any-return]
 
 

@@ -1,6 +1,8 @@
 """The database schema, versioned: each migration is applied once, in order, under a lock.
 
 Version 1 holds tapes and entries; version 2 adds fork lineage, classes and row-level security.
+An entry keeps ``payload`` and ``meta`` as ``jsonb`` for queries and its Bub line as text, because
+``jsonb`` reorders keys: what is read back is exactly what was written.
 A newer package upgrades an older schema the first time it connects with a role allowed to.
 """
 
@@ -52,6 +54,7 @@ def _v1(schema: str) -> list[str]:
             payload jsonb NOT NULL,
             meta jsonb NOT NULL,
             date text NOT NULL,
+            line text NOT NULL,
             PRIMARY KEY (tape, id)
         )""",
         # A tape's anchors, found without touching its other entries (an index-only scan).

@@ -25,7 +25,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from bub_nb.errors import TapeAccessError, TapeError
 from bub_nb.tape.entries import TapeEntry
-from bub_nb.tape.lines import Record
+from bub_nb.tape.lines import Record, decode_records, gc_paused
 from bub_nb.tape.naming import check_file_name, current_notebook
 from bub_nb.tape.postgres.dsn import redact_dsn
 from bub_nb.tape.postgres.schema import VERSION, check_schema_name, migrate, schema_version
@@ -162,18 +162,20 @@ class PostgresTapeStore:
         """One statement, so one round trip and its own transaction: take ids from the tape's counter
         (its row lock orders concurrent writers), insert the entries, and wake the followers."""
         count = len(entries)
-        values = sql.SQL(", ").join([sql.SQL("(%s::int, %s, %s::jsonb, %s::jsonb, %s)")] * count)
+        values = sql.SQL(", ").join([sql.SQL("(%s::int, %s, %s::jsonb, %s::jsonb, %s, %s)")] * count)
         query = self._q(
             "WITH t AS (UPDATE {s}.tapes SET last_id = last_id + %s, entries = entries + %s, updated = now() "
             "WHERE name = %s AND archived IS NULL RETURNING key, last_id - %s AS base), "
-            "e AS (INSERT INTO {s}.entries (tape, id, kind, payload, meta, date) "
-            "SELECT t.key, t.base + v.ord, v.kind, v.payload, v.meta, v.date FROM t CROSS JOIN (VALUES "
+            "e AS (INSERT INTO {s}.entries (tape, id, kind, payload, meta, date, line) "
+            "SELECT t.key, t.base + v.ord, v.kind, v.payload, v.meta, v.date, "
+            "'{{\"id\":' || (t.base + v.ord) || substr(v.line, 8) "  # the line was made with "id":0
+            "FROM t CROSS JOIN (VALUES "
         )
-        query = query + values + sql.SQL(") AS v (ord, kind, payload, meta, date)) SELECT base, ")
+        query = query + values + sql.SQL(") AS v (ord, kind, payload, meta, date, line)) SELECT base, ")
         query = query + sql.SQL("pg_notify(%s, (base + %s)::text) FROM t")
         params: list[Any] = [count, count, tape, count]
         for n, e in enumerate(entries, start=1):
-            params += [n, e.kind, Jsonb(e.payload), Jsonb(e.meta), e.date]
+            params += [n, e.kind, Jsonb(e.payload), Jsonb(e.meta), e.date, _line(e.with_id(0))]
         params += [channel(self.schema, tape), count]
         return query, params
 
@@ -222,17 +224,18 @@ class PostgresTapeStore:
     def _insert(self, conn: psycopg.Connection, key: int, stored: list[TapeEntry]) -> None:
         if len(stored) >= _COPY_FROM:
             with conn.cursor().copy(
-                self._q("COPY {s}.entries (tape, id, kind, payload, meta, date) FROM STDIN")
+                self._q("COPY {s}.entries (tape, id, kind, payload, meta, date, line) FROM STDIN")
             ) as copy:
                 for e in stored:
-                    copy.write_row((key, e.id, e.kind, Jsonb(e.payload), Jsonb(e.meta), e.date))
+                    copy.write_row((key, e.id, e.kind, Jsonb(e.payload), Jsonb(e.meta), e.date, _line(e)))
             return
-        values = sql.SQL(", ").join([sql.SQL("(%s, %s, %s, %s, %s, %s)")] * len(stored))
+        values = sql.SQL(", ").join([sql.SQL("(%s, %s, %s, %s, %s, %s, %s)")] * len(stored))
         params: list[Any] = []
         for e in stored:
-            params += [key, e.id, e.kind, Jsonb(e.payload), Jsonb(e.meta), e.date]
+            params += [key, e.id, e.kind, Jsonb(e.payload), Jsonb(e.meta), e.date, _line(e)]
         conn.execute(
-            sql.SQL("INSERT INTO {}.entries (tape, id, kind, payload, meta, date) VALUES ").format(self._s) + values,
+            sql.SQL("INSERT INTO {}.entries (tape, id, kind, payload, meta, date, line) VALUES ").format(self._s)
+            + values,
             params,
         )
 
@@ -244,14 +247,12 @@ class PostgresTapeStore:
             live = self._live(conn, tape)
             if live is None or start > live[2]:
                 return []
-            cursor = conn.cursor(row_factory=psycopg.rows.dict_row)
-            return cursor.execute(
-                self._q(
-                    "SELECT id, kind, payload, meta, date FROM {s}.entries "
-                    "WHERE tape = %s AND id >= %s AND id < %s ORDER BY id"
-                ),
+            rows = conn.execute(
+                self._q("SELECT line FROM {s}.entries WHERE tape = %s AND id >= %s AND id < %s ORDER BY id"),
                 (live[0], start, stop if stop is not None else live[2] + 1),
-            ).fetchall()  # type: ignore[return-value]
+            ).fetchall()
+        with gc_paused():
+            return [r for r in decode_records([row[0].encode() for row in rows]) if r is not None]
 
     def read(self, tape: str, start: int = 1, stop: int | None = None) -> list[TapeEntry]:
         records = self.records(tape, start, stop)
@@ -358,6 +359,11 @@ class PostgresTapeStore:
         from bub_nb.tape.postgres.follow import TapeFollower
 
         return TapeFollower(self, tape, after)
+
+
+def _line(entry: TapeEntry) -> str:
+    """The entry as Bub's line, without its line break."""
+    return entry.to_line()[:-1].decode("utf-8", "surrogatepass")
 
 
 def _notebook_of(tape: str) -> str | None:
