@@ -63,6 +63,10 @@ class PostgresTapeStore:
         self._s = sql.Identifier(schema)
         self._anchor_cache: dict[int, tuple[list[int], list[str]]] = {}
         self._lock = threading.Lock()
+        try:  # one direct try first: an unreachable server or a wrong password is one clear line, at once
+            psycopg.connect(dsn, connect_timeout=10).close()
+        except psycopg.Error as error:
+            raise TapeError(f"Tape store {self.location} cannot be reached: {_reason(error)}") from None
         self._pool = ConnectionPool(
             dsn,
             min_size=1,
