@@ -38,7 +38,10 @@ def append_rows(dsn: str, count: int) -> list[list[Any]]:
     folder = Path(tempfile.mkdtemp(prefix="bub_nb-pg-append-"))
     message = {"role": "user", "content": "a typical question about the code " * 3}
     database = PostgresTapeStore(dsn, schema="appends")
-    tapes = {"postgres": open_tape("appends", store=database), "file": open_tape("appends", store=FileTapeStore(folder))}
+    tapes = {
+        "postgres": open_tape("appends", store=database),
+        "file": open_tape("appends", store=FileTapeStore(folder)),
+    }
     latencies: dict[str, list[float]] = {"postgres": [], "file": []}
     for _ in range(count):  # alternately, so both see the same machine load
         for name, tape in tapes.items():
