@@ -65,8 +65,8 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _database(dsn: str, schema: str) -> Any:
+    from bub_nb.tape.dsn import is_dsn, redact_dsn
     from bub_nb.tape.open import database_store
-    from bub_nb.tape.postgres.dsn import is_dsn, redact_dsn
 
     if not is_dsn(dsn):
         raise BubNbError(f"{redact_dsn(dsn)!r} is not a postgresql:// DSN")
@@ -97,7 +97,7 @@ def _pull(args: argparse.Namespace) -> int:
 
 
 def _db_init(args: argparse.Namespace) -> int:
-    from bub_nb.tape.postgres.dsn import redact_dsn
+    from bub_nb.tape.dsn import redact_dsn
     from bub_nb.tape.postgres.roles import init_database
     from bub_nb.tape.postgres.schema import users_role
 
@@ -173,7 +173,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.handler(args))
     except BubNbError as exc:
-        from bub_nb.tape.postgres.dsn import redact_dsn
+        from bub_nb.tape.dsn import redact_dsn
 
         print(f"bub-nb: {redact_dsn(str(exc))}", file=sys.stderr)
         return 2

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -128,3 +130,14 @@ def test_reset_with_archive_keeps_the_old_tape_in_the_database(postgres: Any) ->
             "WHERE t.archived IS NOT NULL"
         ).fetchone()
     assert archived == (before,)
+
+
+def test_file_tapes_never_load_the_database_driver(tmp_path: Path) -> None:
+    code = (
+        "import sys, bub_nb; t = bub_nb.open_tape('t', home=sys.argv[1]); "
+        "t.append_message({'role': 'user', 'content': 'postgresql://a:b@c/d'}); "
+        "assert t.read()[0].payload['content'] == 'postgresql://a:[redacted]@c/d'; "
+        "print(sorted(m for m in sys.modules if m.startswith('psycopg')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

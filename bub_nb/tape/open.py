@@ -43,7 +43,7 @@ def database_store(dsn: str, schema: str = "bub_nb") -> TapeStore:
 
 def resolve_store(store: TapeStore | str | None) -> TapeStore | None:
     """A store from what the caller gave: a store, a ``postgresql://`` DSN, else ``$BUB_STORE`` (or ``None``)."""
-    from bub_nb.tape.postgres.dsn import is_dsn, redact_dsn
+    from bub_nb.tape.dsn import is_dsn, redact_dsn
 
     if store is None:
         store = os.environ.get("BUB_STORE") or None

@@ -6,6 +6,8 @@ import os
 import re
 from typing import Any
 
+from bub_nb.tape.dsn import redact_dsn
+
 REDACTED = "[redacted]"
 _KEY_VARIABLES = ("BUB_API_KEY", "OPENAI_API_KEY")
 _KEY_PATTERN = re.compile(r"\bsk-[A-Za-z0-9_\-]{16,}")
@@ -23,8 +25,6 @@ def redact_text(text: str, keys: list[str] | None = None) -> str:
     if "sk-" in text:
         text = _KEY_PATTERN.sub(REDACTED, text)
     if "postgres" in text or "password" in text.lower():  # database passwords in DSNs
-        from bub_nb.tape.postgres.dsn import redact_dsn
-
         text = redact_dsn(text)
     return text
 

@@ -12,7 +12,7 @@ import psycopg
 from psycopg import sql
 
 from bub_nb.errors import TapeError
-from bub_nb.tape.postgres.dsn import redact_dsn
+from bub_nb.tape.dsn import redact_dsn
 from bub_nb.tape.postgres.schema import VERSION, check_schema_name, migrate, users_role
 
 

@@ -24,10 +24,10 @@ from psycopg.types.json import Jsonb, set_json_dumps, set_json_loads
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from bub_nb.errors import TapeAccessError, TapeError
+from bub_nb.tape.dsn import redact_dsn
 from bub_nb.tape.entries import TapeEntry
 from bub_nb.tape.lines import Record, decode_records, gc_paused
 from bub_nb.tape.naming import check_file_name, current_notebook
-from bub_nb.tape.postgres.dsn import redact_dsn
 from bub_nb.tape.postgres.schema import VERSION, check_schema_name, migrate, schema_version
 from bub_nb.tape.store import AnchorList, AnchorRef, StoreStats
 

@@ -1,4 +1,4 @@
-"""Database addresses: telling a DSN from a tape name, and never showing its password."""
+"""Database addresses: telling a DSN from a tape name, and never showing its password (no driver needed)."""
 
 from __future__ import annotations
 
