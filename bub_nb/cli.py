@@ -53,10 +53,13 @@ def _run(args: argparse.Namespace) -> int:
         failed = exc
     output.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(notebook, output)
-    tape = open_tape(session_tape_name(source.parent, source.name), home=os.environ.get("BUB_HOME"))
+    name = session_tape_name(source.parent, source.name)
+    database = os.environ.get("BUB_STORE") or None  # the kernel wrote there, as BubMagics.store does
+    tape = open_tape(name, store=database) if database else open_tape(name, home=os.environ.get("BUB_HOME"))
     cells = sum(1 for cell in notebook.cells if cell.cell_type == "code")
     print(f"Executed notebook: {output.resolve()}  ({cells} code cells, {time.perf_counter() - started:.1f} s)")
-    print(f"Tape: {tapes_home() / (tape.name + '.jsonl')}  ({len(tape)} entries, {len(tape.anchor_names())} anchors)")
+    where = tape.location if database else tapes_home() / (tape.name + ".jsonl")
+    print(f"Tape: {where}  ({len(tape)} entries, {len(tape.anchor_names())} anchors)")
     if failed is not None:
         name, value = getattr(failed, "ename", "Error"), getattr(failed, "evalue", "")
         print(f"A cell failed: {name}: {value}".rstrip(": "), file=sys.stderr)

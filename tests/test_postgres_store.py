@@ -10,7 +10,7 @@ from typing import Any
 import psycopg
 import pytest
 from psycopg.types.json import Jsonb
-from tape_fixtures import postgres_store
+from tape_fixtures import postgres_server, postgres_store
 
 from bub_nb.errors import TapeError
 from bub_nb.tape import TapeEntry, open_tape
@@ -141,3 +141,33 @@ def test_file_tapes_never_load_the_database_driver(tmp_path: Path) -> None:
     )
     out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_a_notebooks_tape_records_which_notebook_wrote_it(tmp_path: Path, monkeypatch: Any) -> None:
+    store = postgres_store()
+    notebook = tmp_path / "lessons" / "week1.ipynb"
+    monkeypatch.setenv("JPY_SESSION_NAME", str(notebook))
+    tape = open_tape(store=store)  # this notebook's tape, named as Bub names sessions
+    tape.ensure_bootstrap_anchor()
+    open_tape("scratch", store=store).ensure_bootstrap_anchor()
+    details = store.tape_details()
+    assert details[tape.name]["notebook"] == str(notebook) and details["scratch"]["notebook"] is None
+    assert details[tape.name]["owner"] == "postgres"
+
+
+def test_bub_nb_run_reports_the_database_tape_when_bub_store_names_one(
+    tmp_path: Path, monkeypatch: Any, capsys: Any
+) -> None:
+    import nbformat
+
+    from bub_nb.cli import main
+
+    dsn = postgres_server().create_database("headless")
+    monkeypatch.setenv("BUB_STORE", dsn)
+    monkeypatch.setenv("BUB_HOME", str(tmp_path / "home"))
+    cells = [nbformat.v4.new_code_cell("%load_ext bub_nb"), nbformat.v4.new_code_cell("%%bub\nhello")]
+    nbformat.write(nbformat.v4.new_notebook(cells=cells), tmp_path / "n.ipynb")
+    assert main(["run", str(tmp_path / "n.ipynb"), "-o", str(tmp_path / "out.ipynb")]) == 0
+    said = capsys.readouterr().out
+    assert "Tape: postgresql://postgres:[redacted]@" in said and " 0 entries" not in said
+    assert not (tmp_path / "home" / "tapes").exists()
