@@ -98,3 +98,15 @@ def test_init_again_is_a_no_op(classroom: Any) -> None:
 
     assert main(["db", "init", postgres_server().dsn(database="classroom"), "--schema", SCHEMA]) == 0
     assert classroom["ben"].list_tapes() == ["ben-tape"]
+
+
+def test_no_role_rewrites_an_entry_even_its_own(classroom: dict[str, PostgresTapeStore]) -> None:
+    cleo = classroom["cleo"]
+    cleo.append("cleo-scratch", [message("draft")])
+    with psycopg.connect(cleo.dsn, autocommit=True) as conn:
+        for statement in (f"UPDATE {SCHEMA}.entries SET kind = 'error'", f"DELETE FROM {SCHEMA}.entries"):
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                conn.execute(statement)
+    assert [e.kind for e in cleo.read("cleo-tape")] == ["message"]
+    assert cleo.reset("cleo-scratch") is None  # starting one's own tape over still works
+    assert cleo.list_tapes() == ["cleo-tape"] and cleo.read("cleo-scratch") == []

@@ -96,7 +96,10 @@ def _v2(schema: str) -> list[str]:
             END IF;
         END $$""",
         f"GRANT USAGE ON SCHEMA {{s}} TO {group}",
-        f"GRANT SELECT, INSERT, UPDATE, DELETE ON {{s}}.tapes, {{s}}.entries TO {group}",
+        f"GRANT SELECT, INSERT, UPDATE, DELETE ON {{s}}.tapes TO {group}",
+        # Entries are appended, never changed: not even their owner may update or delete one. A reset
+        # deletes the tape's row, and the foreign key takes its entries along.
+        f"GRANT SELECT, INSERT ON {{s}}.entries TO {group}",
         f"GRANT SELECT, INSERT ON {{s}}.lineage TO {group}",
         f"GRANT SELECT ON {{s}}.schema_version TO {group}",
         "REVOKE ALL ON FUNCTION {s}.reads(name, name) FROM PUBLIC",
