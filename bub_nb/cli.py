@@ -122,17 +122,26 @@ def _db_enroll(args: argparse.Namespace) -> int:
 
 
 def _tapes(args: argparse.Namespace) -> int:
-    from bub_nb.tape.naming import tapes_home
+    from bub_nb.tape.naming import bub_home, recorded_notebook, tapes_home
     from bub_nb.tape.open import file_store, open_tape
 
-    store = file_store(tapes_home(args.home))
+    home = args.home_folder or args.home
+    if home is not None and not bub_home(home).is_dir():
+        raise BubNbError(f"Bub home {str(bub_home(home))!r} is not a folder, so it holds no tapes")
+    store = file_store(tapes_home(home))
     names = store.list_tapes()
     if not names:
         print(f"No tapes under {store.directory}")
         return 0
+    width = max(len(name) for name in names)
     for name in names:
-        info = open_tape(name, store=store).info()
-        print(f"{name}  {info.entries:>7} entries  {info.anchors:>4} anchors  last: {info.last_anchor or '-'}")
+        tape = open_tape(name, store=store)
+        info = tape.info()
+        notebook = recorded_notebook(tape) or "-"
+        print(
+            f"{name:<{width}}  {info.entries:>7} entries  {info.anchors:>4} anchors  "
+            f"last: {info.last_anchor or '-'}  notebook: {notebook}"
+        )
     return 0
 
 
@@ -147,10 +156,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     run.add_argument("--timeout", type=int, default=600, help="seconds a cell may take (default 600)")
     run.add_argument("--kernel", default="python3", help="kernel name (default python3)")
     run.set_defaults(handler=_run)
-    tapes = commands.add_parser("tapes", help="list the tapes under the Bub home")
-    tapes.add_argument("--home", help="Bub home (default: $BUB_HOME, else ~/.bub)")
+    tapes = commands.add_parser("tapes", help="list the tapes under the Bub home, with the notebook of each")
+    tapes.add_argument("home_folder", nargs="?", metavar="HOME", help="Bub home (default: $BUB_HOME, else ~/.bub)")
+    tapes.add_argument("--home", help="the same, as an option")
     tapes.set_defaults(handler=_tapes)
-    moves = tapes.add_subparsers(dest="move")
+    tapes.epilog = "bub-nb tapes push [HOME] DSN and bub-nb tapes pull DSN [HOME] move tapes to and from a database."
+    # push and pull are parsed on their own: a HOME positional and sub-commands cannot share one parser.
+    moving = argparse.ArgumentParser(prog="bub-nb tapes", description="Move tapes to and from a database.")
+    moves = moving.add_subparsers(dest="move", required=True)
     push = moves.add_parser("push", help="copy a Bub home's tapes into a database (only what is new)")
     push.add_argument("places", nargs="+", metavar="[HOME] DSN", help="Bub home (default $BUB_HOME), then a DSN")
     push.add_argument("--schema", default="bub_nb", help="schema name (default bub_nb)")
@@ -172,7 +185,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     enroll.add_argument("--teacher", action="store_true", help="enroll them as teachers, who read the class's tapes")
     enroll.add_argument("--schema", default="bub_nb", help="schema name (default bub_nb)")
     enroll.set_defaults(handler=_db_enroll)
-    args = parser.parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    is_move = words[:1] == ["tapes"] and words[1:2] in (["push"], ["pull"])
+    args = moving.parse_args(words[1:]) if is_move else parser.parse_args(words)
     try:
         return int(args.handler(args))
     except BubNbError as exc:

@@ -152,10 +152,10 @@ def test_read_tapes_puts_every_tape_in_one_frame(tmp_path: Path, monkeypatch: py
     fill(first)
     bub_append(tmp_path / "bub" / "tapes" / "second.jsonl", [TapeEntry.message({"role": "user", "content": "bub"})])
     frame = read_tapes()
-    assert frame.columns[0] == "tape"
-    assert frame.groupby("tape").size().to_dict() == {"first": len(first), "second": 1}
+    assert frame.columns[0] == "tape_name"
+    assert frame.groupby("tape_name").size().to_dict() == {"first": len(first), "second": 1}
     assert read_tapes(tmp_path / "bub")["id"].tolist() == frame["id"].tolist()
-    assert read_tapes(tmp_path / "nobody").empty
+    assert read_tapes(tmp_path / "bub" / "tapes")["id"].tolist() == frame["id"].tolist()
 
 
 def test_odd_files_and_dates_from_other_writers_still_make_a_frame(tmp_path: Path) -> None:
@@ -166,7 +166,7 @@ def test_odd_files_and_dates_from_other_writers_still_make_a_frame(tmp_path: Pat
         '{"id": 2, "kind": "message", "payload": {"role": "user", "content": "y"}, "meta": {}, "date": "2026-02-01"}\n'
     )
     frame = read_tapes(tmp_path)
-    assert frame["tape"].tolist() == ["my..notes", "my..notes"]
+    assert frame["tape_name"].tolist() == ["my..notes", "my..notes"]
     assert pd.isna(frame["date"][0]) and frame["date"][1] == pd.Timestamp("2026-02-01", tz="UTC")
     tape = open_tape(tapes / "my..notes.jsonl")
     assert [e.id for e in tape.query().between_dates("2026-01-31", "2026-02-02").all()] == [2]

@@ -86,7 +86,7 @@ def test_the_class_overview_counts_turns_tokens_and_errors_per_tape(postgres: An
     second.append_error("tool", "failed")
 
     frame = class_overview(store)
-    assert list(frame["tape"]) == ["ann", "ben"] and list(frame["owner"]) == ["postgres", "postgres"]
+    assert list(frame["tape_name"]) == ["ann", "ben"] and list(frame["owner"]) == ["postgres", "postgres"]
     assert list(frame["turns"]) == [2, 0] and list(frame["errors"]) == [0, 1]
     assert frame["tokens"].iloc[0] > 0 and frame["tokens"].iloc[1] == 0
     assert list(frame["anchors"]) == [["session/start", "phase/two"], ["session/start"]]

@@ -89,7 +89,7 @@ def test_the_class_overview_shows_the_teacher_who_wrote_what(classroom: dict[str
     from bub_nb import class_overview
 
     frame = class_overview(classroom["tess"])
-    assert list(frame["tape"]) == ["ann-tape", "ben-tape"] and list(frame["owner"]) == ["ann", "ben"]
+    assert list(frame["tape_name"]) == ["ann-tape", "ben-tape"] and list(frame["owner"]) == ["ann", "ben"]
     assert list(frame["entries"]) == [2, 1] and list(frame["anchors"]) == [["session/start"], []]
 
 

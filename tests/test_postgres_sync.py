@@ -36,11 +36,9 @@ def test_a_pushed_home_reads_back_with_the_same_frame_and_pulls_back_to_files_bu
 
     from_files = read_tapes(home)
     from_database = read_tapes(store=dsn)
-    assert list(from_database.columns[:3]) == ["tape", "owner", "notebook"]
+    assert list(from_database.columns[:2]) == ["tape_name", "owner"] and from_database.columns[-1] == "notebook"
     assert set(from_database["owner"]) == {"postgres"}
-    pd.testing.assert_frame_equal(
-        from_database.drop(columns=["owner", "notebook"]), from_files, check_categorical=False
-    )
+    pd.testing.assert_frame_equal(from_database.drop(columns=["owner"]), from_files)
 
     elsewhere = tmp_path / "elsewhere"
     assert main(["tapes", "pull", dsn, str(elsewhere)]) == 0
@@ -49,7 +47,7 @@ def test_a_pushed_home_reads_back_with_the_same_frame_and_pulls_back_to_files_bu
         assert [(r["id"], r["kind"], r["payload"]) for r in bub_read(pulled)] == [
             (r["id"], r["kind"], r["payload"]) for r in bub_read(original)
         ]
-    pd.testing.assert_frame_equal(read_tapes(elsewhere), from_files, check_categorical=False)
+    pd.testing.assert_frame_equal(read_tapes(elsewhere), from_files)
 
 
 def test_push_and_pull_again_copy_only_what_is_new(tmp_path: Path) -> None:

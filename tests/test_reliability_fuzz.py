@@ -340,6 +340,18 @@ def test_a_lone_surrogate_is_stored_and_the_file_stays_utf8(api_tape: Any, text:
     api_tape.path.read_bytes().decode("utf-8")  # Bub reads the file as UTF-8 text
 
 
+@pytest.mark.parametrize("name", ["phase/plain", "phase/\ud800"])
+def test_a_lone_surrogate_in_an_anchor_is_written_read_and_indexed(api_tape: Any, name: str) -> None:
+    before = len(api_tape)
+    anchor, _event = api_tape.handoff(name, {"note": "half a pair \udc00", "big": 2**70})
+    assert len(api_tape) == before + 2
+    assert api_tape.search("half a pair")[0].id == anchor.id + 1  # the event's text holds the state too
+    assert api_tape.find_anchor(name).state == {"note": "half a pair \udc00", "big": 2**70}
+    assert api_tape.to_frame()["content"].str.contains("half a pair").sum() == 2
+    fresh = open_tape(api_tape.name, store=FileTapeStore(api_tape.path.parent))  # reads the saved index
+    assert fresh.anchor_names()[-1] == name
+
+
 # -- foreign and broken lines in a tape file ---------------------------------------------------------------------
 
 

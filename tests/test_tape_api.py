@@ -281,11 +281,15 @@ def test_fork_session_copies_from_an_anchor_and_records_lineage(tmp_path: Path) 
     parent = open_tape("parent", store=FileTapeStore(tmp_path))
     build_phases(parent)
     child = parent.fork_session("child", from_anchor="phase/two", intention={"next_steps": "investigate"})
-    copied = child.read()
-    assert [e.payload for e in copied[:-2]] == [e.payload for e in parent.read(8)]
+    copied = [e for e in child.read() if "forked_from" in e.meta]
+    assert [e.payload for e in copied] == [e.payload for e in parent.read(8)]
     assert copied[0].meta["forked_from"] == "tape://parent/entry/8"
-    assert child.anchors()[-1].name == "intention" and child.anchors()[-1].state == {"next_steps": "investigate"}
+    # the copy continues from the last phase anchor it holds (phase/one, #11): the intention follows it
+    intention = child.find_anchor("intention")
+    assert intention.state == {"k": 2, "next_steps": "investigate"}
+    assert [e.payload.get("name") for e in child.read(intention.id - 2, intention.id)] == ["phase/one", "handoff"]
     assert child.from_last_anchor()[0].payload["name"] == "handoff"
+    assert contents(child.from_last_anchor(kinds=["message"])) == ["d", "e"]
     lineage = [orjson.loads(line) for line in (tmp_path / "session_graph.jsonl").read_bytes().splitlines()]
     assert lineage == [{**lineage[0], "parent": "parent", "child": "child", "from_anchor": "phase/two", "from_id": 8}]
     assert child.lineage() == parent.lineage() == lineage

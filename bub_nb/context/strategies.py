@@ -133,15 +133,16 @@ Mode = ContextStrategy | str | object | None
 def as_strategy(mode: Mode) -> ContextStrategy:
     """Turn a view mode into a strategy.
 
-    ``LAST_ANCHOR`` (the tape layer's sentinel, re-exported here) is :class:`LastAnchor`, a name
-    is an anchor, ``None`` is the full tape, and a strategy stays as it is.
+    ``LAST_ANCHOR`` (the tape layer's sentinel, re-exported here) is :class:`LastAnchor`, ``None``
+    is the full tape, a strategy stays as it is, and text is read by :func:`parse_mode`, the same
+    words the magics take (``full``, ``window:3``, ``anchor:<name>`` or an anchor name).
     """
     if mode is LAST_ANCHOR:
         return _LAST
     if mode is None:
         return FULL
     if isinstance(mode, str):
-        return NamedAnchor(mode)
+        return parse_mode(mode)
     if isinstance(mode, ContextStrategy):
         return mode
     raise ContextError(

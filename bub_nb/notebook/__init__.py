@@ -11,6 +11,7 @@ def load_ipython_extension(ipython: Any) -> None:
 
     magics = BubMagics(shell=ipython, parent=ipython)
     ipython.register_magics(magics)
+    magics.origin.start()
     if magics not in ipython.configurables:
         ipython.configurables.append(magics)
 
@@ -19,4 +20,5 @@ def unload_ipython_extension(ipython: Any) -> None:
     for configurable in list(ipython.configurables):
         if type(configurable).__name__ == "BubMagics":
             configurable.recorder.stop()
+            configurable.origin.stop()
             ipython.configurables.remove(configurable)

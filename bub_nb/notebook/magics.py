@@ -24,6 +24,7 @@ from traitlets import Bool, Int, List, Unicode, default, observe
 from bub_nb.errors import BubNbError
 from bub_nb.notebook.display import AnswerDisplay
 from bub_nb.notebook.interpolate import interpolate
+from bub_nb.notebook.origin import NotebookOrigin
 from bub_nb.notebook.recording import CellRecorder
 from bub_nb.notebook.session import NotebookSession
 from bub_nb.notebook.tape_commands import TapeCommands
@@ -130,6 +131,7 @@ class BubMagics(Magics):
         super().__init__(shell=shell, **kwargs)
         self.session = NotebookSession(self, lambda: self.ip.user_ns)
         self.recorder = CellRecorder(self.shell, lambda: self.session.tape)
+        self.origin = NotebookOrigin(self.shell, self.session)
         self.tape_commands = TapeCommands(self)
 
     @property

@@ -17,6 +17,7 @@ from bub_nb.agent.turn import Turn
 from bub_nb.context import parse_mode
 from bub_nb.errors import BubNbError, ToolError
 from bub_nb.tape import Tape, current_notebook, open_tape
+from bub_nb.tape.archive import is_archive_name
 
 
 def resolve_tools(
@@ -69,6 +70,8 @@ class NotebookSession:
 
     def open(self, name_or_path: str | None) -> Tape:
         home = self._settings.home or None
+        if name_or_path and is_archive_name(name_or_path):
+            return open_tape(name_or_path, home=home)
         if name_or_path and (name_or_path.endswith(".jsonl") or os.sep in name_or_path):
             return open_tape(Path(name_or_path).expanduser())
         store = getattr(self._settings, "store", "") or None

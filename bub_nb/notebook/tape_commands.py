@@ -17,6 +17,20 @@ def _parser(name: str, description: str) -> MagicArgumentParser:
     return MagicArgumentParser(prog=f"%tape {name}", description=description, add_help=False)
 
 
+def first_view_text(tape: Any) -> str:
+    """What the next turn on a (forked) tape will see: where its view starts, what it holds, its memory."""
+    view = tape.view()
+    anchor = view.anchor
+    start = f"⚓ {anchor.name}" if anchor is not None else "the first entry"
+    keys = ", ".join(sorted(anchor.state)) if anchor is not None and anchor.state else "no state"
+    version = tape.memory.read().version
+    memory = f"memory v{version}" if version else "no saved memory"
+    return (
+        f"Its first view starts at {start} ({keys}) and holds {len(view.messages)} messages "
+        f"(≈{view.total_tokens} tokens), with {memory}."
+    )
+
+
 def _split(rest: str) -> list[str]:
     from IPython.utils.process import arg_split
 
@@ -82,7 +96,7 @@ class TapeCommands:
         display(
             Markdown(
                 f"🍴 Forked `{parent.name}` into `{child.name}` ({len(child)} entries) and switched to it. "
-                f"`%tape use {parent.name}` goes back."
+                f"{first_view_text(child)} `%tape use {parent.name}` goes back."
             )
         )
 

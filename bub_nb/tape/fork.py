@@ -13,15 +13,18 @@ from typing import TYPE_CHECKING, Any
 import jsonlines
 import orjson
 
-from bub_nb.errors import TapeError
+from bub_nb.errors import BubNbError, TapeError
+from bub_nb.tape import extensions
 from bub_nb.tape.address import entry_address
-from bub_nb.tape.entries import TapeEntry, utc_now
+from bub_nb.tape.entries import TapeEntry, is_phase_anchor, utc_now
 from bub_nb.tape.lines import anchor_name
 from bub_nb.tape.naming import validate_tape_name
 from bub_nb.tape.store import AnchorRef, StoreStats, TapeStore
 
 if TYPE_CHECKING:
     from bub_nb.tape.service import Tape
+
+INTENTION_ANCHOR = "intention"
 
 
 class ForkedStore:
@@ -126,20 +129,38 @@ class ForkBlock:
 def fork_session(
     parent: Tape, new_name: str, start: int, from_anchor: str | None, intention: Mapping[str, Any] | str | None
 ) -> Tape:
-    """A new tape holding ``parent``'s entries from id ``start`` on, its intention, and its lineage."""
+    """A new tape holding ``parent``'s entries from id ``start`` on, its intention, and its lineage.
+
+    The fork keeps its context: the parent's memory zone comes first when it was saved before
+    ``start``, and an intention is handed off right after the phase anchor the copy continues from,
+    carrying that anchor's state, so the fork's first view holds the anchor's state, the intention
+    and the conversation since the anchor.
+    """
     validate_tape_name(new_name)
     if parent.store.exists(new_name):
         raise TapeError(f"Tape {new_name!r} already exists; fork into a new name")
-    child = type(parent)(new_name, parent.base_store)
-    child.extend(
-        [
-            TapeEntry(0, e.kind, e.payload, {**e.meta, "forked_from": entry_address(parent.name, e.id)}, e.date)
-            for e in parent.read(start)
-        ]
-    )
+    if intention is not None and not isinstance(intention, str | Mapping):
+        raise TapeError(f"A fork's intention must be text or a mapping, got {intention!r}")
+    copied = [*_memory_before(parent, start), *parent.read(start)]
+    entries = [
+        TapeEntry(0, e.kind, e.payload, {**e.meta, "forked_from": entry_address(parent.name, e.id)}, e.date)
+        for e in copied
+    ]
     if intention is not None:
-        child.handoff("intention", {"next_steps": intention} if isinstance(intention, str) else intention)
-    else:
+        base = next((i for i in range(len(copied) - 1, -1, -1) if _phase_anchor(copied[i])), None)
+        state = dict(copied[base].payload.get("state") or {}) if base is not None else {}
+        state.update({"next_steps": intention} if isinstance(intention, str) else intention)
+        meta = {"forked_at": entry_address(parent.name, copied[base].id)} if base is not None else {}
+        at = base + 1 if base is not None else len(entries)
+        if at < len(copied) and copied[at].kind == "event" and copied[at].name == "handoff":
+            at += 1  # the anchor's own handoff record stays with it
+        entries[at:at] = [
+            TapeEntry.anchor(INTENTION_ANCHOR, state, **meta),
+            TapeEntry.event("handoff", {"name": INTENTION_ANCHOR, "state": state}, **meta),
+        ]
+    child = type(parent)(new_name, parent.base_store)
+    child.extend(entries)
+    if intention is None:
         child.ensure_bootstrap_anchor()
     lineage = {"parent": parent.name, "child": new_name, "from_anchor": from_anchor, "from_id": start}
     directory = getattr(parent.base_store, "directory", None)
@@ -149,6 +170,23 @@ def fork_session(
     elif directory is not None:
         record_lineage(Path(directory), lineage)
     return child
+
+
+def _phase_anchor(entry: TapeEntry) -> bool:
+    return entry.kind == "anchor" and is_phase_anchor(entry.name)
+
+
+def _memory_before(parent: Tape, start: int) -> list[TapeEntry]:
+    """The entries of the parent's current memory zone when it lies before ``start`` (else it is copied anyway)."""
+    try:
+        zone = extensions.require("memory")(parent)
+    except BubNbError:
+        return []  # the memory layer is not loaded: there is no zone to speak of
+    current = next((version for version in zone.history() if version.current), None)
+    if current is None or current.seal_id >= start:
+        return []
+    wanted = set(current.entry_ids)
+    return [e for e in parent.read(current.open_id, current.seal_id + 1) if e.id in wanted]
 
 
 def record_lineage(directory: Path, record: dict[str, Any]) -> None:

@@ -9,10 +9,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from bub_nb.tape import extensions
 from bub_nb.tape.entries import TapeEntry, is_phase_anchor
 from bub_nb.tape.lines import Record, gc_paused
-from bub_nb.tape.naming import tapes_home
+from bub_nb.tape.naming import NOTEBOOK_EVENT, bub_home, tapes_home
 from bub_nb.tape.text import payload_call_names, payload_text, tool_call_text
 
 if TYPE_CHECKING:
@@ -149,87 +148,76 @@ def tape_to_frame(tape: Tape) -> pd.DataFrame:
     return frame
 
 
-def read_tapes(home: str | Path | None = None, *, store: Any = None) -> pd.DataFrame:
-    """Every tape under ``<home>/tapes`` in one frame, with a ``tape`` column first.
+def notebook_of(frame: pd.DataFrame) -> str | None:
+    """The notebook path the newest ``notebook`` event of a tape's frame records, if any."""
+    events = frame[(frame["kind"] == "event") & (frame["name"] == NOTEBOOK_EVENT)]
+    for payload in reversed(events["payload"].tolist()):
+        data = payload.get("data")
+        path = data.get("path") if isinstance(data, dict) else None
+        if isinstance(path, str):
+            return path
+    return None
 
-    With ``store`` (a store or a ``postgresql://`` DSN) the tapes come from there, with ``owner``
-    and ``notebook`` columns after ``tape``.
+
+def with_tape_columns(frame: pd.DataFrame, name: str, *, archived: bool | None = None) -> pd.DataFrame:
+    """One tape's frame as a part of a frame of several: ``tape_name`` first, then the entry columns,
+    ``notebook`` (the notebook that wrote the tape) and, when archives are asked for, ``archived``."""
+    frame.insert(0, TAPE_NAME, name)
+    frame["notebook"] = notebook_of(frame)
+    if archived is not None:
+        frame["archived"] = archived
+    return frame
+
+
+def read_tapes(home: str | Path | None = None, *, include_archives: bool = False, store: Any = None) -> pd.DataFrame:
+    """Every tape under ``<home>/tapes`` in one frame, with a ``tape_name`` column first.
+
+    ``home`` is a Bub home (or its ``tapes`` folder itself); one that does not exist is an error.
+    With ``include_archives`` the ``.bak`` files a reset left are read too, marked in ``archived``.
+    With ``store`` (a store or a ``postgresql://`` DSN) the tapes come from there instead, with an
+    ``owner`` column after ``tape_name``.
     """
     if store is not None:
         from bub_nb.tape.overview import store_frame
 
         return store_frame(store)
+    from bub_nb.errors import TapeError
+    from bub_nb.tape.archive import archive_files, open_archive
     from bub_nb.tape.open import file_store
     from bub_nb.tape.service import Tape
 
-    store = file_store(tapes_home(home))
-    frames = []
-    for name in store.list_tapes():  # every file Bub would list, even one whose name we would not give
-        frame = tape_to_frame(Tape(name, store))
-        frame.insert(0, "tape", name)
-        frames.append(frame)
-    if not frames:
-        return entries_to_frame([]).assign(tape=pd.Series(dtype="object"))[["tape", *COLUMNS]]
-    return pd.concat(frames, ignore_index=True)
-
-
-def frame_to_entries(frame: pd.DataFrame) -> list[TapeEntry]:
-    """Rows back into entries (from the raw ``payload`` and ``meta`` columns)."""
-    return [
-        TapeEntry(int(i), str(k), p, m, d.isoformat() if hasattr(d, "isoformat") else str(d))
-        for i, k, p, m, d in zip(
-            frame["id"], frame["kind"], frame["payload"], frame["meta"], frame["date"], strict=True
-        )
+    root = bub_home(home)
+    if not root.is_dir():
+        raise TapeError(f"Bub home {str(root)!r} is not a folder, so it holds no tapes")
+    folder = tapes_home(home)
+    if not folder.is_dir() and any(root.glob("*.jsonl")):
+        folder = root  # the tapes folder itself was given
+    store = file_store(folder)
+    archived = False if include_archives else None
+    frames = [
+        with_tape_columns(tape_to_frame(Tape(name, store)), name, archived=archived)
+        for name in store.list_tapes()  # every file Bub would list, even one whose name we would not give
     ]
+    if include_archives:
+        for path in archive_files(folder):
+            tape = open_archive(path, store)
+            frames.append(with_tape_columns(tape_to_frame(tape), tape.name, archived=True))
+    if not frames:
+        return with_tape_columns(entries_to_frame([]), "", archived=archived).astype({"kind": "category"})
+    frame = pd.concat(frames, ignore_index=True)
+    frame["kind"] = frame["kind"].astype("category")  # categories differ per tape; concat drops them
+    return frame
 
 
-@pd.api.extensions.register_dataframe_accessor("tape")
-class TapeAccessor:
-    """``df.tape``: slice a tape frame between anchors and turn rows back into chat messages."""
+from bub_nb.tape.accessor import TAPE_NAME, TapeAccessor, frame_to_entries  # noqa: E402  registers df.tape
 
-    def __init__(self, frame: pd.DataFrame) -> None:
-        missing = {"id", "kind", "payload"} - set(frame.columns)
-        if missing:
-            raise AttributeError(f"df.tape needs a frame from Tape.to_frame(); missing columns: {sorted(missing)}")
-        self._frame = frame
-
-    def _anchor_id(self, name: str) -> int:
-        from bub_nb.errors import AnchorNotFoundError
-
-        frame = self._frame
-        anchors = frame[frame["kind"] == "anchor"]
-        hits = anchors[anchors["name"] == name]
-        if hits.empty:
-            raise AnchorNotFoundError(name, [str(n) for n in anchors["name"]])
-        return int(hits["id"].iloc[-1])
-
-    def after(self, name: str) -> pd.DataFrame:
-        """Rows after the last anchor called ``name``."""
-        return self._frame[self._frame["id"] > self._anchor_id(name)]
-
-    def between(self, start: str, end: str) -> pd.DataFrame:
-        """Rows after the last ``start`` anchor and before the last ``end`` anchor."""
-        first, last = self._anchor_id(start), self._anchor_id(end)
-        ids = self._frame["id"]
-        return self._frame[(ids > first) & (ids < last)]
-
-    def phase(self, name: str) -> pd.DataFrame:
-        """Rows that fall under every phase anchor called ``name``, the anchors included."""
-        return self._frame[self._frame["phase"] == name]
-
-    def kinds(self, *kinds: str) -> pd.DataFrame:
-        return self._frame[self._frame["kind"].isin(kinds)]
-
-    def entries(self) -> list[TapeEntry]:
-        return frame_to_entries(self._frame)
-
-    def to_messages(self) -> list[dict[str, Any]]:
-        """The rows as OpenAI chat messages, by the same rules as a view."""
-        return extensions.require("messages")(self.entries())
-
-    def anchors(self) -> pd.DataFrame:
-        return self._frame[self._frame["kind"] == "anchor"][["id", "date", "name", "payload"]]
-
-    def summary(self, by: Sequence[str] = ("phase", "kind")) -> pd.DataFrame:
-        """Entry counts per phase and kind, a quick picture of a session."""
-        return self._frame.groupby(list(by), observed=True, sort=False).size().unstack(fill_value=0)
+__all__ = [
+    "COLUMNS",
+    "TAPE_NAME",
+    "TapeAccessor",
+    "entries_to_frame",
+    "frame_to_entries",
+    "read_tapes",
+    "records_to_frame",
+    "tape_to_frame",
+]

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import json
 import operator
 import os
 from dataclasses import dataclass, field
@@ -30,7 +31,7 @@ from typing import Any, BinaryIO
 
 import orjson
 
-from bub_nb.tape.lines import anchor_name, complete_lines, decode_records, gc_paused
+from bub_nb.tape.lines import anchor_name, complete_lines, decode_records, gc_paused, load_json
 from bub_nb.tape.store import AnchorList
 
 VERSION = 2
@@ -230,13 +231,21 @@ def _ordered(
     return ids[:cut], offsets[:cut], names[:cut]
 
 
+def _dumps(value: Any) -> bytes:
+    """JSON for a record; an anchor name with a lone surrogate (no UTF-8 form) is written as an escape."""
+    try:
+        return orjson.dumps(value)
+    except orjson.JSONEncodeError:
+        return json.dumps(value, separators=(",", ":")).encode()
+
+
 def _records(state: IndexState, since_offset: int) -> list[bytes]:
     first_anchor = bisect.bisect_left(state.anchor_offsets, since_offset)
     first_mark = bisect.bisect_left(state.mark_offsets, since_offset)
     out = []
     if first_anchor < len(state.anchor_offsets):
         out.append(
-            orjson.dumps(
+            _dumps(
                 [
                     "a",
                     state.anchor_ids[first_anchor:],
@@ -264,7 +273,7 @@ def _parse_records(raw: bytes) -> list[Any]:
         records = []
         for line in body.splitlines():
             try:
-                records.append(orjson.loads(line))
-            except orjson.JSONDecodeError:
+                records.append(load_json(line))  # the standard library reads escaped lone surrogates
+            except ValueError:
                 continue
         return records

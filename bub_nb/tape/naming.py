@@ -7,10 +7,16 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bub_nb.errors import TapeNameError
 
+if TYPE_CHECKING:
+    from bub_nb.tape.service import Tape
+
 DEFAULT_SESSION_ID = "default"
+# The event a notebook leaves on a tape the first time it writes there: ``{"path", "source"}``.
+NOTEBOOK_EVENT = "notebook"
 # Room for the longest file made from a name, "<name>.jsonl.<stamp>-<n>.bak", within 255 bytes.
 MAX_NAME_BYTES = 200
 
@@ -82,10 +88,13 @@ class NotebookSession:
 
 
 def current_notebook() -> NotebookSession:
-    """Find the running notebook: ``JPY_SESSION_NAME``, VS Code's ``__vsc_ipynb_file__``, else the cwd."""
+    """Find the running notebook: ``JPY_SESSION_NAME``, VS Code's ``__vsc_ipynb_file__``, papermill's
+    ``PAPERMILL_INPUT_PATH`` parameter, the notebook the kernel's launcher names, else the cwd."""
+    main = sys.modules.get("__main__")
     candidates = [
         ("JPY_SESSION_NAME", os.environ.get("JPY_SESSION_NAME")),
-        ("__vsc_ipynb_file__", getattr(sys.modules.get("__main__"), "__vsc_ipynb_file__", None)),
+        ("__vsc_ipynb_file__", getattr(main, "__vsc_ipynb_file__", None)),
+        ("PAPERMILL_INPUT_PATH", getattr(main, "PAPERMILL_INPUT_PATH", None)),
     ]
     for source, value in candidates:
         if isinstance(value, str) and value.strip():
@@ -93,4 +102,18 @@ def current_notebook() -> NotebookSession:
             if not path.is_absolute():
                 path = path if path.exists() else Path.cwd() / path.name
             return NotebookSession(path.resolve().parent, path.name, source)
+    from bub_nb.tape.launcher import launching_notebook
+
+    launched = launching_notebook()
+    if launched is not None:
+        return NotebookSession(launched.parent, launched.name, "launcher")
     return NotebookSession(Path.cwd(), DEFAULT_SESSION_ID, "cwd")
+
+
+def recorded_notebook(tape: Tape) -> str | None:
+    """The notebook path the newest ``notebook`` event on ``tape`` records, if any."""
+    for entry in tape.iter_reverse(kinds=("event",)):
+        data = entry.payload.get("data")
+        if entry.name == NOTEBOOK_EVENT and isinstance(data, dict) and isinstance(data.get("path"), str):
+            return str(data["path"])
+    return None

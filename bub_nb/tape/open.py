@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from bub_nb.errors import TapeError, TapeNameError
+from bub_nb.tape.archive import is_archive_name, open_archive
 from bub_nb.tape.file_store import FileTapeStore
 from bub_nb.tape.naming import check_file_name, current_notebook, tapes_home, validate_tape_name
 from bub_nb.tape.service import Tape
@@ -76,8 +77,15 @@ def open_tape(
 
     - ``None``: the current notebook's tape, named as Bub names sessions.
     - a ``Path``, or a string ending in ``.jsonl``: that file.
+    - an archive a reset left (``<name>.jsonl.<stamp>.bak``), as a path or a file name under
+      ``<home>/tapes``: that archive, read-only.
     - any other string: a tape name under ``<home>/tapes`` (``$BUB_HOME``, default ``~/.bub``).
     """
+    if name_or_path is not None and is_archive_name(name_or_path):
+        path = Path(name_or_path).expanduser()
+        if not path.exists() and path.name == str(name_or_path):  # a bare file name: the tapes home's archive
+            path = tapes_home(home) / path.name
+        return open_archive(path, file_store(_check_folder(path.parent)))
     if isinstance(name_or_path, Path) or (isinstance(name_or_path, str) and name_or_path.endswith(".jsonl")):
         path = Path(name_or_path).expanduser()
         if not path.name.endswith(".jsonl"):

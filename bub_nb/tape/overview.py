@@ -7,12 +7,13 @@ from typing import Any
 
 import pandas as pd
 
+from bub_nb.tape.accessor import TAPE_NAME
 from bub_nb.tape.entries import TapeEntry, is_phase_anchor
 from bub_nb.tape.lines import Record
 from bub_nb.tape.store import TapeStore
 
 OVERVIEW_COLUMNS = (
-    "tape", "owner", "notebook", "entries", "anchors", "last_anchor", "turns", "tokens", "errors", "last_activity",
+    "tape_name", "owner", "notebook", "entries", "anchors", "last_anchor", "turns", "tokens", "errors", "last_activity",
 )  # fmt: skip
 
 
@@ -65,7 +66,7 @@ def _tape_row(name: str, details: dict[str, Any], records: list[Record]) -> dict
             if isinstance(data, dict) and data.get("status") == "error":
                 errors += 1
     return {
-        "tape": name,
+        "tape_name": name,
         "owner": details.get("owner"),
         "notebook": details.get("notebook"),
         "entries": len(records),
@@ -95,25 +96,27 @@ def class_overview(store: TapeStore | str | None = None) -> pd.DataFrame:
 
 
 def store_frame(store: TapeStore | str) -> pd.DataFrame:
-    """Every tape of ``store`` in one frame: ``tape``, ``owner`` and ``notebook`` first, then the entry columns."""
-    from bub_nb.tape.frame import COLUMNS, entries_to_frame, records_to_frame
+    """Every tape of ``store`` in one frame: ``tape_name`` and ``owner`` first, then the entry columns and
+    ``notebook`` (from the tape's ``notebook`` event, else the notebook the database recorded)."""
+    from bub_nb.tape.frame import COLUMNS, entries_to_frame, records_to_frame, with_tape_columns
 
     chosen = _store(store)
     details = _details(chosen)
     frames = []
     for name in chosen.list_tapes():
-        frame = records_to_frame(_records(chosen, name))
+        frame = with_tape_columns(records_to_frame(_records(chosen, name)), name)
         about = details.get(name, {})
-        frame.insert(0, "notebook", about.get("notebook"))
-        frame.insert(0, "owner", about.get("owner"))
-        frame.insert(0, "tape", name)
+        frame.insert(1, "owner", about.get("owner"))
+        if about.get("notebook") is not None:
+            frame["notebook"] = frame["notebook"].fillna(about["notebook"])
         frames.append(frame)
     if not frames:
-        empty = entries_to_frame(list[TapeEntry]())
-        for column in ("notebook", "owner", "tape"):
-            empty.insert(0, column, pd.Series(dtype="object"))
-        return empty[["tape", "owner", "notebook", *COLUMNS]]
-    return pd.concat(frames, ignore_index=True)
+        empty = with_tape_columns(entries_to_frame(list[TapeEntry]()), "")
+        empty.insert(1, "owner", pd.Series(dtype="object"))
+        return empty[[TAPE_NAME, "owner", *COLUMNS, "notebook"]].astype({"kind": "category"})
+    frame = pd.concat(frames, ignore_index=True)
+    frame["kind"] = frame["kind"].astype("category")  # as read_tapes does: concat drops per-tape categories
+    return frame
 
 
 def _store(store: TapeStore | str | None) -> TapeStore:

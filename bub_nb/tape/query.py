@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, time, timedelta
 from typing import TYPE_CHECKING, Any
@@ -35,6 +35,14 @@ def _as_utc(value: str | date | datetime, *, end: bool) -> datetime:
     return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
+def check_kinds(kinds: Sequence[str]) -> tuple[str, ...]:
+    """``kinds`` as a tuple when every one is an entry kind; a ``TapeError`` naming the first that is not."""
+    unknown = [k for k in kinds if k not in KINDS]
+    if unknown:
+        raise TapeError(f"Unknown entry kind {unknown[0]!r}; kinds are: {', '.join(KINDS)}")
+    return tuple(kinds)
+
+
 @dataclass(frozen=True)
 class TapeQuery:
     """Filters that each return a new query; nothing is read until the query is iterated.
@@ -54,10 +62,7 @@ class TapeQuery:
     _newest_first: bool = False
 
     def kinds(self, *kinds: str) -> TapeQuery:
-        unknown = [k for k in kinds if k not in KINDS]
-        if unknown:
-            raise TapeError(f"Unknown entry kind {unknown[0]!r}; kinds are: {', '.join(KINDS)}")
-        return replace(self, _kinds=kinds)
+        return replace(self, _kinds=check_kinds(kinds))
 
     def between_dates(self, start: str | date | datetime | None, end: str | date | datetime | None) -> TapeQuery:
         return replace(

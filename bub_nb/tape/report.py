@@ -37,17 +37,33 @@ def _entry_markdown(entry: TapeEntry) -> str | None:
         case "error":
             return f"⚠️ **error** · #{entry.id}: {entry_text(entry)}"
         case "anchor" if not is_phase_anchor(entry.name):
-            return f"🧠 *{entry.name}* · #{entry.id}"
-        case "event" if entry.name == "run":
+            version = (entry.payload.get("state") or {}).get("version")
+            return f"🧠 *{entry.name}*" + (f" v{version}" if version is not None else "") + f" · #{entry.id}"
+        case "event" if (entry.name or "").startswith("memory."):
             data = entry.payload.get("data") or {}
-            usage = data.get("usage") or {}
-            tokens = f", {usage.get('total_tokens')} tokens" if usage else ""
-            return f"<sub>run {data.get('status')} · {data.get('model')} · {data.get('elapsed_ms')} ms{tokens}</sub>"
+            day = f" {data['date']}" if data.get("date") else ""
+            return f"🧠 *{entry.name}*{day} · #{entry.id}\n\n{_quote(str(data.get('content', '')))}"
+        case "event" if entry.name == "run":
+            return f"<sub>{_run_line(entry.payload.get('data') or {})}</sub>"
         case "event" if entry.name == "notebook.cell":
             data = entry.payload.get("data") or {}
             error = f"\n\n⚠️ {data['error']}" if data.get("error") else ""
             return f"📓 *cell [{data.get('cell')}]* · #{entry.id}\n\n```python\n{data.get('source', '')}\n```{error}"
     return None
+
+
+def _run_line(data: dict[str, object]) -> str:
+    """``run ok · model · 812 ms, 2560 tokens``, leaving out what a run event does not say (Bub's record no time)."""
+    parts = [f"run {data.get('status') or '?'}"]
+    if data.get("model"):
+        parts.append(str(data["model"]))
+    elapsed = data.get("elapsed_ms")
+    if isinstance(elapsed, int | float) and not isinstance(elapsed, bool):
+        parts.append(f"{elapsed:.0f} ms")
+    usage = data.get("usage")
+    total = usage.get("total_tokens") if isinstance(usage, dict) else None
+    line = " · ".join(parts)
+    return line + (f", {total} tokens" if total is not None else "")
 
 
 def transcript_markdown(tape: Tape, *, title: str | None = None) -> str:

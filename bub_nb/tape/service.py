@@ -28,6 +28,11 @@ BOOTSTRAP_ANCHOR = "session/start"
 _USAGE_LOOKBACK = 2000
 
 
+def anchor_order_error(start: str, first: int, end: str, last: int, tape: str) -> TapeError:
+    """The error for a slice whose end anchor does not come after its start anchor."""
+    return TapeError(f"Anchor {end!r} (#{last}) does not come after anchor {start!r} (#{first}) on tape {tape!r}")
+
+
 class Tape:
     """One tape in a store. Every method reads the store afresh, so other writers are always seen."""
 
@@ -56,6 +61,12 @@ class Tape:
         """The tape file, for file-backed tapes."""
         path_for = getattr(self._base_store, "path_for", None)
         return path_for(self.name) if path_for else None
+
+    @property
+    def read_only(self) -> bool:
+        """Whether nothing can be appended (an archive a reset left)."""
+        writable = getattr(self._base_store, "writable", None)
+        return writable is not None and not writable(self.name)
 
     @property
     def last_id(self) -> int:
@@ -210,9 +221,7 @@ class Tape:
         """Entries after the last ``start`` anchor and before the last ``end`` anchor."""
         first, last = self._find_ref(start), self._find_ref(end)
         if last.id <= first.id:
-            raise TapeError(
-                f"Anchor {end!r} (#{last.id}) does not come after anchor {start!r} (#{first.id}) on tape {self.name!r}"
-            )
+            raise anchor_order_error(start, first.id, end, last.id, self.name)
         return self.read(first.id + 1, last.id, kinds=kinds)
 
     def search(self, query: str, limit: int = 20) -> list[TapeEntry]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import json
 from typing import Any
 
 import orjson
@@ -11,7 +12,10 @@ from bub_nb.tape.entries import TapeEntry
 
 
 def _json(value: Any) -> str:
-    return orjson.dumps(value, default=str).decode()
+    try:
+        return orjson.dumps(value, default=str).decode()
+    except orjson.JSONEncodeError:  # a lone surrogate or an integer beyond 64 bits: the standard library writes both
+        return json.dumps(value, default=str, ensure_ascii=False)
 
 
 def _content_text(content: Any) -> str:

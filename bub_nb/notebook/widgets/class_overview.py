@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
     from bub_nb.tape.store import TapeStore
 
-_SHOWN = ("owner", "notebook", "last_anchor", "turns", "tokens", "errors", "last_activity", "tape")
+_SHOWN = ("owner", "notebook", "last_anchor", "turns", "tokens", "errors", "last_activity", "tape_name")
 
 
 class ClassOverview(WidgetDisplay):

@@ -1,0 +1,160 @@
+"""``df.tape``: slice tape frames between anchors, per tape, with the Tape API's rules and errors."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from bub_nb.errors import AnchorNotFoundError, TapeError
+from bub_nb.tape import extensions
+from bub_nb.tape.entries import TapeEntry
+from bub_nb.tape.query import check_kinds
+from bub_nb.tape.service import anchor_order_error
+
+TAPE_NAME = "tape_name"  # the column naming each row's tape in a frame of several tapes
+
+
+def frame_to_entries(frame: pd.DataFrame) -> list[TapeEntry]:
+    """Rows back into entries (from the raw ``payload`` and ``meta`` columns)."""
+    return [
+        TapeEntry(int(i), str(k), p, m, d.isoformat() if hasattr(d, "isoformat") else str(d))
+        for i, k, p, m, d in zip(
+            frame["id"], frame["kind"], frame["payload"], frame["meta"], frame["date"], strict=True
+        )
+    ]
+
+
+class _Part:
+    """The rows of one tape inside a frame: their positions in the frame, ids, and anchors."""
+
+    def __init__(self, name: str, positions: np.ndarray, ids: np.ndarray, anchors: np.ndarray, names: np.ndarray):
+        self.name, self.positions, self.ids = name, positions, ids[positions]
+        at = positions[anchors[positions]]
+        order = np.argsort(ids[at], kind="stable")
+        named = [
+            (int(i), n) for i, n in zip(ids[at][order].tolist(), names[at][order], strict=True) if isinstance(n, str)
+        ]
+        self.anchor_names = [n for _, n in named]
+        self._anchor_ids = {n: i for i, n in named}  # in id order, so the last occurrence wins, as on the tape
+
+    def anchor_id(self, name: str) -> int | None:
+        return self._anchor_ids.get(name)
+
+
+@pd.api.extensions.register_dataframe_accessor("tape")
+class TapeAccessor:
+    """``df.tape``: slice a tape frame between anchors and turn rows back into chat messages.
+
+    On a frame of several tapes (``read_tapes()``, with a ``tape_name`` column) every helper works
+    tape by tape: an anchor is looked up inside each tape, and a tape that lacks it gives no rows.
+    Bad input raises what the Tape API raises for it.
+    """
+
+    def __init__(self, frame: pd.DataFrame) -> None:
+        missing = {"id", "kind", "payload"} - set(frame.columns)
+        if missing:
+            raise AttributeError(f"df.tape needs a frame from Tape.to_frame(); missing columns: {sorted(missing)}")
+        self._frame = frame
+
+    # -- tapes inside the frame -------------------------------------------------------------------
+
+    def _parts(self) -> list[_Part]:
+        frame = self._frame
+        ids = frame["id"].to_numpy()
+        anchors = (frame["kind"] == "anchor").to_numpy(dtype=bool)
+        names = frame["name"].to_numpy(dtype=object) if "name" in frame.columns else np.full(len(frame), None)
+        if TAPE_NAME not in frame.columns:
+            name = frame.attrs.get("tape", "this frame")
+            return [_Part(str(name), np.arange(len(frame)), ids, anchors, names)]
+        groups = frame.groupby(TAPE_NAME, sort=False, dropna=False, observed=True).indices
+        return [_Part(str(name), positions, ids, anchors, names) for name, positions in groups.items()]
+
+    def _rows(self, keep: np.ndarray) -> pd.DataFrame:
+        return self._frame.iloc[np.flatnonzero(keep)]
+
+    def _known(self, parts: Sequence[_Part]) -> list[str]:
+        return [name for part in parts for name in part.anchor_names]
+
+    def _single(self, helper: str) -> None:
+        if TAPE_NAME in self._frame.columns and self._frame[TAPE_NAME].nunique(dropna=False) > 1:
+            tapes = ", ".join(map(str, self._frame[TAPE_NAME].unique()))
+            raise TapeError(
+                f"df.tape.{helper}() needs the rows of one tape, but this frame holds several: {tapes}; "
+                f"pick one with df[df.tape_name == NAME]"
+            )
+
+    # -- slicing ----------------------------------------------------------------------------------
+
+    def after(self, name: str) -> pd.DataFrame:
+        """Rows after the last anchor called ``name``, in each tape that has it."""
+        parts = self._parts()
+        keep = np.zeros(len(self._frame), dtype=bool)
+        found = False
+        for part in parts:
+            anchor = part.anchor_id(name)
+            if anchor is not None:
+                found = True
+                keep[part.positions[part.ids > anchor]] = True
+        if not found:
+            raise AnchorNotFoundError(name, self._known(parts))
+        return self._rows(keep)
+
+    def between(self, start: str, end: str) -> pd.DataFrame:
+        """Rows after the last ``start`` anchor and before the last ``end`` anchor, in each tape with both."""
+        parts = self._parts()
+        keep = np.zeros(len(self._frame), dtype=bool)
+        with_start = [part for part in parts if part.anchor_id(start) is not None]
+        if not with_start:
+            raise AnchorNotFoundError(start, self._known(parts))
+        with_both = [part for part in with_start if part.anchor_id(end) is not None]
+        if not with_both:
+            raise AnchorNotFoundError(end, self._known(with_start))
+        for part in with_both:
+            first, last = part.anchor_id(start), part.anchor_id(end)
+            assert first is not None and last is not None
+            if last <= first:
+                raise anchor_order_error(start, first, end, last, part.name)
+            keep[part.positions[(part.ids > first) & (part.ids < last)]] = True
+        return self._rows(keep)
+
+    def phase(self, name: str) -> pd.DataFrame:
+        """Rows that fall under every phase anchor called ``name``, the anchors included."""
+        rows = self._frame[self._frame["phase"] == name]
+        if rows.empty:
+            parts = self._parts()
+            if not any(part.anchor_id(name) is not None for part in parts):
+                raise AnchorNotFoundError(name, self._known(parts))
+        return rows
+
+    def kinds(self, *kinds: str) -> pd.DataFrame:
+        """Rows of these kinds; no kinds means every row, and an unknown kind is an error."""
+        check_kinds(kinds)
+        return self._frame[self._frame["kind"].isin(kinds)] if kinds else self._frame
+
+    def anchors(self) -> pd.DataFrame:
+        columns = ["id", "date", "name", "payload"]
+        if TAPE_NAME in self._frame.columns:
+            columns.insert(0, TAPE_NAME)
+        return self._frame[self._frame["kind"] == "anchor"][columns]
+
+    def summary(self, by: Sequence[str] = ("phase", "kind")) -> pd.DataFrame:
+        """Entry counts per phase and kind (per tape too, on a frame of several), a picture of a session."""
+        keys = list(by)
+        if TAPE_NAME in self._frame.columns and TAPE_NAME not in keys and self._frame[TAPE_NAME].nunique() > 1:
+            keys.insert(0, TAPE_NAME)
+        return self._frame.groupby(keys, observed=True, sort=False).size().unstack(fill_value=0)
+
+    # -- back to entries and messages -------------------------------------------------------------
+
+    def entries(self) -> list[TapeEntry]:
+        """The rows as entries, in row order."""
+        return frame_to_entries(self._frame)
+
+    def to_messages(self) -> list[dict[str, Any]]:
+        """The rows as OpenAI chat messages in tape order (by id), by the same rules as a view."""
+        self._single("to_messages")
+        ordered = self._frame.sort_values("id", kind="stable")
+        return extensions.require("messages")(frame_to_entries(ordered))  # type: ignore[no-any-return]

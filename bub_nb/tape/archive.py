@@ -1,0 +1,110 @@
+"""Archives: the ``<name>.jsonl.<stamp>.bak`` files a reset leaves beside a tape, opened read-only."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from bub_nb.errors import TapeError
+from bub_nb.tape.entries import TapeEntry
+from bub_nb.tape.file_store import FileTapeStore, TapeFile
+from bub_nb.tape.index import IndexState
+from bub_nb.tape.lines import Record
+from bub_nb.tape.store import AnchorRef, StoreStats
+
+if TYPE_CHECKING:
+    from bub_nb.tape.service import Tape
+
+_ARCHIVE = re.compile(r"^(?P<tape>.+)\.jsonl\.(?P<stamp>\d{8}T\d{6}Z(?:-\d+)?)\.bak$")
+
+
+def is_archive_name(name: str | Path) -> bool:
+    """Whether a file name is one a reset gives an archive (``<name>.jsonl.<YYYYmmddTHHMMSSZ>.bak``)."""
+    return _ARCHIVE.match(Path(name).name) is not None
+
+
+def archive_files(directory: Path) -> list[Path]:
+    """The archives in a tapes folder, by name (so each tape's archives come oldest first)."""
+    if not directory.is_dir():
+        return []
+    return sorted(path for path in directory.glob("*.jsonl.*.bak") if is_archive_name(path.name))
+
+
+class _ArchiveFile(TapeFile):
+    """A tape file that is only read: no index is saved beside it and nothing is appended."""
+
+    def _maybe_persist(self, state: IndexState) -> None:
+        return None
+
+
+class ArchiveTapeStore:
+    """One archive as a read-only tape named after its file; other names go to the folder's store,
+    so a fork of the archive or an address into a live tape still works."""
+
+    def __init__(self, path: Path, folder: FileTapeStore) -> None:
+        self.archive = path
+        self.name = path.name
+        self.folder = folder
+        self.directory = folder.directory
+        self._file = _ArchiveFile(path)
+
+    def __repr__(self) -> str:
+        return f"ArchiveTapeStore({str(self.archive)!r})"
+
+    def _own(self, tape: str) -> bool:
+        return tape == self.name
+
+    def writable(self, tape: str) -> bool:
+        """Whether ``tape`` takes appends: every tape but the archive itself."""
+        return not self._own(tape)
+
+    def _refuse(self, tape: str, action: str) -> TapeError:
+        return TapeError(
+            f"Tape {tape!r} is an archive and opens read-only; it cannot be {action} ({str(self.archive)!r}). "
+            "Fork it, or open the live tape, to write"
+        )
+
+    def path_for(self, tape: str) -> Path:
+        return self.archive if self._own(tape) else self.folder.path_for(tape)
+
+    def list_tapes(self) -> list[str]:
+        return self.folder.list_tapes()
+
+    def exists(self, tape: str) -> bool:
+        return self.archive.exists() if self._own(tape) else self.folder.exists(tape)
+
+    def append(self, tape: str, entries: Sequence[TapeEntry]) -> list[TapeEntry]:
+        if self._own(tape):
+            raise self._refuse(tape, "appended to")
+        return self.folder.append(tape, entries)
+
+    def read(self, tape: str, start: int = 1, stop: int | None = None) -> list[TapeEntry]:
+        return self._file.read(start, stop) if self._own(tape) else self.folder.read(tape, start, stop)
+
+    def records(self, tape: str, start: int = 1, stop: int | None = None) -> list[Record]:
+        return self._file.records(start, stop) if self._own(tape) else self.folder.records(tape, start, stop)
+
+    def iter_reverse(self, tape: str) -> Iterator[TapeEntry]:
+        return self._file.iter_reverse() if self._own(tape) else self.folder.iter_reverse(tape)
+
+    def anchors(self, tape: str) -> Sequence[AnchorRef]:
+        return self._file.anchors() if self._own(tape) else self.folder.anchors(tape)
+
+    def stats(self, tape: str) -> StoreStats:
+        return self._file.stats() if self._own(tape) else self.folder.stats(tape)
+
+    def reset(self, tape: str, *, archive: bool = False) -> str | None:
+        if self._own(tape):
+            raise self._refuse(tape, "reset")
+        return self.folder.reset(tape, archive=archive)
+
+
+def open_archive(path: Path, folder: FileTapeStore) -> Tape:
+    """An archive file as a read-only tape, beside the live tapes of ``folder``."""
+    from bub_nb.tape.service import Tape
+
+    if not path.is_file():
+        raise TapeError(f"Archive {str(path)!r} does not exist")
+    return Tape(path.name, ArchiveTapeStore(path, folder))
