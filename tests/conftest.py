@@ -35,6 +35,15 @@ def model_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("BUB_STORE", raising=False)
 
 
+@pytest.fixture(autouse=True)
+def database_stores_closed() -> Iterator[None]:
+    """Close the database stores a test opened when it ends, so their pools do not pile up over a run."""
+    from tape_fixtures import close_stores
+
+    yield
+    close_stores()
+
+
 @pytest.fixture
 def postgres() -> Any:
     from tape_fixtures import postgres_server

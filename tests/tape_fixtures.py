@@ -65,9 +65,13 @@ def postgres_server() -> Any:
         return _server
 
 
+def close_stores() -> None:
+    while _open_stores:
+        _open_stores.pop().close()
+
+
 def _stop_server() -> None:
-    for store in _open_stores:
-        store.close()
+    close_stores()
     if _server is not None:
         _server.cleanup()
 
