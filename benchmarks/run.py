@@ -2,6 +2,7 @@
 
     python benchmarks/run.py            # tapes of 10k, 100k and 1M entries (builds them once, ~2 min)
     python benchmarks/run.py --quick    # 10k and 100k only
+    python benchmarks/run.py --postgres # also the PostgreSQL store beside the file store (postgres.py)
 
 Sections: appends, slicing, anchors and DataFrames (tape.py); views, search and memory (views.py);
 whole-tape reads at scale: first open, frames, read_tapes, search, frame memory (scale.py; the ``bench``
@@ -17,6 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import postgres
 import scale
 import startup
 import tape
@@ -30,6 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="tapes of 10k and 100k entries only")
     parser.add_argument("--turns", type=int, default=40, help="measured turns per size and mode")
+    parser.add_argument("--postgres", action="store_true", help="add the PostgreSQL store's figures (starts a server)")
     args = parser.parse_args(argv)
     sizes = [10_000, 100_000] if args.quick else [10_000, 100_000, 1_000_000]
     turn_sizes = [1_000, 100_000] if args.quick else [1_000, 1_000_000]
@@ -43,6 +46,8 @@ def main(argv: list[str] | None = None) -> int:
     rows += turn.figure_rows(turn.measure_sizes(turn_sizes, args.turns, cache))
     rows += tool_calls.rows()
     rows += startup.rows()
+    if args.postgres:
+        rows += postgres.rows(size=max(sizes))
     print_table(["figure", "bub_nb", "baseline", "ratio", "target"], rows)
     print(f"\n{len(rows)} figures in {time.perf_counter() - started:.0f} s; machine: {_machine()}")
     return 0

@@ -27,6 +27,7 @@ from bub_nb.tape import (
 if TYPE_CHECKING:
     from bub_nb.agent import Agent, Turn, hookimpl, register_plugin, tool, unregister_plugin
     from bub_nb.tape.frame import read_tapes
+    from bub_nb.tape.overview import class_overview
 
 __version__ = "0.1.0"
 
@@ -48,6 +49,7 @@ __all__ = [
     "Turn",
     "View",
     "__version__",
+    "class_overview",
     "hookimpl",
     "load_ipython_extension",
     "open_tape",
@@ -63,6 +65,7 @@ __all__ = [
 # Heavier parts (pandas, openai, pluggy) load on first use, so `import bub_nb` stays cheap.
 _LAZY = {
     "read_tapes": "bub_nb.tape.frame",
+    "class_overview": "bub_nb.tape.overview",
     "Agent": "bub_nb.agent",
     "Turn": "bub_nb.agent",
     "tool": "bub_nb.agent",

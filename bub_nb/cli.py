@@ -1,4 +1,4 @@
-"""``bub-nb``: run a notebook of ``%%bub`` cells headless, and list tapes."""
+"""``bub-nb``: run a notebook of ``%%bub`` cells headless, list tapes, and move them to and from a database."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from bub_nb.errors import BubNbError
 
@@ -52,14 +53,71 @@ def _run(args: argparse.Namespace) -> int:
         failed = exc
     output.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(notebook, output)
-    tape = open_tape(session_tape_name(source.parent, source.name), home=os.environ.get("BUB_HOME"))
+    name = session_tape_name(source.parent, source.name)
+    database = os.environ.get("BUB_STORE") or None  # the kernel wrote there, as BubMagics.store does
+    tape = open_tape(name, store=database) if database else open_tape(name, home=os.environ.get("BUB_HOME"))
     cells = sum(1 for cell in notebook.cells if cell.cell_type == "code")
     print(f"Executed notebook: {output.resolve()}  ({cells} code cells, {time.perf_counter() - started:.1f} s)")
-    print(f"Tape: {tapes_home() / (tape.name + '.jsonl')}  ({len(tape)} entries, {len(tape.anchor_names())} anchors)")
+    where = tape.location if database else tapes_home() / (tape.name + ".jsonl")
+    print(f"Tape: {where}  ({len(tape)} entries, {len(tape.anchor_names())} anchors)")
     if failed is not None:
         name, value = getattr(failed, "ename", "Error"), getattr(failed, "evalue", "")
         print(f"A cell failed: {name}: {value}".rstrip(": "), file=sys.stderr)
         return 1
+    return 0
+
+
+def _database(dsn: str, schema: str) -> Any:
+    from bub_nb.tape.dsn import is_dsn, redact_dsn
+    from bub_nb.tape.open import database_store
+
+    if not is_dsn(dsn):
+        raise BubNbError(f"{redact_dsn(dsn)!r} is not a postgresql:// DSN")
+    return database_store(dsn, schema)
+
+
+def _push(args: argparse.Namespace) -> int:
+    from bub_nb.tape.postgres.sync import push
+
+    *home, dsn = args.places
+    if len(home) > 1:
+        raise BubNbError("bub-nb tapes push takes [HOME] DSN")
+    store = _database(dsn, args.schema)
+    print(push(home[0] if home else None, store).describe("Pushed", f"to {store.location}"))
+    return 0
+
+
+def _pull(args: argparse.Namespace) -> int:
+    from bub_nb.tape.naming import tapes_home
+    from bub_nb.tape.postgres.sync import pull
+
+    dsn, *home = args.places
+    if len(home) > 1:
+        raise BubNbError("bub-nb tapes pull takes DSN [HOME]")
+    store = _database(dsn, args.schema)
+    print(pull(store, home[0] if home else None).describe("Pulled", f"into {tapes_home(home[0] if home else None)}"))
+    return 0
+
+
+def _db_init(args: argparse.Namespace) -> int:
+    from bub_nb.tape.dsn import redact_dsn
+    from bub_nb.tape.postgres.roles import init_database
+    from bub_nb.tape.postgres.schema import users_role
+
+    before, after = init_database(args.dsn, schema=args.schema)
+    done = "is already at" if before == after else f"went from version {before} to"
+    print(
+        f"Schema {args.schema!r} at {redact_dsn(args.dsn)} {done} version {after}; group role {users_role(args.schema)}"
+    )
+    return 0
+
+
+def _db_enroll(args: argparse.Namespace) -> int:
+    from bub_nb.tape.postgres.roles import enroll
+
+    enroll(args.dsn, args.class_name, args.roles, teacher=args.teacher, schema=args.schema)
+    who = "teachers" if args.teacher else "students"
+    print(f"Class {args.class_name!r}: {', '.join(args.roles)} enrolled as {who}")
     return 0
 
 
@@ -102,11 +160,40 @@ def main(argv: Sequence[str] | None = None) -> int:
     tapes.add_argument("home_folder", nargs="?", metavar="HOME", help="Bub home (default: $BUB_HOME, else ~/.bub)")
     tapes.add_argument("--home", help="the same, as an option")
     tapes.set_defaults(handler=_tapes)
-    args = parser.parse_args(argv)
+    tapes.epilog = "bub-nb tapes push [HOME] DSN and bub-nb tapes pull DSN [HOME] move tapes to and from a database."
+    # push and pull are parsed on their own: a HOME positional and sub-commands cannot share one parser.
+    moving = argparse.ArgumentParser(prog="bub-nb tapes", description="Move tapes to and from a database.")
+    moves = moving.add_subparsers(dest="move", required=True)
+    push = moves.add_parser("push", help="copy a Bub home's tapes into a database (only what is new)")
+    push.add_argument("places", nargs="+", metavar="[HOME] DSN", help="Bub home (default $BUB_HOME), then a DSN")
+    push.add_argument("--schema", default="bub_nb", help="schema name (default bub_nb)")
+    push.set_defaults(handler=_push)
+    pull = moves.add_parser("pull", help="copy a database's tapes into a Bub home as files (only what is new)")
+    pull.add_argument("places", nargs="+", metavar="DSN [HOME]", help="a DSN, then a Bub home (default $BUB_HOME)")
+    pull.add_argument("--schema", default="bub_nb", help="schema name (default bub_nb)")
+    pull.set_defaults(handler=_pull)
+    db = commands.add_parser("db", help="set up a PostgreSQL database for shared tapes")
+    db_commands = db.add_subparsers(dest="db_command", required=True)
+    init = db_commands.add_parser("init", help="create or upgrade the schema and its row-level security")
+    init.add_argument("dsn", help="postgresql:// DSN of a role that may create schemas and roles")
+    init.add_argument("--schema", default="bub_nb", help="schema name (default bub_nb)")
+    init.set_defaults(handler=_db_init)
+    enroll = db_commands.add_parser("enroll", help="let database roles use the tapes as a class's students or teachers")
+    enroll.add_argument("dsn", help="postgresql:// DSN of the database's owner")
+    enroll.add_argument("class_name", metavar="CLASS", help="the class these roles belong to")
+    enroll.add_argument("roles", nargs="+", metavar="ROLE", help="existing database roles")
+    enroll.add_argument("--teacher", action="store_true", help="enroll them as teachers, who read the class's tapes")
+    enroll.add_argument("--schema", default="bub_nb", help="schema name (default bub_nb)")
+    enroll.set_defaults(handler=_db_enroll)
+    words = list(sys.argv[1:] if argv is None else argv)
+    is_move = words[:1] == ["tapes"] and words[1:2] in (["push"], ["pull"])
+    args = moving.parse_args(words[1:]) if is_move else parser.parse_args(words)
     try:
         return int(args.handler(args))
     except BubNbError as exc:
-        print(f"bub-nb: {exc}", file=sys.stderr)
+        from bub_nb.tape.dsn import redact_dsn
+
+        print(f"bub-nb: {redact_dsn(str(exc))}", file=sys.stderr)
         return 2
 
 

@@ -7,6 +7,7 @@
     │   ├── TapeNameError          a tape name that is not a plain name, or names a file the store keeps
     │   ├── TapeNotFoundError      a tape that does not exist, opened without ``create``
     │   ├── AnchorNameError        an anchor name a handoff may not use (``memory/…`` is the memory zone's)
+    │   ├── TapeAccessError        a tape this database role may not read or write (also a PermissionError)
     │   ├── AnchorNotFoundError    an anchor name the tape does not hold (also a KeyError)
     │   ├── EntryNotFoundError     an entry id or address that resolves to nothing (also a KeyError)
     │   └── TapeAddressError       a ``tape://`` address that cannot be parsed
@@ -45,6 +46,10 @@ class TapeNotFoundError(TapeError, LookupError):
 
 class AnchorNameError(TapeError, ValueError):
     """An anchor name a handoff may not use: empty, or under a prefix another part of bub_nb owns."""
+
+
+class TapeAccessError(TapeError, PermissionError):
+    """A tape in a shared store that belongs to another role."""
 
 
 class AnchorNotFoundError(TapeError, KeyError):

@@ -5,6 +5,9 @@
   point the real openai client at ``openai_server.base_url``, read ``openai_server.requests``.
 - ``tape``: a file tape on ``tmp_path``; ``model``: an ``OpenAIModel`` on ``openai_server`` with short
   timeouts and no retries, closed after the test.
+- ``postgres``: the test run's PostgreSQL server (:class:`bub_nb.testing.postgres.PostgresServer`),
+  started once; ``tape_fixtures.postgres_store()`` gives a store in a fresh schema on it. Skips
+  with the reason when the server binaries are missing, and fails in CI.
 - ``model_environment`` (automatic): every test starts without ``BUB_MODEL``, API keys or base
   URLs from the developer's shell, so no test reaches a real endpoint or depends on local settings.
 """
@@ -13,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -28,6 +32,23 @@ MODEL_VARIABLES = ("BUB_MODEL", "BUB_API_KEY", "OPENAI_API_KEY", "BUB_API_BASE",
 def model_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in MODEL_VARIABLES:
         monkeypatch.delenv(name, raising=False)
+    monkeypatch.delenv("BUB_STORE", raising=False)
+
+
+@pytest.fixture(autouse=True)
+def database_stores_closed() -> Iterator[None]:
+    """Close the database stores a test opened when it ends, so their pools do not pile up over a run."""
+    from tape_fixtures import close_stores
+
+    yield
+    close_stores()
+
+
+@pytest.fixture
+def postgres() -> Any:
+    from tape_fixtures import postgres_server
+
+    return postgres_server()
 
 
 @pytest.fixture

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import atexit
+import itertools
 import json
+import os
+import threading
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -10,7 +14,7 @@ from typing import Any
 
 from bub_nb.tape import FileTapeStore, MemoryTapeStore, TapeEntry, TapeStore
 
-STORE_KINDS = ("memory", "file")
+STORE_KINDS = ("memory", "file", "postgres")
 
 
 class AppendOnlyFileStore(FileTapeStore):
@@ -29,7 +33,57 @@ class AppendOnlyFileStore(FileTapeStore):
 
 
 def make_store(kind: str, directory: Path) -> TapeStore:
+    if kind == "postgres":
+        return postgres_store()
     return AppendOnlyFileStore(directory / "tapes") if kind == "file" else MemoryTapeStore()
+
+
+# -- one PostgreSQL server for the whole test run, a fresh schema for each store ----------------
+
+_server: Any = None
+_server_lock = threading.Lock()
+_schemas = itertools.count(1)
+_open_stores: list[Any] = []
+
+
+def postgres_server() -> Any:
+    """The test run's PostgreSQL server, started on first use; skips (fails in CI) without the binaries."""
+    global _server
+    import pytest
+
+    from bub_nb.testing.postgres import PostgresServer, server_binaries
+
+    with _server_lock:
+        if _server is None:
+            if server_binaries() is None:
+                reason = "PostgreSQL server binaries (initdb, pg_ctl) are not installed: apt-get install postgresql"
+                if os.environ.get("CI") == "true":
+                    pytest.fail(reason)
+                pytest.skip(reason)
+            _server = PostgresServer().start()
+            atexit.register(_stop_server)
+        return _server
+
+
+def close_stores() -> None:
+    while _open_stores:
+        _open_stores.pop().close()
+
+
+def _stop_server() -> None:
+    close_stores()
+    if _server is not None:
+        _server.cleanup()
+
+
+def postgres_store(**options: Any) -> Any:
+    """A ``PostgresTapeStore`` in a schema of its own on the shared server."""
+    from bub_nb.tape.postgres import PostgresTapeStore
+
+    server = postgres_server()
+    store = PostgresTapeStore(server.dsn(), schema=f"t{os.getpid()}_{next(_schemas)}", pool_size=2, **options)
+    _open_stores.append(store)
+    return store
 
 
 # -- Bub 0.5's tape file, reimplemented from its source: the reader loop and the writer -----------
@@ -97,3 +151,21 @@ def file_lines(path: Path) -> list[bytes]:
     data = path.read_bytes()
     assert data.endswith(b"\n") or not data
     return data[:-1].split(b"\n") if data else []
+
+
+def postgres_writer_process(dsn: str, schema: str, tape: str, count: int, label: str, batch: int = 1) -> None:
+    """One writer process appending ``count`` batches; each acknowledged batch is printed as ``label first last``."""
+    import sys
+
+    from bub_nb.tape.postgres import PostgresTapeStore
+
+    store = PostgresTapeStore(dsn, schema=schema, pool_size=1)
+    for number in range(count):
+        entries = [
+            TapeEntry.message({"role": "user", "content": f"{label} {number} {part}"}, writer=label)
+            for part in range(batch)
+        ]
+        stored = store.append(tape, entries)
+        sys.stdout.write(f"{label} {stored[0].id} {stored[-1].id} {number}\n")
+        sys.stdout.flush()
+    store.close()

@@ -102,6 +102,9 @@ class BubMagics(Magics):
     context = Unicode(help="Default view: 'last', 'full', 'window:N', 'notebook' or an anchor name.").tag(config=True)
     home = Unicode(help="Bub home; tapes live in <home>/tapes (env BUB_HOME, default ~/.bub).").tag(config=True)
     tape = Unicode(help="Tape name or .jsonl path; empty means this notebook's tape.").tag(config=True)
+    store = Unicode(help="A postgresql:// DSN to keep tapes in a database (env BUB_STORE); empty: files.").tag(
+        config=True
+    )
     max_steps = Int(help="Model calls a turn may make before it stops (env BUB_MAX_STEPS).").tag(config=True)
     stream = Bool(True, help="Stream answers into the cell as they arrive.").tag(config=True)
     system_prompt = Unicode("", help="Extra instructions added to the system prompt.").tag(config=True)
@@ -119,6 +122,10 @@ class BubMagics(Magics):
     @default("home")
     def _default_home(self) -> str:
         return os.environ.get("BUB_HOME", "")
+
+    @default("store")
+    def _default_store(self) -> str:
+        return os.environ.get("BUB_STORE", "")
 
     @default("tape")
     def _default_tape(self) -> str:
@@ -142,7 +149,7 @@ class BubMagics(Magics):
         assert self.shell is not None, "BubMagics needs a shell; load it with %load_ext bub_nb"
         return self.shell
 
-    @observe("tape", "home")
+    @observe("tape", "home", "store")
     def _tape_changed(self, change: Any) -> None:
         if hasattr(self, "session"):
             self.session.forget_tape()

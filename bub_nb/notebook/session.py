@@ -73,6 +73,9 @@ class NotebookSession:
             return open_tape(name_or_path, home=home)
         if name_or_path and (name_or_path.endswith(".jsonl") or os.sep in name_or_path):
             return open_tape(Path(name_or_path).expanduser(), create=create)
+        store = getattr(self._settings, "store", "") or None
+        if store is not None:
+            return open_tape(name_or_path, store=store, create=create)
         return open_tape(name_or_path, home=home, create=create)
 
     def use(self, name_or_path: str, *, create: bool = False) -> Tape:

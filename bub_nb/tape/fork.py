@@ -162,9 +162,12 @@ def fork_session(
     child.extend(entries)
     if intention is None:
         child.ensure_bootstrap_anchor()
+    lineage = {"parent": parent.name, "child": new_name, "from_anchor": from_anchor, "from_id": start}
     directory = getattr(parent.base_store, "directory", None)
-    if directory is not None:
-        lineage = {"parent": parent.name, "child": new_name, "from_anchor": from_anchor, "from_id": start}
+    keep = getattr(parent.base_store, "record_lineage", None)  # a database keeps lineage itself
+    if keep is not None:
+        keep({**lineage, "date": utc_now()})
+    elif directory is not None:
         record_lineage(Path(directory), lineage)
     return child
 

@@ -144,14 +144,20 @@ def with_tape_columns(frame: pd.DataFrame, name: str, *, archived: bool | None =
     return frame
 
 
-def read_tapes(home: str | Path | None = None, *, include_archives: bool = False) -> pd.DataFrame:
+def read_tapes(home: str | Path | None = None, *, include_archives: bool = False, store: Any = None) -> pd.DataFrame:
     """Every tape under ``<home>/tapes`` in one frame, with a ``tape_name`` column first.
 
     ``home`` is a Bub home (or its ``tapes`` folder itself); one that does not exist is an error.
     With ``include_archives`` the ``.bak`` files a reset left are read too, marked in ``archived``.
     The tapes' lines are decoded into one set of columns and framed once (phases end with their tape),
     which costs about what one tape of the same size does.
+    With ``store`` (a store or a ``postgresql://`` DSN) the tapes come from there instead, with an
+    ``owner`` column after ``tape_name``.
     """
+    if store is not None:
+        from bub_nb.tape.overview import store_frame
+
+        return store_frame(store)
     from bub_nb.errors import TapeError
     from bub_nb.tape.archive import archive_files, open_archive
     from bub_nb.tape.open import file_store

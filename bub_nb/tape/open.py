@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from pathlib import Path
+from typing import Any
 
 from bub_nb.errors import TapeError, TapeNameError, TapeNotFoundError
 from bub_nb.tape.archive import is_archive_name, open_archive
@@ -14,6 +16,7 @@ from bub_nb.tape.service import Tape
 from bub_nb.tape.store import TapeStore
 
 _stores: dict[Path, FileTapeStore] = {}
+_databases: dict[tuple[str, str], Any] = {}
 _stores_lock = threading.Lock()
 
 
@@ -25,6 +28,34 @@ def file_store(directory: str | Path) -> FileTapeStore:
         if store is None:
             store = _stores[key] = FileTapeStore(key)
         return store
+
+
+def database_store(dsn: str, schema: str = "bub_nb") -> TapeStore:
+    """The shared ``PostgresTapeStore`` for a DSN, so every tape opened on it reuses one connection pool."""
+    try:
+        from bub_nb.tape.postgres import PostgresTapeStore
+    except ImportError:
+        raise TapeError("A postgresql:// store needs the postgres extra: pip install 'bub_nb[postgres]'") from None
+    with _stores_lock:
+        store = _databases.get((dsn, schema))
+        if store is None:
+            store = _databases[dsn, schema] = PostgresTapeStore(dsn, schema=schema)
+        return store  # type: ignore[no-any-return]
+
+
+def resolve_store(store: TapeStore | str | None) -> TapeStore | None:
+    """A store from what the caller gave: a store, a ``postgresql://`` DSN, else ``$BUB_STORE`` (or ``None``)."""
+    from bub_nb.tape.dsn import is_dsn, redact_dsn
+
+    if store is None:
+        store = os.environ.get("BUB_STORE") or None
+        if store is None:
+            return None
+    if isinstance(store, str):
+        if not is_dsn(store):
+            raise TapeError(f"Store {redact_dsn(store)!r} is not a postgresql:// DSN")
+        return database_store(store.strip())
+    return store
 
 
 def _check_folder(directory: Path) -> Path:
@@ -41,10 +72,13 @@ def open_tape(
     name_or_path: str | Path | None = None,
     *,
     home: str | Path | None = None,
-    store: TapeStore | None = None,
+    store: TapeStore | str | None = None,
     create: bool = True,
 ) -> Tape:
     """Open a tape. Nothing is written until something is appended.
+
+    ``store`` is a ``TapeStore`` or a ``postgresql://`` DSN; without one, ``$BUB_STORE`` names a
+    database, and otherwise tapes are files under the Bub home.
 
     - ``None``: the current notebook's tape, named as Bub names sessions.
     - a ``Path``, or a string ending in ``.jsonl``: that file.
@@ -70,9 +104,11 @@ def open_tape(
         except TapeNameError:
             raise TapeNameError(f"Tape path {str(path)!r} does not name a tape: {name!r} comes before .jsonl") from None
         check_tape_file_name(name)
-        return _existing(Tape(name, store or file_store(_check_folder(path.parent))), create)
+        given = resolve_store(store) if store is not None else None
+        return _existing(Tape(name, given or file_store(_check_folder(path.parent))), create)
     name = current_notebook().tape_name if name_or_path is None else validate_tape_name(name_or_path)
-    return _existing(Tape(name, store or file_store(_check_folder(tapes_home(home)))), create)
+    chosen = resolve_store(store) if home is None or store is not None else None
+    return _existing(Tape(name, chosen or file_store(_check_folder(tapes_home(home)))), create)
 
 
 def _existing(tape: Tape, create: bool) -> Tape:

@@ -6,6 +6,8 @@ import os
 import re
 from typing import Any
 
+from bub_nb.tape.dsn import redact_dsn
+
 REDACTED = "[redacted]"
 _KEY_VARIABLES = ("BUB_API_KEY", "OPENAI_API_KEY")
 _KEY_PATTERN = re.compile(r"\bsk-[A-Za-z0-9_\-]{16,}")
@@ -20,7 +22,11 @@ def redact_text(text: str, keys: list[str] | None = None) -> str:
     for key in _known_keys() if keys is None else keys:
         if key in text:
             text = text.replace(key, REDACTED)
-    return _KEY_PATTERN.sub(REDACTED, text) if "sk-" in text else text
+    if "sk-" in text:
+        text = _KEY_PATTERN.sub(REDACTED, text)
+    if "postgres" in text or "password" in text.lower():  # database passwords in DSNs
+        text = redact_dsn(text)
+    return text
 
 
 def redact(value: Any, keys: list[str] | None = None) -> Any:

@@ -280,7 +280,8 @@ class Tape:
     def lineage(self) -> list[dict[str, Any]]:
         """Forks recorded in ``session_graph.jsonl`` that involve this tape."""
         directory = getattr(self._base_store, "directory", None)
-        records = read_lineage(Path(directory)) if directory is not None else []
+        kept = getattr(self._base_store, "lineage", None)  # a database keeps lineage itself
+        records = kept() if kept is not None else read_lineage(Path(directory)) if directory is not None else []
         return [r for r in records if self.name in (r.get("parent"), r.get("child"))]
 
     def address(self, entry: TapeEntry | int) -> str:

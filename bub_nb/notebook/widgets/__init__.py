@@ -1,12 +1,13 @@
-"""ipywidgets for tapes: the context view, the memory zone and the tape timeline, each with text and HTML forms.
+"""ipywidgets for tapes: context view, memory zone, tape timeline and class overview, each with text and HTML forms.
 
 ipywidgets itself is imported only when a widget is first built, so the text forms work in any terminal.
 """
 
 from __future__ import annotations
 
+from bub_nb.notebook.widgets.class_overview import ClassOverview
 from bub_nb.notebook.widgets.context_view import ContextView
 from bub_nb.notebook.widgets.memory_view import MemoryView
 from bub_nb.notebook.widgets.timeline import TapeTimeline
 
-__all__ = ["ContextView", "MemoryView", "TapeTimeline"]
+__all__ = ["ClassOverview", "ContextView", "MemoryView", "TapeTimeline"]

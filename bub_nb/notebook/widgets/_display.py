@@ -20,6 +20,25 @@ class WidgetDisplay:
     """
 
     _widget: ipywidgets.Widget | None = None
+    _following: Any = None
+
+    # -- following a tape that another process writes ----------------------------------------------
+
+    def follow(self) -> None:
+        """Refresh whenever the tape grows (``LISTEN``/``NOTIFY`` on a database, a cheap look at a file)."""
+        from bub_nb.tape.follow import follow_tape
+
+        if self._following is None or not self._following.running:
+            self._following = follow_tape(self.tape, self.refresh)  # type: ignore[attr-defined]
+
+    def unfollow(self) -> None:
+        if self._following is not None:
+            self._following.stop()
+            self._following = None
+
+    @property
+    def following(self) -> bool:
+        return self._following is not None and self._following.running
 
     @property
     def widget(self) -> ipywidgets.Widget:

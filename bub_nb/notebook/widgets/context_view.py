@@ -74,10 +74,19 @@ class ContextView(WidgetDisplay):
 
     ``mode`` is any view mode ``build_view`` accepts (``LAST_ANCHOR``, an anchor name, ``None`` for
     the full tape, ``window(n)`` or a strategy), or an ``int`` for a window. ``max_entries`` bounds
-    the strip to the tape's last entries; ``max_messages`` bounds the message list.
+    the strip to the tape's last entries; ``max_messages`` bounds the message list. With ``follow``
+    the view refreshes itself as another process writes the tape.
     """
 
-    def __init__(self, tape: Tape, mode: Any = LAST_ANCHOR, *, max_entries: int = 240, max_messages: int = 200) -> None:
+    def __init__(
+        self,
+        tape: Tape,
+        mode: Any = LAST_ANCHOR,
+        *,
+        max_entries: int = 240,
+        max_messages: int = 200,
+        follow: bool = False,
+    ) -> None:
         if max_entries < 1 or max_messages < 1:
             raise ContextError(f"max_entries and max_messages must be positive, got {max_entries!r}, {max_messages!r}")
         self.tape = tape
@@ -89,6 +98,8 @@ class ContextView(WidgetDisplay):
         self._view, self._strip = self._build(self._strategy)
         self._syncing = False
         self._parts: dict[str, Any] = {}
+        if follow:
+            self.follow()
 
     # -- the plain API ----------------------------------------------------------------------------
 

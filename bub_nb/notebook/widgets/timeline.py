@@ -64,10 +64,12 @@ def _tokens(value: int | None) -> str:
 class TapeTimeline(WidgetDisplay):
     """A tape's activity: how many entries each phase holds, when they were written, what each turn cost."""
 
-    def __init__(self, tape: Tape) -> None:
+    def __init__(self, tape: Tape, *, follow: bool = False) -> None:
         self.tape = tape
         self._parts: dict[str, Any] = {}
         self._activity = measure(tape.read())
+        if follow:  # refresh as the tape's owner writes it
+            self.follow()
 
     @property
     def activity(self) -> Activity:

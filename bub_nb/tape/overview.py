@@ -1,0 +1,126 @@
+"""A class at a glance: one row per tape in a store, and every tape of a store in one frame."""
+
+from __future__ import annotations
+
+import pwd
+from typing import Any
+
+import pandas as pd
+
+from bub_nb.tape.accessor import TAPE_NAME
+from bub_nb.tape.entries import TapeEntry, is_phase_anchor
+from bub_nb.tape.lines import Record
+from bub_nb.tape.store import TapeStore
+
+OVERVIEW_COLUMNS = (
+    "tape_name", "owner", "notebook", "entries", "anchors", "last_anchor", "turns", "tokens", "errors", "last_activity",
+)  # fmt: skip
+
+
+def _details(store: TapeStore) -> dict[str, dict[str, Any]]:
+    """Owner and notebook per tape: a database knows them; for files, the file's owner."""
+    details = getattr(store, "tape_details", None)
+    if details is not None:
+        return dict(details())
+    found: dict[str, dict[str, Any]] = {}
+    path_for = getattr(store, "path_for", None)
+    for name in store.list_tapes():
+        owner = None
+        if path_for is not None:
+            try:
+                owner = pwd.getpwuid(path_for(name).stat().st_uid).pw_name
+            except (KeyError, OSError):
+                owner = None
+        found[name] = {"owner": owner, "notebook": None}
+    return found
+
+
+def _records(store: TapeStore, tape: str) -> list[Record]:
+    records = getattr(store, "records", None)
+    if records is not None:
+        return list(records(tape))
+    return [entry.to_dict() for entry in store.read(tape)]  # type: ignore[misc]
+
+
+def _count(value: Any) -> int:
+    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0
+
+
+def _tape_row(name: str, details: dict[str, Any], records: list[Record]) -> dict[str, Any]:
+    anchors: list[str] = []
+    turns = tokens = errors = 0
+    for record in records:
+        kind, payload = record["kind"], record["payload"]
+        if kind == "anchor":
+            anchor = payload.get("name")
+            if isinstance(anchor, str) and is_phase_anchor(anchor):
+                anchors.append(anchor)
+        elif kind == "error":
+            errors += 1
+        elif kind == "event" and payload.get("name") == "run":
+            turns += 1
+            data = payload.get("data")
+            usage = data.get("usage") if isinstance(data, dict) else None
+            if isinstance(usage, dict):
+                tokens += _count(usage.get("prompt_tokens")) + _count(usage.get("completion_tokens"))
+            if isinstance(data, dict) and data.get("status") == "error":
+                errors += 1
+    return {
+        "tape_name": name,
+        "owner": details.get("owner"),
+        "notebook": details.get("notebook"),
+        "entries": len(records),
+        "anchors": list(dict.fromkeys(anchors)),
+        "last_anchor": anchors[-1] if anchors else None,
+        "turns": turns,
+        "tokens": tokens,
+        "errors": errors,
+        "last_activity": records[-1]["date"] if records else None,
+    }
+
+
+def class_overview(store: TapeStore | str | None = None) -> pd.DataFrame:
+    """One row per tape the store lets this role see: owner, notebook, phase anchors reached, turns,
+    tokens (from ``run`` events), errors and the time of the last entry.
+
+    ``store`` is a store or a ``postgresql://`` DSN; ``None`` means ``$BUB_STORE``, else the Bub home's files.
+    """
+    chosen = _store(store)
+    details = _details(chosen)
+    rows = [_tape_row(name, details.get(name, {}), _records(chosen, name)) for name in chosen.list_tapes()]
+    frame = pd.DataFrame(rows, columns=list(OVERVIEW_COLUMNS))
+    frame["last_activity"] = pd.to_datetime(frame["last_activity"], utc=True, format="ISO8601", errors="coerce")
+    for column in ("entries", "turns", "tokens", "errors"):
+        frame[column] = frame[column].astype("int64")
+    return frame
+
+
+def store_frame(store: TapeStore | str) -> pd.DataFrame:
+    """Every tape of ``store`` in one frame: ``tape_name`` and ``owner`` first, then the entry columns and
+    ``notebook`` (from the tape's ``notebook`` event, else the notebook the database recorded)."""
+    from bub_nb.tape.frame import COLUMNS, entries_to_frame, records_to_frame, with_tape_columns
+
+    chosen = _store(store)
+    details = _details(chosen)
+    frames = []
+    for name in chosen.list_tapes():
+        frame = with_tape_columns(records_to_frame(_records(chosen, name)), name)
+        about = details.get(name, {})
+        frame.insert(1, "owner", about.get("owner"))
+        if about.get("notebook") is not None:
+            frame["notebook"] = frame["notebook"].fillna(about["notebook"])
+        frames.append(frame)
+    if not frames:
+        empty = with_tape_columns(entries_to_frame(list[TapeEntry]()), "")
+        empty.insert(1, "owner", pd.Series(dtype="object"))
+        return empty[[TAPE_NAME, "owner", *COLUMNS, "notebook"]].astype({"kind": "category"})
+    frame = pd.concat(frames, ignore_index=True)
+    frame["kind"] = frame["kind"].astype("category")  # as read_tapes does: concat drops per-tape categories
+    return frame
+
+
+def _store(store: TapeStore | str | None) -> TapeStore:
+    from bub_nb.tape.naming import tapes_home
+    from bub_nb.tape.open import file_store, resolve_store
+
+    return resolve_store(store) or file_store(tapes_home())

@@ -1,0 +1,63 @@
+"""Following a tape as another process writes it: ``LISTEN`` on its channel, read what is new."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import psycopg
+from psycopg import sql
+
+from bub_nb.errors import TapeError
+from bub_nb.tape.entries import TapeEntry
+from bub_nb.tape.postgres.store import _reason, channel
+
+if TYPE_CHECKING:
+    from bub_nb.tape.postgres.store import PostgresTapeStore
+
+
+class TapeFollower:
+    """New entries of one tape as they are committed, woken by ``NOTIFY`` rather than by polling.
+
+    ``after`` is the last id already seen (default: the tape's end now). A reset starts over at 1.
+    """
+
+    def __init__(self, store: PostgresTapeStore, tape: str, after: int | None = None) -> None:
+        self.store, self.tape = store, tape
+        try:
+            self._conn = psycopg.connect(store.dsn, autocommit=True)
+            self._conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel(store.schema, tape))))
+        except psycopg.Error as error:
+            raise TapeError(f"Tape {tape!r} cannot be followed at {store.location}: {_reason(error)}") from None
+        self.last_id = store.stats(tape).last_id if after is None else after
+
+    def poll(self, timeout: float = 1.0) -> list[TapeEntry]:
+        """Wait up to ``timeout`` seconds for the tape to grow; the entries it gained, oldest first."""
+        new = self._catch_up()
+        if new:
+            return new
+        try:
+            for _ in self._conn.notifies(timeout=timeout, stop_after=1):
+                break
+        except psycopg.Error as error:
+            raise TapeError(f"Tape {self.tape!r} stopped being followed: {_reason(error)}") from None
+        return self._catch_up()
+
+    def _catch_up(self) -> list[TapeEntry]:
+        last = self.store.stats(self.tape).last_id
+        if last < self.last_id:  # the tape was reset
+            self.last_id = 0
+        if last == self.last_id:
+            return []
+        entries = self.store.read(self.tape, self.last_id + 1)
+        if entries:
+            self.last_id = entries[-1].id
+        return entries
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> TapeFollower:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
