@@ -176,7 +176,7 @@ def read_tapes(home: str | Path | None = None, *, include_archives: bool = False
             columns.extend(store.columns(name))
             names += [name] * (len(columns) - starts[-1])
         frame = _frame(columns.ids, columns.kinds, columns.payloads, columns.metas, columns.dates, starts)
-    frame.insert(0, TAPE_NAME, pd.Series(names, dtype="object"))
+    frame.insert(0, TAPE_NAME, names or pd.Series(names, dtype="object"))
     if not names:
         frame["kind"] = frame["kind"].astype("category")  # categorical even with no rows, as analysts expect
     frame["notebook"] = _notebook_column(frame)
@@ -192,8 +192,8 @@ def read_tapes(home: str | Path | None = None, *, include_archives: bool = False
     return frame
 
 
-def _notebook_column(frame: pd.DataFrame) -> pd.Series:
-    """Each row's tape's notebook: the newest ``notebook`` event of that tape, else missing."""
+def _notebook_column(frame: pd.DataFrame) -> list[str | None]:
+    """Each row's tape's notebook: the newest ``notebook`` event of that tape, else ``None``."""
     events = frame[(frame["kind"] == "event") & (frame["name"] == NOTEBOOK_EVENT)]
     notebooks: dict[str, str] = {}
     for tape, part in events.groupby(TAPE_NAME, sort=False):
@@ -201,8 +201,8 @@ def _notebook_column(frame: pd.DataFrame) -> pd.Series:
         if paths:
             notebooks[str(tape)] = paths[-1]
     if not notebooks:
-        return pd.Series(None, index=frame.index, dtype="object")
-    return frame[TAPE_NAME].map(notebooks).astype("object")
+        return [None] * len(frame)
+    return [notebooks.get(name) for name in frame[TAPE_NAME].tolist()]
 
 
 from bub_nb.tape.accessor import TapeAccessor, frame_to_entries  # noqa: E402  registers df.tape
