@@ -29,6 +29,13 @@ class Notebook:
         result.raise_error()
         return result.result
 
+    def refused(self, source: str, match: str) -> None:
+        """The cell is one UsageError matching ``match``, and the tape did not change."""
+        before = len(self.tape)
+        with pytest.raises(UsageError, match=match):
+            self.run(source)
+        assert len(self.tape) == before, f"{source!r} wrote to the tape before it was refused"
+
     @property
     def magics(self) -> Any:
         return next(c for c in self.shell.configurables if type(c).__name__ == "BubMagics")

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import pytest
-from IPython.core.displaypub import CapturingDisplayPublisher
+import test_magics
 from IPython.core.error import UsageError
-from IPython.core.interactiveshell import InteractiveShell
+from test_magics import Notebook
 
 from bub_nb.agent import Agent, tool
 from bub_nb.errors import (
@@ -24,52 +23,8 @@ from bub_nb.errors import (
 from bub_nb.tape import Tape, open_tape
 from bub_nb.testing import OpenAICompatibleServer
 
-
-class Notebook:
-    """A shell with bub_nb loaded whose cells re-raise their errors."""
-
-    def __init__(self, shell: InteractiveShell) -> None:
-        self.shell = shell
-        self.displays = CapturingDisplayPublisher()
-        shell.display_pub = self.displays
-
-    def run(self, source: str) -> Any:
-        result = self.shell.run_cell(source, store_history=True)
-        result.raise_error()
-        return result.result
-
-    def refused(self, source: str, match: str) -> None:
-        """The cell is one UsageError matching ``match``, and the tape did not change."""
-        before = len(self.tape)
-        with pytest.raises(UsageError, match=match):
-            self.run(source)
-        assert len(self.tape) == before, f"{source!r} wrote to the tape before it was refused"
-
-    @property
-    def magics(self) -> Any:
-        return next(c for c in self.shell.configurables if type(c).__name__ == "BubMagics")
-
-    @property
-    def tape(self) -> Tape:
-        return self.magics.session.tape  # type: ignore[no-any-return]
-
-    def shown(self) -> str:
-        return "\n".join(
-            o["data"].get("text/markdown") or o["data"].get("text/plain") or "" for o in self.displays.outputs
-        )
-
-
-@pytest.fixture
-def nb(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Notebook]:
-    monkeypatch.setenv("BUB_HOME", str(tmp_path / "home"))
-    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
-    monkeypatch.chdir(tmp_path)
-    InteractiveShell.clear_instance()
-    notebook = Notebook(InteractiveShell.instance())
-    notebook.run("%load_ext bub_nb")
-    yield notebook
-    notebook.run("%unload_ext bub_nb")
-    InteractiveShell.clear_instance()
+# The shell with bub_nb loaded, and its fixture, are test_magics' own.
+nb = test_magics.nb
 
 
 # -- validate before writing ---------------------------------------------------------------------
