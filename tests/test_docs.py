@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
 
-import bub_nb.agent.builtin as builtin
+import bub_nb.agent.registry as registry
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [*sorted((ROOT / "docs").glob("*.md")), ROOT / "README.md"]
@@ -59,7 +59,7 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     for name in ("JPY_SESSION_NAME", "BUB_CONTEXT", "BUB_TAPE", "BUB_MAX_STEPS"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(builtin, "_pipeline", None)  # a fresh default pipeline for this page
+    monkeypatch.setattr(registry, "_pipeline", None)  # a fresh default pipeline for this page
     InteractiveShell.clear_instance()
     yield tmp_path
     shell = InteractiveShell.initialized() and InteractiveShell.instance()
