@@ -36,6 +36,13 @@ def check_turn(agent: TurnSubject, prompt: object) -> None:
     """
     if not isinstance(prompt, str) or not prompt.strip():
         raise BubNbError(f"Prompt {prompt!r} is empty; write something for the model to answer")
+    try:
+        prompt.encode("utf-8")
+    except UnicodeEncodeError as exc:  # a lone surrogate: the tape, UTF-8 JSON Lines, cannot hold it
+        raise BubNbError(
+            f"Prompt {prompt!r} holds {prompt[exc.start]!r} at {exc.start}, which is not a character UTF-8 "
+            "can store; nothing was written"
+        ) from None
     if is_command(prompt):
         check_command(prompt, builtin_registry())
         return
