@@ -187,7 +187,7 @@ class Agent:
         except Exception as exc:
             recorder.fail(exc)
             if isinstance(exc, BubNbError):
-                exc.turn = recorder.finished  # type: ignore[attr-defined]
+                exc.turn = recorder.finished
             raise
         finally:
             running.done = True
