@@ -101,3 +101,12 @@ def test_every_page_is_in_the_site_navigation() -> None:
     config = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
     for page in (ROOT / "docs").glob("*.md"):
         assert f": {page.name}" in config, f"mkdocs.yml nav is missing {page.name}"
+
+
+def test_the_package_reports_the_one_version_pyproject_declares() -> None:
+    import tomllib
+
+    import bub_nb
+
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    assert bub_nb.__version__ == declared
