@@ -1,4 +1,4 @@
-"""The turn pipeline keeps seed 004's stage order, firstresult/broadcast semantics and fallbacks."""
+"""The turn pipeline keeps its stage order, firstresult/broadcast semantics and fallbacks (docs/plugins.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The turn pipeline: one inbound envelope through the pluggy stages of seed 004 to its outbounds."""
+"""The turn pipeline: one inbound envelope through the pluggy stages (docs/plugins.md#hooks) to its outbounds."""
 
 from __future__ import annotations
 
