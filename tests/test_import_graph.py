@@ -138,6 +138,31 @@ def test_no_import_points_up_a_layer() -> None:
     assert offenders == []
 
 
+#: Third-party packages only the notebook layer may import: everything below runs without a kernel.
+NOTEBOOK_ONLY = ("IPython", "ipywidgets", "ipykernel")
+
+
+def third_party_imports(path: Path) -> set[str]:
+    """The top-level names of every absolute import in a file, wherever the import statement sits."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name.partition(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            found.add(node.module.partition(".")[0])
+    return found
+
+
+def test_ipython_and_widgets_are_imported_only_in_the_notebook_layer() -> None:
+    offenders = [
+        f"{name} imports {package}"
+        for name, path in sorted(module_names().items())
+        if package_of(name) != "notebook"
+        for package in sorted(third_party_imports(path) & set(NOTEBOOK_ONLY))
+    ]
+    assert offenders == []
+
+
 @pytest.mark.parametrize(
     ("edges", "expected"),
     [
