@@ -55,7 +55,7 @@ class AgentRunner:
 
         async def events() -> AsyncIterator[StreamEvent]:
             try:
-                async with contextlib.aclosing(agent.astream(_prompt_text(prompt))) as deltas:  # type: ignore[type-var]
+                async with contextlib.aclosing(agent.astream(_prompt_text(prompt))) as deltas:
                     async for delta in deltas:
                         yield StreamEvent.text(delta)
             finally:

@@ -6,7 +6,7 @@ and the notebook agree on.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import TYPE_CHECKING, Any, Protocol, TypedDict
 
 if TYPE_CHECKING:
@@ -25,7 +25,7 @@ class TurnAgent(Protocol):
 
     async def arun(self, prompt: str) -> Turn: ...
 
-    def astream(self, prompt: str) -> AsyncIterator[str]: ...
+    def astream(self, prompt: str) -> AsyncGenerator[str, None]: ...
 
 
 class TurnState(TypedDict, total=False):
