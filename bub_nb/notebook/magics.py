@@ -280,7 +280,7 @@ class BubMagics(Magics):
     @usage_errors
     def tape_magic(self, line: str) -> Any:
         """Inspect and manage the tape: info, df, search, reset, fork, export, use, record."""
-        subcommand, _, rest = line.strip().partition(" ")
-        if not subcommand:
+        words = split_words(line)
+        if not words:
             raise UsageError(f"%tape needs a subcommand: {', '.join(self.tape_commands.NAMES)} (see %tape?)")
-        return self.tape_commands.run(subcommand, rest)
+        return self.tape_commands.run(words[0], words[1:])

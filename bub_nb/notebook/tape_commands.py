@@ -9,7 +9,6 @@ from IPython.core.error import UsageError
 from IPython.core.magic_arguments import MagicArgumentParser
 
 from bub_nb.notebook.display import show
-from bub_nb.notebook.magic_line import split_words
 
 if TYPE_CHECKING:
     from bub_nb.notebook.recording import CellRecorder
@@ -43,10 +42,10 @@ class TapeCommands:
         self._session = session
         self._recorder = recorder
 
-    def run(self, subcommand: str, rest: str) -> Any:
+    def run(self, subcommand: str, words: list[str]) -> Any:
         if subcommand not in self.NAMES:
             raise UsageError(f"Unknown %tape subcommand {subcommand!r}; use one of: {', '.join(self.NAMES)}")
-        return getattr(self, f"_{subcommand}")(split_words(rest))
+        return getattr(self, f"_{subcommand}")(words)
 
     def _no_arguments(self, name: str, words: list[str]) -> None:
         if words:
