@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from bub_nb.tape.frame import read_tapes
     from bub_nb.tape.overview import class_overview
 
-__version__ = "0.1.0"
+    __version__: str
 
 # Library logging stays silent unless the application configures it.
 logging.getLogger("bub_nb").addHandler(logging.NullHandler())
@@ -76,6 +76,10 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> Any:
+    if name == "__version__":  # the one version is pyproject.toml's; reading metadata waits until asked
+        from importlib.metadata import version
+
+        return version("bub_nb")
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'bub_nb' has no attribute {name!r}")

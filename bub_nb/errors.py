@@ -16,20 +16,28 @@
     ├── ModelError                 the model could not be reached or answered badly
     │   ├── ModelConfigError       no model, an unknown model spec or a missing API key
     │   └── ContextLengthError     the prompt is longer than the model's context window
-    ├── ToolError                  a tool that cannot be made or registered
-    │   └── ToolCallError          one call that failed: unknown tool, bad arguments, or the tool raised
+    ├── ToolError                  a tool that cannot be made, registered or chosen; inside a tool, a refusal
+    │   └── ToolCallError          one call that failed: unknown tool, bad arguments, the tool raised or was stopped
+    ├── PipelineError              a plugin that cannot be registered or removed
     ├── CommandError               a malformed comma command
     └── InterpolationError         a ``{placeholder}`` in a cell that names nothing in the notebook (also a KeyError)
 
 Every message names the offending value, so one line is enough to act on.
 The notebook layer turns any of these into IPython's ``UsageError``.
+An error raised while a turn ran carries that turn, recorded as failed, in ``turn``.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class BubNbError(Exception):
     """Base class of every error bub_nb raises on purpose."""
+
+    #: The turn this error ended (a :class:`bub_nb.Turn`, recorded with status ``error``); ``None`` when the
+    #: error did not happen inside a turn.
+    turn: Any = None
 
 
 class TapeError(BubNbError):
@@ -97,7 +105,10 @@ class ContextLengthError(ModelError):
 
 
 class ToolError(BubNbError):
-    """An unknown tool, arguments that do not fit its schema, or a tool that failed."""
+    """A tool that cannot be made, registered or chosen.
+
+    A tool may raise it to refuse a call; the call then fails as a :class:`ToolCallError` of kind ``tool``.
+    """
 
 
 class ToolCallError(ToolError):
@@ -114,6 +125,10 @@ class ToolCallError(ToolError):
 
     def as_result(self) -> dict[str, object]:
         return {"kind": self.kind, "message": self.message}
+
+
+class PipelineError(BubNbError):
+    """A plugin the turn pipeline cannot register or remove."""
 
 
 class CommandError(BubNbError, ValueError):

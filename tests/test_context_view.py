@@ -40,7 +40,7 @@ def assistant(text: str) -> dict[str, str]:
 
 
 def seed_002_tape() -> Tape:
-    """The 100 entries of seed 002 §2.2 and §2.3: session/start at 1, phase/design-complete at 50."""
+    """A tape of 100 entries: session/start at 1, phase/design-complete at 50, messages between and after."""
     tape = new_tape()
     tape.append(TapeEntry.anchor("session/start", {"owner": "human"}))
     tape.append_message(user("Help me..."))

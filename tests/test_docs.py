@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
 
-import bub_nb.agent.builtin as builtin
+import bub_nb.agent.registry as registry
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [*sorted((ROOT / "docs").glob("*.md")), ROOT / "README.md"]
@@ -59,7 +59,7 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     for name in ("JPY_SESSION_NAME", "BUB_CONTEXT", "BUB_TAPE", "BUB_MAX_STEPS"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(builtin, "_pipeline", None)  # a fresh default pipeline for this page
+    monkeypatch.setattr(registry, "_pipeline", None)  # a fresh default pipeline for this page
     InteractiveShell.clear_instance()
     yield tmp_path
     shell = InteractiveShell.initialized() and InteractiveShell.instance()
@@ -101,3 +101,12 @@ def test_every_page_is_in_the_site_navigation() -> None:
     config = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
     for page in (ROOT / "docs").glob("*.md"):
         assert f": {page.name}" in config, f"mkdocs.yml nav is missing {page.name}"
+
+
+def test_the_package_reports_the_one_version_pyproject_declares() -> None:
+    import tomllib
+
+    import bub_nb
+
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    assert bub_nb.__version__ == declared

@@ -1,4 +1,4 @@
-"""The code base stays as STYLE asks: ruff-clean everywhere and mypy-clean in the package."""
+"""The code base stays ruff-clean everywhere and mypy-clean in the package."""
 
 from __future__ import annotations
 

@@ -346,3 +346,22 @@ def test_memory_saved_before_the_first_turn_still_leaves_a_phase(nb: Notebook) -
     nb.run("%%bub\nHello")
     turn = nb.magics.session.last_turn
     assert turn.view is not None and turn.view.anchor is not None and turn.view.anchor.name == "session/start"
+
+
+def test_usage_errors_converts_bub_nb_errors_and_lets_a_bug_keep_its_traceback() -> None:
+    from bub_nb.errors import TapeNameError
+    from bub_nb.notebook.magics import usage_errors
+
+    @usage_errors
+    def refused() -> None:
+        raise TapeNameError("Tape name 'a/b' has a path separator")
+
+    @usage_errors
+    def broken() -> None:
+        int("not a number")  # a ValueError no one raised on purpose
+
+    with pytest.raises(UsageError, match=r"^Tape name 'a/b' has a path separator$"):
+        refused()
+    with pytest.raises(ValueError, match="invalid literal") as raised:
+        broken()
+    assert not isinstance(raised.value, UsageError) and raised.value.__traceback__ is not None

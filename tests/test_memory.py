@@ -1,4 +1,4 @@
-"""The memory zone of seed 003, on real tapes."""
+"""The memory zone (docs/concepts.md#memory-zone), on real tapes."""
 
 from __future__ import annotations
 

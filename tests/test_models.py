@@ -519,3 +519,10 @@ def test_scripted_usage_is_reported_when_given():
     model = ScriptedModel([{"content": "hi", "usage": {"prompt_tokens": 100, "completion_tokens": 1}}])
 
     assert complete(model, HELLO).usage == Usage(100, 1, 101)
+
+
+def test_the_local_model_base_cannot_be_made_without_an_answer() -> None:
+    from bub_nb.agent.models._local import LocalModel
+
+    with pytest.raises(TypeError, match=r"abstract methods? '?answer"):
+        LocalModel()  # type: ignore[abstract]

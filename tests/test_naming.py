@@ -13,7 +13,7 @@ from bub_nb.tape import current_notebook, open_tape, session_tape_name, validate
 
 
 def bub_session_tape(workspace: Path, session_id: str) -> str:
-    """Bub's TapeService.session_tape, as seed 000 gives it."""
+    """Bub's ``TapeService.session_tape``: md5 of the workspace path and of the session id, 16 hex digits each."""
     workspace_hash = hashlib.md5(str(workspace.resolve()).encode()).hexdigest()[:16]
     session_hash = hashlib.md5(session_id.encode()).hexdigest()[:16]
     return f"{workspace_hash}__{session_hash}"

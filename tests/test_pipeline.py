@@ -1,4 +1,4 @@
-"""The turn pipeline keeps seed 004's stage order, firstresult/broadcast semantics and fallbacks."""
+"""The turn pipeline keeps its stage order, firstresult/broadcast semantics and fallbacks (docs/plugins.md)."""
 
 from __future__ import annotations
 
@@ -538,3 +538,14 @@ def test_registering_a_name_again_replaces_that_plugin_and_unregister_removes_it
     assert pipeline.system_prompt("", {}) == ""
     with pytest.raises(BubNbError, match="No plugin 'greeter'"):
         pipeline.unregister_plugin("greeter")
+
+
+def test_plugin_registration_refusals_are_pipeline_errors_outside_any_turn() -> None:
+    from bub_nb.errors import BubNbError, PipelineError
+
+    pipeline = TurnPipeline(entry_points=False)
+    with pytest.raises(PipelineError, match="belongs to bub_nb's own plugin") as builtin_name:
+        pipeline.register_plugin(object(), name="builtin")
+    with pytest.raises(PipelineError, match="No plugin 'nobody'"):
+        pipeline.unregister_plugin("nobody")
+    assert isinstance(builtin_name.value, BubNbError) and builtin_name.value.turn is None

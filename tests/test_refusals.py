@@ -15,6 +15,7 @@ from bub_nb.agent import Agent, tool
 from bub_nb.errors import (
     AnchorNameError,
     AnchorNotFoundError,
+    BubNbError,
     ContextLengthError,
     TapeNameError,
     TapeNotFoundError,
@@ -58,6 +59,16 @@ def test_an_agent_refuses_a_mode_naming_a_missing_anchor_before_writing(tape: Ta
     with pytest.raises(AnchorNotFoundError, match="Anchor 'phase/nosuch' was not found"):
         Agent(tape, "offline", context="phase/nosuch").run("Hello again")
     assert len(tape) == before
+
+
+def test_a_prompt_utf8_cannot_store_is_refused_before_writing(tape: Tape, nb: Notebook) -> None:
+    Agent(tape, "offline").run("Hello")
+    before = len(tape)
+    with pytest.raises(BubNbError, match=r"not a character UTF-8 can store; nothing was written"):
+        Agent(tape, "offline").run("half a pair: \udc00")
+    assert len(tape) == before
+    nb.run("odd = '\\udc00'")
+    nb.refused("%%bub\nSay {odd}", r"not a character UTF-8 can store")
 
 
 # -- reserved anchor names -------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""The Tape API as DESIGN.md names it, on the file store and the memory store alike."""
+"""The Tape API (docs/api.md), on the file store and the memory store alike."""
 
 from __future__ import annotations
 

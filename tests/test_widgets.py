@@ -410,3 +410,14 @@ def test_memory_view_names_each_day_once(remembering: Tape) -> None:
         assert text.count(day.isoformat()) == 1, text
         assert f"<pre># {day.isoformat()}" not in markup  # the notes sections; the prompt block keeps it
     assert "- explained anchors" in text and "- drew the strip" in markup
+
+
+def test_a_widget_must_give_every_form_it_is_displayed_in() -> None:
+    from bub_nb.notebook.widgets._display import WidgetDisplay
+
+    class TextOnly(WidgetDisplay):
+        def to_text(self) -> str:
+            return "text"
+
+    with pytest.raises(TypeError, match=r"abstract methods? '?_build_widget'?, '?to_html"):
+        TextOnly()  # type: ignore[abstract]

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from bub_nb.agent.builtin import BuiltinPlugin, default_pipeline, register_plugin, unregister_plugin
+from bub_nb.agent import registry
+from bub_nb.agent.builtin import BuiltinPlugin
 from bub_nb.agent.hookspecs import Envelope, StreamEvent, hookimpl
 from bub_nb.agent.loop import Agent
 from bub_nb.agent.models import Model, OfflineModel, OpenAIModel, ScriptedModel, resolve_model
 from bub_nb.agent.pipeline import TurnPipeline, TurnResult
+from bub_nb.agent.registry import default_pipeline, register_plugin, unregister_plugin
 from bub_nb.agent.tools import Tool, ToolContext, ToolRegistry, tool
 from bub_nb.agent.turn import Turn
 
@@ -32,3 +34,6 @@ __all__ = [
     "tool",
     "unregister_plugin",
 ]
+
+# The shared pipeline starts from the builtin plugin, which runs agents and so sits above the registry.
+registry.use_builtin_plugin(BuiltinPlugin)

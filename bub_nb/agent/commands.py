@@ -20,9 +20,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from bub_nb.agent.preflight import check_command
+from bub_nb.agent.builtin_tools import builtin_registry
 from bub_nb.agent.tools import Tool, ToolCallError, ToolContext, ToolRegistry
 from bub_nb.errors import BubNbError, CommandError
+from bub_nb.tape.reserved import check_handoff_name
 
 if TYPE_CHECKING:
     from bub_nb.tape import Tape, TapeEntry
@@ -91,6 +92,43 @@ def parse_command(text: str) -> ParsedCommand:
     return ParsedCommand(name, kwargs, tuple(positional))
 
 
+HANDOFF_TOOL = "tape.handoff"
+
+
+@dataclass(frozen=True, slots=True)
+class CheckedCommand:
+    """A comma command that parsed, names a command and has arguments that fit it (``tool`` None for help)."""
+
+    parsed: ParsedCommand
+    tool: Tool | None
+    arguments: dict[str, Any]
+
+
+def check_command(text: str, registry: ToolRegistry) -> CheckedCommand:
+    """Parse a comma command and check its name and arguments; a :class:`CommandError` names what is wrong."""
+    parsed = parse_command(text)
+    name = ALIASES.get(parsed.name, parsed.name)
+    if name == "help":
+        if parsed.kwargs or parsed.positional:
+            raise CommandError(f"Command ,{parsed.name} takes no arguments")
+        return CheckedCommand(parsed, None, {})
+    if name not in registry:
+        known = ", ".join(PREFIX + command for command in command_names(registry))
+        raise CommandError(f"Unknown command {PREFIX + parsed.name!r}; known commands: {known}")
+    tool = registry.get(name)
+    arguments = arguments_for(tool, parsed)
+    try:
+        arguments = tool.validate(arguments)
+    except ToolCallError as exc:
+        raise CommandError(exc.message) from None
+    if tool.name == HANDOFF_TOOL:
+        try:
+            check_handoff_name(arguments.get("name"))
+        except BubNbError as exc:
+            raise CommandError(str(exc)) from None
+    return CheckedCommand(parsed, tool, arguments)
+
+
 def run_command(
     tape: Tape, text: str, tools: ToolRegistry | None = None, meta: Mapping[str, Any] | None = None
 ) -> CommandResult:
@@ -98,8 +136,6 @@ def run_command(
 
     ``meta`` goes on the ``command`` event (a notebook passes the cell it came from).
     """
-    from bub_nb.agent.builtin_tools import builtin_registry
-
     registry = tools if tools is not None else builtin_registry()
     checked = check_command(text, registry)  # an unknown or malformed command writes nothing
     command = checked.tool

@@ -8,14 +8,18 @@ import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from bub_nb.agent.builtin import memory_of
+from bub_nb.agent.builtin_tools import builtin_registry
+from bub_nb.agent.commands import is_command, run_command
 from bub_nb.agent.eventloop import run_sync
 from bub_nb.agent.models import Completion, Model, TextDelta, resolve_model
-from bub_nb.agent.preflight import check_prompt_fits
+from bub_nb.agent.preflight import check_prompt_fits, check_turn
+from bub_nb.agent.registry import default_pipeline
+from bub_nb.agent.state import TurnState
 from bub_nb.agent.tools import Tool, ToolCallError, ToolContext, ToolRegistry
 from bub_nb.agent.turn import RunningTurn, Turn, TurnRecorder
 from bub_nb.context.messages import result_text
 from bub_nb.errors import BubNbError, ContextLengthError, ModelError
+from bub_nb.memory.cache import memory_of
 from bub_nb.tape import LAST_ANCHOR
 
 if TYPE_CHECKING:
@@ -50,9 +54,6 @@ class Agent:
         pipeline: TurnPipeline | None = None,
         meta: dict[str, Any] | None = None,
     ) -> None:
-        from bub_nb.agent.builtin import default_pipeline
-        from bub_nb.agent.builtin_tools import builtin_registry
-
         if type(max_steps) is not int or max_steps < 1:
             raise BubNbError(f"max_steps must be a whole number of at least 1, got {max_steps!r}")
         self.tape = tape
@@ -138,8 +139,6 @@ class Agent:
 
     def check(self, prompt: str) -> None:
         """Refuse a turn that could not be recorded truthfully, before anything is written (a ``BubNbError``)."""
-        from bub_nb.agent.preflight import check_turn
-
         check_turn(self, prompt)
 
     def view(self) -> View:
@@ -148,15 +147,13 @@ class Agent:
 
     def system_prompt(self, prompt: str = "", memory: MemorySnapshot | None = None) -> str:
         """The system prompt the next turn would send (writing nothing); ``memory`` saves reading the zone."""
-        state = {"tape": self.tape, "agent": self, "instructions": self.instructions, "tools": self.tools}
+        state: TurnState = {"tape": self.tape, "agent": self, "instructions": self.instructions, "tools": self.tools}
         state["memory"] = memory if memory is not None else memory_of(self.tape, ensure=False)
-        return self.pipeline.system_prompt(prompt, state)
+        return self.pipeline.system_prompt(prompt, dict(state))
 
     # -- the loop ---------------------------------------------------------------------------------
 
     async def _turn(self, prompt: str, *, stream: bool) -> AsyncGenerator[str, None]:
-        from bub_nb.agent.commands import is_command, run_command
-
         self.check(prompt)
         self.abort()
         self.tape.ensure_bootstrap_anchor()
@@ -190,7 +187,7 @@ class Agent:
         except Exception as exc:
             recorder.fail(exc)
             if isinstance(exc, BubNbError):
-                exc.turn = recorder.finished  # type: ignore[attr-defined]
+                exc.turn = recorder.finished
             raise
         finally:
             running.done = True

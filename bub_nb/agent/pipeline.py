@@ -1,4 +1,4 @@
-"""The turn pipeline: one inbound envelope through the pluggy stages of seed 004 to its outbounds."""
+"""The turn pipeline: one inbound envelope through the pluggy stages (docs/plugins.md#hooks) to its outbounds."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from bub_nb.agent.hookspecs import (
     field_of,
     with_session,
 )
-from bub_nb.errors import BubNbError, ModelError
+from bub_nb.errors import ModelError, PipelineError
 
 if TYPE_CHECKING:
     from bub_nb.context import View
@@ -72,22 +72,22 @@ class TurnPipeline:
         A name registered again replaces the earlier plugin, so re-running a notebook cell is safe.
         """
         if name is not None and name == "builtin":
-            raise BubNbError("The name 'builtin' belongs to bub_nb's own plugin; choose another")
+            raise PipelineError("The name 'builtin' belongs to bub_nb's own plugin; choose another")
         if name is not None and self._plugins.get_plugin(name) is not None:
             self._plugins.unregister(name=name)
         try:
             registered = self._plugins.register(plugin, name=name)
         except ValueError as exc:  # the same object twice, or hooks that do not match the specs
-            raise BubNbError(f"Plugin {name or plugin!r} cannot be registered: {exc}") from None
+            raise PipelineError(f"Plugin {name or plugin!r} cannot be registered: {exc}") from None
         if registered is None:  # pluggy returns None for a blocked name
-            raise BubNbError(f"Plugin name {name!r} is blocked")
+            raise PipelineError(f"Plugin name {name!r} is blocked")
         return registered
 
     def unregister_plugin(self, name: str) -> None:
         """Remove the plugin registered as ``name``."""
         if name == "builtin" or self._plugins.get_plugin(name) is None:
             known = ", ".join(n for n in self.plugin_names if n != "builtin") or "(none)"
-            raise BubNbError(f"No plugin {name!r} to remove; registered plugins: {known}")
+            raise PipelineError(f"No plugin {name!r} to remove; registered plugins: {known}")
         self._plugins.unregister(name=name)
 
     @property

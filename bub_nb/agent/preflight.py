@@ -5,69 +5,44 @@ A refusal raises a :class:`~bub_nb.errors.BubNbError` and leaves the tape's entr
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
+from bub_nb.agent.builtin_tools import builtin_registry
+from bub_nb.agent.commands import check_command, is_command
 from bub_nb.context.strategies import NamedAnchor
 from bub_nb.context.tokens import count_messages_tokens
-from bub_nb.errors import BubNbError, CommandError, ContextLengthError, ToolCallError
-from bub_nb.tape.reserved import check_handoff_name
+from bub_nb.errors import BubNbError, ContextLengthError
 
 if TYPE_CHECKING:
-    from bub_nb.agent.commands import ParsedCommand
-    from bub_nb.agent.loop import Agent
-    from bub_nb.agent.tools import Tool, ToolRegistry
-
-HANDOFF_TOOL = "tape.handoff"
+    from bub_nb.agent.models import Model
+    from bub_nb.tape import Tape
 
 
-@dataclass(frozen=True, slots=True)
-class CheckedCommand:
-    """A comma command that parsed, names a command and has arguments that fit it (``tool`` None for help)."""
+class TurnSubject(Protocol):
+    """What the checks read of the agent about to run a turn (:class:`~bub_nb.agent.Agent` is one)."""
 
-    parsed: ParsedCommand
-    tool: Tool | None
-    arguments: dict[str, Any]
+    tape: Tape
+    model: Model
+    context: Any
 
-
-def check_command(text: str, registry: ToolRegistry) -> CheckedCommand:
-    """Parse a comma command and check its name and arguments; a :class:`CommandError` names what is wrong."""
-    from bub_nb.agent.commands import ALIASES, PREFIX, arguments_for, command_names, parse_command
-
-    parsed = parse_command(text)
-    name = ALIASES.get(parsed.name, parsed.name)
-    if name == "help":
-        if parsed.kwargs or parsed.positional:
-            raise CommandError(f"Command ,{parsed.name} takes no arguments")
-        return CheckedCommand(parsed, None, {})
-    if name not in registry:
-        known = ", ".join(PREFIX + command for command in command_names(registry))
-        raise CommandError(f"Unknown command {PREFIX + parsed.name!r}; known commands: {known}")
-    tool = registry.get(name)
-    arguments = arguments_for(tool, parsed)
-    try:
-        arguments = tool.validate(arguments)
-    except ToolCallError as exc:
-        raise CommandError(exc.message) from None
-    if tool.name == HANDOFF_TOOL:
-        try:
-            check_handoff_name(arguments.get("name"))
-        except BubNbError as exc:
-            raise CommandError(str(exc)) from None
-    return CheckedCommand(parsed, tool, arguments)
+    def system_prompt(self, prompt: str = "") -> str: ...
 
 
-def check_turn(agent: Agent, prompt: object) -> None:
+def check_turn(agent: TurnSubject, prompt: object) -> None:
     """Everything a turn needs before it writes: a prompt, a command that parses, a view, a prompt that fits.
 
     A mode naming an anchor the tape does not hold is refused here, before the system prompt and
     the user message are on the tape.
     """
-    from bub_nb.agent.builtin_tools import builtin_registry
-    from bub_nb.agent.commands import is_command
-
     if not isinstance(prompt, str) or not prompt.strip():
         raise BubNbError(f"Prompt {prompt!r} is empty; write something for the model to answer")
+    try:
+        prompt.encode("utf-8")
+    except UnicodeEncodeError as exc:  # a lone surrogate: the tape, UTF-8 JSON Lines, cannot hold it
+        raise BubNbError(
+            f"Prompt {prompt!r} holds {prompt[exc.start]!r} at {exc.start}, which is not a character UTF-8 "
+            "can store; nothing was written"
+        ) from None
     if is_command(prompt):
         check_command(prompt, builtin_registry())
         return
@@ -75,7 +50,7 @@ def check_turn(agent: Agent, prompt: object) -> None:
     check_prompt_fits(agent, prompt)
 
 
-def check_mode(agent: Agent) -> None:
+def check_mode(agent: TurnSubject) -> None:
     """A view mode that names an anchor must name one the tape holds (an :class:`AnchorNotFoundError`)."""
     mode = agent.context
     name = mode if isinstance(mode, str) else mode.name if isinstance(mode, NamedAnchor) else None
@@ -83,7 +58,7 @@ def check_mode(agent: Agent) -> None:
         agent.tape.find_anchor(name)
 
 
-def check_prompt_fits(agent: Agent, prompt: str) -> None:
+def check_prompt_fits(agent: TurnSubject, prompt: str) -> None:
     """Refuse a prompt that alone, with the system prompt, is over the model's known context window.
 
     No handoff can help such a prompt (a new phase still has to send it), so it is refused

@@ -1,4 +1,4 @@
-"""One turn's record: what it wrote to the tape, in the order DESIGN.md fixes, and what it returns."""
+"""One turn's record: what it wrote to the tape, in the order docs/concepts.md#turn gives, and what it returns."""
 
 from __future__ import annotations
 

@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 from bub_nb.context.messages import Rendering, anchor_message, entries_to_messages, render_entries
+from bub_nb.context.modes import Mode, as_strategy, parse_mode
 from bub_nb.context.strategies import (
     FULL,
     ContextStrategy,
     FullTape,
     LastAnchor,
-    Mode,
     NamedAnchor,
     Selection,
     Window,
-    as_strategy,
-    parse_mode,
     window,
 )
 from bub_nb.context.view import RunUsage, View, build_view, last_run_usage, view_from_selection

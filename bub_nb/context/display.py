@@ -4,12 +4,55 @@ from __future__ import annotations
 
 import html
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from bub_nb.context.messages import Message
 
 if TYPE_CHECKING:
-    from bub_nb.context.view import View
+    from bub_nb.tape import AnchorSummary
+
+
+class ReportedUsage(Protocol):
+    @property
+    def prompt_tokens(self) -> int: ...
+
+    @property
+    def completion_tokens(self) -> int: ...
+
+
+class Shown(Protocol):
+    """What the renderers read of a view (:class:`~bub_nb.context.View` is one)."""
+
+    @property
+    def messages(self) -> tuple[Message, ...]: ...
+
+    @property
+    def entry_ids(self) -> tuple[int, ...]: ...
+
+    @property
+    def anchor(self) -> AnchorSummary | None: ...
+
+    @property
+    def tokens(self) -> tuple[int, ...]: ...
+
+    @property
+    def total_tokens(self) -> int: ...
+
+    @property
+    def mode(self) -> str: ...
+
+    @property
+    def usage(self) -> ReportedUsage | None: ...
+
+    @property
+    def sources(self) -> tuple[int, ...]: ...
+
+    @property
+    def dropped(self) -> tuple[int, ...]: ...
+
+    @property
+    def tokenizer(self) -> str: ...
+
 
 PREVIEW_CHARS = 100
 
@@ -38,7 +81,7 @@ def _call_text(call: dict[str, Any]) -> str:
     return f"{function.get('name', '?')}({arguments})"
 
 
-def summary_line(view: View) -> str:
+def summary_line(view: Shown) -> str:
     if view.anchor is not None:
         start = f"from anchor {view.anchor.name!r} (#{view.anchor.id})"
     else:
@@ -55,21 +98,21 @@ def summary_line(view: View) -> str:
     return " · ".join(parts)
 
 
-def _rows(view: View) -> list[tuple[str, str, str, str]]:
+def _rows(view: Shown) -> list[tuple[str, str, str, str]]:
     return [
         (f"#{source}", str(message.get("role", "?")), str(tokens), message_preview(message))
         for message, source, tokens in zip(view.messages, view.sources, view.tokens, strict=True)
     ]
 
 
-def view_text(view: View) -> str:
+def view_text(view: Shown) -> str:
     lines = [summary_line(view)]
     for entry, role, tokens, preview in _rows(view):
         lines.append(f"{entry:>7}  {role:<9} {tokens:>6}  {preview}")
     return "\n".join(lines)
 
 
-def view_markdown(view: View) -> str:
+def view_markdown(view: Shown) -> str:
     lines = [f"**{_md(summary_line(view))}**", "", "| entry | role | tokens | content |", "|---:|---|---:|---|"]
     for entry, role, tokens, preview in _rows(view):
         lines.append(f"| {entry} | {role} | {tokens} | {_md(preview)} |")
@@ -83,7 +126,7 @@ def _md(text: str) -> str:
     return text.translate(_MARKDOWN_ESCAPES)
 
 
-def view_html(view: View) -> str:
+def view_html(view: Shown) -> str:
     rows = "".join(
         f"<tr><td>{entry}</td><td>{html.escape(role)}</td><td style='text-align:right'>{tokens}</td>"
         f"<td>{html.escape(preview)}</td></tr>"

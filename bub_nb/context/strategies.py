@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, ClassVar, Protocol, runtime_checkable
 from bub_nb.context.messages import entry_message_count, render_entries
 from bub_nb.errors import ContextError
 from bub_nb.tape.entries import TapeEntry
-from bub_nb.tape.selectors import LAST_ANCHOR
 
 if TYPE_CHECKING:
     from bub_nb.tape import AnchorSummary, Tape
@@ -119,70 +118,8 @@ def _read_back(reverse: Iterator[TapeEntry], size: int) -> list[TapeEntry]:
 
 
 FULL = FullTape()
-_LAST = LastAnchor()
 
 
 def window(size: int) -> Window:
     """The view mode of the last ``size`` messages."""
     return Window(size)
-
-
-Mode = ContextStrategy | str | object | None
-
-
-def as_strategy(mode: Mode) -> ContextStrategy:
-    """Turn a view mode into a strategy.
-
-    ``LAST_ANCHOR`` (the tape layer's sentinel, re-exported here) is :class:`LastAnchor`, ``None``
-    is the full tape, a strategy stays as it is, and text is read by :func:`parse_mode`, the same
-    words the magics take (``full``, ``window:3``, ``anchor:<name>`` or an anchor name).
-    """
-    if mode is LAST_ANCHOR:
-        return _LAST
-    if mode is None:
-        return FULL
-    if isinstance(mode, str):
-        return parse_mode(mode)
-    if isinstance(mode, ContextStrategy):
-        return mode
-    raise ContextError(
-        f"Context mode {mode!r} is not a strategy, an anchor name or None; "
-        "use LAST_ANCHOR, window(n), an anchor name or None"
-    )
-
-
-_LAST_WORDS = frozenset({"last", "last-anchor", "last_anchor"})
-_FULL_WORDS = frozenset({"full", "all", "none"})
-
-
-def parse_mode(text: str) -> ContextStrategy:
-    """Read a mode as people type it: ``last``, ``full``, ``window:20``, ``notebook[:N]``, ``anchor:<name>``
-    or ``<name>``.
-
-    The ``anchor:`` prefix reaches anchors whose names are also mode words.
-    """
-    if not isinstance(text, str):
-        raise ContextError(f"Context mode {text!r} is not text")
-    spelled = text.strip()
-    word = spelled.lower()
-    if not spelled:
-        raise ContextError(f"Context mode {text!r} is empty; use last, full, window:N or an anchor name")
-    if word in _LAST_WORDS:
-        return _LAST
-    if word in _FULL_WORDS:
-        return FULL
-    if word.startswith("window:") or word == "window":
-        count = word.partition(":")[2].strip()
-        if not (count.isascii() and count.isdigit()) or int(count) < 1:
-            raise ContextError(f"Context mode {text!r} needs a positive message count, as in 'window:20'")
-        return Window(int(count))
-    if word == "notebook" or word.startswith("notebook:"):
-        from bub_nb.context.cells import NotebookCells
-
-        count = word.partition(":")[2].strip() or "10"
-        if not (count.isascii() and count.isdigit()) or int(count) < 1:
-            raise ContextError(f"Context mode {text!r} needs a positive cell count, as in 'notebook:5'")
-        return NotebookCells(int(count))
-    if word.startswith("anchor:"):
-        return NamedAnchor(spelled.partition(":")[2].strip())
-    return NamedAnchor(spelled)

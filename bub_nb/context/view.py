@@ -7,8 +7,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from bub_nb.context.display import view_html, view_markdown, view_text
 from bub_nb.context.messages import Message, render_entries
-from bub_nb.context.strategies import Mode, Selection, as_strategy
+from bub_nb.context.modes import Mode, as_strategy
+from bub_nb.context.strategies import Selection
 from bub_nb.context.tokens import REPLY_PRIMING, count_message_tokens, tokenizer_name
 from bub_nb.tape.entries import TapeEntry
 from bub_nb.tape.selectors import LAST_ANCHOR
@@ -55,21 +57,15 @@ class View:
         return copy.deepcopy(list(self.messages))
 
     def to_text(self) -> str:
-        from bub_nb.context.display import view_text
-
         return view_text(self)
 
     def __str__(self) -> str:
         return self.to_text()
 
     def _repr_markdown_(self) -> str:
-        from bub_nb.context.display import view_markdown
-
         return view_markdown(self)
 
     def _repr_html_(self) -> str:
-        from bub_nb.context.display import view_html
-
         return view_html(self)
 
 

@@ -40,7 +40,7 @@ class _Zone:
 
 
 class MemoryZone:
-    """Memory kept on the tape itself (seed 003).
+    """Memory kept on the tape itself (docs/concepts.md#memory-zone).
 
     Every change appends a new zone with the next version; nothing is rewritten. Reading takes
     the highest version whose ``memory/seal`` has a matching ``memory/open`` before it, so a

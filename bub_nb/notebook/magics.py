@@ -11,7 +11,6 @@ import functools
 import json
 import keyword
 import os
-import shlex
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
@@ -26,7 +25,8 @@ from traitlets import Bool, Int, List, Unicode, default, observe
 from bub_nb.errors import BubNbError
 from bub_nb.notebook.display import AnswerDisplay, show
 from bub_nb.notebook.interpolate import interpolate
-from bub_nb.notebook.line_prompt import split_line_prompt
+from bub_nb.notebook.magic_line import split_line_prompt, split_words
+from bub_nb.notebook.memory_commands import MemoryCommands
 from bub_nb.notebook.origin import NotebookOrigin
 from bub_nb.notebook.outcome import CUT_SHORT, footer, interrupted
 from bub_nb.notebook.recording import CellRecorder
@@ -39,15 +39,17 @@ Method = TypeVar("Method", bound=Callable[..., Any])
 
 
 def usage_errors(method: Method) -> Method:
-    """Turn bub_nb's errors into one-line ``UsageError``s: no traceback from the internals."""
+    """Turn bub_nb's errors into one-line ``UsageError``s: no traceback from the internals.
+
+    Only errors bub_nb raises on purpose are converted (and the magics raise ``UsageError`` for their own
+    parse errors); any other exception is a bug and keeps its traceback.
+    """
 
     @functools.wraps(method)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return method(*args, **kwargs)
         except BubNbError as exc:
-            raise UsageError(_one_line(exc)) from None
-        except (orjson.JSONDecodeError, ValueError) as exc:
             raise UsageError(_one_line(exc)) from None
 
     return cast(Method, wrapper)
@@ -61,11 +63,7 @@ def _one_line(exc: BaseException) -> str:
 
 def parse_line(magic: Callable[..., Any], line: str) -> Any:
     """Parse a magic's arguments with shell quoting, so ``summary='two words'`` stays one value."""
-    try:
-        argv = shlex.split(line, posix=True)
-    except ValueError as exc:
-        raise UsageError(f"Cannot parse {line.strip()!r}: {exc}") from None
-    return magic_arguments_parse(magic, argv)
+    return magic_arguments_parse(magic, split_words(line))
 
 
 def magic_arguments_parse(magic: Callable[..., Any], argv: list[str]) -> Any:
@@ -141,7 +139,8 @@ class BubMagics(Magics):
         self.session = NotebookSession(self, lambda: self.ip.user_ns)
         self.recorder = CellRecorder(self.shell, lambda: self.session.tape)
         self.origin = NotebookOrigin(self.shell, self.session)
-        self.tape_commands = TapeCommands(self)
+        self.tape_commands = TapeCommands(self.session, self.recorder)
+        self.memory_commands = MemoryCommands(self.session)
 
     @property
     def ip(self) -> InteractiveShell:
@@ -272,36 +271,8 @@ class BubMagics(Magics):
     @usage_errors
     def memory_magic(self, line: str) -> None:
         """Work on the tape's memory zone: show it, save long-term memory, add a daily note, clear it."""
-        from bub_nb.notebook.widgets import MemoryView
-
         args = parse_line(self.memory_magic, line)
-        zone = self.session.tape.memory
-        text = " ".join(args.text).strip()
-        action = args.action
-        if action in ("save", "daily") and not text:
-            raise UsageError(f"%memory {action} needs the text to store, e.g. %memory {action} prefers pandas")
-        if action != "daily" and args.date:
-            raise UsageError(f"--date goes with %memory daily, not with {action!r}")
-        if action not in ("show", "save", "daily", "clear", "prune"):
-            raise UsageError(f"Unknown %memory action {action!r}; use show, save, daily, clear or prune")
-        if action == "show":
-            if text:
-                raise UsageError(f"%memory show takes no text; did you mean %memory save {text}?")
-            display(MemoryView(zone))
-            return
-        if action == "save":
-            snapshot = zone.save_long_term(text)
-            message = f"🧠 Long-term memory saved (zone version {snapshot.version})."
-        elif action == "daily":
-            snapshot = zone.append_daily(text, args.date)
-            message = f"🧠 Daily note added (zone version {snapshot.version})."
-        elif action == "clear":
-            snapshot = zone.clear()
-            message = f"🧠 Memory cleared (zone version {snapshot.version}); earlier versions stay on the tape."
-        else:
-            pruned = zone.prune()
-            message = f"🧠 Pruned {pruned} daily notes older than {zone.retention_days} days."
-        show(message)
+        self.memory_commands.run(args.action, " ".join(args.text).strip(), args.date)
 
     # -- %tape --------------------------------------------------------------------------------------
 
@@ -316,7 +287,7 @@ class BubMagics(Magics):
     @usage_errors
     def tape_magic(self, line: str) -> Any:
         """Inspect and manage the tape: info, df, search, reset, fork, export, use, record."""
-        subcommand, _, rest = line.strip().partition(" ")
-        if not subcommand:
+        words = split_words(line)
+        if not words:
             raise UsageError(f"%tape needs a subcommand: {', '.join(self.tape_commands.NAMES)} (see %tape?)")
-        return self.tape_commands.run(subcommand, rest)
+        return self.tape_commands.run(words[0], words[1:])

@@ -8,10 +8,11 @@ from pathlib import Path
 from typing import Any
 
 from bub_nb.agent import Agent
-from bub_nb.agent.builtin import default_pipeline
 from bub_nb.agent.builtin_tools import builtin_registry
 from bub_nb.agent.hookspecs import Envelope, StreamEvent
 from bub_nb.agent.models import Model, resolve_model
+from bub_nb.agent.registry import default_pipeline
+from bub_nb.agent.state import TurnState, turn_state
 from bub_nb.agent.tools import Tool, tool
 from bub_nb.agent.turn import Turn
 from bub_nb.context import parse_mode
@@ -128,7 +129,7 @@ class NotebookSession:
             "notebook",
             self.chat_id(),
             prompt,
-            meta={"tape": agent.tape, "agent": agent, "instructions": agent.instructions},
+            meta=TurnState(tape=agent.tape, agent=agent, instructions=agent.instructions),
         )
 
         def on_event(event: StreamEvent) -> None:
@@ -136,7 +137,7 @@ class NotebookSession:
                 on_delta(str(event.data.get("delta", "")))
 
         result = default_pipeline().process_inbound_sync(envelope, on_event=on_event if on_delta else None)
-        turn = result.state.get("turn") or agent.last_turn
+        turn = turn_state(result.state).get("turn") or agent.last_turn
         if turn is None:
             raise BubNbError(f"The turn on tape {agent.tape.name!r} produced no result")
         self.last_turn = turn

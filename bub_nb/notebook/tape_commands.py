@@ -11,7 +11,8 @@ from IPython.core.magic_arguments import MagicArgumentParser
 from bub_nb.notebook.display import show
 
 if TYPE_CHECKING:
-    from bub_nb.notebook.magics import BubMagics
+    from bub_nb.notebook.recording import CellRecorder
+    from bub_nb.notebook.session import NotebookSession
 
 
 def _parser(name: str, description: str) -> MagicArgumentParser:
@@ -32,28 +33,19 @@ def first_view_text(tape: Any) -> str:
     )
 
 
-def _split(rest: str) -> list[str]:
-    from IPython.utils.process import arg_split
-
-    return arg_split(rest, posix=True)
-
-
 class TapeCommands:
     """The subcommands of ``%tape``; unknown ones and bad arguments are one-line ``UsageError``s."""
 
     NAMES = ("info", "df", "search", "reset", "fork", "export", "use", "record")
 
-    def __init__(self, magics: BubMagics) -> None:
-        self._magics = magics
+    def __init__(self, session: NotebookSession, recorder: CellRecorder) -> None:
+        self._session = session
+        self._recorder = recorder
 
-    @property
-    def _session(self) -> Any:
-        return self._magics.session
-
-    def run(self, subcommand: str, rest: str) -> Any:
+    def run(self, subcommand: str, words: list[str]) -> Any:
         if subcommand not in self.NAMES:
             raise UsageError(f"Unknown %tape subcommand {subcommand!r}; use one of: {', '.join(self.NAMES)}")
-        return getattr(self, f"_{subcommand}")(_split(rest))
+        return getattr(self, f"_{subcommand}")(words)
 
     def _no_arguments(self, name: str, words: list[str]) -> None:
         if words:
@@ -136,7 +128,7 @@ class TapeCommands:
     def _record(self, words: list[str]) -> None:
         if words not in (["on"], ["off"]):
             raise UsageError(f"%tape record takes on or off, got {' '.join(words)!r}")
-        recorder = self._magics.recorder
+        recorder = self._recorder
         if words == ["on"]:
             recorder.start()
             message = "⏺ Recording executed cells as `notebook.cell` events (try `--context notebook`)."

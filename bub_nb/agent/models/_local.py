@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -27,7 +28,7 @@ def message_text(message: dict[str, Any]) -> str:
     return content if isinstance(content, str) else ""
 
 
-class LocalModel:
+class LocalModel(ABC):
     """Base of models that answer in-process: subclasses implement :meth:`answer`.
 
     The prompt estimate is :func:`~bub_nb.context.tokens.count_messages_tokens` of the messages
@@ -37,8 +38,9 @@ class LocalModel:
     name: str = "local"
     context_window: int | None = None
 
+    @abstractmethod
     def answer(self, messages: list[Message], tools: list[ToolSchema] | None, prompt_tokens: int) -> Completion:
-        raise NotImplementedError
+        """The model's reply to ``messages`` (``prompt_tokens`` is their estimate)."""
 
     def prompt_tokens(self, messages: list[Message]) -> int:
         """The prompt estimate; over ``context_window`` it raises ContextLengthError as an endpoint would."""

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from bub_nb.errors import ToolError
+from bub_nb.errors import ToolCallError
 
 __all__ = ["Completion", "Message", "Model", "TextDelta", "ToolCall", "ToolSchema", "Usage"]
 
@@ -79,9 +79,10 @@ class ToolCall:
             value = json.loads(self.arguments)
         except ValueError as exc:
             problem = f"Tool {self.name!r} got arguments that are not JSON ({exc})"
-            raise ToolError(f"{problem}: {self.arguments!r}") from exc
+            raise ToolCallError(self.name, "invalid_input", f"{problem}: {self.arguments!r}") from exc
         if not isinstance(value, dict):
-            raise ToolError(f"Tool {self.name!r} got arguments that are not a JSON object: {self.arguments!r}")
+            problem = f"Tool {self.name!r} got arguments that are not a JSON object: {self.arguments!r}"
+            raise ToolCallError(self.name, "invalid_input", problem)
         return value
 
 

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 __all__ = ["CONTEXT_LENGTH_PATTERNS", "OpenAIModel", "is_context_length_error"]
 
-# Bub's patterns (seed 000), plus the wordings of llama.cpp ("context size") and others ("context window").
+# The wordings Bub matches, plus the wordings of llama.cpp ("context size") and others ("context window").
 CONTEXT_LENGTH_PATTERNS = (
     "context length",
     "maximum context",

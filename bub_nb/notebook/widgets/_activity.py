@@ -57,7 +57,7 @@ class Bucket:
 
 
 @dataclass(frozen=True, slots=True)
-class Turn:
+class RunSummary:
     """One model run, from its ``run`` event."""
 
     number: int
@@ -77,7 +77,7 @@ class Activity:
     phases: tuple[Phase, ...]
     buckets: tuple[Bucket, ...]
     step: str
-    turns: tuple[Turn, ...]
+    turns: tuple[RunSummary, ...]
     anchors: tuple[tuple[int, str], ...]
     memory_anchors: int
 
@@ -94,14 +94,14 @@ def _when(entry: TapeEntry) -> datetime | None:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
-def _turn(entry: TapeEntry, number: int, phase: str | None) -> Turn:
+def _turn(entry: TapeEntry, number: int, phase: str | None) -> RunSummary:
     found = entry.payload.get("data")
     data: dict[str, Any] = found if isinstance(found, dict) else {}
     reported = data.get("usage")
     usage: dict[str, Any] = reported if isinstance(reported, dict) else {}
     elapsed = data.get("elapsed_ms")
     model = data.get("model")
-    return Turn(
+    return RunSummary(
         number=number,
         entry_id=entry.id,
         date=entry.date,
@@ -117,7 +117,7 @@ def _turn(entry: TapeEntry, number: int, phase: str | None) -> Turn:
 def measure(entries: Iterable[TapeEntry]) -> Activity:
     """Count a tape's entries by phase, by time and by turn, in one pass."""
     phases: list[Phase] = []
-    turns: list[Turn] = []
+    turns: list[RunSummary] = []
     anchors: list[tuple[int, str]] = []
     memory_anchors = 0
     stamped: list[tuple[datetime, TapeEntry]] = []

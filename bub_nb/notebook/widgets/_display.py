@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -11,7 +12,7 @@ if TYPE_CHECKING:
 WIDGET_MIMETYPE = "application/vnd.jupyter.widget-view+json"
 
 
-class WidgetDisplay:
+class WidgetDisplay(ABC):
     """Base of the widgets: subclasses render ``to_text()``, ``to_html()`` and build ``_build_widget()``.
 
     ipywidgets is imported only when ``.widget`` is first used, so the text forms work anywhere.
@@ -47,14 +48,14 @@ class WidgetDisplay:
             self._widget = self._build_widget()
         return self._widget
 
-    def _build_widget(self) -> ipywidgets.Widget:
-        raise NotImplementedError
+    @abstractmethod
+    def _build_widget(self) -> ipywidgets.Widget: ...
 
-    def to_text(self) -> str:
-        raise NotImplementedError
+    @abstractmethod
+    def to_text(self) -> str: ...
 
-    def to_html(self) -> str:
-        raise NotImplementedError
+    @abstractmethod
+    def to_html(self) -> str: ...
 
     def __str__(self) -> str:
         return self.to_text()

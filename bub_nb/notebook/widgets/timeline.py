@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING, Any, Final
 
-from bub_nb.notebook.widgets._activity import MEMORY_ANCHOR, Activity, Bucket, Phase, Turn, measure
+from bub_nb.notebook.widgets._activity import MEMORY_ANCHOR, Activity, Bucket, Phase, RunSummary, measure
 from bub_nb.notebook.widgets._display import WidgetDisplay
 from bub_nb.notebook.widgets._style import (
     COMPLETION_COLOR,
@@ -294,7 +294,7 @@ def _column_html(bucket: Bucket, peak: int) -> str:
     )
 
 
-def _turn_html(turn: Turn, peak: int) -> str:
+def _turn_html(turn: RunSummary, peak: int) -> str:
     prompt, completion = turn.prompt_tokens or 0, turn.completion_tokens or 0
     bars = bar(TURN_BAR_PX * prompt / peak if peak else 0, PROMPT_COLOR, f"{prompt} prompt tokens") + bar(
         TURN_BAR_PX * completion / peak if peak else 0, COMPLETION_COLOR, f"{completion} completion tokens"

@@ -1,0 +1,51 @@
+"""``%memory`` actions: show the tape's memory zone, save long-term memory, add a daily note, clear, prune."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from IPython.core.error import UsageError
+from IPython.display import display
+
+from bub_nb.notebook.display import show
+
+if TYPE_CHECKING:
+    from bub_nb.notebook.session import NotebookSession
+
+
+class MemoryCommands:
+    """The actions of ``%memory`` on the session's tape; bad ones are one-line ``UsageError``s."""
+
+    NAMES = ("show", "save", "daily", "clear", "prune")
+
+    def __init__(self, session: NotebookSession) -> None:
+        self._session = session
+
+    def run(self, action: str, text: str, date: str | None) -> None:
+        zone = self._session.tape.memory
+        if action in ("save", "daily") and not text:
+            raise UsageError(f"%memory {action} needs the text to store, e.g. %memory {action} prefers pandas")
+        if action != "daily" and date:
+            raise UsageError(f"--date goes with %memory daily, not with {action!r}")
+        if action not in self.NAMES:
+            raise UsageError(f"Unknown %memory action {action!r}; use show, save, daily, clear or prune")
+        if action == "show":
+            from bub_nb.notebook.widgets import MemoryView
+
+            if text:
+                raise UsageError(f"%memory show takes no text; did you mean %memory save {text}?")
+            display(MemoryView(zone))
+            return
+        if action == "save":
+            snapshot = zone.save_long_term(text)
+            message = f"🧠 Long-term memory saved (zone version {snapshot.version})."
+        elif action == "daily":
+            snapshot = zone.append_daily(text, date)
+            message = f"🧠 Daily note added (zone version {snapshot.version})."
+        elif action == "clear":
+            snapshot = zone.clear()
+            message = f"🧠 Memory cleared (zone version {snapshot.version}); earlier versions stay on the tape."
+        else:
+            pruned = zone.prune()
+            message = f"🧠 Pruned {pruned} daily notes older than {zone.retention_days} days."
+        show(message)
