@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
+import pandas as pd
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_tape_scale import HOSTILE, tape_lines
 
+from bub_nb.tape import FileTapeStore, open_tape
 from bub_nb.tape.columns import Columns, decode_columns
 from bub_nb.tape.lines import decode_record
 
@@ -82,3 +86,21 @@ def test_a_negative_integer_just_below_64_bits_is_read_exactly() -> None:
     record = decode_record(line)
     assert record is not None and record["payload"]["n"] == -(2**63) - 1
     assert decode_columns([line]).payloads == [{"n": -(2**63) - 1}]
+
+
+TEXT_COLUMNS = ("role", "name", "content", "phase", "run_id")
+
+
+@pytest.mark.parametrize(
+    "metas",
+    [[{}, {}], [{"run_id": "r1"}, {}], [{"run_id": 7}, {"run_id": "r2"}], [{"run_id": {"x": 1}}, {}]],
+    ids=["no run ids", "str and missing", "int and str", "object"],
+)
+def test_text_columns_take_the_dtype_pandas_infers_from_their_values(tmp_path: Path, metas: list[Any]) -> None:
+    tape = open_tape("t", store=FileTapeStore(tmp_path))
+    tape.handoff("phase/a")
+    tape.append_message({"role": "user", "content": "hi"}, **metas[0])
+    tape.append_event("run", {"usage": {}}, **metas[1])
+    frame = tape.to_frame()
+    for column in TEXT_COLUMNS:
+        pd.testing.assert_series_equal(frame[column], pd.Series(frame[column].tolist(), name=column))
