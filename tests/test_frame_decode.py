@@ -104,3 +104,12 @@ def test_text_columns_take_the_dtype_pandas_infers_from_their_values(tmp_path: P
     frame = tape.to_frame()
     for column in TEXT_COLUMNS:
         pd.testing.assert_series_equal(frame[column], pd.Series(frame[column].tolist(), name=column))
+
+
+def test_a_lone_surrogate_in_a_text_column_keeps_the_frame_readable(tmp_path: Path) -> None:
+    tape = open_tape("t", store=FileTapeStore(tmp_path))
+    tape.append_message({"role": "user", "content": "half a pair \udc00"})
+    tape.append_message({"role": "user", "content": "whole"})
+    frame = tape.to_frame()
+    assert frame["content"].tolist() == ["half a pair \udc00", "whole"]
+    assert str(frame["content"].dtype) == "str" and frame["content"].str.contains("half").sum() == 1

@@ -88,7 +88,10 @@ def _text_column(values: list[Any]) -> pd.Series | list[Any]:
     if dtype.storage == "pyarrow":
         import pyarrow as pa
 
-        chunks = pa.chunked_array([pa.array(values, type=pa.large_string())])
+        try:
+            chunks = pa.chunked_array([pa.array(values, type=pa.large_string())])
+        except UnicodeEncodeError:  # a lone surrogate, which Arrow's UTF-8 cannot hold: kept in Python strings
+            return pd.Series(values, dtype=pd.StringDtype("python", na_value=np.nan))
         return pd.Series(pd.arrays.ArrowStringArray(chunks, dtype=dtype), copy=False)
     return pd.Series(values, dtype=dtype)
 
