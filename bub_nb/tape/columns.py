@@ -8,10 +8,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import orjson
+import msgspec
 
 from bub_nb.tape.entries import is_phase_anchor
-from bub_nb.tape.lines import Record, decode_record, has_long_integer
+from bub_nb.tape.lines import Record, decode_record
 from bub_nb.tape.text import payload_call_names, payload_text, tool_call_text
 
 if TYPE_CHECKING:
@@ -50,32 +50,44 @@ class Columns:
         return cls(list(ids), list(kinds), list(payloads), list(metas), list(dates))
 
 
+class _Entry(msgspec.Struct, forbid_unknown_fields=True, gc=False):
+    """A line that is exactly an entry: the five fields, each of its type, and nothing else."""
+
+    id: int
+    kind: str
+    payload: dict[str, Any]
+    meta: dict[str, Any]
+    date: str
+
+
+_ENTRY = msgspec.json.Decoder(_Entry).decode
+_LOWEST_ID, _BEYOND_ID = -(2**63), 2**63  # ids outside 64 bits are not entries
+
+
 def decode_columns(lines: Sequence[bytes], start: int = 1) -> Columns:
     """Decode complete lines into columns of the entries with ``id >= start``, as ``records`` reads them; lines
     that are not entries are left out.
 
-    The common case (every line valid JSON with exactly the five fields, of the right types) is checked
-    in bulk, column by column; anything else goes line by line through ``decode_record``.
+    The common case (every line exactly the five fields, of the right types) is decoded by msgspec into a
+    typed value per line, which checks every type as it goes and builds no dict per line; msgspec reads
+    integers beyond 64 bits exactly, as the plain decode does. Anything else (a line that is not JSON, not
+    UTF-8, with a missing or extra field, a float msgspec cannot hold) sends the block line by line through
+    ``decode_record``.
     """
-    if has_long_integer(lines):  # rare: integers beyond 64 bits are read exactly, line by line
-        return _one_by_one(lines, start)
     try:
-        decoded: list[Any] = list(map(orjson.loads, lines))
-        if set(map(type, decoded)) != {dict} or set(map(len, decoded)) != {5}:
-            raise TypeError
-        ids, kinds, payloads, metas, dates = zip(*map(_FIELDS, decoded), strict=True)
-    except (orjson.JSONDecodeError, TypeError, KeyError, ValueError):  # ValueError: no lines at all
+        entries = list(map(_ENTRY, lines))
+    except (msgspec.DecodeError, ValueError, RecursionError):  # ValueError: not UTF-8
         return _one_by_one(lines, start)
-    if (
-        set(map(type, ids)) == {int}
-        and min(ids) >= start
-        and set(map(type, kinds)) == {str}
-        and set(map(type, payloads)) == {dict}
-        and set(map(type, metas)) == {dict}
-        and set(map(type, dates)) == {str}
-    ):
-        return Columns(list(ids), list(kinds), list(payloads), list(metas), list(dates))
-    return _one_by_one(lines, start)
+    ids = [entry.id for entry in entries]
+    if ids and not (max(start, _LOWEST_ID) <= min(ids) and max(ids) < _BEYOND_ID):
+        return _one_by_one(lines, start)
+    return Columns(
+        ids,
+        [entry.kind for entry in entries],
+        [entry.payload for entry in entries],
+        [entry.meta for entry in entries],
+        [entry.date for entry in entries],
+    )
 
 
 def _one_by_one(lines: Sequence[bytes], start: int) -> Columns:

@@ -73,6 +73,29 @@ def _token_counts(usages: dict[int, Any], key: str, count: int) -> pd.api.extens
     return pd.arrays.IntegerArray(values, missing)
 
 
+_STRINGS = {str, type(None)}
+
+
+def _text_column(values: list[Any]) -> pd.Series | list[Any]:
+    """A column of strings (missing where ``None``) in pandas' ``str`` dtype, as ``pd.Series(values)`` infers it,
+    built without the inference pass; with pyarrow installed, the Arrow array is made in one call, which costs a
+    fraction of pandas' own conversion. Anything else (no string at all, or other values) is left to pandas.
+    """
+    kinds = set(map(type, values))
+    if str not in kinds or not kinds <= _STRINGS:
+        return values
+    dtype = pd.StringDtype(na_value=np.nan)  # the storage pandas picks: pyarrow when it is installed
+    if dtype.storage == "pyarrow":
+        import pyarrow as pa
+
+        try:
+            chunks = pa.chunked_array([pa.array(values, type=pa.large_string())])
+        except UnicodeEncodeError:  # a lone surrogate, which Arrow's UTF-8 cannot hold: kept in Python strings
+            return pd.Series(values, dtype=pd.StringDtype("python", na_value=np.nan))
+        return pd.Series(pd.arrays.ArrowStringArray(chunks, dtype=dtype), copy=False)
+    return pd.Series(values, dtype=dtype)
+
+
 def _frame(
     ids: list[int],
     kinds: list[str],
@@ -93,12 +116,12 @@ def _frame(
                 "id": pd.Series(ids, dtype="int64"),
                 "kind": kind_column(kinds),
                 "date": pd.to_datetime(pd.Series(dates, dtype="object"), utc=True, format="ISO8601", errors="coerce"),
-                "role": roles,
-                "name": names,
-                "content": contents,
+                "role": _text_column(roles),
+                "name": _text_column(names),
+                "content": _text_column(contents),
                 "tools": tools,
-                "phase": phases,
-                "run_id": run_ids,
+                "phase": _text_column(phases),
+                "run_id": _text_column(run_ids),
                 "prompt_tokens": _token_counts(usages, "prompt_tokens", count),
                 "completion_tokens": _token_counts(usages, "completion_tokens", count),
                 "payload": payloads,

@@ -53,13 +53,16 @@ def as_record(data: Any) -> Record | None:
     }
 
 
-# orjson reads an integer beyond 64 bits as a float without a word; such a number has 20 digits or more.
+# orjson reads an integer beyond 64 bits as a float without a word; such a number has 20 digits or more,
+# or 19 after a minus sign (below -2**63, which has 19 digits, orjson has no signed type to hold it).
 _DIGITS_AS_ZERO = bytes(ord("0") if chr(byte).isdigit() and byte < 128 else byte for byte in range(256))
 _LONG_INTEGER = b"0" * 20
+_LONG_NEGATIVE = b"-" + b"0" * 19
 
 
 def _has_long_integer(line: bytes) -> bool:
-    return _LONG_INTEGER in line.translate(_DIGITS_AS_ZERO)
+    digits = line.translate(_DIGITS_AS_ZERO)
+    return _LONG_INTEGER in digits or _LONG_NEGATIVE in digits
 
 
 def load_json(line: bytes | str) -> Any:

@@ -1,0 +1,115 @@
+"""Frames at scale: lines decoded straight into columns hold exactly what decoding every line gives."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_tape_scale import HOSTILE, tape_lines
+
+from bub_nb.tape import FileTapeStore, open_tape
+from bub_nb.tape.columns import Columns, decode_columns
+from bub_nb.tape.lines import decode_record
+
+ENTRY = b'{"id":%d,"kind":"message","payload":{"role":"user","content":"hi"},"meta":{},"date":"2026-01-01"}'
+
+
+def plain_columns(lines: list[bytes], start: int) -> Columns:
+    """The columns as decoding every line with ``decode_record`` gives them."""
+    records = [record for record in map(decode_record, lines) if record is not None and record["id"] >= start]
+    return Columns.from_records(records)
+
+
+def shape(value: Any) -> list[tuple[str, Any]]:
+    """Every value inside ``value`` with its type, in order: a float is told from an equal int, and NaN and -0.0
+    are kept apart, as ``==`` would not (walked without recursion: a payload may nest hundreds deep)."""
+    out: list[tuple[str, Any]] = []
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            out.append(("dict", tuple(item)))
+            stack.extend(reversed(list(item.values())))
+        elif isinstance(item, list):
+            out.append(("list", len(item)))
+            stack.extend(reversed(item))
+        else:
+            out.append((type(item).__name__, repr(item)))
+    return out
+
+
+def assert_same(fast: Columns, plain: Columns) -> None:
+    assert (fast.ids, fast.kinds, fast.dates) == (plain.ids, plain.kinds, plain.dates)
+    assert shape(fast.payloads) == shape(plain.payloads) and shape(fast.metas) == shape(plain.metas)
+
+
+@settings(max_examples=200, deadline=None)
+@given(lines=tape_lines(), start=st.integers(-5, 5))
+def test_decoded_columns_hold_exactly_what_decoding_every_line_does(lines: list[bytes], start: int) -> None:
+    assert_same(decode_columns(lines, start), plain_columns(lines, start))
+
+
+numbers = st.one_of(
+    st.integers(),
+    st.integers(min_value=2**63 - 2, max_value=2**70),
+    st.integers(max_value=-(2**63) + 2, min_value=-(2**70)),
+    st.floats(allow_nan=False, allow_infinity=False),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(values=st.lists(numbers, max_size=5), entry_id=st.one_of(st.integers(1, 9), st.integers(2**63 - 2, 2**65)))
+def test_numbers_of_any_size_in_a_clean_block_are_read_exactly(values: list[int | float], entry_id: int) -> None:
+    record = {"id": entry_id, "kind": "event", "payload": {"values": values}, "meta": {"n": values}, "date": "d"}
+    lines = [ENTRY % 1, json.dumps(record).encode(), ENTRY % 3]
+    assert_same(decode_columns(lines), plain_columns(lines, 1))
+
+
+def test_a_line_holding_two_entries_is_no_entry_even_beside_one_split_over_two_lines() -> None:
+    lines = [b'{"id":1,"kind":"message"', b'"payload":{},"meta":{},"date":"d"}', ENTRY % 2 + b"," + ENTRY % 3]
+    assert len(decode_columns(lines)) == 0 == len(plain_columns(lines, 1))
+
+
+def test_each_hostile_line_among_clean_ones_is_framed_as_decoding_reads_it() -> None:
+    for line in HOSTILE:
+        lines = [ENTRY % 1, line, ENTRY % 8]
+        assert_same(decode_columns(lines), plain_columns(lines, 1))
+
+
+def test_a_negative_integer_just_below_64_bits_is_read_exactly() -> None:
+    line = b'{"id":1,"kind":"event","payload":{"n":-9223372036854775809},"meta":{},"date":"d"}'
+    record = decode_record(line)
+    assert record is not None and record["payload"]["n"] == -(2**63) - 1
+    assert decode_columns([line]).payloads == [{"n": -(2**63) - 1}]
+
+
+TEXT_COLUMNS = ("role", "name", "content", "phase", "run_id")
+
+
+@pytest.mark.parametrize(
+    "metas",
+    [[{}, {}], [{"run_id": "r1"}, {}], [{"run_id": 7}, {"run_id": "r2"}], [{"run_id": {"x": 1}}, {}]],
+    ids=["no run ids", "str and missing", "int and str", "object"],
+)
+def test_text_columns_take_the_dtype_pandas_infers_from_their_values(tmp_path: Path, metas: list[Any]) -> None:
+    tape = open_tape("t", store=FileTapeStore(tmp_path))
+    tape.handoff("phase/a")
+    tape.append_message({"role": "user", "content": "hi"}, **metas[0])
+    tape.append_event("run", {"usage": {}}, **metas[1])
+    frame = tape.to_frame()
+    for column in TEXT_COLUMNS:
+        pd.testing.assert_series_equal(frame[column], pd.Series(frame[column].tolist(), name=column))
+
+
+def test_a_lone_surrogate_in_a_text_column_keeps_the_frame_readable(tmp_path: Path) -> None:
+    tape = open_tape("t", store=FileTapeStore(tmp_path))
+    tape.append_message({"role": "user", "content": "half a pair \udc00"})
+    tape.append_message({"role": "user", "content": "whole"})
+    frame = tape.to_frame()
+    assert frame["content"].tolist() == ["half a pair \udc00", "whole"]
+    assert str(frame["content"].dtype) == "str" and frame["content"].str.contains("half").sum() == 1
