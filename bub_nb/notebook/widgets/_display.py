@@ -81,3 +81,19 @@ class WidgetDisplay(ABC):
             unwanted = set(exclude)
             data = {key: value for key, value in data.items() if key not in unwanted}
         return data
+
+
+def refreshable_html(display: WidgetDisplay, css_class: str) -> tuple[ipywidgets.Widget, ipywidgets.HTML]:
+    """A widget that is a refresh button over the display's HTML: the root, and the body to update.
+
+    The button calls ``display.refresh()``, which sets the body's value again.
+    """
+    import ipywidgets as w
+
+    refresh = w.Button(description="refresh", icon="refresh", layout=w.Layout(width="auto"))
+    refresh.add_class("bub-refresh")
+    body = w.HTML(display.to_html())
+    root = w.VBox([w.HBox([refresh]), body], layout=w.Layout(width="100%"))
+    root.add_class(css_class)
+    refresh.on_click(lambda _button: display.refresh())  # type: ignore[attr-defined]
+    return root, body

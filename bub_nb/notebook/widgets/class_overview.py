@@ -5,7 +5,7 @@ from __future__ import annotations
 import html
 from typing import TYPE_CHECKING, Any
 
-from bub_nb.notebook.widgets._display import WidgetDisplay
+from bub_nb.notebook.widgets._display import WidgetDisplay, refreshable_html
 from bub_nb.tape.overview import class_overview
 
 if TYPE_CHECKING:
@@ -51,13 +51,6 @@ class ClassOverview(WidgetDisplay):
         return f"<div class='bub-class-overview'><b>Class overview</b>: {html.escape(self._heading())}{table}</div>"
 
     def _build_widget(self) -> ipywidgets.Widget:
-        import ipywidgets as w
-
-        refresh = w.Button(description="refresh", icon="refresh", layout=w.Layout(width="auto"))
-        refresh.add_class("bub-refresh")
-        body = w.HTML(self.to_html())
-        root = w.VBox([w.HBox([refresh]), body], layout=w.Layout(width="100%"))
-        root.add_class("bub-class-overview")
+        root, body = refreshable_html(self, "bub-class-overview")
         self._parts = {"body": body}
-        refresh.on_click(lambda _button: self.refresh())
         return root

@@ -13,7 +13,7 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any, Final
 
 from bub_nb.notebook.widgets._activity import MEMORY_ANCHOR, Activity, Bucket, Phase, RunSummary, measure
-from bub_nb.notebook.widgets._display import WidgetDisplay
+from bub_nb.notebook.widgets._display import WidgetDisplay, refreshable_html
 from bub_nb.notebook.widgets._style import (
     COMPLETION_COLOR,
     KIND_COLORS,
@@ -240,15 +240,8 @@ class TapeTimeline(WidgetDisplay):
     # -- the widget -------------------------------------------------------------------------------
 
     def _build_widget(self) -> ipywidgets.Widget:
-        import ipywidgets as w
-
-        refresh = w.Button(description="refresh", icon="refresh", layout=w.Layout(width="auto"))
-        refresh.add_class("bub-refresh")
-        body = w.HTML(self.to_html())
-        root = w.VBox([w.HBox([refresh]), body], layout=w.Layout(width="100%"))
-        root.add_class("bub-timeline")
+        root, body = refreshable_html(self, "bub-timeline")
         self._parts = {"body": body}
-        refresh.on_click(lambda _button: self.refresh())
         return root
 
 
