@@ -26,7 +26,7 @@ from bub_nb.tape import (
 
 if TYPE_CHECKING:
     from bub_nb.agent import Agent, Turn, hookimpl, register_plugin, tool, unregister_plugin
-    from bub_nb.tape.frame import read_tapes
+    from bub_nb.tape.home import read_tapes
     from bub_nb.tape.overview import class_overview
 
 __version__ = "0.1.0"

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from bub_nb.agent.hookspecs import StreamEvent, field_of, hookimpl
 from bub_nb.agent.pipeline import TurnPipeline
+from bub_nb.memory import MemoryZone
 from bub_nb.tape import AnchorRef, is_phase_anchor
 
 if TYPE_CHECKING:
@@ -150,7 +151,7 @@ def memory_of(tape: Tape, *, ensure: bool) -> MemorySnapshot:
         and seen[1] == _newest_memory_anchor(store, tape.name)
     ):
         return seen[2]
-    zone = tape.memory
+    zone = MemoryZone(tape)
     snapshot: MemorySnapshot = zone.read()
     if snapshot.version == 0 and ensure:  # no zone yet; ensure() alone would look for one twice
         snapshot = zone.ensure()

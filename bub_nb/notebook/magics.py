@@ -24,6 +24,7 @@ from IPython.display import display
 from traitlets import Bool, Int, List, Unicode, default, observe
 
 from bub_nb.errors import BubNbError
+from bub_nb.memory import MemoryZone
 from bub_nb.notebook.display import AnswerDisplay, show
 from bub_nb.notebook.interpolate import interpolate
 from bub_nb.notebook.line_prompt import split_line_prompt
@@ -275,7 +276,7 @@ class BubMagics(Magics):
         from bub_nb.notebook.widgets import MemoryView
 
         args = parse_line(self.memory_magic, line)
-        zone = self.session.tape.memory
+        zone = MemoryZone(self.session.tape)
         text = " ".join(args.text).strip()
         action = args.action
         if action in ("save", "daily") and not text:

@@ -1,0 +1,132 @@
+"""The package's import graph has one direction: no cycle between modules, no import pointing up a layer.
+
+Every import counts, including the ones inside functions and under ``TYPE_CHECKING``: a cycle kept alive by a
+deferred import is still a cycle a reader has to hold in their head.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "bub_nb"
+
+#: Layers from the bottom up. A module may import its own layer and the ones below it.
+LAYERS = {"errors": 0, "tape": 1, "context": 2, "memory": 2, "agent": 3, "notebook": 4}
+
+
+def module_names() -> dict[str, Path]:
+    names = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = ["bub_nb", *path.relative_to(PACKAGE).with_suffix("").parts]
+        if parts[-1] == "__init__":
+            parts.pop()
+        names[".".join(parts)] = path
+    return names
+
+
+def imports_of(name: str, path: Path, known: dict[str, Path]) -> set[str]:
+    """Every bub_nb module that ``name`` imports, wherever the import statement sits."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            # `from pkg import sub` imports the submodule; `from pkg import name` imports pkg itself.
+            targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base for alias in node.names]
+        else:
+            continue
+        for target in targets:
+            while target and target not in known:
+                target = target.rpartition(".")[0]
+            if target.startswith("bub_nb") and target != name:
+                found.add(target)
+    return found
+
+
+def graph() -> dict[str, set[str]]:
+    known = module_names()
+    return {name: imports_of(name, path, known) for name, path in known.items()}
+
+
+def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in sorted(edges.get(node, ())):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(edges):
+        if node not in index:
+            visit(node)
+    return sorted(found)
+
+
+def layer(name: str) -> int | None:
+    parts = name.split(".")
+    return LAYERS.get(parts[1]) if len(parts) > 1 else None
+
+
+def test_no_module_imports_itself_back_through_others() -> None:
+    assert cycles(graph()) == []
+
+
+def test_no_import_points_up_a_layer() -> None:
+    offenders = [
+        f"{name} -> {target}"
+        for name, targets in graph().items()
+        for target in sorted(targets)
+        if layer(name) is not None and layer(target) is not None and layer(target) > layer(name)  # type: ignore[operator]
+    ]
+    assert offenders == []
+
+
+@pytest.mark.parametrize(
+    ("edges", "expected"),
+    [
+        ({"a": {"b"}, "b": {"a"}, "c": {"a"}}, [["a", "b"]]),
+        ({"a": {"b"}, "b": {"c"}, "c": set()}, []),
+    ],
+)
+def test_the_cycle_finder_finds_cycles_and_only_cycles(edges: dict[str, set[str]], expected: list[list[str]]) -> None:
+    assert cycles(edges) == expected
+
+
+def test_the_walk_sees_imports_inside_functions_and_type_checking(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text(
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from bub_nb.agent import loop\n"
+        "def f():\n    from bub_nb.tape.service import Tape\n"
+    )
+    known = {"bub_nb.tape.m": module, "bub_nb.agent.loop": module, "bub_nb.tape.service": module}
+    assert imports_of("bub_nb.tape.m", module, known) == {"bub_nb.agent.loop", "bub_nb.tape.service"}
