@@ -132,8 +132,7 @@ def forked_entries(
     So the fork's first view holds the anchor's state, the intention and the conversation since the anchor.
     """
     entries = [
-        TapeEntry(0, e.kind, e.payload, {**e.meta, "forked_from": entry_address(parent, e.id)}, e.date)
-        for e in copied
+        TapeEntry(0, e.kind, e.payload, {**e.meta, "forked_from": entry_address(parent, e.id)}, e.date) for e in copied
     ]
     if intention is None:
         return entries
