@@ -64,7 +64,7 @@ __all__ = [
 
 # Heavier parts (pandas, openai, pluggy) load on first use, so `import bub_nb` stays cheap.
 _LAZY = {
-    "read_tapes": "bub_nb.tape.frame",
+    "read_tapes": "bub_nb.tape.home",
     "class_overview": "bub_nb.tape.overview",
     "Agent": "bub_nb.agent",
     "Turn": "bub_nb.agent",
