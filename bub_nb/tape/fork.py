@@ -14,10 +14,12 @@ from typing import Any
 import jsonlines
 import orjson
 
+from bub_nb.errors import TapeError
 from bub_nb.tape.address import entry_address
 from bub_nb.tape.entries import TapeEntry, is_phase_anchor, utc_now
 from bub_nb.tape.events import HANDOFF, handoff_entries
 from bub_nb.tape.lines import anchor_name
+from bub_nb.tape.naming import validate_tape_name
 from bub_nb.tape.reserved import LINEAGE_FILE
 from bub_nb.tape.store import AnchorRef, FileBacked, KeepsLineage, StoreStats, TapeStore
 
@@ -121,6 +123,15 @@ class ForkBlock:
 
     async def __aexit__(self, *exc: object) -> None:
         self.__exit__(*exc)
+
+
+def check_fork(store: TapeStore, new_name: str, intention: object) -> None:
+    """Refuse a fork into a bad or taken name, or with an intention that is neither text nor a mapping."""
+    validate_tape_name(new_name)
+    if store.exists(new_name):
+        raise TapeError(f"Tape {new_name!r} already exists; fork into a new name")
+    if intention is not None and not isinstance(intention, str | Mapping):
+        raise TapeError(f"A fork's intention must be text or a mapping, got {intention!r}")
 
 
 def forked_entries(

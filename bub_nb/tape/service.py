@@ -14,7 +14,7 @@ from bub_nb.tape.address import TapeAddress, anchor_address, entry_address
 from bub_nb.tape.entries import TapeEntry, is_phase_anchor, plain_json
 from bub_nb.tape.events import handoff_entries, run_usage
 from bub_nb.tape.extensions import MemoryZone, View
-from bub_nb.tape.fork import ForkBlock, ForkedStore, forked_entries, keep_lineage, store_lineage
+from bub_nb.tape.fork import ForkBlock, ForkedStore, check_fork, forked_entries, keep_lineage, store_lineage
 from bub_nb.tape.naming import validate_tape_name
 from bub_nb.tape.query import TapeQuery
 from bub_nb.tape.redact import redact
@@ -258,11 +258,7 @@ class Tape:
         The lineage is recorded where the store keeps it.
         """
         start = self._find_ref(from_anchor).id if from_anchor else 1
-        validate_tape_name(new_name)
-        if self.store.exists(new_name):
-            raise TapeError(f"Tape {new_name!r} already exists; fork into a new name")
-        if intention is not None and not isinstance(intention, str | Mapping):
-            raise TapeError(f"A fork's intention must be text or a mapping, got {intention!r}")
+        check_fork(self.store, new_name, intention)
         copied = [*self._memory_before(start), *self.read(start)]
         child = type(self)(new_name, self._base_store)
         child.extend(forked_entries(self.name, copied, intention))
