@@ -24,10 +24,13 @@ from bub_nb.tape.store import (
     ReadsColumns,
     ReadsRecords,
     SearchesLines,
+    WakesReaders,
 )
 from bub_nb.testing import OpenAICompatibleServer
 
-CAPABILITIES = (FileBacked, KeepsLineage, KnowsOwners, MayBeReadOnly, ReadsColumns, ReadsRecords, SearchesLines)
+CAPABILITIES = (
+    FileBacked, KeepsLineage, KnowsOwners, MayBeReadOnly, ReadsColumns, ReadsRecords, SearchesLines, WakesReaders,
+)  # fmt: skip
 
 
 def offered(store: Any) -> set[str]:
@@ -49,7 +52,7 @@ def test_the_database_store_keeps_lineage_and_owners_itself() -> None:
     pytest.importorskip("psycopg_pool")
     from tape_fixtures import postgres_store
 
-    assert offered(postgres_store()) == {"KeepsLineage", "KnowsOwners", "ReadsRecords"}
+    assert offered(postgres_store()) == {"KeepsLineage", "KnowsOwners", "ReadsRecords", "WakesReaders"}
 
 
 def test_a_fork_on_files_records_its_lineage_in_the_one_lineage_file_which_is_no_tape(tmp_path: Path) -> None:

@@ -145,6 +145,21 @@ class MayBeReadOnly(Protocol):
     def writable(self, tape: str) -> bool: ...
 
 
+class Follower(Protocol):
+    """New entries of one tape as they are committed: ``poll`` waits up to ``timeout`` seconds for them."""
+
+    def poll(self, timeout: float = 1.0) -> list[TapeEntry]: ...
+
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class WakesReaders(Protocol):
+    """A store that can wake a reader when a tape grows (PostgreSQL's ``LISTEN``/``NOTIFY``)."""
+
+    def follow(self, tape: str, after: int | None = None) -> Follower: ...
+
+
 @runtime_checkable
 class KnowsOwners(Protocol):
     """A store that knows each tape's owner and notebook (a database)."""

@@ -27,6 +27,7 @@ from bub_nb.tape.dsn import error_reason, redact_dsn
 from bub_nb.tape.entries import TapeEntry
 from bub_nb.tape.lines import Record, decode_records, gc_paused
 from bub_nb.tape.naming import check_file_name, current_notebook
+from bub_nb.tape.postgres.follow import TapeFollower
 from bub_nb.tape.postgres.schema import VERSION, channel, check_schema_name, migrate, schema_version
 from bub_nb.tape.store import AnchorList, AnchorRef, StoreStats
 
@@ -352,10 +353,8 @@ class PostgresTapeStore:
             ).fetchall()
         return [dict(row) for row in rows]
 
-    def follow(self, tape: str, after: int | None = None) -> Any:
+    def follow(self, tape: str, after: int | None = None) -> TapeFollower:
         """A ``TapeFollower`` that waits for ``NOTIFY`` and hands over what ``tape`` gained."""
-        from bub_nb.tape.postgres.follow import TapeFollower
-
         return TapeFollower(self, tape, after)
 
 
