@@ -26,7 +26,7 @@ from bub_nb.tape import (
 
 if TYPE_CHECKING:
     from bub_nb.agent import Agent, Turn, hookimpl, register_plugin, tool, unregister_plugin
-    from bub_nb.tape.frame import read_tapes
+    from bub_nb.tape.home import read_tapes
     from bub_nb.tape.overview import class_overview
 
     __version__: str
@@ -64,7 +64,7 @@ __all__ = [
 
 # Heavier parts (pandas, openai, pluggy) load on first use, so `import bub_nb` stays cheap.
 _LAZY = {
-    "read_tapes": "bub_nb.tape.frame",
+    "read_tapes": "bub_nb.tape.home",
     "class_overview": "bub_nb.tape.overview",
     "Agent": "bub_nb.agent",
     "Turn": "bub_nb.agent",

@@ -10,13 +10,12 @@ from datetime import UTC, datetime, timedelta
 from datetime import date as Date
 from typing import TYPE_CHECKING, Any
 
-import bub_nb.memory  # noqa: F401  (importing it is what gives every Tape its .memory zone)
 from bub_nb.agent.tools import Tool, ToolContext, ToolRegistry, tool
 from bub_nb.errors import ToolError
+from bub_nb.memory import MemoryZone
 from bub_nb.tape import is_phase_anchor
 
 if TYPE_CHECKING:
-    from bub_nb.memory import MemoryZone
     from bub_nb.tape import Tape
 
 SNIPPET = 160
@@ -29,7 +28,7 @@ def _tape(context: ToolContext) -> Tape:
 
 
 def _memory(context: ToolContext) -> MemoryZone:
-    zone: MemoryZone = _tape(context).memory
+    zone = MemoryZone(_tape(context))
     return zone
 
 

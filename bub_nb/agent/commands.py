@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from bub_nb.agent.builtin_tools import builtin_registry
 from bub_nb.agent.tools import Tool, ToolCallError, ToolContext, ToolRegistry
 from bub_nb.errors import BubNbError, CommandError
+from bub_nb.tape.events import COMMAND
 from bub_nb.tape.reserved import check_handoff_name
 
 if TYPE_CHECKING:
@@ -208,5 +209,5 @@ def _coerce(value: str, schema: Mapping[str, Any]) -> Any:
 
 def _logged(tape: Tape, meta: Mapping[str, Any] | None, result: CommandResult) -> CommandResult:
     data = {"name": result.name, "args": dict(result.args), "status": result.status}
-    event = tape.append_event("command", data, **dict(meta or {}))
+    event = tape.append_event(COMMAND, data, **dict(meta or {}))
     return CommandResult(result.name, result.output, result.status, result.args, (*result.entries, event))

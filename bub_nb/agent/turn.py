@@ -15,6 +15,7 @@ from bub_nb.agent.models.base import Completion, Usage
 from bub_nb.agent.tools import ToolCallError
 from bub_nb.errors import ContextLengthError, ModelError
 from bub_nb.tape import TapeEntry
+from bub_nb.tape.events import LOOP_STEP, RUN, handoff_entries
 
 if TYPE_CHECKING:
     from bub_nb.context import View
@@ -183,9 +184,8 @@ class TurnRecorder:
         """
         state = {"reason": "context_length_exceeded", "error": str(error)}
         self._write(
-            TapeEntry.anchor(AUTO_HANDOFF_ANCHOR, state),
-            TapeEntry.event("handoff", {"name": AUTO_HANDOFF_ANCHOR, "state": state}),
-            TapeEntry.event("loop.step", {"step": step, "status": "auto_handoff", "error": str(error)}),
+            *handoff_entries(AUTO_HANDOFF_ANCHOR, state),
+            TapeEntry.event(LOOP_STEP, {"step": step, "status": "auto_handoff", "error": str(error)}),
             TapeEntry.message({"role": "user", "content": prompt}, retry=True),
         )
         anchor = next((e for e in reversed(self.entries) if e.kind == "anchor" and e.name == AUTO_HANDOFF_ANCHOR), None)
@@ -213,7 +213,7 @@ class TurnRecorder:
                 "elapsed_ms": elapsed_ms,
                 "steps": self.steps,
             }
-            closing = [TapeEntry.event("run", data)]
+            closing = [TapeEntry.event(RUN, data)]
             if text and answer:
                 meta = {"partial": True} if partial else {}
                 closing.insert(0, TapeEntry.message({"role": "assistant", "content": text}, **meta))

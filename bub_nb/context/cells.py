@@ -8,11 +8,12 @@ from typing import TYPE_CHECKING, ClassVar
 from bub_nb.context.strategies import LastAnchor, Selection
 from bub_nb.errors import ContextError
 from bub_nb.tape.entries import TapeEntry
+from bub_nb.tape.events import NOTEBOOK_CELL
 
 if TYPE_CHECKING:
     from bub_nb.tape import Tape
 
-CELL_EVENT = "notebook.cell"
+CELL_EVENT = NOTEBOOK_CELL
 
 
 def cell_message(entry: TapeEntry) -> TapeEntry:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from bub_nb.context.display import view_html, view_markdown, view_text
 from bub_nb.context.messages import Message, render_entries
@@ -13,6 +13,7 @@ from bub_nb.context.modes import Mode, as_strategy
 from bub_nb.context.strategies import Selection
 from bub_nb.context.tokens import REPLY_PRIMING, count_message_tokens, tokenizer_name
 from bub_nb.tape.entries import TapeEntry
+from bub_nb.tape.events import RUN, run_data, run_usage
 from bub_nb.tape.selectors import LAST_ANCHOR
 
 if TYPE_CHECKING:
@@ -105,7 +106,7 @@ def view_from_selection(selection: Selection, mode: str = "custom") -> View:
 def last_run_usage(entries: Iterable[TapeEntry]) -> RunUsage | None:
     """The usage of the newest ``run`` event among ``entries`` that reported one."""
     for entry in reversed(list(entries)):
-        if entry.kind != "event" or entry.name != "run":
+        if entry.kind != "event" or entry.name != RUN:
             continue
         usage = _usage(entry)
         if usage is not None:
@@ -114,15 +115,14 @@ def last_run_usage(entries: Iterable[TapeEntry]) -> RunUsage | None:
 
 
 def _usage(entry: TapeEntry) -> RunUsage | None:
-    data = entry.payload.get("data")
-    reported: Any = data.get("usage") if isinstance(data, dict) else None
-    if not isinstance(reported, dict):
+    reported = run_usage(entry)
+    if reported is None:
         return None
     prompt, completion = reported.get("prompt_tokens"), reported.get("completion_tokens")
     if not isinstance(prompt, int) or not isinstance(completion, int):
         return None
     total = reported.get("total_tokens")
-    model = data.get("model") if isinstance(data, dict) else None
+    model = (run_data(entry) or {}).get("model")
     return RunUsage(
         prompt_tokens=prompt,
         completion_tokens=completion,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import weakref
 from typing import TYPE_CHECKING
 
+from bub_nb.memory.zone import MemoryZone
 from bub_nb.tape import AnchorRef, is_phase_anchor
 
 if TYPE_CHECKING:
@@ -33,7 +34,7 @@ def memory_of(tape: Tape, *, ensure: bool) -> MemorySnapshot:
         and seen[1] == _newest_memory_anchor(store, tape.name)
     ):
         return seen[2]
-    zone = tape.memory
+    zone = MemoryZone(tape)
     snapshot: MemorySnapshot = zone.read()
     if snapshot.version == 0 and ensure:  # no zone yet; ensure() alone would look for one twice
         snapshot = zone.ensure()

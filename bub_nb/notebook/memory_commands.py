@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from IPython.core.error import UsageError
 from IPython.display import display
 
+from bub_nb.memory import MemoryZone
 from bub_nb.notebook.display import show
 
 if TYPE_CHECKING:
@@ -22,7 +23,7 @@ class MemoryCommands:
         self._session = session
 
     def run(self, action: str, text: str, date: str | None) -> None:
-        zone = self._session.tape.memory
+        zone = MemoryZone(self._session.tape)
         if action in ("save", "daily") and not text:
             raise UsageError(f"%memory {action} needs the text to store, e.g. %memory {action} prefers pandas")
         if action != "daily" and date:

@@ -6,8 +6,9 @@ from collections.abc import Callable
 from typing import Any
 
 from bub_nb.tape import Tape
+from bub_nb.tape.events import NOTEBOOK_CELL
 
-CELL_EVENT = "notebook.cell"
+CELL_EVENT = NOTEBOOK_CELL
 _SKIPPED_PREFIXES = (",", "%%bub", "%bub", "%tape record", "%handoff", "%context", "%memory", "%anchors")
 _MAX_SOURCE = 8000
 

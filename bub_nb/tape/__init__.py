@@ -16,7 +16,7 @@ from bub_nb.tape.store import AnchorRef, MemoryTapeStore, StoreStats, TapeStore
 from bub_nb.tape.summary import AnchorSummary, TapeInfo
 
 if TYPE_CHECKING:
-    from bub_nb.tape.frame import read_tapes
+    from bub_nb.tape.home import read_tapes
 
 __all__ = [
     "KINDS",
@@ -44,7 +44,7 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     if name == "read_tapes":  # imports pandas, so only on use
-        from bub_nb.tape.frame import read_tapes
+        from bub_nb.tape.home import read_tapes
 
         return read_tapes
     raise AttributeError(f"module 'bub_nb.tape' has no attribute {name!r}")

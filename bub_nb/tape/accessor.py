@@ -12,8 +12,7 @@ from bub_nb.errors import AnchorNotFoundError, TapeError
 from bub_nb.tape import extensions
 from bub_nb.tape.columns import TAPE_NAME
 from bub_nb.tape.entries import TapeEntry
-from bub_nb.tape.query import check_kinds
-from bub_nb.tape.service import anchor_order_error
+from bub_nb.tape.slicing import anchor_order_error, check_kinds
 
 
 def frame_to_entries(frame: pd.DataFrame) -> list[TapeEntry]:
@@ -156,4 +155,4 @@ class TapeAccessor:
         """The rows as OpenAI chat messages in tape order (by id), by the same rules as a view."""
         self._single("to_messages")
         ordered = self._frame.sort_values("id", kind="stable")
-        return extensions.require("messages")(frame_to_entries(ordered))  # type: ignore[no-any-return]
+        return extensions.messages(frame_to_entries(ordered))

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from bub_nb.tape.entries import is_phase_anchor
+from bub_nb.tape.events import RUN, payload_run_usage
 from bub_nb.tape.lines import Record, decode_record
 from bub_nb.tape.text import payload_call_names, payload_text, tool_call_text
 
@@ -158,11 +159,9 @@ def text_columns(kinds: list[str], payloads: list[dict[str, Any]]) -> TextColumn
             name = payload.get("name")
             own_names[row] = names[row] = name if type(name) is str else None
             contents[row] = payload_text(kind, payload)
-            if name == "run" and kind == "event":
-                data = payload.get("data")
-                usage = data.get("usage") if isinstance(data, dict) else None
-                if isinstance(usage, dict):
-                    usages[row] = usage
+            usage = payload_run_usage(kind, payload) if name == RUN else None
+            if usage is not None:
+                usages[row] = usage
         elif kind == "tool_result":
             roles[row] = "tool"
             results = payload.get("results")

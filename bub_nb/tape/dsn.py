@@ -23,3 +23,9 @@ def redact_dsn(text: str) -> str:
     if "password" in text.lower():
         text = _KEYWORD_PASSWORD.sub(r"\1[redacted]", text)
     return text
+
+
+def error_reason(error: BaseException) -> str:
+    """One line saying why, with any password taken out."""
+    text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    return redact_dsn(text)

@@ -10,6 +10,7 @@ from typing import Any, Final, Literal
 import orjson
 
 from bub_nb.tape.lines import as_record, decode_record, load_json
+from bub_nb.tape.text import payload_html, payload_markdown
 
 Kind = Literal["message", "system", "anchor", "event", "tool_call", "tool_result", "error"]
 KINDS: Final[tuple[str, ...]] = ("message", "system", "anchor", "event", "tool_call", "tool_result", "error")
@@ -115,14 +116,10 @@ class TapeEntry:
     # -- display ---------------------------------------------------------------------------------
 
     def _repr_markdown_(self) -> str:
-        from bub_nb.tape.text import entry_markdown
-
-        return entry_markdown(self)
+        return payload_markdown(self.id, self.kind, self.payload, self.date)
 
     def _repr_html_(self) -> str:
-        from bub_nb.tape.text import entry_html
-
-        return entry_html(self)
+        return payload_html(self.id, self.kind, self.payload, self.date)
 
 
 MEMORY_ANCHOR_PREFIX: Final = "memory/"

@@ -1,15 +1,67 @@
 """Seams where the layers above plug capabilities into ``Tape``, so imports keep pointing down.
 
 ``Tape.view()`` needs the context layer and ``Tape.memory`` the memory zone; both live above the
-tape layer. They register themselves here when ``bub_nb`` is imported.
+tape layer. They register themselves here when ``bub_nb`` is imported (importing ``bub_nb.tape``
+imports ``bub_nb`` first, so they are always there). The protocols say what the tape layer may
+rely on; ``bub_nb.context.View`` and ``bub_nb.memory.MemoryZone`` satisfy them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
-from bub_nb.errors import BubNbError
+if TYPE_CHECKING:
+    from bub_nb.tape.entries import TapeEntry
+    from bub_nb.tape.summary import AnchorSummary
+
+
+class View(Protocol):
+    """What the model would see: its messages, the entries they came from, and what they cost."""
+
+    @property
+    def messages(self) -> Sequence[dict[str, Any]]: ...
+
+    @property
+    def entry_ids(self) -> tuple[int, ...]: ...
+
+    @property
+    def anchor(self) -> AnchorSummary | None: ...
+
+    @property
+    def total_tokens(self) -> int: ...
+
+    @property
+    def mode(self) -> str: ...
+
+    def to_messages(self) -> list[dict[str, Any]]: ...
+
+    def to_text(self) -> str: ...
+
+
+class MemoryVersion(Protocol):
+    """One saved version of a memory zone: where it opens and seals, and the entries it holds."""
+
+    @property
+    def open_id(self) -> int: ...
+
+    @property
+    def seal_id(self) -> int: ...
+
+    @property
+    def entry_ids(self) -> tuple[int, ...]: ...
+
+    @property
+    def current(self) -> bool: ...
+
+
+class MemoryZone(Protocol):
+    """The memory zone on a tape: its versions, and the context it gives the model."""
+
+    def history(self) -> Sequence[MemoryVersion]: ...
+
+    def get_context(self) -> str: ...
+
 
 _providers: dict[str, Callable[..., Any]] = {}
 
@@ -19,8 +71,16 @@ def provide(capability: str, factory: Callable[..., Any]) -> None:
     _providers[capability] = factory
 
 
-def require(capability: str) -> Callable[..., Any]:
-    try:
-        return _providers[capability]
-    except KeyError:
-        raise BubNbError(f"Tape capability {capability!r} is not available; import bub_nb first") from None
+def view(tape: Any, mode: Any) -> View:
+    """The view of ``tape`` in ``mode``, built by the context layer."""
+    return _providers["view"](tape, mode)  # type: ignore[no-any-return]
+
+
+def memory(tape: Any) -> MemoryZone:
+    """The memory zone of ``tape``, from the memory layer."""
+    return _providers["memory"](tape)  # type: ignore[no-any-return]
+
+
+def messages(entries: Sequence[TapeEntry]) -> list[dict[str, Any]]:
+    """Entries as chat messages, rendered by the context layer."""
+    return _providers["messages"](entries)  # type: ignore[no-any-return]

@@ -30,10 +30,10 @@ from bub_nb.tape.entries import TapeEntry
 from bub_nb.tape.index import READ_CHUNK, TAIL_BYTES, IndexFile, IndexState
 from bub_nb.tape.lines import Record, anchor_name, complete_lines, decode_record, decode_records, gc_paused
 from bub_nb.tape.naming import check_file_name
+from bub_nb.tape.reserved import LINEAGE_FILE as SESSION_GRAPH
 from bub_nb.tape.search import candidate_lines
 from bub_nb.tape.store import AnchorRef, StoreStats
 
-SESSION_GRAPH = "session_graph.jsonl"
 _FIRST_CHUNK = 1 << 14
 _REVERSE_BLOCK = 1 << 18
 _SEARCH_BLOCK = 1 << 22

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from bub_nb.errors import BubNbError
+from bub_nb.tape.store import WakesReaders
 
 if TYPE_CHECKING:
     from bub_nb.tape.service import Tape
@@ -25,8 +26,8 @@ class Following:
     def __init__(self, tape: Tape, on_change: Callable[[], object], *, interval: float = 0.5) -> None:
         self.tape, self.on_change, self.interval = tape, on_change, interval
         self._stopped = threading.Event()
-        follow = getattr(tape.base_store, "follow", None)
-        self._follower = follow(tape.name) if follow is not None else None
+        store = tape.base_store
+        self._follower = store.follow(tape.name) if isinstance(store, WakesReaders) else None
         self._last_id = tape.base_store.stats(tape.name).last_id
         self._thread = threading.Thread(target=self._run, name=f"bub_nb follow {tape.name}", daemon=True)
         self._thread.start()

@@ -1,4 +1,5 @@
-"""Forks: writes that go aside until they are merged back, and new sessions forked from an anchor."""
+"""Forks on a store: writes that go aside until they are merged back, the entries a forked session
+starts with, and the lineage that records which tape was forked from which."""
 
 from __future__ import annotations
 
@@ -8,21 +9,19 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import jsonlines
 import orjson
 
-from bub_nb.errors import BubNbError, TapeError
-from bub_nb.tape import extensions
+from bub_nb.errors import TapeError
 from bub_nb.tape.address import entry_address
 from bub_nb.tape.entries import TapeEntry, is_phase_anchor, utc_now
+from bub_nb.tape.events import HANDOFF, handoff_entries
 from bub_nb.tape.lines import anchor_name
 from bub_nb.tape.naming import validate_tape_name
-from bub_nb.tape.store import AnchorRef, StoreStats, TapeStore
-
-if TYPE_CHECKING:
-    from bub_nb.tape.service import Tape
+from bub_nb.tape.reserved import LINEAGE_FILE
+from bub_nb.tape.store import AnchorRef, FileBacked, KeepsLineage, StoreStats, TapeStore
 
 INTENTION_ANCHOR = "intention"
 
@@ -126,74 +125,65 @@ class ForkBlock:
         self.__exit__(*exc)
 
 
-def fork_session(
-    parent: Tape, new_name: str, start: int, from_anchor: str | None, intention: Mapping[str, Any] | str | None
-) -> Tape:
-    """A new tape holding ``parent``'s entries from id ``start`` on, its intention, and its lineage.
-
-    The fork keeps its context: the parent's memory zone comes first when it was saved before
-    ``start``, and an intention is handed off right after the phase anchor the copy continues from,
-    carrying that anchor's state, so the fork's first view holds the anchor's state, the intention
-    and the conversation since the anchor.
-    """
+def check_fork(store: TapeStore, new_name: str, intention: object) -> None:
+    """Refuse a fork into a bad or taken name, or with an intention that is neither text nor a mapping."""
     validate_tape_name(new_name)
-    if parent.store.exists(new_name):
+    if store.exists(new_name):
         raise TapeError(f"Tape {new_name!r} already exists; fork into a new name")
     if intention is not None and not isinstance(intention, str | Mapping):
         raise TapeError(f"A fork's intention must be text or a mapping, got {intention!r}")
-    copied = [*_memory_before(parent, start), *parent.read(start)]
+
+
+def forked_entries(
+    parent: str, copied: Sequence[TapeEntry], intention: Mapping[str, Any] | str | None
+) -> list[TapeEntry]:
+    """The entries a session forked from ``parent`` starts with: ``copied``, each marked ``forked_from``,
+    and an ``intention`` handed off right after the last phase anchor copied, carrying that anchor's state.
+
+    So the fork's first view holds the anchor's state, the intention and the conversation since the anchor.
+    """
     entries = [
-        TapeEntry(0, e.kind, e.payload, {**e.meta, "forked_from": entry_address(parent.name, e.id)}, e.date)
-        for e in copied
+        TapeEntry(0, e.kind, e.payload, {**e.meta, "forked_from": entry_address(parent, e.id)}, e.date) for e in copied
     ]
-    if intention is not None:
-        base = next((i for i in range(len(copied) - 1, -1, -1) if _phase_anchor(copied[i])), None)
-        state = dict(copied[base].payload.get("state") or {}) if base is not None else {}
-        state.update({"next_steps": intention} if isinstance(intention, str) else intention)
-        meta = {"forked_at": entry_address(parent.name, copied[base].id)} if base is not None else {}
-        at = base + 1 if base is not None else len(entries)
-        if at < len(copied) and copied[at].kind == "event" and copied[at].name == "handoff":
-            at += 1  # the anchor's own handoff record stays with it
-        entries[at:at] = [
-            TapeEntry.anchor(INTENTION_ANCHOR, state, **meta),
-            TapeEntry.event("handoff", {"name": INTENTION_ANCHOR, "state": state}, **meta),
-        ]
-    child = type(parent)(new_name, parent.base_store)
-    child.extend(entries)
     if intention is None:
-        child.ensure_bootstrap_anchor()
-    lineage = {"parent": parent.name, "child": new_name, "from_anchor": from_anchor, "from_id": start}
-    directory = getattr(parent.base_store, "directory", None)
-    keep = getattr(parent.base_store, "record_lineage", None)  # a database keeps lineage itself
-    if keep is not None:
-        keep({**lineage, "date": utc_now()})
-    elif directory is not None:
-        record_lineage(Path(directory), lineage)
-    return child
+        return entries
+    base = next((i for i in range(len(copied) - 1, -1, -1) if _phase_anchor(copied[i])), None)
+    state = dict(copied[base].payload.get("state") or {}) if base is not None else {}
+    state.update({"next_steps": intention} if isinstance(intention, str) else intention)
+    meta = {"forked_at": entry_address(parent, copied[base].id)} if base is not None else {}
+    at = base + 1 if base is not None else len(entries)
+    if at < len(copied) and copied[at].kind == "event" and copied[at].name == HANDOFF:
+        at += 1  # the anchor's own handoff record stays with it
+    entries[at:at] = handoff_entries(INTENTION_ANCHOR, state, **meta)
+    return entries
 
 
 def _phase_anchor(entry: TapeEntry) -> bool:
     return entry.kind == "anchor" and is_phase_anchor(entry.name)
 
 
-def _memory_before(parent: Tape, start: int) -> list[TapeEntry]:
-    """The entries of the parent's current memory zone when it lies before ``start`` (else it is copied anyway)."""
-    try:
-        zone = extensions.require("memory")(parent)
-    except BubNbError:
-        return []  # the memory layer is not loaded: there is no zone to speak of
-    current = next((version for version in zone.history() if version.current), None)
-    if current is None or current.seal_id >= start:
-        return []
-    wanted = set(current.entry_ids)
-    return [e for e in parent.read(current.open_id, current.seal_id + 1) if e.id in wanted]
+def keep_lineage(store: TapeStore, record: dict[str, Any]) -> None:
+    """Record one fork where ``store`` keeps lineage: the database itself, or the folder's lineage file."""
+    if isinstance(store, KeepsLineage):
+        store.record_lineage({**record, "date": utc_now()})
+    elif isinstance(store, FileBacked):
+        record_lineage(Path(store.directory), record)
+
+
+def store_lineage(store: TapeStore) -> list[dict[str, Any]]:
+    """Every fork ``store`` has recorded; none for a store that keeps no lineage."""
+    if isinstance(store, KeepsLineage):
+        return store.lineage()
+    if isinstance(store, FileBacked):
+        return read_lineage(Path(store.directory))
+    return []
 
 
 def record_lineage(directory: Path, record: dict[str, Any]) -> None:
-    """Append one fork to ``session_graph.jsonl`` under the tapes home."""
+    """Append one fork to the lineage file of a tapes folder."""
     directory.mkdir(parents=True, exist_ok=True, mode=0o700)
     line = orjson.dumps({**record, "date": utc_now()}, option=orjson.OPT_APPEND_NEWLINE, default=str)
-    fd = os.open(directory / "session_graph.jsonl", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    fd = os.open(directory / LINEAGE_FILE, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     try:
         os.write(fd, line)  # one write per record, so concurrent forks never interleave
     finally:
@@ -202,7 +192,7 @@ def record_lineage(directory: Path, record: dict[str, Any]) -> None:
 
 def read_lineage(directory: Path) -> list[dict[str, Any]]:
     """Every fork recorded under ``directory``; lines another tool left broken are skipped."""
-    path = directory / "session_graph.jsonl"
+    path = directory / LINEAGE_FILE
     if not path.exists():
         return []
     with jsonlines.open(path, loads=orjson.loads) as reader:

@@ -1,10 +1,9 @@
-"""Tapes as pandas DataFrames: one row per entry, and a ``df.tape`` accessor to slice them."""
+"""Entries as pandas DataFrames: one row per entry, and a ``df.tape`` accessor to slice them."""
 
 from __future__ import annotations
 
 import operator
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -12,11 +11,12 @@ import pandas as pd
 
 from bub_nb.tape.columns import TAPE_NAME, Columns, kind_column, phase_column, text_columns
 from bub_nb.tape.entries import TapeEntry
+from bub_nb.tape.events import NOTEBOOK
 from bub_nb.tape.lines import Record, gc_paused
-from bub_nb.tape.naming import NOTEBOOK_EVENT, bub_home, tapes_home
+from bub_nb.tape.store import ReadsColumns
 
 if TYPE_CHECKING:
-    from bub_nb.tape.service import Tape
+    from bub_nb.tape.slicing import StoredTape
 
 COLUMNS = (
     "id", "kind", "date", "role", "name", "content", "tools", "phase", "run_id",
@@ -51,9 +51,10 @@ def records_to_frame(records: Sequence[Record]) -> pd.DataFrame:
 _RUN_ID = operator.methodcaller("get", "run_id")
 
 
-def columns_to_frame(columns: Columns) -> pd.DataFrame:
-    """``entries_to_frame`` for entries decoded straight into columns."""
-    return _frame(columns.ids, columns.kinds, columns.payloads, columns.metas, columns.dates)
+def columns_to_frame(columns: Columns, tape_starts: Sequence[int] = (0,)) -> pd.DataFrame:
+    """``entries_to_frame`` for entries decoded straight into columns; with ``tape_starts`` (the first row
+    of each tape) for the columns of several tapes, whose phases end with their tape."""
+    return _frame(columns.ids, columns.kinds, columns.payloads, columns.metas, columns.dates, tape_starts)
 
 
 def _token_counts(usages: dict[int, Any], key: str, count: int) -> pd.api.extensions.ExtensionArray:
@@ -131,23 +132,27 @@ def _frame(
         )
 
 
-def tape_to_frame(tape: Tape) -> pd.DataFrame:
+def tape_to_frame(tape: StoredTape) -> pd.DataFrame:
     """The whole tape as a frame; a store that can hand over decoded lines skips building entries."""
-    columns = getattr(tape.store, "columns", None)
+    store = tape.store
     with gc_paused():  # from the first decoded line to the last column: millions of objects, no cycles
-        frame = columns_to_frame(columns(tape.name)) if columns is not None else entries_to_frame(tape.read())
+        if isinstance(store, ReadsColumns):
+            frame = columns_to_frame(store.columns(tape.name))
+        else:
+            frame = entries_to_frame(store.read(tape.name))
     frame.attrs["tape"] = tape.name
     return frame
 
 
 def notebook_of(frame: pd.DataFrame) -> str | None:
     """The notebook path the newest ``notebook`` event of a tape's frame records, if any."""
-    paths = _notebook_paths(frame)
+    paths = notebook_paths(frame)
     return paths[-1] if paths else None
 
 
-def _notebook_paths(frame: pd.DataFrame) -> list[str]:
-    events = frame[(frame["kind"] == "event") & (frame["name"] == NOTEBOOK_EVENT)]
+def notebook_paths(frame: pd.DataFrame) -> list[str]:
+    """The notebook paths the ``notebook`` events of a frame record, oldest first."""
+    events = frame[(frame["kind"] == "event") & (frame["name"] == NOTEBOOK)]
     paths = []
     for payload in events["payload"].tolist():
         data = payload.get("data")
@@ -167,67 +172,6 @@ def with_tape_columns(frame: pd.DataFrame, name: str, *, archived: bool | None =
     return frame
 
 
-def read_tapes(home: str | Path | None = None, *, include_archives: bool = False, store: Any = None) -> pd.DataFrame:
-    """Every tape under ``<home>/tapes`` in one frame, with a ``tape_name`` column first.
-
-    ``home`` is a Bub home (or its ``tapes`` folder itself); one that does not exist is an error.
-    With ``include_archives`` the ``.bak`` files a reset left are read too, marked in ``archived``.
-    The tapes' lines are decoded into one set of columns and framed once (phases end with their tape),
-    which costs about what one tape of the same size does.
-    With ``store`` (a store or a ``postgresql://`` DSN) the tapes come from there instead, with an
-    ``owner`` column after ``tape_name``.
-    """
-    if store is not None:
-        from bub_nb.tape.overview import store_frame
-
-        return store_frame(store)
-    from bub_nb.errors import TapeError
-    from bub_nb.tape.archive import archive_files, open_archive
-    from bub_nb.tape.open import file_store
-
-    root = bub_home(home)
-    if not root.is_dir():
-        raise TapeError(f"Bub home {str(root)!r} is not a folder, so it holds no tapes")
-    folder = tapes_home(home)
-    if not folder.is_dir() and any(root.glob("*.jsonl")):
-        folder = root  # the tapes folder itself was given
-    store = file_store(folder)
-    columns, names, starts = Columns(), [], []
-    with gc_paused():
-        for name in store.list_tapes():  # every file Bub would list, even one whose name we would not give
-            starts.append(len(columns))
-            columns.extend(store.columns(name))
-            names += [name] * (len(columns) - starts[-1])
-        frame = _frame(columns.ids, columns.kinds, columns.payloads, columns.metas, columns.dates, starts)
-    frame.insert(0, TAPE_NAME, names or pd.Series(names, dtype="object"))
-    if not names:
-        frame["kind"] = frame["kind"].astype("category")  # categorical even with no rows, as analysts expect
-    frame["notebook"] = _notebook_column(frame)
-    if not include_archives:
-        return frame
-    frame["archived"] = False
-    archives = [open_archive(path, store) for path in archive_files(folder)]
-    parts = [with_tape_columns(tape_to_frame(tape), tape.name, archived=True) for tape in archives]
-    if not parts:
-        return frame
-    frame = pd.concat([frame, *parts], ignore_index=True)
-    frame["kind"] = frame["kind"].astype("category")  # categories differ per part; concat drops them
-    return frame
-
-
-def _notebook_column(frame: pd.DataFrame) -> list[str | None]:
-    """Each row's tape's notebook: the newest ``notebook`` event of that tape, else ``None``."""
-    events = frame[(frame["kind"] == "event") & (frame["name"] == NOTEBOOK_EVENT)]
-    notebooks: dict[str, str] = {}
-    for tape, part in events.groupby(TAPE_NAME, sort=False):
-        paths = _notebook_paths(part)
-        if paths:
-            notebooks[str(tape)] = paths[-1]
-    if not notebooks:
-        return [None] * len(frame)
-    return [notebooks.get(name) for name in frame[TAPE_NAME].tolist()]
-
-
 from bub_nb.tape.accessor import TapeAccessor, frame_to_entries  # noqa: E402  registers df.tape
 
 __all__ = [
@@ -236,7 +180,6 @@ __all__ = [
     "TapeAccessor",
     "entries_to_frame",
     "frame_to_entries",
-    "read_tapes",
     "records_to_frame",
     "tape_to_frame",
 ]

@@ -5,19 +5,18 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from bub_nb.errors import TapeNameError
+from bub_nb.tape.entries import TapeEntry
+from bub_nb.tape.events import NOTEBOOK
 from bub_nb.tape.reserved import check_tape_file_name
 
-if TYPE_CHECKING:
-    from bub_nb.tape.service import Tape
-
 DEFAULT_SESSION_ID = "default"
-# The event a notebook leaves on a tape the first time it writes there: ``{"path", "source"}``.
-NOTEBOOK_EVENT = "notebook"
+NOTEBOOK_EVENT = NOTEBOOK  # the name the notebook layer knows it by
 # Room for the longest file made from a name, "<name>.jsonl.<stamp>-<n>.bak", within 255 bytes.
 MAX_NAME_BYTES = 200
 
@@ -88,7 +87,7 @@ def validate_tape_name(name: str) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class NotebookSession:
+class NotebookLocation:
     """The notebook a kernel runs, as Bub would see it: a workspace and a session id."""
 
     workspace: Path
@@ -100,7 +99,7 @@ class NotebookSession:
         return session_tape_name(self.workspace, self.session_id)
 
 
-def current_notebook() -> NotebookSession:
+def current_notebook() -> NotebookLocation:
     """Find the running notebook: ``JPY_SESSION_NAME``, VS Code's ``__vsc_ipynb_file__``, papermill's
     ``PAPERMILL_INPUT_PATH`` parameter, the notebook the kernel's launcher names, else the cwd."""
     main = sys.modules.get("__main__")
@@ -114,16 +113,20 @@ def current_notebook() -> NotebookSession:
             path = Path(value).expanduser()
             if not path.is_absolute():
                 path = path if path.exists() else Path.cwd() / path.name
-            return NotebookSession(path.resolve().parent, path.name, source)
+            return NotebookLocation(path.resolve().parent, path.name, source)
     from bub_nb.tape.launcher import launching_notebook
 
     launched = launching_notebook()
     if launched is not None:
-        return NotebookSession(launched.parent, launched.name, "launcher")
-    return NotebookSession(Path.cwd(), DEFAULT_SESSION_ID, "cwd")
+        return NotebookLocation(launched.parent, launched.name, "launcher")
+    return NotebookLocation(Path.cwd(), DEFAULT_SESSION_ID, "cwd")
 
 
-def recorded_notebook(tape: Tape) -> str | None:
+class _ReadsBackwards(Protocol):
+    def iter_reverse(self, kinds: Sequence[str] = ()) -> Iterator[TapeEntry]: ...
+
+
+def recorded_notebook(tape: _ReadsBackwards) -> str | None:
     """The notebook path the newest ``notebook`` event on ``tape`` records, if any."""
     for entry in tape.iter_reverse(kinds=("event",)):
         data = entry.payload.get("data")

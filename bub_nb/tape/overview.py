@@ -7,10 +7,14 @@ from typing import Any
 
 import pandas as pd
 
-from bub_nb.tape.accessor import TAPE_NAME
+from bub_nb.tape.columns import TAPE_NAME
 from bub_nb.tape.entries import TapeEntry, is_phase_anchor
+from bub_nb.tape.events import RUN, payload_run_usage
+from bub_nb.tape.frame import COLUMNS, entries_to_frame, records_to_frame, with_tape_columns
 from bub_nb.tape.lines import Record
-from bub_nb.tape.store import TapeStore
+from bub_nb.tape.naming import tapes_home
+from bub_nb.tape.open import file_store, resolve_store
+from bub_nb.tape.store import FileBacked, KnowsOwners, ReadsRecords, TapeStore
 
 OVERVIEW_COLUMNS = (
     "tape_name", "owner", "notebook", "entries", "anchors", "last_anchor", "turns", "tokens", "errors", "last_activity",
@@ -19,16 +23,14 @@ OVERVIEW_COLUMNS = (
 
 def _details(store: TapeStore) -> dict[str, dict[str, Any]]:
     """Owner and notebook per tape: a database knows them; for files, the file's owner."""
-    details = getattr(store, "tape_details", None)
-    if details is not None:
-        return dict(details())
+    if isinstance(store, KnowsOwners):
+        return dict(store.tape_details())
     found: dict[str, dict[str, Any]] = {}
-    path_for = getattr(store, "path_for", None)
     for name in store.list_tapes():
         owner = None
-        if path_for is not None:
+        if isinstance(store, FileBacked):
             try:
-                owner = pwd.getpwuid(path_for(name).stat().st_uid).pw_name
+                owner = pwd.getpwuid(store.path_for(name).stat().st_uid).pw_name
             except (KeyError, OSError):
                 owner = None
         found[name] = {"owner": owner, "notebook": None}
@@ -36,9 +38,8 @@ def _details(store: TapeStore) -> dict[str, dict[str, Any]]:
 
 
 def _records(store: TapeStore, tape: str) -> list[Record]:
-    records = getattr(store, "records", None)
-    if records is not None:
-        return list(records(tape))
+    if isinstance(store, ReadsRecords):
+        return list(store.records(tape))
     return [entry.to_dict() for entry in store.read(tape)]  # type: ignore[misc]
 
 
@@ -57,11 +58,11 @@ def _tape_row(name: str, details: dict[str, Any], records: list[Record]) -> dict
                 anchors.append(anchor)
         elif kind == "error":
             errors += 1
-        elif kind == "event" and payload.get("name") == "run":
+        elif kind == "event" and payload.get("name") == RUN:
             turns += 1
             data = payload.get("data")
-            usage = data.get("usage") if isinstance(data, dict) else None
-            if isinstance(usage, dict):
+            usage = payload_run_usage(kind, payload)
+            if usage is not None:
                 tokens += _count(usage.get("prompt_tokens")) + _count(usage.get("completion_tokens"))
             if isinstance(data, dict) and data.get("status") == "error":
                 errors += 1
@@ -98,8 +99,6 @@ def class_overview(store: TapeStore | str | None = None) -> pd.DataFrame:
 def store_frame(store: TapeStore | str) -> pd.DataFrame:
     """Every tape of ``store`` in one frame: ``tape_name`` and ``owner`` first, then the entry columns and
     ``notebook`` (from the tape's ``notebook`` event, else the notebook the database recorded)."""
-    from bub_nb.tape.frame import COLUMNS, entries_to_frame, records_to_frame, with_tape_columns
-
     chosen = _store(store)
     details = _details(chosen)
     frames = []
@@ -120,7 +119,4 @@ def store_frame(store: TapeStore | str) -> pd.DataFrame:
 
 
 def _store(store: TapeStore | str | None) -> TapeStore:
-    from bub_nb.tape.naming import tapes_home
-    from bub_nb.tape.open import file_store, resolve_store
-
     return resolve_store(store) or file_store(tapes_home())

@@ -3,20 +3,21 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, time, timedelta
 from typing import TYPE_CHECKING, Any
 
 from bub_nb.errors import TapeError
-from bub_nb.tape.entries import KINDS, TapeEntry
+from bub_nb.tape import slicing
+from bub_nb.tape.entries import TapeEntry
 from bub_nb.tape.search import needles
+from bub_nb.tape.slicing import StoredTape, check_kinds
+from bub_nb.tape.store import SearchesLines
 from bub_nb.tape.text import entry_text
 
 if TYPE_CHECKING:
     import pandas as pd
-
-    from bub_nb.tape.service import Tape
 
 
 def _as_utc(value: str | date | datetime, *, end: bool) -> datetime:
@@ -36,14 +37,6 @@ def _as_utc(value: str | date | datetime, *, end: bool) -> datetime:
     return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
-def check_kinds(kinds: Sequence[str]) -> tuple[str, ...]:
-    """``kinds`` as a tuple when every one is an entry kind; a ``TapeError`` naming the first that is not."""
-    unknown = [k for k in kinds if k not in KINDS]
-    if unknown:
-        raise TapeError(f"Unknown entry kind {unknown[0]!r}; kinds are: {', '.join(KINDS)}")
-    return tuple(kinds)
-
-
 @dataclass(frozen=True)
 class TapeQuery:
     """Filters that each return a new query; nothing is read until the query is iterated.
@@ -51,7 +44,7 @@ class TapeQuery:
     ``tape.query().kinds("message").between_dates("2026-02-01", "2026-02-10").text("auth").limit(5)``
     """
 
-    tape: Tape
+    tape: StoredTape
     _kinds: tuple[str, ...] = ()
     _start: datetime | None = None
     _end: datetime | None = None
@@ -93,19 +86,20 @@ class TapeQuery:
         return replace(self, _newest_first=True)
 
     def _source(self) -> Iterable[TapeEntry]:
-        tape = self.tape
+        store, name = self.tape.store, self.tape.name
         if self._last_anchor:
-            entries: list[TapeEntry] = tape.from_last_anchor()
+            entries: list[TapeEntry] = slicing.from_last_anchor(store, name)
         elif self._after is not None and self._until is not None:
-            entries = tape.between_anchors(self._after, self._until)
+            entries = slicing.between_anchors(store, name, self._after, self._until)
         elif self._after is not None:
-            entries = tape.after_anchor(self._after)
+            entries = slicing.after_anchor(store, name, self._after)
         elif self._newest_first:
-            matching = getattr(tape.store, "iter_reverse_matching", None)
             words = needles(self._text) if self._text is not None else []
-            return matching(tape.name, words) if words and matching is not None else tape.iter_reverse()
+            if words and isinstance(store, SearchesLines):
+                return store.iter_reverse_matching(name, words)
+            return store.iter_reverse(name)
         else:
-            entries = tape.read()
+            entries = store.read(name)
         return reversed(entries) if self._newest_first else entries
 
     def _matches(self, entry: TapeEntry) -> bool:

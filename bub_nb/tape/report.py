@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import orjson
 
 from bub_nb.tape.entries import TapeEntry, is_phase_anchor
+from bub_nb.tape.events import NOTEBOOK_CELL, RUN, run_data
 from bub_nb.tape.redact import redact, redact_text
 from bub_nb.tape.text import entry_text
 
@@ -43,9 +44,9 @@ def _entry_markdown(entry: TapeEntry) -> str | None:
             data = entry.payload.get("data") or {}
             day = f" {data['date']}" if data.get("date") else ""
             return f"🧠 *{entry.name}*{day} · #{entry.id}\n\n{_quote(str(data.get('content', '')))}"
-        case "event" if entry.name == "run":
-            return f"<sub>{_run_line(entry.payload.get('data') or {})}</sub>"
-        case "event" if entry.name == "notebook.cell":
+        case "event" if entry.name == RUN:
+            return f"<sub>{_run_line(run_data(entry) or {})}</sub>"
+        case "event" if entry.name == NOTEBOOK_CELL:
             data = entry.payload.get("data") or {}
             error = f"\n\n⚠️ {data['error']}" if data.get("error") else ""
             return f"📓 *cell [{data.get('cell')}]* · #{entry.id}\n\n```python\n{data.get('source', '')}\n```{error}"

@@ -13,6 +13,9 @@ RESERVED_ANCHOR_PREFIXES: Final = (MEMORY_ANCHOR_PREFIX,)
 LINEAGE_TAPE_NAME: Final = "session_graph"
 """``session_graph.jsonl`` holds fork lineage, not entries."""
 
+LINEAGE_FILE: Final = f"{LINEAGE_TAPE_NAME}.jsonl"
+"""The file beside the tapes of a folder that records which tape was forked from which."""
+
 SIDECAR_SUFFIXES: Final = (".idx", ".lock", ".bak")
 """What the store puts after ``<name>.jsonl``: its index, its lock and archives."""
 

@@ -8,17 +8,19 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bub_nb.errors import AnchorNotFoundError, EntryNotFoundError, TapeError
-from bub_nb.tape import extensions
+from bub_nb.errors import BubNbError, EntryNotFoundError, TapeError
+from bub_nb.tape import extensions, slicing
 from bub_nb.tape.address import TapeAddress, anchor_address, entry_address
 from bub_nb.tape.entries import TapeEntry, is_phase_anchor, plain_json
-from bub_nb.tape.fork import ForkBlock, ForkedStore, fork_session, read_lineage
+from bub_nb.tape.events import handoff_entries, run_usage
+from bub_nb.tape.extensions import MemoryZone, View
+from bub_nb.tape.fork import ForkBlock, ForkedStore, check_fork, forked_entries, keep_lineage, store_lineage
 from bub_nb.tape.naming import validate_tape_name
 from bub_nb.tape.query import TapeQuery
 from bub_nb.tape.redact import redact
 from bub_nb.tape.reserved import check_handoff_name
 from bub_nb.tape.selectors import LAST_ANCHOR
-from bub_nb.tape.store import AnchorRef, StoreStats, TapeStore
+from bub_nb.tape.store import AnchorRef, FileBacked, MayBeReadOnly, StoreStats, TapeStore
 from bub_nb.tape.summary import AnchorSummary, TapeInfo
 from bub_nb.tape.text import entry_text
 
@@ -27,11 +29,6 @@ if TYPE_CHECKING:
 
 BOOTSTRAP_ANCHOR = "session/start"
 _USAGE_LOOKBACK = 2000
-
-
-def anchor_order_error(start: str, first: int, end: str, last: int, tape: str) -> TapeError:
-    """The error for a slice whose end anchor does not come after its start anchor."""
-    return TapeError(f"Anchor {end!r} (#{last}) does not come after anchor {start!r} (#{first}) on tape {tape!r}")
 
 
 class Tape:
@@ -60,14 +57,14 @@ class Tape:
     @property
     def path(self) -> Path | None:
         """The tape file, for file-backed tapes."""
-        path_for = getattr(self._base_store, "path_for", None)
-        return path_for(self.name) if path_for else None
+        store = self._base_store
+        return store.path_for(self.name) if isinstance(store, FileBacked) else None
 
     @property
     def read_only(self) -> bool:
         """Whether nothing can be appended (an archive a reset left)."""
-        writable = getattr(self._base_store, "writable", None)
-        return writable is not None and not writable(self.name)
+        store = self._base_store
+        return isinstance(store, MayBeReadOnly) and not store.writable(self.name)
 
     @property
     def last_id(self) -> int:
@@ -119,13 +116,7 @@ class Tape:
     def handoff(self, name: str, state: Mapping[str, Any] | None = None, **meta: Any) -> list[TapeEntry]:
         """Write an anchor carrying ``state``, then a ``handoff`` event recording it."""
         check_handoff_name(name)
-        state_dict = dict(state) if state is not None else None
-        return self.extend(
-            [
-                TapeEntry.anchor(name, state_dict, **meta),
-                TapeEntry.event("handoff", {"name": name, "state": state_dict}, **meta),
-            ]
-        )
+        return self.extend(handoff_entries(name, state, **meta))
 
     def ensure_bootstrap_anchor(self) -> list[TapeEntry]:
         """Write ``session/start`` on a tape that has no phase anchor yet; returns what was written.
@@ -184,17 +175,10 @@ class Tape:
         return [ref.name for ref in self.store.anchors(self.name)]
 
     def _last_ref(self, *, phase: bool = True) -> AnchorRef | None:
-        for ref in reversed(self.store.anchors(self.name)):
-            if not phase or is_phase_anchor(ref.name):
-                return ref
-        return None
+        return slicing.last_ref(self.store, self.name, phase=phase)
 
     def _find_ref(self, name: str) -> AnchorRef:
-        refs = self.store.anchors(self.name)
-        for ref in reversed(refs):
-            if ref.name == name:
-                return ref
-        raise AnchorNotFoundError(name, [ref.name for ref in refs])
+        return slicing.find_ref(self.store, self.name, name)
 
     def last_anchor(self, *, phase: bool = True) -> AnchorSummary | None:
         """The newest anchor; with ``phase`` the newest that starts a phase (not ``memory/...``)."""
@@ -210,19 +194,15 @@ class Tape:
 
         ``memory/...`` anchors do not start a phase, so a memory save does not cut this slice.
         """
-        ref = self._last_ref()
-        return self.read(ref.id + 1 if ref else 1, kinds=kinds)
+        return _of_kinds(slicing.from_last_anchor(self.store, self.name), kinds)
 
     def after_anchor(self, name: str, kinds: Sequence[str] = ()) -> list[TapeEntry]:
         """Entries after the last anchor called ``name``."""
-        return self.read(self._find_ref(name).id + 1, kinds=kinds)
+        return _of_kinds(slicing.after_anchor(self.store, self.name, name), kinds)
 
     def between_anchors(self, start: str, end: str, kinds: Sequence[str] = ()) -> list[TapeEntry]:
         """Entries after the last ``start`` anchor and before the last ``end`` anchor."""
-        first, last = self._find_ref(start), self._find_ref(end)
-        if last.id <= first.id:
-            raise anchor_order_error(start, first.id, end, last.id, self.name)
-        return self.read(first.id + 1, last.id, kinds=kinds)
+        return _of_kinds(slicing.between_anchors(self.store, self.name, start, end), kinds)
 
     def search(self, query: str, limit: int = 20) -> list[TapeEntry]:
         """Entries whose text contains ``query`` (case-insensitive), newest first."""
@@ -236,11 +216,9 @@ class Tape:
         for count, entry in enumerate(self.iter_reverse()):
             if count >= _USAGE_LOOKBACK:
                 break
-            if entry.kind == "event" and entry.payload.get("name") == "run":
-                data = entry.payload.get("data")
-                usage = data.get("usage") if isinstance(data, dict) else None
-                if isinstance(usage, dict) and usage:
-                    return usage
+            usage = run_usage(entry)
+            if usage:
+                return usage
         return None
 
     def info(self) -> TapeInfo:
@@ -273,15 +251,38 @@ class Tape:
     def fork_session(
         self, new_name: str, from_anchor: str | None = None, intention: Mapping[str, Any] | str | None = None
     ) -> Tape:
-        """Copy the entries from ``from_anchor`` on into a new tape that continues on its own."""
+        """Copy the entries from ``from_anchor`` on into a new tape that continues on its own.
+
+        The fork keeps its context: this tape's memory zone comes first when it was saved before the
+        anchor, and an ``intention`` is handed off right after the phase anchor the copy continues from.
+        The lineage is recorded where the store keeps it.
+        """
         start = self._find_ref(from_anchor).id if from_anchor else 1
-        return fork_session(self, new_name, start, from_anchor, intention)
+        check_fork(self.store, new_name, intention)
+        copied = [*self._memory_before(start), *self.read(start)]
+        child = type(self)(new_name, self._base_store)
+        child.extend(forked_entries(self.name, copied, intention))
+        if intention is None:
+            child.ensure_bootstrap_anchor()
+        lineage = {"parent": self.name, "child": new_name, "from_anchor": from_anchor, "from_id": start}
+        keep_lineage(self._base_store, lineage)
+        return child
+
+    def _memory_before(self, start: int) -> list[TapeEntry]:
+        """The entries of the current memory zone when it lies before ``start`` (else the copy holds it)."""
+        try:
+            zone = self.memory
+        except BubNbError:
+            return []  # the memory layer is not loaded: there is no zone to speak of
+        current = next((version for version in zone.history() if version.current), None)
+        if current is None or current.seal_id >= start:
+            return []
+        wanted = set(current.entry_ids)
+        return [e for e in self.read(current.open_id, current.seal_id + 1) if e.id in wanted]
 
     def lineage(self) -> list[dict[str, Any]]:
-        """Forks recorded in ``session_graph.jsonl`` that involve this tape."""
-        directory = getattr(self._base_store, "directory", None)
-        kept = getattr(self._base_store, "lineage", None)  # a database keeps lineage itself
-        records = kept() if kept is not None else read_lineage(Path(directory)) if directory is not None else []
+        """Forks recorded for this tape's store (its folder's lineage file, or the database) that involve it."""
+        records = store_lineage(self._base_store)
         return [r for r in records if self.name in (r.get("parent"), r.get("child"))]
 
     def address(self, entry: TapeEntry | int) -> str:
@@ -302,14 +303,14 @@ class Tape:
 
     # -- the layers above -------------------------------------------------------------------------
 
-    def view(self, mode: Any = LAST_ANCHOR) -> Any:
+    def view(self, mode: Any = LAST_ANCHOR) -> View:
         """What the model would see now; see ``bub_nb.context.build_view``."""
-        return extensions.require("view")(self, mode)
+        return extensions.view(self, mode)
 
     @property
-    def memory(self) -> Any:
+    def memory(self) -> MemoryZone:
         """The memory zone on this tape (``bub_nb.memory.MemoryZone``)."""
-        return extensions.require("memory")(self)
+        return extensions.memory(self)
 
     def to_frame(self) -> pd.DataFrame:
         """One row per entry, with flattened columns; see ``bub_nb.tape.frame``."""
@@ -322,3 +323,7 @@ class Tape:
 
     def _repr_markdown_(self) -> str:
         return self.info()._repr_markdown_()
+
+
+def _of_kinds(entries: list[TapeEntry], kinds: Sequence[str]) -> list[TapeEntry]:
+    return [e for e in entries if e.kind in kinds] if kinds else entries

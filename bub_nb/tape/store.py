@@ -1,4 +1,4 @@
-"""The ``TapeStore`` protocol and the in-memory store."""
+"""The ``TapeStore`` protocol, the capabilities some stores add to it, and the in-memory store."""
 
 from __future__ import annotations
 
@@ -6,10 +6,12 @@ import bisect
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Protocol, overload, runtime_checkable
+from pathlib import Path
+from typing import Any, Protocol, overload, runtime_checkable
 
+from bub_nb.tape.columns import Columns
 from bub_nb.tape.entries import TapeEntry
-from bub_nb.tape.lines import anchor_name
+from bub_nb.tape.lines import Record, anchor_name
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +99,74 @@ class TapeStore(Protocol):
         ...
 
 
+@runtime_checkable
+class FileBacked(Protocol):
+    """A store that keeps each tape in a file of one folder."""
+
+    directory: Path
+
+    def path_for(self, tape: str) -> Path: ...
+
+
+@runtime_checkable
+class KeepsLineage(Protocol):
+    """A store that records forks itself (a database), instead of in a folder's lineage file."""
+
+    def record_lineage(self, record: dict[str, Any]) -> None: ...
+
+    def lineage(self) -> list[dict[str, Any]]: ...
+
+
+@runtime_checkable
+class ReadsRecords(Protocol):
+    """A store that can hand over decoded lines without building entries."""
+
+    def records(self, tape: str, start: int = 1, stop: int | None = None) -> list[Record]: ...
+
+
+@runtime_checkable
+class ReadsColumns(Protocol):
+    """A store that can decode a whole tape straight into columns."""
+
+    def columns(self, tape: str) -> Columns: ...
+
+
+@runtime_checkable
+class SearchesLines(Protocol):
+    """A store that can skip lines holding none of some words before decoding them."""
+
+    def iter_reverse_matching(self, tape: str, words: list[bytes]) -> Iterator[TapeEntry]: ...
+
+
+@runtime_checkable
+class MayBeReadOnly(Protocol):
+    """A store some of whose tapes take no appends (an archive a reset left)."""
+
+    def writable(self, tape: str) -> bool: ...
+
+
+class Follower(Protocol):
+    """New entries of one tape as they are committed: ``poll`` waits up to ``timeout`` seconds for them."""
+
+    def poll(self, timeout: float = 1.0) -> list[TapeEntry]: ...
+
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class WakesReaders(Protocol):
+    """A store that can wake a reader when a tape grows (PostgreSQL's ``LISTEN``/``NOTIFY``)."""
+
+    def follow(self, tape: str, after: int | None = None) -> Follower: ...
+
+
+@runtime_checkable
+class KnowsOwners(Protocol):
+    """A store that knows each tape's owner and notebook (a database)."""
+
+    def tape_details(self) -> dict[str, dict[str, Any]]: ...
+
+
 class MemoryTapeStore:
     """Tapes held in this process only: for tests, lessons and forks."""
 
@@ -124,9 +194,8 @@ class MemoryTapeStore:
 
     def read(self, tape: str, start: int = 1, stop: int | None = None) -> list[TapeEntry]:
         entries = self._tapes.get(tape, [])
-        ids = _IdView(entries)
-        lo = bisect.bisect_left(ids, start)
-        hi = len(entries) if stop is None else bisect.bisect_left(ids, stop)
+        lo = bisect.bisect_left(entries, start, key=_entry_id)
+        hi = len(entries) if stop is None else bisect.bisect_left(entries, stop, key=_entry_id)
         return entries[lo:hi]
 
     def iter_reverse(self, tape: str) -> Iterator[TapeEntry]:
@@ -150,14 +219,5 @@ class MemoryTapeStore:
             return f"memory://{tape}#archive-{len(archives)}"
 
 
-class _IdView(Sequence[int]):
-    """The ids of an entry list, for bisect, without copying them."""
-
-    def __init__(self, entries: list[TapeEntry]) -> None:
-        self._entries = entries
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-    def __getitem__(self, index):  # type: ignore[no-untyped-def, override]
-        return self._entries[index].id
+def _entry_id(entry: TapeEntry) -> int:
+    return entry.id

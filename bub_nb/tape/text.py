@@ -1,14 +1,26 @@
-"""What an entry says, as text a person reads: for search, DataFrames and displays."""
+"""What an entry says, as text a person reads: for search, DataFrames and displays.
+
+Everything here works on an entry's kind and payload, so the entry record can render itself
+with these functions without this module importing it back.
+"""
 
 from __future__ import annotations
 
 import html
 import json
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 
-from bub_nb.tape.entries import TapeEntry
+
+class Entry(Protocol):
+    """What the renderers read of an entry (``TapeEntry`` has all of it)."""
+
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def payload(self) -> dict[str, Any]: ...
 
 
 def _json(value: Any) -> str:
@@ -54,12 +66,12 @@ def tool_call_text(payload: dict[str, Any]) -> tuple[str, list[str]]:
     return "\n".join([part for part in parts if part]), names
 
 
-def call_names(entry: TapeEntry) -> list[str]:
+def call_names(entry: Entry) -> list[str]:
     """The tool names of a ``tool_call`` entry, or of an assistant message's ``tool_calls``."""
     return payload_call_names(entry.kind, entry.payload)
 
 
-def entry_text(entry: TapeEntry) -> str:
+def entry_text(entry: Entry) -> str:
     """The readable text of an entry: content, names, arguments, results or error messages."""
     return payload_text(entry.kind, entry.payload)
 
@@ -91,7 +103,7 @@ def payload_text(kind: str, payload: dict[str, Any]) -> str:
     return _json(payload)
 
 
-def entry_role(entry: TapeEntry) -> str | None:
+def entry_role(entry: Entry) -> str | None:
     """The chat role an entry speaks in, when it has one."""
     return payload_role(entry.kind, entry.payload)
 
@@ -111,19 +123,25 @@ def payload_role(kind: str, payload: dict[str, Any]) -> str | None:
     return None
 
 
-def entry_markdown(entry: TapeEntry) -> str:
-    label = entry.name or entry_role(entry) or ""
-    text = entry_text(entry)
+def _label(kind: str, payload: dict[str, Any]) -> str:
+    name = payload.get("name") if kind in ("anchor", "event") else None
+    return name if isinstance(name, str) and name else payload_role(kind, payload) or ""
+
+
+def payload_markdown(entry_id: int, kind: str, payload: dict[str, Any], date: str) -> str:
+    """An entry as Markdown: its id, kind, name or role and date, then its text (cut at 2000 characters)."""
+    text = payload_text(kind, payload)
     if len(text) > 2000:
         text = text[:2000] + " …"
-    return f"**#{entry.id} {entry.kind}** `{label}` · {entry.date[:19]}\n\n{text}"
+    return f"**#{entry_id} {kind}** `{_label(kind, payload)}` · {date[:19]}\n\n{text}"
 
 
-def entry_html(entry: TapeEntry) -> str:
-    label = html.escape(entry.name or entry_role(entry) or "")
-    text = html.escape(entry_text(entry)[:2000])
+def payload_html(entry_id: int, kind: str, payload: dict[str, Any], date: str) -> str:
+    """An entry as an HTML block, its text cut at 2000 characters."""
+    label = html.escape(_label(kind, payload))
+    text = html.escape(payload_text(kind, payload)[:2000])
     return (
-        f'<div class="bub-entry bub-{entry.kind}"><b>#{entry.id} {entry.kind}</b> '
-        f"<code>{label}</code> <small>{html.escape(entry.date[:19])}</small>"
+        f'<div class="bub-entry bub-{kind}"><b>#{entry_id} {kind}</b> '
+        f"<code>{label}</code> <small>{html.escape(date[:19])}</small>"
         f'<pre style="white-space:pre-wrap;margin:2px 0">{text}</pre></div>'
     )

@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
 from bub_nb.tape.entries import TapeEntry, is_phase_anchor
+from bub_nb.tape.events import RUN, run_data, run_usage
 
 MAX_BUCKETS: Final = 48
 MEMORY_ANCHOR: Final = "memory_anchor"  # counted apart from phase anchors, which start phases
@@ -95,10 +96,8 @@ def _when(entry: TapeEntry) -> datetime | None:
 
 
 def _turn(entry: TapeEntry, number: int, phase: str | None) -> RunSummary:
-    found = entry.payload.get("data")
-    data: dict[str, Any] = found if isinstance(found, dict) else {}
-    reported = data.get("usage")
-    usage: dict[str, Any] = reported if isinstance(reported, dict) else {}
+    data: dict[str, Any] = run_data(entry) or {}
+    usage: dict[str, Any] = run_usage(entry) or {}
     elapsed = data.get("elapsed_ms")
     model = data.get("model")
     return RunSummary(
@@ -136,7 +135,7 @@ def measure(entries: Iterable[TapeEntry]) -> Activity:
         kind = MEMORY_ANCHOR if entry.kind == "anchor" and not is_phase_anchor(name) else entry.kind
         phase.kinds[kind] += 1
         phase.last_id = entry.id
-        if entry.kind == "event" and name == "run":
+        if entry.kind == "event" and name == RUN:
             turn = _turn(entry, len(turns) + 1, phase.anchor)
             turns.append(turn)
             phase.turns += 1

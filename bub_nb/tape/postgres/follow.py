@@ -2,17 +2,28 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import psycopg
 from psycopg import sql
 
 from bub_nb.errors import TapeError
+from bub_nb.tape.dsn import error_reason
 from bub_nb.tape.entries import TapeEntry
-from bub_nb.tape.postgres.store import _reason, channel
+from bub_nb.tape.postgres.schema import channel
+from bub_nb.tape.store import StoreStats
 
-if TYPE_CHECKING:
-    from bub_nb.tape.postgres.store import PostgresTapeStore
+
+class DatabaseTapes(Protocol):
+    """What a follower needs of a database store (``PostgresTapeStore`` has it)."""
+
+    dsn: str
+    schema: str
+    location: str
+
+    def stats(self, tape: str) -> StoreStats: ...
+
+    def read(self, tape: str, start: int = 1, stop: int | None = None) -> list[TapeEntry]: ...
 
 
 class TapeFollower:
@@ -21,13 +32,13 @@ class TapeFollower:
     ``after`` is the last id already seen (default: the tape's end now). A reset starts over at 1.
     """
 
-    def __init__(self, store: PostgresTapeStore, tape: str, after: int | None = None) -> None:
+    def __init__(self, store: DatabaseTapes, tape: str, after: int | None = None) -> None:
         self.store, self.tape = store, tape
         try:
             self._conn = psycopg.connect(store.dsn, autocommit=True)
             self._conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel(store.schema, tape))))
         except psycopg.Error as error:
-            raise TapeError(f"Tape {tape!r} cannot be followed at {store.location}: {_reason(error)}") from None
+            raise TapeError(f"Tape {tape!r} cannot be followed at {store.location}: {error_reason(error)}") from None
         self.last_id = store.stats(tape).last_id if after is None else after
 
     def poll(self, timeout: float = 1.0) -> list[TapeEntry]:
@@ -39,7 +50,7 @@ class TapeFollower:
             for _ in self._conn.notifies(timeout=timeout, stop_after=1):
                 break
         except psycopg.Error as error:
-            raise TapeError(f"Tape {self.tape!r} stopped being followed: {_reason(error)}") from None
+            raise TapeError(f"Tape {self.tape!r} stopped being followed: {error_reason(error)}") from None
         return self._catch_up()
 
     def _catch_up(self) -> list[TapeEntry]:

@@ -8,6 +8,7 @@ A newer package upgrades an older schema the first time it connects with a role 
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Callable
 
@@ -17,6 +18,11 @@ from psycopg import sql
 from bub_nb.errors import TapeError
 
 _SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,40}$")
+
+
+def channel(schema: str, tape: str) -> str:
+    """The ``NOTIFY`` channel for one tape; hashed, so a name never leaves the database this way."""
+    return "bub_" + hashlib.md5(f"{schema}.{tape}".encode()).hexdigest()[:32]
 
 
 def check_schema_name(schema: str) -> str:

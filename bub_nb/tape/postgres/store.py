@@ -8,7 +8,6 @@ connection leaves either the whole batch or none of it.
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import json
 import threading
@@ -24,11 +23,12 @@ from psycopg.types.json import Jsonb, set_json_dumps, set_json_loads
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from bub_nb.errors import TapeAccessError, TapeError
-from bub_nb.tape.dsn import redact_dsn
+from bub_nb.tape.dsn import error_reason, redact_dsn
 from bub_nb.tape.entries import TapeEntry
 from bub_nb.tape.lines import Record, decode_records, gc_paused
 from bub_nb.tape.naming import check_file_name, current_notebook
-from bub_nb.tape.postgres.schema import VERSION, check_schema_name, migrate, schema_version
+from bub_nb.tape.postgres.follow import TapeFollower
+from bub_nb.tape.postgres.schema import VERSION, channel, check_schema_name, migrate, schema_version
 from bub_nb.tape.store import AnchorList, AnchorRef, StoreStats
 
 _REVERSE_BATCH = 500
@@ -48,11 +48,6 @@ def _configure(conn: psycopg.Connection) -> None:
     set_json_loads(orjson.loads, conn)
 
 
-def channel(schema: str, tape: str) -> str:
-    """The ``NOTIFY`` channel for one tape; hashed, so a name never leaves the database this way."""
-    return "bub_" + hashlib.md5(f"{schema}.{tape}".encode()).hexdigest()[:32]
-
-
 class PostgresTapeStore:
     """Tapes in the ``schema`` of one PostgreSQL database, behind the ``TapeStore`` protocol."""
 
@@ -66,7 +61,7 @@ class PostgresTapeStore:
         try:  # one direct try first: an unreachable server or a wrong password is one clear line, at once
             psycopg.connect(dsn, connect_timeout=10).close()
         except psycopg.Error as error:
-            raise TapeError(f"Tape store {self.location} cannot be reached: {_reason(error)}") from None
+            raise TapeError(f"Tape store {self.location} cannot be reached: {error_reason(error)}") from None
         self._pool = ConnectionPool(
             dsn,
             min_size=1,
@@ -81,7 +76,7 @@ class PostgresTapeStore:
             self._pool.open(wait=True, timeout=10)
         except Exception as error:
             self._pool.close()
-            raise TapeError(f"Tape store {self.location} cannot be reached: {_reason(error)}") from None
+            raise TapeError(f"Tape store {self.location} cannot be reached: {error_reason(error)}") from None
         self._ensure_schema(migrate_schema)
 
     def __repr__(self) -> str:
@@ -358,10 +353,8 @@ class PostgresTapeStore:
             ).fetchall()
         return [dict(row) for row in rows]
 
-    def follow(self, tape: str, after: int | None = None) -> Any:
+    def follow(self, tape: str, after: int | None = None) -> TapeFollower:
         """A ``TapeFollower`` that waits for ``NOTIFY`` and hands over what ``tape`` gained."""
-        from bub_nb.tape.postgres.follow import TapeFollower
-
         return TapeFollower(self, tape, after)
 
 
@@ -376,12 +369,6 @@ def _notebook_of(tape: str) -> str | None:
     if notebook.source == "cwd" or notebook.tape_name != tape:
         return None
     return str(notebook.workspace / notebook.session_id)
-
-
-def _reason(error: BaseException) -> str:
-    """One line saying why, with any password taken out."""
-    text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-    return redact_dsn(text)
 
 
 class _Connection:
@@ -411,4 +398,4 @@ class _Connection:
         what = f"Tape {self._tape!r}" if self._tape else "Tape store"
         if isinstance(error, psycopg.errors.InsufficientPrivilege):
             return TapeAccessError(f"{what} is not open to this role at {self._store.location}; nothing was written")
-        return TapeError(f"{what} at {self._store.location} failed: {_reason(error)}")
+        return TapeError(f"{what} at {self._store.location} failed: {error_reason(error)}")

@@ -19,6 +19,7 @@ from bub_nb.tape.entries import TapeEntry
 from bub_nb.tape.fork import read_lineage
 from bub_nb.tape.naming import tapes_home
 from bub_nb.tape.postgres.store import PostgresTapeStore
+from bub_nb.tape.reserved import LINEAGE_FILE
 from bub_nb.tape.store import TapeStore
 
 
@@ -91,7 +92,7 @@ def pull(store: PostgresTapeStore, home: str | Path | None) -> Copied:
     known = {_lineage_key(r) for r in read_lineage(files.directory)}
     lines = [orjson.dumps(r) + b"\n" for r in store.lineage() if _lineage_key(r) not in known]
     if lines:
-        _append_bytes(files.directory / "session_graph.jsonl", b"".join(lines))
+        _append_bytes(files.directory / LINEAGE_FILE, b"".join(lines))
         copied.lineage = len(lines)
     return copied
 
