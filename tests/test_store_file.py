@@ -233,3 +233,20 @@ def test_the_store_takes_names_of_files_bub_could_have_made(tmp_path: Path) -> N
     store = FileTapeStore(tmp_path)
     store.append("my..notes", [message("x")])
     assert store.list_tapes() == ["my..notes"] and (tmp_path / "my..notes.jsonl").exists()
+
+
+@pytest.mark.parametrize("block", [7, 64, 1 << 18])
+def test_reading_newest_first_in_any_block_size_gives_every_entry_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, block: int
+) -> None:
+    import bub_nb.tape.file_store as file_store
+
+    monkeypatch.setattr(file_store, "_REVERSE_BLOCK", block)
+    monkeypatch.setattr(file_store, "_SEARCH_BLOCK", block)
+    store = FileTapeStore(tmp_path)
+    tape = open_tape("t", store=store)
+    for number in range(40):  # short lines, and some far longer than a small block
+        tape.append_message({"role": "user", "content": f"note {number} " + "x" * (number * 7)})
+    newest_first = [entry.id for entry in reversed(tape.read())]
+    assert [entry.id for entry in store.iter_reverse("t")] == newest_first
+    assert [entry.id for entry in store.iter_reverse_matching("t", [b"note"])] == newest_first

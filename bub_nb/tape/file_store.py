@@ -296,45 +296,39 @@ class TapeFile:
                 offset = max(offset, offsets[position])
         return offset
 
-    def iter_reverse(self) -> Iterator[TapeEntry]:
+    def _blocks_newest_first(self, size: int) -> Iterator[bytes]:
+        """The file's bytes in blocks of about ``size``, newest first, each cut at line ends so no line is split."""
         end = self.state().size
         if not end:
             return
         with contextlib.suppress(FileNotFoundError), open(self.path, "rb") as handle:
             carry = b""
             while end > 0:
-                begin = max(0, end - _REVERSE_BLOCK)
-                lines = (os.pread(handle.fileno(), end - begin, begin) + carry).split(b"\n")
-                carry = lines.pop(0) if begin > 0 else b""
-                for line in reversed(lines):
-                    record = decode_record(line) if line else None
-                    if record is not None:
-                        yield _entry(record)
-                end = begin
-
-    def iter_reverse_matching(self, words: list[bytes]) -> Iterator[TapeEntry]:
-        """Entries newest first, decoding only the lines that hold every one of ``words`` (see ``search``)."""
-        end = self.state().size
-        if not end:
-            return
-        with contextlib.suppress(FileNotFoundError), open(self.path, "rb") as handle:
-            carry = b""
-            while end > 0:
-                begin = max(0, end - _SEARCH_BLOCK)
+                begin = max(0, end - size)
                 data = os.pread(handle.fileno(), end - begin, begin) + carry
+                end = begin
                 if begin > 0:  # the first line may have started in the block before
                     cut = data.find(b"\n") + 1
                     if not cut:
-                        carry, end = data, begin
+                        carry = data
                         continue
                     carry, data = data[: cut - 1], data[cut:]
-                else:
-                    carry = b""
-                for start, stop in reversed(candidate_lines(data, words)):
-                    record = decode_record(data[start:stop])
-                    if record is not None:
-                        yield _entry(record)
-                end = begin
+                yield data
+
+    def iter_reverse(self) -> Iterator[TapeEntry]:
+        for data in self._blocks_newest_first(_REVERSE_BLOCK):
+            for line in reversed(data.split(b"\n")):
+                record = decode_record(line) if line else None
+                if record is not None:
+                    yield _entry(record)
+
+    def iter_reverse_matching(self, words: list[bytes]) -> Iterator[TapeEntry]:
+        """Entries newest first, decoding only the lines that hold every one of ``words`` (see ``search``)."""
+        for data in self._blocks_newest_first(_SEARCH_BLOCK):
+            for start, stop in reversed(candidate_lines(data, words)):
+                record = decode_record(data[start:stop])
+                if record is not None:
+                    yield _entry(record)
 
     def anchors(self) -> Sequence[AnchorRef]:
         return self.state().anchor_refs()
