@@ -34,9 +34,12 @@ class NotebookOrigin:
             self.active = False
 
     def _tape(self) -> tuple[Tape, int] | None:
-        """The session's tape and its last id; a tape file not yet made is not touched (not even its folder)."""
+        """The session's tape and its last id, unless it already names this notebook (then nothing is read,
+        so a cell pays nothing once the event is written); a tape file not yet made is not touched."""
         try:
             tape: Tape = self._session.tape  # opening writes nothing
+            if (tape.name, str(tape.path)) in self._marked:
+                return None
             path = tape.path
             return tape, 0 if path is not None and not path.exists() else tape.last_id
         except (BubNbError, OSError):
