@@ -1,0 +1,122 @@
+"""Citations of tape entries in text: ``[#12]`` for one entry, ``[#12-#15]`` for a run of them.
+
+A summary that cites the entries it stands on can be checked against the tape. This module finds
+citations, keeps those that fall inside a range of ids, and says which sentences cite nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Final
+
+CITATION: Final = re.compile(r"\[#(\d{1,19})(?:\s*[-\u2013]\s*#?(\d{1,19}))?\]")
+"""``[#12]`` or ``[#12-#15]`` (an en dash and a missing second ``#`` are read too)."""
+
+_SENTENCE_END: Final = re.compile(r"(?<=[.!?])\s+|\n+")
+_LIST_MARK: Final = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s+")
+
+
+@dataclass(frozen=True, slots=True)
+class Citation:
+    """One citation in a text: the ids it names (``first`` to ``last``) and where it stands (``start:end``)."""
+
+    first: int
+    last: int
+    start: int
+    end: int
+
+    @property
+    def ids(self) -> range:
+        return range(self.first, self.last + 1)
+
+    def within(self, first: int, last: int) -> bool:
+        """Whether every id this citation names lies in ``first..last``."""
+        return first <= self.first <= self.last <= last
+
+
+@dataclass(frozen=True, slots=True)
+class CheckedText:
+    """A text with its invalid citations removed: the ids it still cites, how many were removed, and the
+    sentences that cite nothing."""
+
+    text: str
+    sources: tuple[int, ...]
+    removed: int
+    uncited: tuple[str, ...]
+
+
+def format_citation(first: int, last: int | None = None) -> str:
+    """``[#first]``, or ``[#first-#last]`` for a run of entries."""
+    return f"[#{first}]" if last is None or last == first else f"[#{first}-#{last}]"
+
+
+def find_citations(text: str) -> list[Citation]:
+    """Every citation in ``text``, in order."""
+    found = []
+    for match in CITATION.finditer(text):
+        first = int(match.group(1))
+        last = int(match.group(2)) if match.group(2) else first
+        found.append(Citation(first, last, match.start(), match.end()))
+    return found
+
+
+def cited_ids(text: str) -> list[int]:
+    """The ids ``text`` cites, sorted, each once."""
+    return sorted({entry_id for citation in find_citations(text) for entry_id in citation.ids})
+
+
+def check_citations(text: str, first: int, last: int) -> CheckedText:
+    """Keep the citations of ``text`` that lie inside ``first..last`` and remove the others.
+
+    A reversed run (``[#15-#12]``) and a run reaching outside the range are invalid as a whole.
+    ``uncited`` lists the sentences left without any citation.
+    """
+    kept: list[Citation] = []
+    pieces: list[str] = []
+    position = removed = 0
+    for citation in find_citations(text):
+        pieces.append(text[position : citation.start])
+        position = citation.end
+        if citation.within(first, last):
+            kept.append(citation)
+            pieces.append(text[citation.start : citation.end])
+        else:
+            removed += 1
+            # The space before a removed citation would be left doubled or dangling before punctuation.
+            after = text[citation.end : citation.end + 1]
+            if pieces[-1].endswith(" ") and (not after or after.isspace() or after in ".,;:!?)"):
+                pieces[-1] = pieces[-1].rstrip(" ")
+    pieces.append(text[position:])
+    cleaned = "".join(pieces)
+    sources = sorted({entry_id for citation in kept for entry_id in citation.ids})
+    return CheckedText(cleaned, tuple(sources), removed, tuple(uncited_sentences(cleaned)))
+
+
+def sentences(text: str) -> list[str]:
+    """The sentences of ``text``: split after ``.``, ``!`` or ``?`` and at line breaks, list marks dropped."""
+    found: list[str] = []
+    for part in (_LIST_MARK.sub("", part).strip() for part in _SENTENCE_END.split(text)):
+        if not any(char.isalnum() for char in CITATION.sub("", part)):
+            # "It was decided. [#12]" cites for the sentence before it.
+            if found and CITATION.search(part):
+                found[-1] = f"{found[-1]} {part}"
+            continue
+        found.append(part)
+    return found
+
+
+def uncited_sentences(text: str) -> list[str]:
+    """The sentences of ``text`` that hold no citation."""
+    return [sentence for sentence in sentences(text) if not CITATION.search(sentence)]
+
+
+def link_citations(text: str, href: Callable[[int], str]) -> str:
+    """``text`` in Markdown with each citation a link to its first entry (``[[#12]](href)``), ``href(id)``
+    giving the target."""
+
+    def link(match: re.Match[str]) -> str:
+        return f"[{match.group(0)}]({href(int(match.group(1)))})"
+
+    return CITATION.sub(link, text)
