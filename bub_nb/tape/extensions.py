@@ -3,8 +3,7 @@
 ``Tape.view()`` and ``Tape.view_of_turn()`` need the context layer and ``Tape.memory`` the memory
 zone; both live above the tape layer. They register themselves here when ``bub_nb`` is imported
 (importing ``bub_nb.tape`` imports ``bub_nb`` first, so they are always there). The protocols say what
-the tape layer may
-rely on; ``bub_nb.context.View`` and ``bub_nb.memory.MemoryZone`` satisfy them.
+the tape layer may rely on; ``bub_nb.context.View`` and ``bub_nb.memory.MemoryZone`` satisfy them.
 """
 
 from __future__ import annotations
