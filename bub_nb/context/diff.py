@@ -5,13 +5,18 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from bub_nb.context.messages import Message
+from bub_nb.context.modes import parse_mode
 from bub_nb.context.tokens import count_text_tokens
-from bub_nb.context.turns import TurnView
-from bub_nb.context.view import View
+from bub_nb.context.turns import TurnView, parse_run, view_of_turn
+from bub_nb.context.view import View, build_view
+from bub_nb.errors import ContextError
 from bub_nb.tape.events import id_ranges
+
+if TYPE_CHECKING:
+    from bub_nb.tape import Tape
 
 #: The sources a view's tokens come from, in the order diffs list them.
 SOURCES: Final = ("system prompt", "memory block", "anchor state", "messages", "tool results")
@@ -125,6 +130,19 @@ def diff_views(a: View, b: View) -> ContextDiff:
         a_ids=a_ids,
         b_ids=b_ids,
     )
+
+
+def view_for(tape: Tape, spec: str | View) -> View:
+    """A side of a diff as people name it: a view, a mode (``last``, ``full``, ``window:N``, an anchor
+    name) or a recorded turn (``turn:-1``, ``turn:#12``, ``turn:<run id>``)."""
+    if isinstance(spec, View):
+        return spec
+    if not isinstance(spec, str):
+        raise ContextError(f"A side of a context diff is a view, a mode or turn:N, got {spec!r}")
+    word, colon, run = spec.strip().partition(":")
+    if colon and word.lower() == "turn":
+        return view_of_turn(tape, parse_run(run))
+    return build_view(tape, parse_mode(spec))
 
 
 def view_label(view: View) -> str:
