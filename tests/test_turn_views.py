@@ -12,10 +12,11 @@ from bub_nb import TurnView
 from bub_nb.agent import Agent
 from bub_nb.agent.models import OpenAIModel
 from bub_nb.context import window
+from bub_nb.context.cells import NotebookCells
 from bub_nb.context.tokens import count_message_tokens
 from bub_nb.errors import ContextError
 from bub_nb.tape import Tape
-from bub_nb.tape.events import RUN, id_ranges, range_ids, run_data, run_view
+from bub_nb.tape.events import NOTEBOOK_CELL, RUN, id_ranges, range_ids, run_data, run_view
 from bub_nb.testing import OpenAICompatibleServer
 
 
@@ -87,6 +88,29 @@ def test_a_window_turn_rebuilds_what_the_cut_left(
     assert recorded is not None and recorded.mode == "window:3" and recorded.anchor is None
     assert as_json(tape.view_of_turn(-1).messages) == as_json(openai_server.last_request["messages"])
     assert len(tape.view_of_turn(-1).messages) == 4  # the system prompt and three messages
+
+
+def test_a_view_that_starts_after_the_turns_own_prompt_still_finds_its_system_prompt(
+    openai_server: OpenAICompatibleServer, tape: Tape, model: OpenAIModel
+) -> None:
+    openai_server.reply_tool_calls([{"name": "tape_info", "arguments": {}}])
+    openai_server.reply("Done.")
+    Agent(tape, model, context=window(2)).run("Look at the tape")
+    sent = openai_server.last_request["messages"]
+    assert [m["role"] for m in sent] == ["system", "assistant", "tool"]  # the prompt itself fell out of the window
+    assert as_json(tape.view_of_turn(-1).messages) == as_json(sent)
+
+
+def test_a_turn_in_the_notebook_mode_rebuilds_its_recorded_cells(
+    openai_server: OpenAICompatibleServer, tape: Tape, model: OpenAIModel
+) -> None:
+    tape.ensure_bootstrap_anchor()
+    tape.append_event(NOTEBOOK_CELL, {"cell": 3, "source": "df = load()", "error": None})
+    openai_server.reply("Seen.")
+    Agent(tape, model, context=NotebookCells()).run("What did I run?")
+    sent = openai_server.last_request["messages"]
+    assert "[Notebook cell 3 ran]" in sent[2]["content"]
+    assert as_json(tape.view_of_turn(-1).messages) == as_json(sent)
 
 
 def test_the_run_event_records_the_view_as_id_ranges(

@@ -7,13 +7,14 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
+from bub_nb.context.cells import cell_message
 from bub_nb.context.display import view_html, view_markdown, view_text
 from bub_nb.context.strategies import Selection
 from bub_nb.context.tokens import count_message_tokens
 from bub_nb.context.view import View, last_run_usage, view_from_selection
 from bub_nb.errors import ContextError
 from bub_nb.tape.entries import TapeEntry
-from bub_nb.tape.events import RUN, RecordedView, run_view
+from bub_nb.tape.events import NOTEBOOK_CELL, RUN, RecordedView, run_view
 from bub_nb.tape.summary import AnchorSummary
 
 if TYPE_CHECKING:
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
 #: How a run is named: its run id, the entry id of its ``run`` event, or a position (``-1`` is the last turn).
 RunSpec = str | int
 
+NEAR_RUN: Final = 256
 _MEMORY_BLOCK: Final = re.compile(r"<memory>\n.*?\n</memory>", re.DOTALL)
 
 
@@ -115,8 +117,11 @@ def view_of_turn(tape: Tape, run: RunSpec) -> TurnView:
         )
     run_id = entry.meta.get("run_id")
     run_id = run_id if isinstance(run_id, str) else ""
-    system = _system_entry(tape, entry, run_id, recorded)
-    view = _entries_view(tape, entry, recorded)
+    # One read from the view's first entry to the run event holds the view's entries and, normally, the
+    # turn's system entry: a store read has a fixed cost worth paying once.
+    span = tape.read(recorded.entry_ids[0] if recorded.entry_ids else max(1, entry.id - NEAR_RUN), entry.id)
+    system = _system_entry(tape, entry, run_id, span)
+    view = _entries_view(tape, entry, recorded, span)
     prompt = str(system.payload.get("content") or "")
     message = {"role": "system", "content": prompt}
     tokens = count_message_tokens(message)
@@ -139,34 +144,32 @@ def view_of_turn(tape: Tape, run: RunSpec) -> TurnView:
     )
 
 
-def _system_entry(tape: Tape, run: TapeEntry, run_id: str, recorded: RecordedView) -> TapeEntry:
+def _system_entry(tape: Tape, run: TapeEntry, run_id: str, span: list[TapeEntry]) -> TapeEntry:
     """The ``system`` entry the turn opened with: the newest one of its run before the run event."""
-    start = min(recorded.entry_ids, default=1)
-    for span in ((start, run.id), (1, start)):
-        for entry in reversed(tape.read(*span, kinds=("system",))):
-            if entry.meta.get("run_id") == run_id:
-                return entry
-    raise ContextError(f"Turn #{run.id} of tape {tape.name!r} has no system prompt entry for run {run_id!r}")
+    found = [entry for entry in span if entry.kind == "system" and entry.meta.get("run_id") == run_id]
+    if not found and span:  # a turn whose view starts after its own first entries (a window)
+        for start in (max(1, span[0].id - NEAR_RUN), 1):
+            earlier = tape.read(start, span[0].id, kinds=("system",))
+            found = [entry for entry in earlier if entry.meta.get("run_id") == run_id]
+            if found:
+                break
+    if not found:
+        raise ContextError(f"Turn #{run.id} of tape {tape.name!r} has no system prompt entry for run {run_id!r}")
+    return found[-1]
 
 
-def _entries_view(tape: Tape, run: TapeEntry, recorded: RecordedView) -> View:
-    entries: list[TapeEntry] = []
-    ids = recorded.entry_ids
-    at = 0
-    while at < len(ids):  # read each recorded range in one go
-        end = at
-        while end + 1 < len(ids) and ids[end + 1] == ids[end] + 1:
-            end += 1
-        entries.extend(tape.read(ids[at], ids[end] + 1))
-        at = end + 1
+def _entries_view(tape: Tape, run: TapeEntry, recorded: RecordedView, span: list[TapeEntry]) -> View:
+    wanted = set(recorded.entry_ids)
+    # A recorded notebook cell reaches the model as a user message (the ``notebook`` mode's rule).
+    entries = [cell_message(e) if e.name == NOTEBOOK_CELL else e for e in span if e.id in wanted]
     anchor = None
     if recorded.anchor is not None:
         found = tape.get(recorded.anchor)
         state = found.payload.get("state")
         anchor = AnchorSummary(found.id, found.name or "", state if isinstance(state, dict) else None, found.date)
     view = view_from_selection(Selection(tuple(entries), anchor), recorded.mode)
-    if view.entry_ids != ids:
-        missing = sorted(set(ids) - set(view.entry_ids))
+    if view.entry_ids != recorded.entry_ids:
+        missing = sorted(wanted - set(view.entry_ids))
         raise ContextError(
             f"Turn #{run.id} of tape {tape.name!r} cannot be rebuilt exactly: entries "
             f"{', '.join(f'#{i}' for i in missing) or 'in another order'} no longer render as recorded"
