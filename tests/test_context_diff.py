@@ -17,10 +17,10 @@ import bub_nb
 from bub_nb import ContextDiff, diff_views
 from bub_nb.agent import Agent
 from bub_nb.agent.models import OpenAIModel
-from bub_nb.context import SOURCES, tokens_by_source
+from bub_nb.context import SOURCES, TurnOf, tokens_by_source
 from bub_nb.context.tokens import REPLY_PRIMING
 from bub_nb.errors import ContextError
-from bub_nb.notebook.widgets import ContextDiffView
+from bub_nb.notebook.widgets import ContextDiffView, ContextView
 from bub_nb.tape import Tape
 from bub_nb.testing import OpenAICompatibleServer
 
@@ -178,6 +178,10 @@ def test_context_turn_shows_what_the_last_turn_sent(nb: Notebook) -> None:
     assert "You are Bub" in shown and "And now?" in shown and "Hello there" not in shown
     nb.run("%context --turn -2")
     assert "Hello there" in plain(nb.displays.outputs[-1])
+    # The strip marks the turn's own system entry as sent, with the entries after it.
+    shown_view = ContextView(nb.tape, TurnOf(-1))
+    sent = {cell.id for cell in shown_view.strip.cells if cell.in_view}
+    assert sent == {turn.sources[0], *turn.entry_ids}
 
 
 def test_context_diff_takes_modes_and_turns(nb: Notebook) -> None:

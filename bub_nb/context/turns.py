@@ -112,8 +112,8 @@ def view_of_turn(tape: Tape, run: RunSpec) -> TurnView:
     recorded = run_view(entry)
     if recorded is None:
         raise ContextError(
-            f"Turn #{entry.id} of tape {tape.name!r} recorded no view (a run written before turns kept "
-            "their view, or by Bub), so its request cannot be rebuilt"
+            f"Turn #{entry.id} of tape {tape.name!r} recorded no view (it was stopped before its first "
+            "request, or written before turns kept their view, or by Bub), so its request cannot be rebuilt"
         )
     run_id = entry.meta.get("run_id")
     run_id = run_id if isinstance(run_id, str) else ""
