@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 # The layers above the tape plug Tape.view() and Tape.memory in as they are imported.
 from bub_nb import context as _context  # noqa: F401
 from bub_nb import memory as _memory  # noqa: F401
-from bub_nb.context import View, window
+from bub_nb.context import ContextDiff, TurnView, View, diff_views, window
 from bub_nb.errors import BubNbError
 from bub_nb.memory import MemoryZone
 from bub_nb.tape import (
@@ -39,6 +39,7 @@ __all__ = [
     "Agent",
     "AnchorSummary",
     "BubNbError",
+    "ContextDiff",
     "FileTapeStore",
     "MemoryTapeStore",
     "MemoryZone",
@@ -47,9 +48,11 @@ __all__ = [
     "TapeInfo",
     "TapeStore",
     "Turn",
+    "TurnView",
     "View",
     "__version__",
     "class_overview",
+    "diff_views",
     "hookimpl",
     "load_ipython_extension",
     "open_tape",

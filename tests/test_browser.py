@@ -1,5 +1,5 @@
 """The quickstart notebook in real JupyterLab and headless Chromium: the streamed answer, the live context
-widget with its anchors, and the mode picker changing what the strip highlights.
+widget with its anchors, the mode picker changing what the strip highlights, and the context diff widget.
 
 Screenshots land in the test's tmp_path and in ``test-output/browser/`` at the repository root.
 """
@@ -23,7 +23,7 @@ from browser_support import (
     running_lab,
 )
 
-from bub_nb import Tape, open_tape
+from bub_nb import Tape, diff_views, open_tape
 from bub_nb.context import LAST_ANCHOR, build_view
 from bub_nb.tape.naming import session_tape_name
 
@@ -35,6 +35,7 @@ RUN_SECONDS = 60.0
 CONTEXT_WIDGET = ".jp-OutputArea-output .widget-vbox.bub-context-view"
 STRIP_CELLS = f"{CONTEXT_WIDGET} .bub-context-strip .bub-cell[data-entry-id]"
 HIGHLIGHTED = f"{STRIP_CELLS}.bub-in-view"
+DIFF_WIDGET = ".jp-OutputArea-output .widget-vbox.bub-context-diff"
 FIRST_TURN = "Hello! What can you see"
 CURSOR = "▌"  # what a streaming answer ends in until its last delta arrives
 
@@ -194,3 +195,33 @@ def test_mode_picker_last_anchor_returns_to_the_phase(quickstart: QuickstartRun,
             timeout=15_000,
         )
         assert quickstart.highlighted_ids() == sent
+
+
+def test_the_diff_widget_marks_the_entries_before_the_handoff_as_left(
+    quickstart: QuickstartRun, tmp_path: Path
+) -> None:
+    notebook = quickstart.notebook
+    with notebook.explained(tmp_path, "context-diff"):
+        widget = notebook.page.locator(DIFF_WIDGET)
+        assert widget.count() == 1, "no live context diff widget"
+        widget.scroll_into_view_if_needed()
+        tape = quickstart.tape
+        lesson = tape.find_anchor("lesson/1").id
+        expected = diff_views(build_view(tape, None), build_view(tape, LAST_ANCHOR))
+
+        def marked(side: str, mark: str) -> list[int]:
+            cells = widget.locator(f'.bub-diff-side[data-side="{side}"] .bub-cell.{mark}')
+            return [int(value) for value in cells.evaluate_all("cells => cells.map(c => c.dataset.entryId)")]
+
+        left = marked("a", "bub-left")
+        assert left and left == list(expected.left) and all(entry_id < lesson for entry_id in left)
+        assert marked("b", "bub-entered") == [] and marked("b", "bub-left") == []
+        side_a = widget.locator('.bub-diff-side[data-side="a"] .bub-cell[data-entry-id]')
+        side_b = widget.locator('.bub-diff-side[data-side="b"] .bub-cell[data-entry-id]')
+        ids = "cells => cells.map(c => c.dataset.entryId)"
+        assert side_a.evaluate_all(ids) == side_b.evaluate_all(ids), "the two strips are not aligned"
+        first = widget.locator(f'.bub-diff-side[data-side="a"] .bub-cell[data-entry-id="{left[0]}"]')
+        outline = first.evaluate("cell => getComputedStyle(cell).outlineStyle")
+        assert outline == "solid", f"a left entry is not drawn marked (outline {outline!r})"
+        assert first.is_visible()
+        notebook.screenshot(tmp_path / "context-diff.png", widget)

@@ -17,6 +17,8 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
+from bub_nb import diff_views
+from bub_nb.context.diff import spans
 from bub_nb.tape import Tape, TapeEntry, open_tape, session_tape_name
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -97,6 +99,13 @@ def check_quickstart(run: Executed) -> None:
         "summary": "We said hello and looked at the context",
         "next_steps": "Ask where the view starts",
     }
+    # Against the full tape, the view from lesson/1 leaves exactly what was sent before the handoff.
+    lesson = run.tape.find_anchor("lesson/1").id
+    full = run.tape.view(None)
+    left = diff_views(full, run.tape.view()).left
+    assert left and left == tuple(entry_id for entry_id in full.entry_ids if entry_id < lesson)
+    shown = run.text("%context --diff full last")
+    assert "Context diff full → last-anchor" in shown and f"left     {len(left):>4}  {spans(left)}" in shown
 
 
 def check_context_and_handoff(run: Executed) -> None:

@@ -200,3 +200,37 @@ def test_answers_and_confirmations_carry_their_text_as_text_plain(
     (shown,) = [o["data"] for o in outputs if o["type"] == "display_data"]
     assert "Handoff **phase/a**" in shown["text/plain"] and shown["text/plain"] == shown["text/markdown"]
     assert not any("IPython.core.display" in str(o.get("data")) for o in outputs)
+
+
+def test_context_turn_and_diff_work_as_typed(kernel: Kernel, openai_server: OpenAICompatibleServer) -> None:
+    openai_server.reply("First answer.")
+    kernel.run("%%bub\nHello there")
+    kernel.run("%handoff phase/b summary=greeted")
+    openai_server.reply("Second answer.")
+    kernel.run("%%bub\nAnd now?")
+
+    reply, outputs = kernel.run("%context --turn -1")
+    assert reply["status"] == "ok", reply
+    (shown,) = [o["data"] for o in outputs if o["type"] == "display_data"]
+    assert "application/vnd.jupyter.widget-view+json" in shown
+    sent = openai_server.last_request["messages"]
+    assert [m["role"] for m in sent] == ["system", "assistant", "user"]
+    text = shown["text/plain"]
+    assert "Messages the turn sent" in text and "[Anchor created: phase/b]" in text and "And now?" in text
+    assert "Hello there" not in text
+    turn = kernel.tape.view_of_turn(-1)
+    assert [m["content"] for m in turn.messages] == [m["content"] for m in sent]
+
+    reply, outputs = kernel.run("%context --diff last full")
+    assert reply["status"] == "ok", reply
+    (shown,) = [o["data"] for o in outputs if o["type"] == "display_data"]
+    assert "Context diff last-anchor → full" in shown["text/plain"] and "bub-entered" in shown["text/html"]
+
+    for line in ("%context --turn -9", "%context --diff last", "%context --turn -1 --diff last full"):
+        before = len(kernel.tape)
+        reply, outputs = kernel.run(line)
+        assert (reply["status"], reply.get("ename")) == ("error", "UsageError"), (line, reply)
+        assert "\n" not in reply["evalue"].strip(), reply["evalue"]
+        printed = "".join(o.get("text", "") for o in outputs if o["type"] == "stream")
+        assert "Traceback" not in printed and printed.strip().count("\n") == 0, printed
+        assert len(kernel.tape) == before

@@ -165,7 +165,7 @@ class Agent:
             yield self.last_turn.text
             return
         memory = memory_of(self.tape, ensure=True)
-        recorder = TurnRecorder(self.tape, self.model.name, self.meta)
+        recorder = TurnRecorder(self.tape, self.model.name, self.meta, memory_version=memory.version or None)
         running = self._running = RunningTurn(recorder, asyncio.current_task())
         try:
             recorder.start(self.system_prompt(prompt, memory), prompt)

@@ -13,9 +13,10 @@ from typing import TYPE_CHECKING, Any
 
 from bub_nb.agent.models.base import Completion, Usage
 from bub_nb.agent.tools import ToolCallError
+from bub_nb.context.tokens import count_message_tokens
 from bub_nb.errors import ContextLengthError, ModelError
 from bub_nb.tape import TapeEntry
-from bub_nb.tape.events import LOOP_STEP, RUN, handoff_entries
+from bub_nb.tape.events import LOOP_STEP, RUN, RecordedView, handoff_entries
 
 if TYPE_CHECKING:
     from bub_nb.context import View
@@ -103,6 +104,7 @@ class TurnRecorder:
     finished: Turn | None = None
     last_view: View | None = None
     system_prompt: str = ""
+    memory_version: int | None = None
     notices: list[str] = field(default_factory=list)
     running_tools: tuple[Completion, list[Any], list[ToolCallError | None]] | None = None
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
@@ -128,6 +130,16 @@ class TurnRecorder:
     def start(self, system_prompt: str, prompt: str) -> None:
         self.system_prompt = system_prompt
         self._write(TapeEntry.system(system_prompt), TapeEntry.message({"role": "user", "content": prompt}))
+
+    def recorded_view(self, view: View) -> RecordedView:
+        """What the run event keeps of the view the turn's last model call was sent, to rebuild that request."""
+        return RecordedView(
+            mode=view.mode,
+            anchor=view.anchor.id if view.anchor is not None else None,
+            entry_ids=tuple(view.entry_ids),
+            memory_version=self.memory_version,
+            system_tokens=count_message_tokens({"role": "system", "content": self.system_prompt}),
+        )
 
     def add_usage(self, usage: Usage | None) -> None:
         self.usage = _add_usage(self.usage, usage)
@@ -213,6 +225,8 @@ class TurnRecorder:
                 "elapsed_ms": elapsed_ms,
                 "steps": self.steps,
             }
+            if self.last_view is not None:
+                data["view"] = self.recorded_view(self.last_view).as_data()
             closing = [TapeEntry.event(RUN, data)]
             if text and answer:
                 meta = {"partial": True} if partial else {}

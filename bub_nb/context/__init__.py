@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from bub_nb.context.diff import SOURCES, ContextDiff, diff_views, tokens_by_source
 from bub_nb.context.messages import Rendering, anchor_message, entries_to_messages, render_entries
 from bub_nb.context.modes import Mode, as_strategy, parse_mode
 from bub_nb.context.strategies import (
@@ -14,6 +15,7 @@ from bub_nb.context.strategies import (
     Window,
     window,
 )
+from bub_nb.context.turns import RunSpec, TurnOf, TurnView, find_run, parse_run, view_of_turn
 from bub_nb.context.view import RunUsage, View, build_view, last_run_usage, view_from_selection
 from bub_nb.tape import extensions
 from bub_nb.tape.selectors import LAST_ANCHOR
@@ -21,27 +23,38 @@ from bub_nb.tape.selectors import LAST_ANCHOR
 __all__ = [
     "FULL",
     "LAST_ANCHOR",
+    "SOURCES",
+    "ContextDiff",
     "ContextStrategy",
     "FullTape",
     "LastAnchor",
     "Mode",
     "NamedAnchor",
     "Rendering",
+    "RunSpec",
     "RunUsage",
     "Selection",
+    "TurnOf",
+    "TurnView",
     "View",
     "Window",
     "anchor_message",
     "as_strategy",
     "build_view",
+    "diff_views",
     "entries_to_messages",
+    "find_run",
     "last_run_usage",
     "parse_mode",
+    "parse_run",
     "render_entries",
+    "tokens_by_source",
     "view_from_selection",
+    "view_of_turn",
     "window",
 ]
 
 # Tape.view() and the DataFrame accessor reach this layer through the tape's extension seam.
 extensions.provide("view", build_view)
+extensions.provide("turn_view", view_of_turn)
 extensions.provide("messages", entries_to_messages)

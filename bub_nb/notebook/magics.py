@@ -250,12 +250,24 @@ class BubMagics(Magics):
 
     @magic_arguments("context")
     @argument("mode", nargs="?", default=None, help="last, full, window:N, notebook or an anchor name")
+    @argument("--turn", metavar="N", help="what a recorded turn sent: -1 the last turn, #ID its run event, or a run id")
+    @argument("--diff", nargs=2, metavar=("A", "B"), help="what changes from view A to B: modes or turn:N")
     @line_magic("context")  # type: ignore[arg-type]  # IPython types only the bare form
     @usage_errors
     def context_magic(self, line: str) -> None:
-        """Show the view the next turn would send, as the context widget (text in a terminal)."""
+        """Show the view the next turn would send, a recorded turn's request, or the diff of two views."""
+        from bub_nb.context import TurnOf, parse_run
+        from bub_nb.notebook.widgets import ContextDiffView, ContextView
+
         args = parse_line(self.context_magic, line)
-        self._show_context(args.mode)
+        if sum(given is not None for given in (args.mode, args.turn, args.diff)) > 1:
+            raise UsageError("%context takes one of a mode, --turn N or --diff A B")
+        if args.turn is not None:
+            display(ContextView(self.session.tape, TurnOf(parse_run(args.turn))))
+        elif args.diff is not None:
+            display(ContextDiffView(self.session.tape, *args.diff))
+        else:
+            self._show_context(args.mode)
 
     def _show_context(self, mode: str | None) -> None:
         from bub_nb.context import parse_mode

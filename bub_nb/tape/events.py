@@ -1,13 +1,25 @@
 """The events bub_nb writes on a tape: their names, and the shapes more than one module reads or builds.
 
-A ``run`` event closes every turn: ``{"status", "usage", "model", "elapsed_ms", "steps"}``, where
+A ``run`` event closes every turn: ``{"status", "usage", "model", "elapsed_ms", "steps", "view"}``, where
 ``usage`` is the model's own token count (``prompt_tokens``, ``completion_tokens``, ``total_tokens``)
 or ``None``. A handoff is an anchor followed by a ``handoff`` event that records it.
+
+``view`` records what the turn's last model call was sent, so the request can be rebuilt later::
+
+    {"mode": "last-anchor",          # the view mode's label
+     "anchor": 12,                   # id of the anchor the view starts at, or null
+     "entries": [[12, 14], [17, 17]],# the entries rendered into messages, as inclusive [first, last] id ranges
+     "memory_version": 3,            # the memory zone version the system prompt carried, or null
+     "system_tokens": 412}           # the system prompt's token estimate
+
+The system prompt itself is the turn's ``system`` entry (same ``run_id``). Run events written before
+``view`` existed, or by Bub, have no ``view``; they stay valid, only their request cannot be rebuilt.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any, Final
 
 from bub_nb.tape.entries import TapeEntry
@@ -60,3 +72,64 @@ def handoff_entries(name: str, state: Mapping[str, Any] | None = None, **meta: A
         TapeEntry.anchor(name, state_dict, **meta),
         TapeEntry.event(HANDOFF, {"name": name, "state": state_dict}, **meta),
     ]
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedView:
+    """The ``view`` a run event recorded (see the module docstring for its shape on the tape)."""
+
+    mode: str
+    anchor: int | None
+    entry_ids: tuple[int, ...]
+    memory_version: int | None
+    system_tokens: int
+
+    def as_data(self) -> dict[str, Any]:
+        return {
+            "mode": self.mode,
+            "anchor": self.anchor,
+            "entries": id_ranges(self.entry_ids),
+            "memory_version": self.memory_version,
+            "system_tokens": self.system_tokens,
+        }
+
+
+def id_ranges(ids: Iterable[int]) -> list[list[int]]:
+    """Entry ids as inclusive ``[first, last]`` ranges of consecutive ids: ``[1,2,3,7]`` → ``[[1,3],[7,7]]``."""
+    ranges: list[list[int]] = []
+    for entry_id in ids:
+        if ranges and entry_id == ranges[-1][1] + 1:
+            ranges[-1][1] = entry_id
+        else:
+            ranges.append([entry_id, entry_id])
+    return ranges
+
+
+def range_ids(ranges: Any) -> tuple[int, ...] | None:
+    """The ids of :func:`id_ranges`' ranges; ``None`` when ``ranges`` is not that shape."""
+    if not isinstance(ranges, list):
+        return None
+    ids: list[int] = []
+    for pair in ranges:
+        if not (isinstance(pair, list) and len(pair) == 2 and all(type(i) is int for i in pair)):
+            return None
+        first, last = pair
+        if first < 1 or last < first or (ids and first <= ids[-1]):
+            return None
+        ids.extend(range(first, last + 1))
+    return tuple(ids)
+
+
+def run_view(entry: TapeEntry) -> RecordedView | None:
+    """The view a ``run`` event recorded; ``None`` for any other entry, or a run without a well-formed view."""
+    data = run_data(entry)
+    view = data.get("view") if data is not None else None
+    if not isinstance(view, dict):
+        return None
+    mode, anchor, memory, tokens = (view.get(k) for k in ("mode", "anchor", "memory_version", "system_tokens"))
+    ids = range_ids(view.get("entries"))
+    if ids is None or not isinstance(mode, str) or type(tokens) is not int:
+        return None
+    if not (anchor is None or type(anchor) is int) or not (memory is None or type(memory) is int):
+        return None
+    return RecordedView(mode, anchor, ids, memory, tokens)

@@ -1,9 +1,9 @@
 """Seams where the layers above plug capabilities into ``Tape``, so imports keep pointing down.
 
-``Tape.view()`` needs the context layer and ``Tape.memory`` the memory zone; both live above the
-tape layer. They register themselves here when ``bub_nb`` is imported (importing ``bub_nb.tape``
-imports ``bub_nb`` first, so they are always there). The protocols say what the tape layer may
-rely on; ``bub_nb.context.View`` and ``bub_nb.memory.MemoryZone`` satisfy them.
+``Tape.view()`` and ``Tape.view_of_turn()`` need the context layer and ``Tape.memory`` the memory
+zone; both live above the tape layer. They register themselves here when ``bub_nb`` is imported
+(importing ``bub_nb.tape`` imports ``bub_nb`` first, so they are always there). The protocols say what
+the tape layer may rely on; ``bub_nb.context.View`` and ``bub_nb.memory.MemoryZone`` satisfy them.
 """
 
 from __future__ import annotations
@@ -67,13 +67,18 @@ _providers: dict[str, Callable[..., Any]] = {}
 
 
 def provide(capability: str, factory: Callable[..., Any]) -> None:
-    """Register the factory behind ``capability`` (``"view"``, ``"memory"``, ``"messages"``)."""
+    """Register the factory behind ``capability`` (``"view"``, ``"turn_view"``, ``"memory"``, ``"messages"``)."""
     _providers[capability] = factory
 
 
 def view(tape: Any, mode: Any) -> View:
     """The view of ``tape`` in ``mode``, built by the context layer."""
     return _providers["view"](tape, mode)  # type: ignore[no-any-return]
+
+
+def view_of_turn(tape: Any, run: Any) -> View:
+    """The request a recorded turn sent, rebuilt by the context layer."""
+    return _providers["turn_view"](tape, run)  # type: ignore[no-any-return]
 
 
 def memory(tape: Any) -> MemoryZone:

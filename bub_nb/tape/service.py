@@ -307,6 +307,13 @@ class Tape:
         """What the model would see now; see ``bub_nb.context.build_view``."""
         return extensions.view(self, mode)
 
+    def view_of_turn(self, run: int | str = -1) -> View:
+        """The request a recorded turn sent, rebuilt message for message; see ``bub_nb.context.view_of_turn``.
+
+        ``run`` is a run id, the entry id of a ``run`` event, or a position (``-1`` the last turn).
+        """
+        return extensions.view_of_turn(self, run)
+
     @property
     def memory(self) -> MemoryZone:
         """The memory zone on this tape (``bub_nb.memory.MemoryZone``)."""

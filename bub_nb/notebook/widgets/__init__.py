@@ -1,4 +1,4 @@
-"""ipywidgets for tapes: context view, memory zone, tape timeline and class overview, each with text and HTML forms.
+"""ipywidgets for tapes: context view and diff, memory zone, tape timeline, class overview; each with text and HTML.
 
 ipywidgets itself is imported only when a widget is first built, so the text forms work in any terminal.
 """
@@ -6,8 +6,9 @@ ipywidgets itself is imported only when a widget is first built, so the text for
 from __future__ import annotations
 
 from bub_nb.notebook.widgets.class_overview import ClassOverview
+from bub_nb.notebook.widgets.context_diff import ContextDiffView
 from bub_nb.notebook.widgets.context_view import ContextView
 from bub_nb.notebook.widgets.memory_view import MemoryView
 from bub_nb.notebook.widgets.timeline import TapeTimeline
 
-__all__ = ["ClassOverview", "ContextView", "MemoryView", "TapeTimeline"]
+__all__ = ["ClassOverview", "ContextDiffView", "ContextView", "MemoryView", "TapeTimeline"]

@@ -97,7 +97,7 @@ def build_strip(tape: Tape, view: View, last_id: int, max_entries: int) -> Strip
     total = len(tape)
     first_id = 1 if total else 0
     start, end = window_range(view, first_id, last_id)
-    sent, dropped = set(view.entry_ids), set(view.dropped)
+    sent, dropped = {*view.entry_ids, *view.sources}, set(view.dropped)  # a turn's sources add its system entry
     cells = tuple(_cell(entry, start, end, sent, dropped) for entry in entries)
     shown_from = cells[0].id if cells else last_id + 1
     hidden = max(0, total - len(cells))

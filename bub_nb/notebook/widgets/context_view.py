@@ -27,6 +27,8 @@ from bub_nb.context import (
     FullTape,
     LastAnchor,
     NamedAnchor,
+    TurnOf,
+    TurnView,
     View,
     Window,
     as_strategy,
@@ -138,7 +140,7 @@ class ContextView(WidgetDisplay):
 
     def _build(self, strategy: ContextStrategy) -> tuple[View, Strip]:
         last_id = self.tape.last_id
-        view = build_view(self.tape, strategy)
+        view = strategy.build(self.tape) if isinstance(strategy, TurnOf) else build_view(self.tape, strategy)
         if _picker_choice(strategy) == "custom":
             self._custom = strategy
         return view, build_strip(self.tape, view, last_id, self.max_entries)
@@ -154,18 +156,24 @@ class ContextView(WidgetDisplay):
 
     def to_text(self) -> str:
         lines = [f"Context of tape {self.tape.name!r}: {summary_line(self._view)}"]
+        if isinstance(self._view, TurnView):
+            lines.append(self._view.title)
         if self._error:
             lines.append(f"! {self._error}")
         lines.append(self._strip_heading())
         lines.extend(strip_text(self._strip))
-        lines.append("Messages that would be sent")
+        lines.append(self._messages_heading())
         lines.extend(messages_text(self._view, self.max_messages))
         return "\n".join(lines)
 
+    def _messages_heading(self) -> str:
+        return "Messages the turn sent" if isinstance(self._view, TurnView) else "Messages that would be sent"
+
     def _header_html(self) -> str:
         error = f'<div class="bub-error">{esc(self._error)}</div>' if self._error else ""
+        turn = f" · {esc(self._view.title)}" if isinstance(self._view, TurnView) else ""
         return (
-            f'<div class="bub-title">Context · tape <code>{esc(self.tape.name)}</code></div>'
+            f'<div class="bub-title">Context · tape <code>{esc(self.tape.name)}</code>{turn}</div>'
             f'<div class="bub-note" data-mode="{esc(self._view.mode)}">{esc(summary_line(self._view))}</div>{error}'
         )
 
@@ -173,7 +181,7 @@ class ContextView(WidgetDisplay):
         return f'<div class="bub-section">{esc(self._strip_heading())}</div>{strip_html(self._strip)}{legend_html()}'
 
     def _messages_html(self) -> str:
-        section = '<div class="bub-section">Messages that would be sent</div>'
+        section = f'<div class="bub-section">{esc(self._messages_heading())}</div>'
         return section + messages_html(self._view, self.max_messages)
 
     def to_html(self) -> str:

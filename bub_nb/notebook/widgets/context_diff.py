@@ -1,0 +1,139 @@
+"""The context diff widget: two views' strips aligned entry for entry, what entered and left marked.
+
+Stable hooks for styling and browser tests:
+
+- root VBox: ``bub-context-diff`` (with a ``bub-refresh`` button); the static HTML wraps everything in
+  ``div.bub-w.bub-context-diff`` with ``data-a`` and ``data-b`` (the two views' labels).
+- each strip: ``div.bub-diff-side`` with ``data-side`` ``a`` or ``b``; its cells are the context strip's
+  (``bub-cell``, ``data-entry-id``, ``bub-in-view``…) plus ``bub-left`` (side a: sent in a, not in b),
+  ``bub-entered`` (side b: sent in b, not in a) or ``bub-stayed`` (sent in both).
+- the diff tables: ``tr.bub-diff-entered``, ``tr.bub-diff-left``, ``tr.bub-diff-stayed``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Final
+
+from bub_nb.context import ContextDiff, View, diff_views
+from bub_nb.context.diff import view_for
+from bub_nb.notebook.widgets._display import WidgetDisplay, refreshable_html
+from bub_nb.notebook.widgets._strip import Strip, StripCell, build_strip, legend_html, strip_legend_text
+from bub_nb.notebook.widgets._style import esc, wrap
+
+if TYPE_CHECKING:
+    import ipywidgets
+
+    from bub_nb.tape import Tape
+
+TEXT_WIDTH: Final = 64
+_DIFF_CSS: Final = """<style>
+.bub-w .bub-diff-side{display:flex;align-items:center;gap:6px}
+.bub-w .bub-diff-side .bub-diff-label{font:600 10px var(--bub-mono);min-width:9em;opacity:.8}
+.bub-w .bub-cell.bub-left{outline:2px solid #e15759;outline-offset:1px}
+.bub-w .bub-cell.bub-entered{outline:2px solid #59a14f;outline-offset:1px}
+.bub-w .bub-diff-key{font:10px var(--bub-mono);opacity:.85;margin:2px 0}
+.bub-w .bub-diff-key .bub-left{color:#e15759} .bub-w .bub-diff-key .bub-entered{color:#59a14f}
+</style>"""
+
+
+class ContextDiffView(WidgetDisplay):
+    """What changes from view ``a`` to view ``b`` of ``tape``: both strips, aligned, and the diff's tables.
+
+    ``a`` and ``b`` are views, modes (``last``, ``full``, ``window:N``, an anchor name) or recorded
+    turns (``turn:-1``). Modes and turns are read again on :meth:`refresh`.
+    """
+
+    def __init__(self, tape: Tape, a: str | View, b: str | View, *, max_entries: int = 240) -> None:
+        self.tape = tape
+        self.a, self.b = a, b
+        self.max_entries = max_entries
+        self._body: Any = None
+        self._build()
+
+    def _build(self) -> None:
+        last_id = self.tape.last_id
+        view_a, view_b = view_for(self.tape, self.a), view_for(self.tape, self.b)
+        self._diff = diff_views(view_a, view_b)
+        # The same last id and bound give both strips the same entries, so their cells line up.
+        self._strips = (
+            build_strip(self.tape, view_a, last_id, self.max_entries),
+            build_strip(self.tape, view_b, last_id, self.max_entries),
+        )
+
+    @property
+    def diff(self) -> ContextDiff:
+        return self._diff
+
+    def refresh(self) -> ContextDiff:
+        """Build both views again from the tape (it may have grown) and redraw."""
+        self._build()
+        if self._body is not None:
+            self._body.value = self.to_html()
+        return self._diff
+
+    # -- text and HTML ----------------------------------------------------------------------------
+
+    def _marks(self, side: str) -> dict[int, str]:
+        diff = self._diff
+        moved = diff.left if side == "a" else diff.entered
+        name = "bub-left" if side == "a" else "bub-entered"
+        marks = dict.fromkeys(moved, name)
+        marks.update(dict.fromkeys(diff.stayed, "bub-stayed"))
+        return marks
+
+    def to_text(self) -> str:
+        diff = self._diff
+        lines = [f"Context diff of tape {self.tape.name!r}", str(diff), f"Strips (a = {diff.a}, b = {diff.b})"]
+        cells = self._strips[0].cells
+        if self._strips[0].hidden:
+            lines.append(f"  … {self._strips[0].hidden} earlier entries not shown")
+        left, entered, stayed = set(diff.left), set(diff.entered), set(diff.stayed)
+        for at in range(0, len(cells), TEXT_WIDTH):
+            row = cells[at : at + TEXT_WIDTH]
+            lines.append(f"{'#' + str(row[0].id):>8} " + "".join(cell.glyph for cell in row))
+            lines.append("  a      " + "".join("-" if c.id in left else "^" if c.id in stayed else " " for c in row))
+            lines.append("  b      " + "".join("+" if c.id in entered else "^" if c.id in stayed else " " for c in row))
+        if not cells:
+            lines.append("  (the tape is empty)")
+        lines.append("  - left (sent in a only)  + entered (sent in b only)  ^ sent in both")
+        lines.extend("  " + line for line in strip_legend_text()[:1])
+        return "\n".join(line.rstrip() for line in lines)
+
+    def _side_html(self, side: str, label: str, strip: Strip) -> str:
+        marks = self._marks(side)
+        cells = "".join(_cell_html(cell, marks.get(cell.id)) for cell in strip.cells)
+        more = f'<span class="bub-more">… {strip.hidden} earlier entries</span>' if strip.hidden else ""
+        return (
+            f'<div class="bub-diff-side" data-side="{side}"><span class="bub-diff-label">{side}: {esc(label)}</span>'
+            f'<div class="bub-strip">{more}{cells}</div></div>'
+        )
+
+    def to_html(self) -> str:
+        diff = self._diff
+        key = (
+            '<div class="bub-diff-key"><span class="bub-left">▢ left</span> (sent in a, not in b) · '
+            '<span class="bub-entered">▢ entered</span> (sent in b, not in a)</div>'
+        )
+        body = (
+            f'<div class="bub-title">Context diff · tape <code>{esc(self.tape.name)}</code></div>'
+            + self._side_html("a", diff.a, self._strips[0])
+            + self._side_html("b", diff.b, self._strips[1])
+            + key
+            + legend_html()
+            + diff._repr_html_()
+        )
+        return _DIFF_CSS + wrap(body, "bub-context-diff", attrs={"data-a": diff.a, "data-b": diff.b})
+
+    def _build_widget(self) -> ipywidgets.Widget:
+        root, self._body = refreshable_html(self, "bub-context-diff")
+        return root
+
+
+def _cell_html(cell: StripCell, mark: str | None) -> str:
+    classes = cell.css_classes + (f" {mark}" if mark else "")
+    anchor_attr = f' data-anchor-name="{esc(cell.anchor)}"' if cell.anchor is not None else ""
+    label = f"⚓ {esc(cell.anchor)}" if cell.anchor is not None and not cell.memory_anchor else ""
+    return (
+        f'<span class="{classes}" data-entry-id="{cell.id}" data-kind="{esc(cell.kind)}"{anchor_attr}'
+        f' title="{esc(cell.tip)}">{label}</span>'
+    )
