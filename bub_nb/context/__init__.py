@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from bub_nb.context.messages import Rendering, anchor_message, entries_to_messages, render_entries
 from bub_nb.context.modes import Mode, as_strategy, parse_mode
+from bub_nb.context.phases import PHASES, Phases
 from bub_nb.context.strategies import (
     FULL,
     ContextStrategy,
@@ -21,11 +22,13 @@ from bub_nb.tape.selectors import LAST_ANCHOR
 __all__ = [
     "FULL",
     "LAST_ANCHOR",
+    "PHASES",
     "ContextStrategy",
     "FullTape",
     "LastAnchor",
     "Mode",
     "NamedAnchor",
+    "Phases",
     "Rendering",
     "RunUsage",
     "Selection",
