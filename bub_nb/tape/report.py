@@ -90,7 +90,9 @@ def transcript_markdown(tape: Tape, *, title: str | None = None) -> str:
 
 
 def anchors_frame(tape: Tape) -> pd.DataFrame:
-    """Every anchor with its id, date, state, and the entries written since it and in its phase."""
+    """Every anchor with its id, date, state, the entries written since it and in its phase, and what its
+    summary cites: ``sources`` (the cited ids) and ``uncited`` (how many sentences cite nothing; empty
+    when the state does not say, as for a plain handoff)."""
     import pandas as pd
 
     anchors = tape.anchors(limit=None)
@@ -106,10 +108,14 @@ def anchors_frame(tape: Tape) -> pd.DataFrame:
                 "state": anchor.state,
                 "entries_since": last_id - anchor.id,
                 "entries_until_next": next_id - anchor.id - 1,
+                "sources": list(anchor.sources),
+                "uncited": None if anchor.uncited is None else len(anchor.uncited),
             }
         )
-    frame = pd.DataFrame(rows, columns=["name", "id", "date", "state", "entries_since", "entries_until_next"])
+    columns = ["name", "id", "date", "state", "entries_since", "entries_until_next", "sources", "uncited"]
+    frame = pd.DataFrame(rows, columns=columns)
     frame["date"] = pd.to_datetime(frame["date"], utc=True, format="ISO8601")
+    frame["uncited"] = frame["uncited"].astype("Int64")
     return frame
 
 
