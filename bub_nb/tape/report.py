@@ -5,10 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import orjson
-
 from bub_nb.tape.entries import TapeEntry, is_phase_anchor
 from bub_nb.tape.events import NOTEBOOK_CELL, RUN, run_data
+from bub_nb.tape.phase_report import link_targets, phase_section, target_tag
 from bub_nb.tape.redact import redact, redact_text
 from bub_nb.tape.text import entry_text
 
@@ -72,19 +71,19 @@ def transcript_markdown(tape: Tape, *, title: str | None = None) -> str:
     lines = [f"# {title or f'Tape {tape.name}'}", ""]
     info = tape.info()
     lines += [f"{info.entries} entries, {info.anchors} anchors · `{info.location}`", ""]
-    for entry in tape.read():
+    entries = tape.read()
+    targets = link_targets(entries)
+    for entry in entries:
+        # An entry a summary cites is a link target; the tag joins the paragraph of the entry's block.
+        target = [target_tag(entry.id)] if entry.id in targets else []
         if entry.kind == "anchor" and is_phase_anchor(entry.name):
-            lines += [f"## ⚓ {entry.name}", f"<sub>#{entry.id} · {entry.date[:19]}</sub>", ""]
-            state = entry.payload.get("state")
-            if isinstance(state, dict) and state:
-                for key, value in state.items():
-                    shown = value if isinstance(value, str) else orjson.dumps(value).decode()
-                    lines.append(f"- **{key}**: {shown}")
-                lines.append("")
+            lines += [*target, *phase_section(entry, targets)]
             continue
         block = _entry_markdown(entry)
         if block is not None:
-            lines += [block, ""]
+            lines += [*target, block, ""]
+        elif target:
+            lines += [*target, ""]
     # A line another writer put on the tape may hold a key bub_nb never saw; an export must not carry it.
     return redact_text("\n".join(lines).rstrip() + "\n")
 
