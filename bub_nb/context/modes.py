@@ -51,7 +51,7 @@ def parse_mode(text: str) -> ContextStrategy:
     spelled = text.strip()
     word = spelled.lower()
     if not spelled:
-        raise ContextError(f"Context mode {text!r} is empty; use last, full, window:N or an anchor name")
+        raise ContextError(f"Context mode {text!r} is empty; use last, full, phases, window:N or an anchor name")
     if word in _LAST_WORDS:
         return _LAST
     if word in _FULL_WORDS:
