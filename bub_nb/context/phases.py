@@ -40,8 +40,9 @@ class Phases:
         current = LastAnchor().select(tape)
         if current.anchor is None:
             return current
-        phase_ids = [anchor.id for anchor in tape.anchors(limit=None) if is_phase_anchor(anchor.name)]
-        earlier = [entry_id for entry_id in phase_ids if entry_id < current.anchor.id]
+        # The index lists anchors without reading them; only the earlier phase anchors are read, once each.
+        refs = tape.store.anchors(tape.name)
+        earlier = [ref.id for ref in refs if is_phase_anchor(ref.name) and ref.id < current.anchor.id]
         preamble = []
         for index, entry_id in enumerate(earlier):
             entry = tape.get(entry_id)
