@@ -166,3 +166,14 @@ def test_an_agent_takes_mode_words_as_the_magics_do(session: Tape, word: str) ->
     turn = Agent(session, model=ScriptedModel(["Fine."]), context=word).run("And now?")
     assert turn.text == "Fine."
     assert turn.view is not None and turn.view.mode == parse_mode(word).label
+
+
+def test_the_offline_model_names_the_earlier_phases_it_received(session: Tape) -> None:
+    said = Agent(session, model="offline", context="phases").run("Where are we?").text
+    summary = session.find_anchor("phase/3").state["summary"]  # type: ignore[index]
+    assert (
+        "The view carries 3 earlier phases (`session/start`, `phase/1`, `phase/2`), "
+        f'then starts at anchor `phase/3`, whose summary is "{summary}"'
+    ) in said
+    plain = Agent(session, model="offline").run("And in the last-anchor view?").text
+    assert "The view starts at anchor `phase/3`" in plain and "earlier phase" not in plain

@@ -26,6 +26,8 @@ if TYPE_CHECKING:
 BOOKKEEPING: Final = frozenset({"sources", "range", "summarized_by", "uncited", "removed_citations"})
 #: Text keys shown first, in this order, under these headings.
 LEADING: Final = (("summary", "Summary"), ("next_steps", "Next steps"))
+#: How an earlier phase's message opens: ``[Earlier phase: <anchor name> (#first-#last)]``.
+EARLIER_PHASE: Final = "[Earlier phase: "
 #: Other state values are clipped to this many characters: an error text must not outweigh the summaries.
 VALUE_CHARS: Final = 300
 
@@ -59,7 +61,7 @@ PHASES = Phases()
 def phase_message(anchor: TapeEntry, last_id: int) -> Message:
     """The message an earlier phase becomes: its anchor's name and span, summary first, then the rest."""
     span = f"#{anchor.id}" if last_id <= anchor.id else f"#{anchor.id}-#{last_id}"
-    lines = [f"[Earlier phase: {anchor.name} ({span})]"]
+    lines = [f"{EARLIER_PHASE}{anchor.name} ({span})]"]
     state = anchor.payload.get("state")
     if isinstance(state, dict):
         lines.extend(_state_lines(state))
