@@ -7,7 +7,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bub_nb.context import FULL, LAST_ANCHOR, View, build_view, window
+from bub_nb.context import FULL, LAST_ANCHOR, PHASES, View, build_view, window
 from bub_nb.context.messages import is_hidden
 from bub_nb.tape import MemoryTapeStore, Tape, TapeEntry, is_phase_anchor, open_tape
 
@@ -114,7 +114,7 @@ def test_every_view_of_any_tape_is_valid_for_the_api(entries: list[TapeEntry], s
     tape = tape_of(entries)
     full = build_view(tape, FULL)
     names = {anchor.name for anchor in tape.anchors(limit=None)}
-    modes = [LAST_ANCHOR, None, window(size), *sorted(names)]
+    modes = [LAST_ANCHOR, None, PHASES, window(size), *sorted(names)]
     for mode in modes:
         view = build_view(tape, mode)
         assert_valid_for_openai(view.messages)
@@ -125,6 +125,13 @@ def test_every_view_of_any_tape_is_valid_for_the_api(entries: list[TapeEntry], s
     if last is not None:
         assert all(source >= last.id for source in view.sources)
         assert view.anchor == last
+
+    phases = build_view(tape, PHASES)
+    current = build_view(tape, LAST_ANCHOR)
+    earlier = len(phases.messages) - len(current.messages)
+    assert phases.messages[earlier:] == current.messages and phases.anchor == current.anchor
+    shown = [a.id for a in tape.anchors(limit=None) if is_phase_anchor(a.name) and not is_hidden(tape.get(a.id))]
+    assert list(phases.sources[:earlier]) == [i for i in shown if last is not None and i < last.id]
 
     windowed = build_view(tape, window(size))
     tail = list(full.messages[-size:])

@@ -6,6 +6,7 @@ model is the local OpenAI-compatible endpoint, reached by the real openai client
 
 from __future__ import annotations
 
+import json
 import os
 import queue
 import time
@@ -234,3 +235,47 @@ def test_context_turn_and_diff_work_as_typed(kernel: Kernel, openai_server: Open
         printed = "".join(o.get("text", "") for o in outputs if o["type"] == "stream")
         assert "Traceback" not in printed and printed.strip().count("\n") == 0, printed
         assert len(kernel.tape) == before
+
+
+# -- the phases mode and the anchors' citations -------------------------------------------------------
+
+
+def handoff_with_summary(kernel: Kernel, name: str) -> dict[str, Any]:
+    """Close the phase with a hand-written summary citing its first message, as a summarising handoff would."""
+    tape = kernel.tape
+    last = tape.last_anchor()
+    first = (last.id if last else 0) + 1
+    asked = next(e.id for e in tape.read(first) if e.kind == "message")
+    state = {"summary": f"The user asked [#{asked}]. Then more.", "sources": [asked], "range": [first, tape.last_id]}
+    state |= {"uncited": ["Then more."], "summarized_by": "test-model", "removed_citations": 0}
+    reply, _ = kernel.run(f"%handoff {name} --state '{json.dumps(state)}'")
+    assert reply["status"] == "ok", reply
+    return state
+
+
+def test_phases_context_and_anchor_citations_in_a_kernel(kernel: Kernel, openai_server: OpenAICompatibleServer) -> None:
+    kernel.run("%%bub\nFirst question")
+    first = handoff_with_summary(kernel, "phase/1")
+    kernel.run("%%bub\nSecond question")
+    second = handoff_with_summary(kernel, "phase/2")
+
+    reply, _ = kernel.run("%%bub --context phases\nWhere are we?")
+    assert reply["status"] == "ok", reply
+    sent = [m["content"] for m in openai_server.requests[-1]["messages"][1:]]
+    assert sent[0].startswith("[Earlier phase: session/start")
+    assert sent[1].startswith("[Earlier phase: phase/1") and f": {first['summary']}" in sent[1]
+    assert sent[2].startswith("[Anchor created: phase/2]") and second["summary"] in sent[2]
+    assert sent[-1] == "Where are we?"
+
+    reply, outputs = kernel.run("%anchors")
+    (table,) = [o["data"]["text/html"] for o in outputs if o["type"] == "execute_result"]
+    assert "<th>sources</th>" in table and "<th>uncited</th>" in table
+    columns = "['name', 'sources', 'uncited']"
+    reply, outputs = kernel.run(f"listed = %anchors\nprint(listed[{columns}].to_json(orient='records'))")
+    rows = {row.pop("name"): row for row in json.loads("".join(o["text"] for o in outputs if o["type"] == "stream"))}
+    assert rows["phase/2"] == {"sources": second["sources"], "uncited": 1}
+    assert rows["session/start"] == {"sources": [], "uncited": None}
+
+    reply, outputs = kernel.run("%context")
+    shown = "\n".join(o.get("data", {}).get("text/plain", "") for o in outputs)
+    assert f"cited by phase/2: #{second['sources'][0]}" in shown

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -365,3 +366,32 @@ def test_usage_errors_converts_bub_nb_errors_and_lets_a_bug_keep_its_traceback()
     with pytest.raises(ValueError, match="invalid literal") as raised:
         broken()
     assert not isinstance(raised.value, UsageError) and raised.value.__traceback__ is not None
+
+
+def test_context_phases_sends_each_earlier_summary_and_anchors_list_what_they_cite(nb: Notebook) -> None:
+    nb.run("%%bub -m offline\nWhat is a tape?")
+    asked = next(e.id for e in nb.tape.read() if e.kind == "message" and e.payload.get("role") == "user")
+    summary = f"The user asked what a tape is [#{asked}]. It was explained."
+    state = {
+        "summary": summary,
+        "sources": [asked],
+        "uncited": ["It was explained."],
+        "range": [asked, nb.tape.last_id],
+    }
+    nb.run(f"%handoff phase/1 --state '{json.dumps(state)}'")
+    nb.run("%%bub -m offline\nAnd an anchor?")
+    nb.run("%handoff phase/2 topic=anchors")
+    nb.run("%%bub -m offline --context phases\nWhere are we?")
+    view = nb.magics.session.last_turn.view
+    assert view.mode == "phases"
+    earlier = [m["content"] for m in view.messages if m["content"].startswith("[Earlier phase:")]
+    assert [c.splitlines()[0].split(" (")[0] for c in earlier] == [
+        "[Earlier phase: session/start",
+        "[Earlier phase: phase/1",
+    ]
+    assert f": {summary}" in earlier[1]
+
+    frame = nb.run("%anchors").set_index("name")
+    assert frame.loc["phase/1", "sources"] == [asked] and frame.loc["phase/1", "uncited"] == 1
+    assert frame.loc["phase/2", "sources"] == [] and pd.isna(frame.loc["phase/2", "uncited"])
+    nb.refused("%%bub -m offline --context phasez\nhi", "phasez")

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import shutil
+from html.parser import HTMLParser
 from pathlib import Path
 
+import mistune
+import pandas as pd
+
 import bub_nb  # noqa: F401  (registers Tape.memory)
-from bub_nb.tape import open_tape
-from bub_nb.tape.report import transcript_markdown
+from bub_nb.tape import Tape, open_tape
+from bub_nb.tape.citations import cited_ids, link_citations
+from bub_nb.tape.report import anchors_frame, transcript_markdown
 
 BUB_TAPE = Path(__file__).parent.parent / "examples/data/bub-home/tapes/494727f0da168296__0898b22730d57afc.jsonl"
 
@@ -33,3 +38,103 @@ def test_the_transcript_shows_what_memory_saved(tmp_path: Path) -> None:
     assert "🧠 *memory.long_term* · #" in transcript and "> Prefers pandas" in transcript
     assert "🧠 *memory.daily* 2026-02-10" in transcript and "> met the class" in transcript
     assert "🧠 *memory/seal* v2" in transcript
+
+
+class Links(HTMLParser):
+    """The link targets and element ids of rendered HTML."""
+
+    def __init__(self, markup: str) -> None:
+        super().__init__()
+        self.hrefs: list[str] = []
+        self.ids: set[str] = set()
+        self.feed(markup)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        found = dict(attrs)
+        if tag == "a" and found.get("href"):
+            self.hrefs.append(found["href"] or "")
+        if found.get("id"):
+            self.ids.add(found["id"] or "")
+
+
+def summarised(tmp_path: Path) -> Tape:
+    """A phase summarised with citations of a message, a run of entries, and a system prompt (no block of its own)."""
+    tape = open_tape("cited", home=tmp_path)
+    tape.ensure_bootstrap_anchor()
+    system = tape.append_system("You are helpful.").id
+    asked = tape.append_message({"role": "user", "content": "Which plot?"}).id
+    answered = tape.append_message({"role": "assistant", "content": "A histogram."}).id
+    summary = (
+        f"The user asked which plot to use [#{asked}]. A histogram was chosen [#{asked}-#{answered}]. "
+        f"The prompt was plain [#{system}]. Nothing else."
+    )
+    state = {
+        "summary": summary,
+        "next_steps": f"Draw it [#{answered}].",
+        "sources": [system, asked, answered],
+        "range": [system, answered],
+        "summarized_by": "offline",
+        "uncited": ["Nothing else."],
+        "removed_citations": 1,
+        "goal": "plots",
+    }
+    tape.handoff("phase/2", state)
+    tape.append_message({"role": "user", "content": "Draw it."})
+    return tape
+
+
+def test_the_export_prints_each_summary_with_citations_linked_to_the_entries(tmp_path: Path) -> None:
+    tape = summarised(tmp_path)
+    transcript = transcript_markdown(tape)
+    anchor = tape.find_anchor("phase/2")
+    state = anchor.state or {}
+    summary_line = next(line for line in transcript.splitlines() if line.startswith("**Summary**"))
+    first, last = state["range"]
+    assert summary_line.startswith(f"**Summary** of [[#{first}-#{last}]](#entry-{first}) · by offline: ")
+    assert summary_line.endswith(link_citations(state["summary"], lambda i: f"#entry-{i}"))
+    assert link_citations(state["next_steps"], lambda i: f"#entry-{i}") in transcript
+    assert "- **goal**: plots" in transcript and "- **removed_citations**: 1" in transcript
+    assert '- **uncited**: ["Nothing else."]' in transcript
+    assert "- **sources**" not in transcript  # the links show them
+
+    # Rendered as Jupyter's nbconvert renders Markdown, every link lands on an element with that id.
+    rendered = Links(mistune.html(transcript))
+    cited = {f"#entry-{i}" for i in cited_ids(state["summary"] + state["next_steps"])} | {f"#entry-{first}"}
+    assert cited <= set(rendered.hrefs)
+    assert all(href.removeprefix("#") in rendered.ids for href in rendered.hrefs if href.startswith("#"))
+    assert rendered.ids == {f"entry-{i}" for i in [*state["sources"], first]}  # only what is linked to
+
+
+def test_a_transcript_without_summaries_carries_no_link_targets(tmp_path: Path) -> None:
+    tape = open_tape("plain", home=tmp_path)
+    tape.ensure_bootstrap_anchor()
+    tape.append_message({"role": "user", "content": "hi [#1]"})
+    tape.handoff("phase/1", {"goal": "plain"})
+    assert "<a id=" not in transcript_markdown(tape) and "](#entry-" not in transcript_markdown(tape)
+
+
+def test_a_citation_of_an_entry_not_on_the_tape_stays_plain_and_odd_states_still_print(tmp_path: Path) -> None:
+    tape = open_tape("odd", home=tmp_path)
+    tape.append_message({"role": "user", "content": "hi"})
+    tape.handoff("hand", {"summary": "Greeted [#1], then more [#999].", "range": "all", "sources": "x"})
+    tape.handoff("odder", {"summary": {"text": "not a string"}, "next_steps": 7})
+    transcript = transcript_markdown(tape)
+    assert "**Summary**: Greeted [[#1]](#entry-1), then more [#999]." in transcript
+    assert "- **range**: all" in transcript
+    assert '- **summary**: {"text":"not a string"}' in transcript and "- **next_steps**: 7" in transcript
+    rendered = Links(mistune.html(transcript))
+    assert rendered.hrefs == ["#entry-1"] and "entry-1" in rendered.ids
+
+
+def test_anchors_list_sources_and_uncited_in_python_and_in_the_frame(tmp_path: Path) -> None:
+    tape = summarised(tmp_path)
+    tape.handoff("plain", {"goal": "no summary"})
+    summary, plain = tape.anchors()[-2:]
+    assert summary.sources == tuple(summary.state["sources"])  # type: ignore[index]
+    assert summary.uncited == ("Nothing else.",) and plain.sources == () and plain.uncited is None
+    assert f"cites #{summary.sources[0]}" in summary._repr_markdown_() and "1 uncited" in summary._repr_html_()
+    assert "cites" not in plain._repr_markdown_()
+    frame = anchors_frame(tape).set_index("name")
+    assert frame.loc["phase/2", "sources"] == list(summary.sources) and frame.loc["phase/2", "uncited"] == 1
+    assert frame.loc["plain", "sources"] == [] and pd.isna(frame.loc["plain", "uncited"])
+    assert str(frame["uncited"].dtype) == "Int64"

@@ -256,6 +256,60 @@ def test_anchor_names_are_escaped_in_html(tmp_path: Path) -> None:
     assert "&lt;b onclick=&quot;x&quot;&gt;" in markup
 
 
+def summarised_tape(home: Path) -> tuple[Tape, list[int]]:
+    """The lesson tape closed with a handoff whose summary cites two of its entries, then one more turn."""
+    tape = lesson_tape(home)
+    phase = tape.find_anchor("phase/tools").id
+    asked, answered = phase + 2, tape.last_id - 1
+    summary = f"The user asked for the tape info [#{asked}]. It has 12 entries [#{answered}]. Nothing else."
+    state = {"summary": summary, "sources": [asked, answered], "range": [phase + 1, tape.last_id]}
+    tape.handoff("phase/review", {**state, "uncited": ["Nothing else."], "summarized_by": "offline"})
+    tape.append_message(user("What next?"))
+    return tape, [asked, answered]
+
+
+def test_the_strip_marks_the_entries_the_view_anchors_summary_cites(tmp_path: Path) -> None:
+    tape, cited = summarised_tape(tmp_path)
+    context = ContextView(tape)
+    assert ids_with(strip_cells(context.to_html()), "bub-cited") == cited
+    assert ids_with(strip_cells(widget_html(context)), "bub-cited") == cited
+    assert f"cited by phase/review: #{cited[0]} #{cited[1]}" in context.to_text()
+    assert '<span class="bub-cell bub-cited"></span>cited by' in context.to_html()  # the legend says so
+
+    # Another anchor's view marks what that anchor cites: a plain handoff cites nothing.
+    context.set_mode("phase/tools")
+    assert ids_with(strip_cells(context.to_html()), "bub-cited") == []
+    assert "cited by" not in context.to_text()
+
+
+def test_odd_sources_in_a_hand_written_state_mark_only_real_ids(tmp_path: Path) -> None:
+    tape = open_tape("odd", home=tmp_path)
+    tape.append_message(user("one"))
+    tape.handoff("odd", {"sources": [1, "2", None, -3, 99], "summary": ["not", "text"]})
+    assert ids_with(strip_cells(ContextView(tape).to_html()), "bub-cited") == [1]
+    assert "cited by odd: #1\n" in ContextView(tape).to_text() + "\n"  # #99 is not on the tape
+    tape.handoff("cites-in-text", {"summary": "It began with one [#1]."})
+    assert ids_with(strip_cells(ContextView(tape).to_html()), "bub-cited") == [1]
+    tape.handoff("strange", {"sources": "all of them"})
+    assert ids_with(strip_cells(ContextView(tape).to_html()), "bub-cited") == []
+
+
+def test_the_picker_offers_phases_and_shows_each_earlier_phase(tmp_path: Path) -> None:
+    tape, _ = summarised_tape(tmp_path)
+    context = ContextView(tape)
+    picker = find(context.widget, "bub-mode-picker")
+    assert "phases" in [value for _, value in picker.options]
+    picker.value = "phases"
+    phases = build_view(tape, "phases")
+    assert context.view.mode == "phases" and context.view.messages == phases.messages
+    assert message_ids(widget_html(context)) == list(phases.sources)
+    earlier = [tape.find_anchor("session/start").id, tape.find_anchor("phase/tools").id]
+    assert ids_with(strip_cells(widget_html(context)), "bub-in-view")[:2] == earlier
+    context.set_mode(LAST_ANCHOR)
+    context.set_mode("phases")
+    assert picker.value == "phases"
+
+
 # -- the display contract ---------------------------------------------------------------------------
 
 

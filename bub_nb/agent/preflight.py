@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from bub_nb.agent.builtin_tools import builtin_registry
 from bub_nb.agent.commands import check_command, is_command
+from bub_nb.context.modes import as_strategy
 from bub_nb.context.strategies import NamedAnchor
 from bub_nb.context.tokens import count_messages_tokens
 from bub_nb.errors import BubNbError, ContextLengthError
@@ -51,11 +52,13 @@ def check_turn(agent: TurnSubject, prompt: object) -> None:
 
 
 def check_mode(agent: TurnSubject) -> None:
-    """A view mode that names an anchor must name one the tape holds (an :class:`AnchorNotFoundError`)."""
-    mode = agent.context
-    name = mode if isinstance(mode, str) else mode.name if isinstance(mode, NamedAnchor) else None
-    if name is not None:
-        agent.tape.find_anchor(name)
+    """A view mode that names an anchor must name one the tape holds (an :class:`AnchorNotFoundError`).
+
+    Text is read as the magics read it, so a mode word (``full``, ``phases``) is not taken for an anchor name.
+    """
+    mode = as_strategy(agent.context) if isinstance(agent.context, str) else agent.context
+    if isinstance(mode, NamedAnchor):
+        agent.tape.find_anchor(mode.name)
 
 
 def check_prompt_fits(agent: TurnSubject, prompt: str) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from bub_nb.context.diff import SOURCES, ContextDiff, diff_views, tokens_by_source
 from bub_nb.context.messages import Rendering, anchor_message, entries_to_messages, render_entries
 from bub_nb.context.modes import Mode, as_strategy, parse_mode
+from bub_nb.context.phases import PHASES, Phases
 from bub_nb.context.strategies import (
     FULL,
     ContextStrategy,
@@ -23,6 +24,7 @@ from bub_nb.tape.selectors import LAST_ANCHOR
 __all__ = [
     "FULL",
     "LAST_ANCHOR",
+    "PHASES",
     "SOURCES",
     "ContextDiff",
     "ContextStrategy",
@@ -30,6 +32,7 @@ __all__ = [
     "LastAnchor",
     "Mode",
     "NamedAnchor",
+    "Phases",
     "Rendering",
     "RunSpec",
     "RunUsage",

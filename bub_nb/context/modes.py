@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from bub_nb.context.cells import NotebookCells
+from bub_nb.context.phases import PHASES
 from bub_nb.context.strategies import FULL, ContextStrategy, LastAnchor, NamedAnchor, Window
 from bub_nb.errors import ContextError
 from bub_nb.tape.selectors import LAST_ANCHOR, _LastAnchor
@@ -19,7 +20,7 @@ def as_strategy(mode: Mode) -> ContextStrategy:
 
     ``LAST_ANCHOR`` (the tape layer's sentinel, re-exported here) is :class:`LastAnchor`, ``None``
     is the full tape, a strategy stays as it is, and text is read by :func:`parse_mode`, the same
-    words the magics take (``full``, ``window:3``, ``anchor:<name>`` or an anchor name).
+    words the magics take (``full``, ``phases``, ``window:3``, ``anchor:<name>`` or an anchor name).
     """
     if mode is LAST_ANCHOR:
         return _LAST
@@ -40,8 +41,8 @@ _FULL_WORDS = frozenset({"full", "all", "none"})
 
 
 def parse_mode(text: str) -> ContextStrategy:
-    """Read a mode as people type it: ``last``, ``full``, ``window:20``, ``notebook[:N]``, ``anchor:<name>``
-    or ``<name>``.
+    """Read a mode as people type it: ``last``, ``full``, ``phases``, ``window:20``, ``notebook[:N]``,
+    ``anchor:<name>`` or ``<name>``.
 
     The ``anchor:`` prefix reaches anchors whose names are also mode words.
     """
@@ -50,11 +51,13 @@ def parse_mode(text: str) -> ContextStrategy:
     spelled = text.strip()
     word = spelled.lower()
     if not spelled:
-        raise ContextError(f"Context mode {text!r} is empty; use last, full, window:N or an anchor name")
+        raise ContextError(f"Context mode {text!r} is empty; use last, full, phases, window:N or an anchor name")
     if word in _LAST_WORDS:
         return _LAST
     if word in _FULL_WORDS:
         return FULL
+    if word == "phases":
+        return PHASES
     if word.startswith("window:") or word == "window":
         count = word.partition(":")[2].strip()
         if not (count.isascii() and count.isdigit()) or int(count) < 1:

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Protocol, runtime_checkable
 
-from bub_nb.context.messages import entry_message_count, render_entries
+from bub_nb.context.messages import Message, entry_message_count, render_entries
 from bub_nb.errors import ContextError
 from bub_nb.tape.entries import TapeEntry
 
@@ -20,11 +20,15 @@ class Selection:
 
     ``anchor`` is where the selection starts, when it starts at one. ``last`` keeps only that
     many messages from the end once the entries are rendered (what a window asks for).
+    ``preamble`` holds messages the strategy wrote itself, each with the id of the entry it stands
+    for, sent before the entries (the ``phases`` mode's earlier phases). They must be plain
+    messages without tool calls, so the sequence stays valid for the API.
     """
 
     entries: tuple[TapeEntry, ...]
     anchor: AnchorSummary | None = None
     last: int | None = None
+    preamble: tuple[tuple[Message, int], ...] = ()
 
 
 @runtime_checkable

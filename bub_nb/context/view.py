@@ -81,6 +81,9 @@ def view_from_selection(selection: Selection, mode: str = "custom") -> View:
     """Render a selection into a view; strategies that pick entries their own way end here too."""
     rendering = render_entries(selection.entries)
     messages, sources, dropped = rendering.messages, rendering.sources, list(rendering.dropped)
+    if selection.preamble:
+        messages = tuple(message for message, _ in selection.preamble) + messages
+        sources = tuple(source for _, source in selection.preamble) + sources
     if selection.last is not None and len(messages) > selection.last:
         cut = len(messages) - selection.last
         # A cut inside a call's answers would orphan them; the answers go with the call.

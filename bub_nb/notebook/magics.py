@@ -97,7 +97,9 @@ class BubMagics(Magics):
     """bub_nb's magics. Configure with ``%config BubMagics.<trait> = value``."""
 
     model = Unicode(help="Model: 'offline', 'openai:<model>' (env BUB_MODEL).").tag(config=True)
-    context = Unicode(help="Default view: 'last', 'full', 'window:N', 'notebook' or an anchor name.").tag(config=True)
+    context = Unicode(help="Default view: 'last', 'full', 'phases', 'window:N', 'notebook' or an anchor name.").tag(
+        config=True
+    )
     home = Unicode(help="Bub home; tapes live in <home>/tapes (env BUB_HOME, default ~/.bub).").tag(config=True)
     tape = Unicode(help="Tape name or .jsonl path; empty means this notebook's tape.").tag(config=True)
     store = Unicode(help="A postgresql:// DSN to keep tapes in a database (env BUB_STORE); empty: files.").tag(
@@ -158,7 +160,7 @@ class BubMagics(Magics):
     @no_var_expand  # only bub_nb's own {name} interpolation applies: "$5" and "{"a": 1}" stay as typed
     @magic_arguments("bub")
     @argument("-m", "--model", help="model for this turn, e.g. offline or openai:gpt-4o-mini")
-    @argument("--context", help="view mode: last, full, window:N, notebook or an anchor name")
+    @argument("--context", help="view mode: last, full, phases, window:N, notebook or an anchor name")
     @argument("-o", "--output", metavar="VAR", help="store the answer in this variable; a failed turn clears it")
     @argument("--no-stream", action="store_true", help="show the answer only when it is complete")
     @argument("--tools", help="comma-separated tools: builtin names, globs like memory.*, or notebook functions")
@@ -241,7 +243,8 @@ class BubMagics(Magics):
     @line_magic("anchors")  # type: ignore[arg-type]  # IPython types only the bare form
     @usage_errors
     def anchors_magic(self, line: str) -> Any:
-        """The tape's anchors as a DataFrame: name, id, date, state and entries since."""
+        """The tape's anchors as a DataFrame: name, id, date, state, entries since, and what each summary cites
+        (``sources``) and how many of its sentences cite nothing (``uncited``)."""
         from bub_nb.tape.report import anchors_frame
 
         args = parse_line(self.anchors_magic, line)
@@ -249,7 +252,7 @@ class BubMagics(Magics):
         return frame if args.limit is None else frame.tail(args.limit)
 
     @magic_arguments("context")
-    @argument("mode", nargs="?", default=None, help="last, full, window:N, notebook or an anchor name")
+    @argument("mode", nargs="?", default=None, help="last, full, phases, window:N, notebook or an anchor name")
     @argument("--turn", metavar="N", help="what a recorded turn sent: -1 the last turn, #ID its run event, or a run id")
     @argument("--diff", nargs=2, metavar=("A", "B"), help="what changes from view A to B: modes or turn:N")
     @line_magic("context")  # type: ignore[arg-type]  # IPython types only the bare form

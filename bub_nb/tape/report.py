@@ -5,10 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import orjson
-
 from bub_nb.tape.entries import TapeEntry, is_phase_anchor
 from bub_nb.tape.events import NOTEBOOK_CELL, RUN, run_data
+from bub_nb.tape.phase_report import link_targets, phase_section, target_tag
 from bub_nb.tape.redact import redact, redact_text
 from bub_nb.tape.text import entry_text
 
@@ -72,25 +71,27 @@ def transcript_markdown(tape: Tape, *, title: str | None = None) -> str:
     lines = [f"# {title or f'Tape {tape.name}'}", ""]
     info = tape.info()
     lines += [f"{info.entries} entries, {info.anchors} anchors · `{info.location}`", ""]
-    for entry in tape.read():
+    entries = tape.read()
+    targets = link_targets(entries)
+    for entry in entries:
+        # An entry a summary cites is a link target; the tag joins the paragraph of the entry's block.
+        target = [target_tag(entry.id)] if entry.id in targets else []
         if entry.kind == "anchor" and is_phase_anchor(entry.name):
-            lines += [f"## ⚓ {entry.name}", f"<sub>#{entry.id} · {entry.date[:19]}</sub>", ""]
-            state = entry.payload.get("state")
-            if isinstance(state, dict) and state:
-                for key, value in state.items():
-                    shown = value if isinstance(value, str) else orjson.dumps(value).decode()
-                    lines.append(f"- **{key}**: {shown}")
-                lines.append("")
+            lines += [*target, *phase_section(entry, targets)]
             continue
         block = _entry_markdown(entry)
         if block is not None:
-            lines += [block, ""]
+            lines += [*target, block, ""]
+        elif target:
+            lines += [*target, ""]
     # A line another writer put on the tape may hold a key bub_nb never saw; an export must not carry it.
     return redact_text("\n".join(lines).rstrip() + "\n")
 
 
 def anchors_frame(tape: Tape) -> pd.DataFrame:
-    """Every anchor with its id, date, state, and the entries written since it and in its phase."""
+    """Every anchor with its id, date, state, the entries written since it and in its phase, and what its
+    summary cites: ``sources`` (the cited ids) and ``uncited`` (how many sentences cite nothing; empty
+    when the state does not say, as for a plain handoff)."""
     import pandas as pd
 
     anchors = tape.anchors(limit=None)
@@ -106,10 +107,14 @@ def anchors_frame(tape: Tape) -> pd.DataFrame:
                 "state": anchor.state,
                 "entries_since": last_id - anchor.id,
                 "entries_until_next": next_id - anchor.id - 1,
+                "sources": list(anchor.sources),
+                "uncited": None if anchor.uncited is None else len(anchor.uncited),
             }
         )
-    frame = pd.DataFrame(rows, columns=["name", "id", "date", "state", "entries_since", "entries_until_next"])
+    columns = ["name", "id", "date", "state", "entries_since", "entries_until_next", "sources", "uncited"]
+    frame = pd.DataFrame(rows, columns=columns)
     frame["date"] = pd.to_datetime(frame["date"], utc=True, format="ISO8601")
+    frame["uncited"] = frame["uncited"].astype("Int64")
     return frame
 
 

@@ -8,6 +8,8 @@ from typing import Any
 
 import orjson
 
+from bub_nb.tape.anchor_state import state_sources, state_uncited
+
 
 @dataclass(frozen=True, slots=True)
 class AnchorSummary:
@@ -18,13 +20,30 @@ class AnchorSummary:
     state: dict[str, Any] | None
     date: str
 
+    @property
+    def sources(self) -> tuple[int, ...]:
+        """The entries this anchor's summary cites (``()`` for a plain handoff)."""
+        return state_sources(self.state)
+
+    @property
+    def uncited(self) -> tuple[str, ...] | None:
+        """The sentences of its summary that cite nothing; ``None`` when the state does not say."""
+        return state_uncited(self.state)
+
+    def _citations_note(self) -> str:
+        uncited = self.uncited
+        if not self.sources and uncited is None:
+            return ""
+        cites = ", ".join(f"#{entry_id}" for entry_id in self.sources) or "nothing"
+        return f" · cites {cites}" + (f", {len(uncited)} uncited sentences" if uncited else "")
+
     def _repr_markdown_(self) -> str:
         state = orjson.dumps(self.state).decode() if self.state else ""
-        return f"⚓ **{self.name}** (#{self.id}, {self.date[:19]}) {state}"
+        return f"⚓ **{self.name}** (#{self.id}, {self.date[:19]}{self._citations_note()}) {state}"
 
     def _repr_html_(self) -> str:
         state = html.escape(orjson.dumps(self.state).decode()) if self.state else ""
-        where = f"#{self.id} {self.date[:19]}"
+        where = f"#{self.id} {self.date[:19]}{self._citations_note()}"
         return f"<span>⚓ <b>{html.escape(self.name)}</b> <small>{where}</small> <code>{state}</code></span>"
 
 

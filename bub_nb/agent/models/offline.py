@@ -17,6 +17,7 @@ from typing import Any
 
 from bub_nb.agent.models._local import LocalModel, message_text
 from bub_nb.agent.models.base import Completion, Message, ToolCall, ToolSchema
+from bub_nb.context.phases import EARLIER_PHASE
 
 __all__ = ["OfflineModel"]
 
@@ -116,8 +117,21 @@ class OfflineModel(LocalModel):
         return "\n".join([LABEL, *(f"- {fact}" for fact in facts)])
 
     def _describe_anchor(self, messages: list[Message]) -> str:
-        first = next((m for m in messages if m.get("role") not in ("system", "developer")), None)
+        talk = [m for m in messages if m.get("role") not in ("system", "developer")]
+        # The phases mode sends each earlier phase, as one message, before the anchor the view starts at.
+        earlier: list[str] = []
+        for message in talk:
+            text = message_text(message)
+            if message.get("role") != "assistant" or not text.startswith(EARLIER_PHASE):
+                break
+            earlier.append(text.removeprefix(EARLIER_PHASE).split(" (")[0])
+        first = talk[len(earlier)] if len(talk) > len(earlier) else None
         match = _ANCHOR.match(message_text(first)) if first and first.get("role") == "assistant" else None
+        starts = "The view starts at anchor"
+        if earlier:
+            listed = ", ".join(f"`{name}`" for name in earlier)
+            phases = f"{len(earlier)} earlier phase{'s' if len(earlier) > 1 else ''}"
+            starts = f"The view carries {phases} ({listed}), then starts at anchor"
         if match is None:
             return "The view does not start at an anchor."
         try:
@@ -126,5 +140,5 @@ class OfflineModel(LocalModel):
             state = None
         summary = state.get("summary") if isinstance(state, dict) else None
         if summary:
-            return f"The view starts at anchor `{match['name']}`, whose summary is {_quote(str(summary))}"
-        return f"The view starts at anchor `{match['name']}`."
+            return f"{starts} `{match['name']}`, whose summary is {_quote(str(summary))}"
+        return f"{starts} `{match['name']}`."

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 from bub_nb.notebook.widgets._style import KIND_GLYPHS, LEGEND, MEMORY_GLYPH, OTHER_GLYPH, clip, esc
+from bub_nb.tape.anchor_state import state_sources
 from bub_nb.tape.entries import is_phase_anchor
 from bub_nb.tape.text import entry_role, entry_text
 
@@ -21,7 +22,8 @@ class StripCell:
     """One entry as the strip shows it.
 
     ``in_window``: inside the range the mode selects; ``in_view``: its messages reach the model;
-    ``dropped``: left out to keep the messages valid for the API.
+    ``dropped``: left out to keep the messages valid for the API; ``cited``: the summary of the view's
+    anchor cites it.
     """
 
     id: int
@@ -33,6 +35,7 @@ class StripCell:
     in_window: bool
     in_view: bool
     dropped: bool
+    cited: bool = False
 
     @property
     def glyph(self) -> str:
@@ -62,6 +65,7 @@ class StripCell:
                 ("bub-in-window", self.in_window),
                 ("bub-in-view", self.in_view),
                 ("bub-dropped", self.dropped),
+                ("bub-cited", self.cited),
             )
             if on
         )
@@ -71,7 +75,8 @@ class StripCell:
 @dataclass(frozen=True, slots=True)
 class Strip:
     """The last entries of a tape against one view. ``hidden`` entries came earlier and are not shown,
-    ``hidden_in_window`` of them inside the selected window."""
+    ``hidden_in_window`` of them inside the selected window. ``cited`` lists the entries the summary of
+    the view's anchor cites (``cited_by`` names that anchor), shown or not."""
 
     cells: tuple[StripCell, ...]
     total: int
@@ -79,6 +84,8 @@ class Strip:
     hidden_in_window: int
     window_start: int | None
     window_end: int
+    cited: tuple[int, ...] = ()
+    cited_by: str | None = None
 
 
 def window_range(view: View, first_id: int, last_id: int) -> tuple[int | None, int]:
@@ -98,14 +105,18 @@ def build_strip(tape: Tape, view: View, last_id: int, max_entries: int) -> Strip
     first_id = 1 if total else 0
     start, end = window_range(view, first_id, last_id)
     sent, dropped = {*view.entry_ids, *view.sources}, set(view.dropped)  # a turn's sources add its system entry
-    cells = tuple(_cell(entry, start, end, sent, dropped) for entry in entries)
+    cited = tuple(i for i in state_sources(view.anchor.state) if i <= last_id) if view.anchor is not None else ()
+    cells = tuple(_cell(entry, start, end, sent, dropped, set(cited)) for entry in entries)
     shown_from = cells[0].id if cells else last_id + 1
     hidden = max(0, total - len(cells))
     hidden_in_window = 0 if start is None or start >= shown_from else shown_from - start
-    return Strip(cells, total, hidden, min(hidden, hidden_in_window), start, end)
+    cited_by = view.anchor.name if cited and view.anchor is not None else None
+    return Strip(cells, total, hidden, min(hidden, hidden_in_window), start, end, cited, cited_by)
 
 
-def _cell(entry: TapeEntry, start: int | None, end: int, sent: set[int], dropped: set[int]) -> StripCell:
+def _cell(
+    entry: TapeEntry, start: int | None, end: int, sent: set[int], dropped: set[int], cited: set[int]
+) -> StripCell:
     anchor = entry.name if entry.kind == "anchor" else None
     memory = entry.kind == "anchor" and not is_phase_anchor(anchor)
     role = entry_role(entry) if entry.kind == "message" else None
@@ -125,6 +136,7 @@ def _cell(entry: TapeEntry, start: int | None, end: int, sent: set[int], dropped
         in_window=in_window,
         in_view=entry.id in sent,
         dropped=entry.id in dropped,
+        cited=entry.id in cited,
     )
 
 
@@ -155,6 +167,7 @@ def legend_html() -> str:
     items.insert(1, '<span><span class="bub-cell bub-kind-message bub-role-user"></span>user message</span>')
     items.append('<span><span class="bub-cell bub-kind-anchor bub-memory-anchor"></span>memory anchor</span>')
     items.append('<span><span class="bub-cell bub-in-window"></span>window</span>')
+    items.append('<span><span class="bub-cell bub-cited"></span>cited by the anchor\'s summary</span>')
     items.append('<span class="bub-muted">bright = sent to the model</span>')
     return f'<div class="bub-legend">{"".join(items)}</div>'
 
@@ -184,6 +197,8 @@ def strip_text(strip: Strip, width: int = 64) -> list[str]:
     memory = [cell.id for cell in cells if cell.memory_anchor]
     if memory:
         lines.append("  memory anchors: " + " ".join(f"#{entry_id}" for entry_id in memory))
+    if strip.cited:
+        lines.append(f"  cited by {strip.cited_by}: " + " ".join(f"#{entry_id}" for entry_id in strip.cited))
     return lines
 
 

@@ -3,14 +3,15 @@
 Stable hooks for styling and browser tests:
 
 - root VBox: ``bub-context-view``; picker widgets: ``bub-mode-picker`` (the mode toggle, values
-  ``last``/``anchor``/``full``/``window``), ``bub-anchor-picker`` (anchor name dropdown),
+  ``last``/``anchor``/``full``/``phases``/``window``), ``bub-anchor-picker`` (anchor name dropdown),
   ``bub-window-size`` (message count), ``bub-refresh`` (button); the parts: ``bub-context-header``,
   ``bub-context-strip``, ``bub-context-messages``.
 - strip cells: ``<span class="bub-cell bub-kind-<kind>" data-entry-id="<id>" data-kind="<kind>">``,
   plus ``bub-role-<role>`` on messages, ``bub-anchor`` (phase anchors, labelled ``⚓ <name>``) or
   ``bub-memory-anchor`` (``memory/...`` anchors) with ``data-anchor-name``, ``bub-in-window`` inside
   the selected range, ``bub-in-view`` when the entry reaches the model, ``bub-dropped`` when its
-  messages were left out to keep the API sequence valid. ``bub-more`` (``data-hidden``) counts
+  messages were left out to keep the API sequence valid, ``bub-cited`` when the summary of the view's
+  anchor cites it (its state's ``sources``). ``bub-more`` (``data-hidden``) counts
   entries before the strip.
 - messages: ``tr.bub-message`` with ``data-entry-id`` and ``data-role``; the total cell carries
   ``data-total-tokens``; ``.bub-usage`` (``data-prompt-tokens``) the last run's exact usage.
@@ -27,6 +28,7 @@ from bub_nb.context import (
     FullTape,
     LastAnchor,
     NamedAnchor,
+    Phases,
     TurnOf,
     TurnView,
     View,
@@ -48,7 +50,13 @@ if TYPE_CHECKING:
     from bub_nb.tape import Tape
 
 DEFAULT_WINDOW: Final = 20
-_CHOICES: Final = (("last anchor", "last"), ("anchor", "anchor"), ("full tape", "full"), ("window", "window"))
+_CHOICES: Final = (
+    ("last anchor", "last"),
+    ("anchor", "anchor"),
+    ("full tape", "full"),
+    ("phases", "phases"),
+    ("window", "window"),
+)
 
 
 def as_view_mode(mode: Any) -> ContextStrategy:
@@ -68,6 +76,8 @@ def _picker_choice(strategy: ContextStrategy) -> str:
             return "window"
         case FullTape():
             return "full"
+        case Phases():
+            return "phases"
     return "custom"
 
 
@@ -261,6 +271,7 @@ class ContextView(WidgetDisplay):
         strategies: dict[str, Any] = {
             "last": LAST_ANCHOR,
             "full": None,
+            "phases": "phases",
             "window": Window(size.value),
             "custom": self._custom,
         }

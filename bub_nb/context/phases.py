@@ -1,0 +1,109 @@
+"""The ``phases`` mode: every earlier phase as its anchor's state, compact and in order, then the current phase.
+
+History becomes a chain of summaries. A phase starts at a phase anchor (any anchor but ``memory/...``,
+as for ``LAST_ANCHOR``: the bootstrap ``session/start``, a user's handoff, ``auto_handoff/context_overflow``)
+and runs to the next one. The current phase is sent in full, exactly as ``LAST_ANCHOR`` sends it; each
+earlier phase becomes one assistant message made from its anchor: the name and the ids the phase covered,
+then ``summary`` and ``next_steps`` with their ``[#id]`` citations, then the rest of the state as JSON.
+The bookkeeping a summarising handoff adds (``sources``, ``range``, ``summarized_by``, ``uncited``,
+``removed_citations``) stays on the tape and out of the message.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Final
+
+from bub_nb.context.messages import Message, is_hidden
+from bub_nb.context.strategies import LastAnchor, Selection
+from bub_nb.tape.entries import TapeEntry, is_phase_anchor
+
+if TYPE_CHECKING:
+    from bub_nb.tape import Tape
+
+#: State keys a summarising handoff writes for readers and tools, not for the model.
+BOOKKEEPING: Final = frozenset({"sources", "range", "summarized_by", "uncited", "removed_citations"})
+#: Text keys shown first, in this order, under these headings.
+LEADING: Final = (("summary", "Summary"), ("next_steps", "Next steps"))
+#: How an earlier phase's message opens: ``[Earlier phase: <anchor name> (#first-#last)]``.
+EARLIER_PHASE: Final = "[Earlier phase: "
+#: Other state values are clipped to this many characters: an error text must not outweigh the summaries.
+VALUE_CHARS: Final = 300
+
+
+@dataclass(frozen=True, slots=True)
+class Phases:
+    """Every earlier phase anchor's state, compact and oldest first, then the current phase in full."""
+
+    label: ClassVar[str] = "phases"
+
+    def select(self, tape: Tape) -> Selection:
+        current = LastAnchor().select(tape)
+        if current.anchor is None:
+            return current
+        # The index lists anchors without reading them; only the earlier phase anchors are read, once each.
+        refs = tape.store.anchors(tape.name)
+        earlier = [ref.id for ref in refs if is_phase_anchor(ref.name) and ref.id < current.anchor.id]
+        preamble = []
+        for index, entry_id in enumerate(earlier):
+            entry = tape.get(entry_id)
+            if is_hidden(entry):
+                continue
+            next_id = earlier[index + 1] if index + 1 < len(earlier) else current.anchor.id
+            preamble.append((phase_message(entry, next_id - 1), entry_id))
+        return Selection(current.entries, current.anchor, preamble=tuple(preamble))
+
+
+PHASES = Phases()
+
+
+def phase_message(anchor: TapeEntry, last_id: int) -> Message:
+    """The message an earlier phase becomes: its anchor's name and span, summary first, then the rest."""
+    span = f"#{anchor.id}" if last_id <= anchor.id else f"#{anchor.id}-#{last_id}"
+    lines = [f"{EARLIER_PHASE}{anchor.name} ({span})]"]
+    state = anchor.payload.get("state")
+    if isinstance(state, dict):
+        lines.extend(_state_lines(state))
+    elif state is not None:
+        lines.append(f"State: {_json(state)}")
+    return {"role": "assistant", "content": "\n".join(lines)}
+
+
+def _state_lines(state: dict[str, Any]) -> list[str]:
+    lines = []
+    shown: set[str] = set()
+    for key, heading in LEADING:
+        text = state.get(key)
+        if isinstance(text, str) and text.strip():
+            lines.append(f"{heading}{_covering(state) if key == 'summary' else ''}: {text.strip()}")
+            shown.add(key)
+    rest = {key: _clip(value) for key, value in state.items() if key not in shown and key not in BOOKKEEPING}
+    # An empty next_steps says nothing; leave it out rather than show "next_steps": "".
+    rest = {key: value for key, value in rest.items() if not (key in dict(LEADING) and value in ("", None))}
+    if rest:
+        lines.append(f"State: {_json(rest)}")
+    return lines
+
+
+def _covering(state: dict[str, Any]) -> str:
+    """`` of #4-#9`` when the state names a sound ``range`` for its summary, else nothing."""
+    span = state.get("range")
+    if (
+        isinstance(span, list | tuple)
+        and len(span) == 2
+        and all(type(value) is int for value in span)
+        and 0 < span[0] <= span[1]
+    ):
+        return f" of #{span[0]}" if span[0] == span[1] else f" of #{span[0]}-#{span[1]}"
+    return ""
+
+
+def _clip(value: Any) -> Any:
+    if isinstance(value, str) and len(value) > VALUE_CHARS:
+        return value[: VALUE_CHARS - 1] + "…"
+    return value
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)

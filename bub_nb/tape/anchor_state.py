@@ -1,0 +1,34 @@
+"""What a summarising handoff's anchor state says, read defensively: a plain or hand-written state is no error."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bub_nb.tape.citations import cited_ids
+
+#: The state keys whose text may cite entries.
+CITING_KEYS = ("summary", "next_steps")
+
+
+def state_sources(state: Any) -> tuple[int, ...]:
+    """The entries an anchor state cites: its ``sources`` when it lists ids, else the ids its text cites.
+
+    A plain handoff cites nothing and gets ``()``; ids that are not positive integers are left out.
+    """
+    if not isinstance(state, dict):
+        return ()
+    listed = state.get("sources")
+    if isinstance(listed, list | tuple):
+        return tuple(sorted({value for value in listed if type(value) is int and value > 0}))
+    text = " ".join(value for key in CITING_KEYS if isinstance(value := state.get(key), str))
+    return tuple(cited_ids(text))
+
+
+def state_uncited(state: Any) -> tuple[str, ...] | None:
+    """The sentences an anchor state says cite nothing, or ``None`` when it does not say (a plain handoff)."""
+    if not isinstance(state, dict):
+        return None
+    listed = state.get("uncited")
+    if not isinstance(listed, list | tuple):
+        return None
+    return tuple(str(sentence) for sentence in listed)
