@@ -312,13 +312,14 @@ class BubMagics(Magics):
     @argument(
         "subcommand",
         help="info | df | search QUERY | reset [--archive] | fork NAME [--from ANCHOR] | "
+        "replay -m MODEL [--from ANCHOR] [--into NAME] | "
         "export [md|jsonl] PATH | use NAME|PATH [--new] | record on|off",
     )
     @argument("rest", nargs="*", help="the subcommand's arguments")
     @line_magic("tape")  # type: ignore[arg-type]  # IPython types only the bare form
     @usage_errors
     def tape_magic(self, line: str) -> Any:
-        """Inspect and manage the tape: info, df, search, reset, fork, export, use, record."""
+        """Inspect and manage the tape: info, df, search, reset, fork, replay, export, use, record."""
         words = split_words(line)
         if not words:
             raise UsageError(f"%tape needs a subcommand: {', '.join(self.tape_commands.NAMES)} (see %tape?)")

@@ -63,6 +63,15 @@ class NotebookSession:
         self.last_agent: Agent | None = None
 
     @property
+    def settings(self) -> Any:
+        """The magics' configuration (``BubMagics`` traits)."""
+        return self._settings
+
+    def namespace(self) -> Mapping[str, Any]:
+        """The notebook's variables."""
+        return self._namespace()
+
+    @property
     def tape(self) -> Tape:
         if self._tape is None:
             self._tape = self.open(self._settings.tape or None)
