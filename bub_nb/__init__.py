@@ -27,9 +27,9 @@ from bub_nb.tape import (
 if TYPE_CHECKING:
     from bub_nb.agent import Agent, Turn, hookimpl, register_plugin, tool, unregister_plugin
     from bub_nb.agent.replay import replay
-    from bub_nb.tape.prices import set_prices
     from bub_nb.tape.home import read_tapes
     from bub_nb.tape.overview import class_overview
+    from bub_nb.tape.prices import set_prices
 
     __version__: str
 

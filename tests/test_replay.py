@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from IPython.core.interactiveshell import InteractiveShell
 from test_examples import execute
+from test_magics import Notebook
 
 from bub_nb import Agent, open_tape, replay
 from bub_nb.agent import OpenAIModel, tool
@@ -57,7 +60,9 @@ def test_replaying_the_quickstart_on_offline_gives_one_row_per_prompt_and_leaves
     ]
     # The handoff between the turns reached the fork, so the second turn's view started at it, as it did.
     assert "lesson/1" in fork.anchor_names()
-    assert all(e.meta.get("replay_of", "").startswith(f"tape://{source.name}/entry/") for e in fork.read(kinds=("system",)))
+    assert all(
+        e.meta.get("replay_of", "").startswith(f"tape://{source.name}/entry/") for e in fork.read(kinds=("system",))
+    )
 
 
 def test_replay_rebuilds_each_view_by_the_same_mode_and_flags_the_first_different_answer(tape: Tape) -> None:
@@ -83,7 +88,7 @@ def test_replay_from_an_anchor_sends_only_the_prompts_after_it(tape: Tape) -> No
 
     assert frame["prompt"].tolist() == list(PROMPTS[1:])
     fork = open_tape(frame.attrs["fork"], store=tape.base_store)
-    assert [n for n in fork.anchor_names() if not n.startswith("memory/")][0] == "lesson/1"
+    assert next(n for n in fork.anchor_names() if not n.startswith("memory/")) == "lesson/1"
     assert frame.attrs["fork"] == f"{tape.name}__replay__offline"
     again = replay(tape, model="offline", from_anchor="lesson/1")
     assert again.attrs["fork"] == f"{tape.name}__replay__offline-2"
@@ -202,3 +207,47 @@ def test_a_command_is_not_a_turn_and_a_tool_writes_stay_inside_their_turn(tape: 
     assert [t.prompt for t in turns] == ["remember: tea"]
     memory = [e.id for e in tape.read(kinds=("anchor",)) if (e.name or "").startswith("memory/")]
     assert all(turns[0].first_id < i < turns[0].last_id for i in memory[-2:])
+
+
+@pytest.fixture
+def nb(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Notebook]:
+    monkeypatch.setenv("BUB_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
+    monkeypatch.chdir(tmp_path)
+    InteractiveShell.clear_instance()
+    notebook = Notebook(InteractiveShell.instance())
+    notebook.run("%load_ext bub_nb")
+    yield notebook
+    notebook.run("%unload_ext bub_nb")
+    InteractiveShell.clear_instance()
+
+
+def test_tape_replay_returns_the_rows_and_names_the_fork(nb: Notebook) -> None:
+    nb.run("%%bub\nhello")
+    nb.run("%handoff lesson/1 summary=hi")
+    nb.run("%%bub\nwhere does your view start?")
+    source = nb.tape
+    before = source.path.read_bytes()
+
+    frame = nb.run("%tape replay -m offline --into lesson-replay")
+
+    assert frame["prompt"].tolist() == ["hello", "where does your view start?"]
+    assert "Replayed 2 prompts of" in nb.shown() and "`lesson-replay`" in nb.shown()
+    assert nb.tape is source and source.path.read_bytes() == before  # the notebook stays on its tape
+    assert nb.run("%tape replay -m offline --from lesson/1")["prompt"].tolist() == ["where does your view start?"]
+
+
+@pytest.mark.parametrize(
+    ("line", "words"),
+    [
+        ("%tape replay", "the following arguments are required: -m/--model"),
+        ("%tape replay -m offline --from nowhere", "Anchor 'nowhere' was not found"),
+        ("%tape replay -m offline --into ../up", "Tape name '../up' is not allowed"),
+        ("%tape replay -m nonsense:x", "Unknown model spec 'nonsense:x'"),
+    ],
+)
+def test_a_bad_tape_replay_is_one_usage_error(nb: Notebook, line: str, words: str) -> None:
+    nb.run("%%bub\nhello")
+    tapes = sorted(nb.tape.base_store.list_tapes())
+    nb.refused(line, words)
+    assert sorted(nb.tape.base_store.list_tapes()) == tapes

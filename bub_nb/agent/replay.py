@@ -255,9 +255,9 @@ def _frame(rows: list[dict[str, Any]], attrs: dict[str, Any]) -> pd.DataFrame:
     import pandas as pd
 
     for row in rows:
-        row["same"] = row["replay_answer"] is not None and row["replay_answer"].strip() == (
-            row["original_answer"] or ""
-        ).strip()
+        row["same"] = (
+            row["replay_answer"] is not None and row["replay_answer"].strip() == (row["original_answer"] or "").strip()
+        )
     first = next((at for at, row in enumerate(rows) if not row["same"]), None)
     for at, row in enumerate(rows):
         row["first_difference"] = at == first

@@ -20,7 +20,7 @@ from IPython.core.interactiveshell import InteractiveShell
 from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class, no_var_expand
 from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import display
-from traitlets import Bool, Dict, Int, List, Unicode, default, observe, validate
+from traitlets import Bool, Dict, Int, List, TraitError, Unicode, default, observe, validate
 
 from bub_nb.errors import BubNbError
 from bub_nb.notebook.display import AnswerDisplay, show
@@ -151,7 +151,7 @@ class BubMagics(Magics):
     @validate("budget")
     def _valid_budget(self, proposal: Any) -> int:
         if proposal["value"] < 0:
-            raise UsageError(f"BubMagics.budget must be 0 (no budget) or a number of tokens, got {proposal['value']}")
+            raise TraitError(f"BubMagics.budget must be 0 (no budget) or a number of tokens, got {proposal['value']}")
         return int(proposal["value"])
 
     @validate("prices")
@@ -160,8 +160,8 @@ class BubMagics(Magics):
 
         try:
             return check_prices(proposal["value"], where="BubMagics.prices")
-        except BubNbError as exc:
-            raise UsageError(_one_line(exc)) from None
+        except BubNbError as exc:  # a TraitError makes %config keep the old value and log this one line
+            raise TraitError(_one_line(exc)) from None
 
     @observe("prices")
     def _prices_changed(self, change: Any) -> None:

@@ -120,3 +120,8 @@ def cost_of(
     if price is None:
         return None
     return ((tokens_in or 0) * price["input"] + (tokens_out or 0) * price["output"]) / PER_TOKENS
+
+
+def format_cost(cost: float) -> str:
+    """A cost to show: four significant digits, small amounts included (``0.0001234``)."""
+    return f"{cost:.4g}" if cost else "0"

@@ -77,9 +77,7 @@ def usage_frame(
     models = [(payload.get("data") or {}).get("model") for payload in runs["payload"]]
     tokens_in = runs["prompt_tokens"].fillna(0).astype("int64").to_numpy()
     tokens_out = runs["completion_tokens"].fillna(0).astype("int64").to_numpy()
-    costs = [
-        cost_of(model, int(i), int(o), table) for model, i, o in zip(models, tokens_in, tokens_out, strict=True)
-    ]
+    costs = [cost_of(model, int(i), int(o), table) for model, i, o in zip(models, tokens_in, tokens_out, strict=True)]
     rows = pd.DataFrame(
         {
             "phase": runs["phase"].to_numpy(dtype=object) if "phase" in runs.columns else None,
