@@ -88,10 +88,10 @@ def test_prices_come_from_the_file_bub_prices_names(tmp_path: Path, monkeypatch:
     set_prices(None)
     path.write_text("{not json")
     os.utime(path, (1, 1))
-    with pytest.raises(PriceError, match="BUB_PRICES names .*prices.json.*, which is not JSON"):
+    with pytest.raises(PriceError, match=r"BUB_PRICES names .*prices\.json.*, which is not JSON"):
         current_prices()
     monkeypatch.setenv("BUB_PRICES", str(tmp_path / "missing.json"))
-    with pytest.raises(PriceError, match="missing.json.*cannot be read"):
+    with pytest.raises(PriceError, match=r"missing\.json.*cannot be read"):
         current_prices()
 
 
