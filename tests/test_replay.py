@@ -251,3 +251,19 @@ def test_a_bad_tape_replay_is_one_usage_error(nb: Notebook, line: str, words: st
     tapes = sorted(nb.tape.base_store.list_tapes())
     nb.refused(line, words)
     assert sorted(nb.tape.base_store.list_tapes()) == tapes
+
+
+def test_a_turn_that_recorded_its_view_mode_is_replayed_under_that_mode(tape: Tape) -> None:
+    Agent(tape, "offline").run(PROMPTS[0])
+    tape.handoff("lesson/1", {"summary": "we said hello"})
+    meta = {"run_id": "recorded-full"}
+    tape.append_system("You are a helpful agent.", **meta)
+    tape.append_message({"role": "user", "content": PROMPTS[1]}, **meta)
+    tape.append_message({"role": "assistant", "content": "I saw everything."}, **meta)
+    tape.append_event("run", {"status": "ok", "usage": None, "model": "elsewhere", "view": {"mode": "full"}}, **meta)
+
+    frame = replay(tape, model="offline")
+
+    # Under "full" the second view holds the first turn too (two user messages); under "last" it would hold one.
+    assert "I received 6 messages: 1 system, 2 user, 3 assistant" in frame.loc[1, "replay_answer"]
+    assert "I received 3 messages: 1 system, 1 user, 1 assistant" in frame.loc[0, "replay_answer"]

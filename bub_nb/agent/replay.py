@@ -173,6 +173,7 @@ def replay(
     check_fork(tape.base_store, name, None)
     probe = Agent(tape, chosen, builtin_tools=False, context=strategy)
     for turn in turns:
+        probe.context = turn.mode or strategy  # a recorded mode naming an anchor must name one the tape holds
         probe.check(turn.prompt)
 
     fork = type(tape)(name, tape.base_store)
