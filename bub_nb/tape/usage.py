@@ -10,7 +10,7 @@ from bub_nb.errors import TapeError
 from bub_nb.tape.columns import TAPE_NAME
 from bub_nb.tape.entries import TapeEntry, is_phase_anchor
 from bub_nb.tape.events import run_data, run_usage
-from bub_nb.tape.prices import cost_of, current_prices
+from bub_nb.tape.prices import PER_TOKENS, cost_of, current_prices, price_of
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -61,11 +61,18 @@ def phase_usage(
     return [PhaseUsage(*phases[at], *row) for at, row in sorted(sums.items())]
 
 
+def _model(payload: Mapping[str, Any]) -> str | None:
+    data = payload.get("data")
+    model = data.get("model") if isinstance(data, dict) else None
+    return model if isinstance(model, str) else None
+
+
 def usage_frame(
     frame: pd.DataFrame, by: str | Sequence[str] = "phase", prices: Mapping[str, Mapping[str, float]] | None = None
 ) -> pd.DataFrame:
     """Turns, tokens in and out and cost per group of a tape frame's ``run`` events (``by``: phase, model,
     tape_name, or several); groups keep their tape order, and a group with an unpriced turn costs NaN."""
+    import numpy as np
     import pandas as pd
 
     keys = [by] if isinstance(by, str) else list(by)
@@ -73,25 +80,33 @@ def usage_frame(
     if not keys or unknown:
         raise TapeError(f"usage(by={by!r}) groups by {', '.join(GROUPS)} (one or several); got {unknown or by!r}")
     table = current_prices() if prices is None else prices
-    runs = frame[(frame["kind"] == "event") & (frame["name"] == "run")]
-    models = [(payload.get("data") or {}).get("model") for payload in runs["payload"]]
-    tokens_in = runs["prompt_tokens"].fillna(0).astype("int64").to_numpy()
-    tokens_out = runs["completion_tokens"].fillna(0).astype("int64").to_numpy()
-    costs = [cost_of(model, int(i), int(o), table) for model, i, o in zip(models, tokens_in, tokens_out, strict=True)]
+    # Only the run events' columns are taken, by position: copying whole rows of a big frame costs more.
+    events = np.array(frame["kind"] == "event", dtype=bool)
+    names = frame["name"].to_numpy(dtype=object)
+    events[events] = names[events] == "run"
+    at = np.flatnonzero(events)
+    models = [_model(payload) for payload in frame["payload"].to_numpy(dtype=object)[at]]
+    tokens_in = frame["prompt_tokens"].iloc[at].fillna(0).to_numpy(dtype="int64")
+    tokens_out = frame["completion_tokens"].iloc[at].fillna(0).to_numpy(dtype="int64")
+    # One price lookup per model, then whole columns: a tape has few models and many runs.
+    priced = {model: price_of(model, table) for model in set(models)}
+    nan = float("nan")
+    per_input = np.array([p["input"] if (p := priced[m]) is not None else nan for m in models], dtype=float)
+    per_output = np.array([p["output"] if (p := priced[m]) is not None else nan for m in models], dtype=float)
     rows = pd.DataFrame(
         {
-            "phase": runs["phase"].to_numpy(dtype=object) if "phase" in runs.columns else None,
+            "phase": frame["phase"].to_numpy(dtype=object)[at] if "phase" in frame.columns else None,
             "model": models,
             "tokens_in": tokens_in,
             "tokens_out": tokens_out,
-            "cost": pd.array([float("nan") if c is None else c for c in costs], dtype="float64"),
-            "unpriced": [c is None for c in costs],
+            "cost": (tokens_in * per_input + tokens_out * per_output) / PER_TOKENS,
+            "unpriced": np.isnan(per_input),
         }
     )
     if TAPE_NAME in keys:
-        if TAPE_NAME not in runs.columns:
+        if TAPE_NAME not in frame.columns:
             raise TapeError(f"usage(by={by!r}) needs a frame of several tapes, with a {TAPE_NAME!r} column")
-        rows[TAPE_NAME] = runs[TAPE_NAME].to_numpy(dtype=object)
+        rows[TAPE_NAME] = frame[TAPE_NAME].to_numpy(dtype=object)[at]
     grouped = rows.groupby(keys, sort=False, dropna=False)
     result = grouped.agg(
         turns=("tokens_in", "size"),
