@@ -14,7 +14,7 @@ from test_magics import Notebook
 from bub_nb import Agent, open_tape, replay
 from bub_nb.agent import OpenAIModel, tool
 from bub_nb.agent.replay import REPLAY_COLUMNS, recorded_turns
-from bub_nb.errors import AnchorNotFoundError, ModelConfigError, ReplayError, TapeError, TapeNameError
+from bub_nb.errors import AnchorNotFoundError, BubNbError, ModelConfigError, ReplayError, TapeError, TapeNameError
 from bub_nb.tape import Tape
 from bub_nb.testing import OpenAICompatibleServer
 
@@ -175,10 +175,12 @@ def test_an_interrupt_keeps_the_fork_as_far_as_it_got_and_goes_on(
         ({"model": "offline", "into": "a/b"}, TapeNameError, "'a/b'"),
         ({"model": "offline", "into": "taken"}, TapeError, "'taken' already exists"),
         ({"model": "offline", "context": "window:0"}, Exception, "window:0"),
+        ({"model": "offline", "max_steps": 0}, BubNbError, "max_steps must be a whole number of at least 1, got 0"),
+        ({"model": "offline", "builtin_tools": ["nope.*"]}, BubNbError, "nope"),
     ],
 )
 def test_a_bad_replay_is_refused_before_anything_is_written(
-    tape: Tape, options: dict[str, str], error: type[Exception], words: str
+    tape: Tape, options: dict[str, object], error: type[Exception], words: str
 ) -> None:
     recorded_session(tape)
     open_tape("taken", store=tape.base_store, create=True).handoff("x")

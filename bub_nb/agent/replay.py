@@ -24,6 +24,7 @@ from bub_nb.tape.entries import TapeEntry
 from bub_nb.tape.events import run_data, run_usage
 from bub_nb.tape.fork import check_fork, forked_entries, keep_lineage
 from bub_nb.tape.naming import MAX_NAME_BYTES
+from bub_nb.tape.redact import redact_text
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -176,21 +177,17 @@ def replay(
         probe.context = turn.mode or strategy  # a recorded mode naming an anchor must name one the tape holds
         probe.check(turn.prompt)
 
-    fork = type(tape)(name, tape.base_store)
+    fork = type(tape)(name, tape.base_store)  # not written yet: the agent checks its tools and max_steps first
+    agent = Agent(
+        fork, chosen, tools, max_steps, context=strategy, instructions=instructions, builtin_tools=builtin_tools
+    )
+
+    # The memory zone saved before the range comes first, as fork_session keeps it.
     first = [*tape._memory_before(start), *_between(entries, start, turns[0])]
     fork.extend(forked_entries(tape.name, first, None))
     keep_lineage(
         tape.base_store,
         {"parent": tape.name, "child": name, "from_anchor": from_anchor, "from_id": start, "replay": chosen.name},
-    )
-    agent = Agent(
-        fork,
-        chosen,
-        tools,
-        max_steps,
-        context=strategy,
-        instructions=instructions,
-        builtin_tools=builtin_tools,
     )
     rows: list[dict[str, Any]] = []
     stopped: str | None = None
@@ -205,7 +202,8 @@ def replay(
             done: Turn | None = agent.run(turn.prompt)
             error = None
         except BubNbError as exc:
-            done, error = exc.turn, str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            text = str(exc).strip()  # an endpoint may echo a key: the row is shown and saved, so it is scrubbed
+            done, error = exc.turn, redact_text(text.splitlines()[0] if text else type(exc).__name__)
         rows.append(_row(turn, done, chosen, error))
         if error is not None:
             stopped = f"The replay stopped at prompt #{turn.prompt_id}: {error}"
