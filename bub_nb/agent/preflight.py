@@ -99,7 +99,8 @@ def check_budget(agent: TurnSubject, prompt: str) -> None:
     if tokens > budget:
         raise BudgetError(
             f"The prompt would be ≈ {tokens} tokens, over the budget of {budget}; nothing was written: "
-            "hand off (%handoff NAME summary=...) so the view starts smaller, or raise the budget"
+            "hand off (%handoff NAME summary=..., or tape.handoff in Python) so the view starts smaller, "
+            "or raise the budget"
         )
 
 
