@@ -26,8 +26,10 @@ from bub_nb.tape import (
 
 if TYPE_CHECKING:
     from bub_nb.agent import Agent, Turn, hookimpl, register_plugin, tool, unregister_plugin
+    from bub_nb.agent.replay import replay
     from bub_nb.tape.home import read_tapes
     from bub_nb.tape.overview import class_overview
+    from bub_nb.tape.prices import set_prices
 
     __version__: str
 
@@ -58,7 +60,9 @@ __all__ = [
     "open_tape",
     "read_tapes",
     "register_plugin",
+    "replay",
     "session_tape_name",
+    "set_prices",
     "tool",
     "unload_ipython_extension",
     "unregister_plugin",
@@ -75,6 +79,8 @@ _LAZY = {
     "hookimpl": "bub_nb.agent",
     "register_plugin": "bub_nb.agent",
     "unregister_plugin": "bub_nb.agent",
+    "replay": "bub_nb.agent.replay",
+    "set_prices": "bub_nb.tape.prices",
 }
 
 

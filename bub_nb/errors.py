@@ -19,6 +19,9 @@
     ├── ToolError                  a tool that cannot be made, registered or chosen; inside a tool, a refusal
     │   └── ToolCallError          one call that failed: unknown tool, bad arguments, the tool raised or was stopped
     ├── PipelineError              a plugin that cannot be registered or removed
+    ├── PriceError                 a price table that cannot be read (also a ValueError)
+    ├── BudgetError                a turn whose estimated prompt is over the token budget
+    ├── ReplayError                a replay with nothing to replay
     ├── CommandError               a malformed comma command
     └── InterpolationError         a ``{placeholder}`` in a cell that names nothing in the notebook (also a KeyError)
 
@@ -129,6 +132,18 @@ class ToolCallError(ToolError):
 
 class PipelineError(BubNbError):
     """A plugin the turn pipeline cannot register or remove."""
+
+
+class PriceError(BubNbError, ValueError):
+    """A price table that is not ``{model: {"input": number, "output": number}}`` per million tokens."""
+
+
+class BudgetError(BubNbError):
+    """A turn refused before writing: its estimated prompt is over the token budget."""
+
+
+class ReplayError(BubNbError):
+    """A replay that cannot start: no recorded prompt in the range."""
 
 
 class CommandError(BubNbError, ValueError):

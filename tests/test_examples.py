@@ -170,8 +170,29 @@ def check_plugins(run: Executed) -> None:
     assert "invalid_input" in run.text("next(entry for entry in turn.entries")
 
 
+def check_instruments(run: Executed) -> None:
+    prompts = [e.payload["content"] for e in run.tape.read(kinds=("message",)) if e.payload.get("role") == "user"]
+    fork = open_tape(f"{run.tape.name}__replay__offline", home=run.tape.path.parent.parent if run.tape.path else None)
+    replayed = [e.payload["content"] for e in fork.read(kinds=("message",)) if e.payload.get("role") == "user"]
+    assert replayed == prompts[:3] and len(prompts) == 4  # the last prompt came after the replay
+    before, after = run.text('print("entries on').split("before and after:")[1].split()[:2]
+    assert before == after  # the replay only read the notebook's tape
+    totals = run.text("runs = df")
+    for side in ("tokens in", "tokens out"):
+        line = next(line for line in totals.splitlines() if line.startswith(side))
+        assert line.split(":")[1].split("=")[0].strip() == line.split("=")[1].strip()
+    assert "cost" in run.text("from bub_nb.notebook.widgets import TapeTimeline")
+    refusal = run.text("before = len(tape)")
+    assert "over the budget of 400; nothing was written: hand off" in refusal
+    counts = refusal.split("refusal:")[1].split()
+    assert counts[0] == counts[1]
+    after_handoff = [o for o in run.outputs("%%bub --budget") if o.output_type == "display_data"]
+    assert [o.metadata["bub_nb"]["anchor"] for o in after_handoff] == ["lesson/2"]
+
+
 CHECKS: dict[str, Callable[[Executed], None]] = {
     "quickstart.ipynb": check_quickstart,
+    "instruments.ipynb": check_instruments,
     "context-and-handoff.ipynb": check_context_and_handoff,
     "memory.ipynb": check_memory,
     "tapes-as-dataframes.ipynb": check_tapes_as_dataframes,

@@ -38,7 +38,8 @@ class Agent:
 
     Each step rebuilds the context from the tape through the ``build_tape_context`` hook, so what
     the model sees is always derived from the facts, never kept on the side. An agent runs one turn
-    at a time: starting another aborts the one still running.
+    at a time: starting another aborts the one still running. With a ``budget`` a turn whose first
+    request is estimated over that many tokens is refused before anything is written.
     """
 
     def __init__(
@@ -53,9 +54,12 @@ class Agent:
         builtin_tools: bool | Iterable[str] = True,
         pipeline: TurnPipeline | None = None,
         meta: dict[str, Any] | None = None,
+        budget: int | None = None,
     ) -> None:
         if type(max_steps) is not int or max_steps < 1:
             raise BubNbError(f"max_steps must be a whole number of at least 1, got {max_steps!r}")
+        if budget is not None and (type(budget) is not int or budget < 1):
+            raise BubNbError(f"budget must be a whole number of tokens, at least 1, got {budget!r}")
         self.tape = tape
         self.model = resolve_model(model)
         self.max_steps = max_steps
@@ -63,6 +67,7 @@ class Agent:
         self.instructions = instructions
         self.pipeline = pipeline if pipeline is not None else default_pipeline()
         self.meta = dict(meta or {})
+        self.budget = budget
         registry = ToolRegistry()
         if builtin_tools:
             builtins = builtin_registry()

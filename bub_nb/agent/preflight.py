@@ -12,7 +12,7 @@ from bub_nb.agent.commands import check_command, is_command
 from bub_nb.context.modes import as_strategy
 from bub_nb.context.strategies import NamedAnchor
 from bub_nb.context.tokens import count_messages_tokens
-from bub_nb.errors import BubNbError, ContextLengthError
+from bub_nb.errors import BubNbError, BudgetError, ContextLengthError
 
 if TYPE_CHECKING:
     from bub_nb.agent.models import Model
@@ -27,6 +27,8 @@ class TurnSubject(Protocol):
     context: Any
 
     def system_prompt(self, prompt: str = "") -> str: ...
+
+    def view(self) -> Any: ...
 
 
 def check_turn(agent: TurnSubject, prompt: object) -> None:
@@ -49,6 +51,7 @@ def check_turn(agent: TurnSubject, prompt: object) -> None:
         return
     check_mode(agent)
     check_prompt_fits(agent, prompt)
+    check_budget(agent, prompt)
 
 
 def check_mode(agent: TurnSubject) -> None:
@@ -76,6 +79,31 @@ def check_prompt_fits(agent: TurnSubject, prompt: str) -> None:
         raise ContextLengthError(
             f"The prompt alone is ≈ {tokens} tokens with the system prompt, over the {window}-token context "
             f"window of {agent.model.name!r}; nothing was written: shorten it or use a model with a larger window"
+        )
+
+
+def prompt_estimate(agent: TurnSubject, prompt: str) -> int:
+    """The tokens the turn's first request would send: the system prompt, the view and the prompt (writes nothing)."""
+    view = agent.view()
+    messages = [
+        {"role": "system", "content": agent.system_prompt(prompt)},
+        *view.messages,
+        {"role": "user", "content": prompt},
+    ]
+    return count_messages_tokens(messages)
+
+
+def check_budget(agent: TurnSubject, prompt: str) -> None:
+    """Refuse a turn whose estimated first request is over the agent's ``budget`` of tokens, if it has one."""
+    budget = getattr(agent, "budget", None)
+    if budget is None:
+        return
+    tokens = prompt_estimate(agent, prompt)
+    if tokens > budget:
+        raise BudgetError(
+            f"The prompt would be ≈ {tokens} tokens, over the budget of {budget}; nothing was written: "
+            "hand off (%handoff NAME summary=..., or tape.handoff in Python) so the view starts smaller, "
+            "or raise the budget"
         )
 
 

@@ -20,7 +20,7 @@ from IPython.core.interactiveshell import InteractiveShell
 from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class, no_var_expand
 from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import display
-from traitlets import Bool, Int, List, Unicode, default, observe
+from traitlets import Bool, Dict, Int, List, TraitError, Unicode, default, observe, validate
 
 from bub_nb.errors import BubNbError
 from bub_nb.notebook.display import AnswerDisplay, show
@@ -110,6 +110,12 @@ class BubMagics(Magics):
     system_prompt = Unicode("", help="Extra instructions added to the system prompt.").tag(config=True)
     show_context = Bool(False, help="Draw the context strip under each answer.").tag(config=True)
     tools = List(Unicode(), help="Default --tools selection (empty: every builtin tool).").tag(config=True)
+    budget = Int(0, help="Refuse a turn whose prompt is estimated over this many tokens (0: no budget).").tag(
+        config=True
+    )
+    prices = Dict(
+        help='Prices per million tokens per model, e.g. {"gpt-4o-mini": {"input": 0.15, "output": 0.6}}.'
+    ).tag(config=True)
 
     @default("model")
     def _default_model(self) -> str:
@@ -144,6 +150,27 @@ class BubMagics(Magics):
         self.tape_commands = TapeCommands(self.session, self.recorder)
         self.memory_commands = MemoryCommands(self.session)
 
+    @validate("budget")
+    def _valid_budget(self, proposal: Any) -> int:
+        if proposal["value"] < 0:
+            raise TraitError(f"BubMagics.budget must be 0 (no budget) or a number of tokens, got {proposal['value']}")
+        return int(proposal["value"])
+
+    @validate("prices")
+    def _valid_prices(self, proposal: Any) -> dict[str, Any]:
+        from bub_nb.tape.prices import check_prices
+
+        try:
+            return check_prices(proposal["value"], where="BubMagics.prices")
+        except BubNbError as exc:  # a TraitError makes %config keep the old value and log this one line
+            raise TraitError(_one_line(exc)) from None
+
+    @observe("prices")
+    def _prices_changed(self, change: Any) -> None:
+        from bub_nb.tape.prices import set_prices
+
+        set_prices(change["new"] or None)  # an empty table goes back to BUB_PRICES
+
     @property
     def ip(self) -> InteractiveShell:
         """The shell the magics are registered with."""
@@ -164,6 +191,7 @@ class BubMagics(Magics):
     @argument("-o", "--output", metavar="VAR", help="store the answer in this variable; a failed turn clears it")
     @argument("--no-stream", action="store_true", help="show the answer only when it is complete")
     @argument("--tools", help="comma-separated tools: builtin names, globs like memory.*, or notebook functions")
+    @argument("--budget", type=int, metavar="N", help="refuse the turn if its prompt is estimated over N tokens")
     @argument("prompt", nargs="*", help="with %%bub, the prompt itself")
     @line_cell_magic("bub")  # type: ignore[arg-type]  # IPython types only the bare form
     @usage_errors
@@ -186,7 +214,11 @@ class BubMagics(Magics):
             raise UsageError("The prompt is empty: write it in the cell under %%bub (or after %bub)")
         if args.output and (not args.output.isidentifier() or keyword.iskeyword(args.output)):
             raise UsageError(f"-o {args.output!r} is not a valid variable name")
-        agent = self.session.agent(model=args.model, context=args.context, tools=args.tools, cell=self._cell_number())
+        if args.budget is not None and args.budget < 1:
+            raise UsageError(f"--budget {args.budget} is not a number of tokens; give one of at least 1")
+        agent = self.session.agent(
+            model=args.model, context=args.context, tools=args.tools, cell=self._cell_number(), budget=args.budget
+        )
         stream = self.stream and not args.no_stream
         if args.output:
             self.ip.user_ns.pop(args.output, None)  # a failed turn must not leave an earlier answer there
@@ -295,13 +327,14 @@ class BubMagics(Magics):
     @argument(
         "subcommand",
         help="info | df | search QUERY | reset [--archive] | fork NAME [--from ANCHOR] | "
+        "replay -m MODEL [--from ANCHOR] [--into NAME] | "
         "export [md|jsonl] PATH | use NAME|PATH [--new] | record on|off",
     )
     @argument("rest", nargs="*", help="the subcommand's arguments")
     @line_magic("tape")  # type: ignore[arg-type]  # IPython types only the bare form
     @usage_errors
     def tape_magic(self, line: str) -> Any:
-        """Inspect and manage the tape: info, df, search, reset, fork, export, use, record."""
+        """Inspect and manage the tape: info, df, search, reset, fork, replay, export, use, record."""
         words = split_words(line)
         if not words:
             raise UsageError(f"%tape needs a subcommand: {', '.join(self.tape_commands.NAMES)} (see %tape?)")

@@ -63,6 +63,15 @@ class NotebookSession:
         self.last_agent: Agent | None = None
 
     @property
+    def settings(self) -> Any:
+        """The magics' configuration (``BubMagics`` traits)."""
+        return self._settings
+
+    def namespace(self) -> Mapping[str, Any]:
+        """The notebook's variables."""
+        return self._namespace()
+
+    @property
     def tape(self) -> Tape:
         if self._tape is None:
             self._tape = self.open(self._settings.tape or None)
@@ -107,7 +116,13 @@ class NotebookSession:
         return resolve_model(spec)
 
     def agent(
-        self, *, model: str | None = None, context: str | None = None, tools: str | None = None, cell: int | None = None
+        self,
+        *,
+        model: str | None = None,
+        context: str | None = None,
+        tools: str | None = None,
+        cell: int | None = None,
+        budget: int | None = None,
     ) -> Agent:
         own, builtins = resolve_tools(tools or (self._settings.tools or None), self._namespace())
         return Agent(
@@ -120,6 +135,7 @@ class NotebookSession:
             builtin_tools=builtins,
             pipeline=default_pipeline(),
             meta={"cell": cell, "source": "notebook"} if cell is not None else {"source": "notebook"},
+            budget=budget if budget is not None else getattr(self._settings, "budget", 0) or None,
         )
 
     def run_turn(self, agent: Agent, prompt: str, *, on_delta: Callable[[str], None] | None) -> Turn:

@@ -36,7 +36,7 @@ def first_view_text(tape: Any) -> str:
 class TapeCommands:
     """The subcommands of ``%tape``; unknown ones and bad arguments are one-line ``UsageError``s."""
 
-    NAMES = ("info", "df", "search", "reset", "fork", "export", "use", "record")
+    NAMES = ("info", "df", "search", "reset", "fork", "replay", "export", "use", "record")
 
     def __init__(self, session: NotebookSession, recorder: CellRecorder) -> None:
         self._session = session
@@ -90,6 +90,40 @@ class TapeCommands:
             f"🍴 Forked `{parent.name}` into `{child.name}` ({len(child)} entries) and switched to it. "
             f"{first_view_text(child)} `%tape use {parent.name}` goes back."
         )
+
+    def _replay(self, words: list[str]) -> Any:
+        parser = _parser("replay", "Send this tape's recorded prompts to another model on a fork; one row per prompt.")
+        parser.add_argument("-m", "--model", required=True, help="the model to replay on, e.g. offline")
+        parser.add_argument("--from", dest="from_anchor", default=None, help="replay the prompts after this anchor")
+        parser.add_argument("--into", default=None, help="the fork's name (default: <tape>__replay__<model>)")
+        args = parser.parse_args(words)
+        from bub_nb.agent.replay import replay
+        from bub_nb.context import parse_mode
+        from bub_nb.notebook.session import resolve_tools
+
+        session = self._session
+        own, builtins = resolve_tools(session.settings.tools or None, session.namespace())
+        frame = replay(
+            session.tape,
+            model=session.model(args.model),
+            from_anchor=args.from_anchor,
+            into=args.into,
+            context=parse_mode(session.settings.context or "last"),
+            tools=own,
+            builtin_tools=builtins,
+            instructions=session.settings.system_prompt or None,
+            max_steps=session.settings.max_steps,
+        )
+        differs = frame.index[frame["first_difference"]]
+        first = f"the answers first differ at row {differs[0]}" if len(differs) else "every answer is the same"
+        show(
+            f"🔁 Replayed {len(frame)} prompts of `{frame.attrs['source']}` on `{frame.attrs['model']}` into "
+            f"`{frame.attrs['fork']}`: {first}. The source tape is unchanged; `%tape use {frame.attrs['fork']}` "
+            "opens the fork."
+        )
+        if frame.attrs.get("stopped"):
+            show(f"⚠️ {frame.attrs['stopped']}")
+        return frame
 
     def _export(self, words: list[str]) -> None:
         parser = _parser("export", "Write the tape as a Markdown transcript per phase, or as JSON Lines.")

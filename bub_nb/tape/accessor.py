@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -144,6 +144,21 @@ class TapeAccessor:
         if TAPE_NAME in self._frame.columns and TAPE_NAME not in keys and self._frame[TAPE_NAME].nunique() > 1:
             keys.insert(0, TAPE_NAME)
         return self._frame.groupby(keys, observed=True, sort=False).size().unstack(fill_value=0)
+
+    def usage(
+        self, by: str | Sequence[str] = "phase", prices: Mapping[str, Mapping[str, float]] | None = None
+    ) -> pd.DataFrame:
+        """The budget per phase (or ``by="model"``): turns, tokens in and out, and cost, from the ``run`` events.
+
+        Costs use ``prices`` or the table in use (``bub_nb.set_prices``, ``BUB_PRICES``); a group holding a
+        turn on a model without a price costs NaN. On a frame of several tapes the groups are per tape.
+        """
+        from bub_nb.tape.usage import usage_frame
+
+        keys = [by] if isinstance(by, str) else list(by)
+        if TAPE_NAME in self._frame.columns and TAPE_NAME not in keys and self._frame[TAPE_NAME].nunique() > 1:
+            keys.insert(0, TAPE_NAME)
+        return usage_frame(self._frame, keys, prices)
 
     # -- back to entries and messages -------------------------------------------------------------
 

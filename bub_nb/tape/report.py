@@ -8,8 +8,10 @@ from typing import TYPE_CHECKING
 from bub_nb.tape.entries import TapeEntry, is_phase_anchor
 from bub_nb.tape.events import NOTEBOOK_CELL, RUN, run_data
 from bub_nb.tape.phase_report import link_targets, phase_section, target_tag
+from bub_nb.tape.prices import format_cost
 from bub_nb.tape.redact import redact, redact_text
 from bub_nb.tape.text import entry_text
+from bub_nb.tape.usage import PhaseUsage, phase_usage
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -84,8 +86,26 @@ def transcript_markdown(tape: Tape, *, title: str | None = None) -> str:
             lines += [*target, block, ""]
         elif target:
             lines += [*target, ""]
+    lines += budget_markdown(phase_usage(entries))
     # A line another writer put on the tape may hold a key bub_nb never saw; an export must not carry it.
     return redact_text("\n".join(lines).rstrip() + "\n")
+
+
+def budget_markdown(phases: list[PhaseUsage]) -> list[str]:
+    """A table of turns, tokens and cost per phase; a phase with a turn on an unpriced model costs "–"."""
+    if not phases:
+        return []
+    lines = [
+        "## Budget per phase",
+        "",
+        "| phase | turns | tokens in | tokens out | cost |",
+        "| --- | ---: | ---: | ---: | ---: |",
+    ]
+    for phase in phases:
+        name = f"⚓ {phase.phase}" if phase.phase is not None else "(before the first anchor)"
+        cost = "–" if phase.cost is None else format_cost(phase.cost)
+        lines.append(f"| {name} | {phase.turns} | {phase.tokens_in} | {phase.tokens_out} | {cost} |")
+    return [*lines, ""]
 
 
 def anchors_frame(tape: Tape) -> pd.DataFrame:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
 from bub_nb.tape.entries import TapeEntry, is_phase_anchor
 from bub_nb.tape.events import RUN, run_data, run_usage
+from bub_nb.tape.prices import cost_of
 
 MAX_BUCKETS: Final = 48
 MEMORY_ANCHOR: Final = "memory_anchor"  # counted apart from phase anchors, which start phases
@@ -40,6 +41,8 @@ class Phase:
     turns: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cost: float | None = 0.0
+    """What the phase's turns cost at the prices in use; ``None`` once a turn ran on an unpriced model."""
 
     @property
     def entries(self) -> int:
@@ -113,8 +116,8 @@ def _turn(entry: TapeEntry, number: int, phase: str | None) -> RunSummary:
     )
 
 
-def measure(entries: Iterable[TapeEntry]) -> Activity:
-    """Count a tape's entries by phase, by time and by turn, in one pass."""
+def measure(entries: Iterable[TapeEntry], prices: Mapping[str, Mapping[str, float]] | None = None) -> Activity:
+    """Count a tape's entries by phase, by time and by turn, in one pass; ``prices`` give each phase its cost."""
     phases: list[Phase] = []
     turns: list[RunSummary] = []
     anchors: list[tuple[int, str]] = []
@@ -141,6 +144,8 @@ def measure(entries: Iterable[TapeEntry]) -> Activity:
             phase.turns += 1
             phase.prompt_tokens += turn.prompt_tokens or 0
             phase.completion_tokens += turn.completion_tokens or 0
+            cost = cost_of(turn.model, turn.prompt_tokens, turn.completion_tokens, prices or {})
+            phase.cost = None if cost is None or phase.cost is None else phase.cost + cost
         moment = _when(entry)
         if moment is not None:
             stamped.append((moment, entry))

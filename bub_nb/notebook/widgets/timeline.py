@@ -1,15 +1,16 @@
 """The tape timeline: entries per phase and over time, anchors marked, and the tokens of every turn.
 
 Hooks: the root VBox has ``bub-timeline``; in the HTML, ``table.bub-phases`` has one
-``tr.bub-phase`` per phase (``data-anchor``, ``data-entries``), ``.bub-columns`` holds one
-``.bub-column`` per time bucket (``data-start``, ``data-entries``) with ``.bub-tick`` on buckets
-where a phase anchor was written, and ``table.bub-turns`` one ``tr.bub-turn`` per ``run`` event
+``tr.bub-phase`` per phase (``data-anchor``, ``data-entries``, ``data-cost``: empty when unpriced),
+``.bub-columns`` holds one ``.bub-column`` per time bucket (``data-start``, ``data-entries``) with
+``.bub-tick`` on buckets where a phase anchor was written, and ``table.bub-turns`` one ``tr.bub-turn`` per ``run`` event
 (``data-entry-id``, ``data-prompt-tokens``, ``data-completion-tokens``).
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 from bub_nb.notebook.widgets._activity import MEMORY_ANCHOR, Activity, Bucket, Phase, RunSummary, measure
@@ -28,6 +29,7 @@ from bub_nb.notebook.widgets._style import (
     text_bar,
     wrap,
 )
+from bub_nb.tape.prices import current_prices, format_cost
 
 if TYPE_CHECKING:
     import ipywidgets
@@ -61,15 +63,28 @@ def _tokens(value: int | None) -> str:
     return "–" if value is None else str(value)
 
 
+def _cost(phase: Phase) -> str:
+    if not phase.turns:
+        return ""
+    return "–" if phase.cost is None else format_cost(phase.cost)
+
+
 class TapeTimeline(WidgetDisplay):
     """A tape's activity: how many entries each phase holds, when they were written, what each turn cost."""
 
-    def __init__(self, tape: Tape, *, follow: bool = False) -> None:
+    def __init__(
+        self, tape: Tape, *, follow: bool = False, prices: Mapping[str, Mapping[str, float]] | None = None
+    ) -> None:
         self.tape = tape
+        self.prices = prices
         self._parts: dict[str, Any] = {}
-        self._activity = measure(tape.read())
+        self._activity = measure(tape.read(), self._prices())
         if follow:  # refresh as the tape's owner writes it
             self.follow()
+
+    def _prices(self) -> Mapping[str, Mapping[str, float]]:
+        """The prices given, else the ones in use (``bub_nb.set_prices``, ``BUB_PRICES``), read at each refresh."""
+        return current_prices() if self.prices is None else self.prices
 
     @property
     def activity(self) -> Activity:
@@ -77,7 +92,7 @@ class TapeTimeline(WidgetDisplay):
 
     def refresh(self) -> Activity:
         """Read the tape again; entries written since are counted."""
-        self._activity = measure(self.tape.read())
+        self._activity = measure(self.tape.read(), self._prices())
         if self._widget is not None and self._parts:
             self._parts["body"].value = self.to_html()
         return self._activity
@@ -110,7 +125,8 @@ class TapeTimeline(WidgetDisplay):
         for phase in phases:
             span = f"#{phase.first_id}–#{phase.last_id}"
             tokens = (
-                f"  {_count(phase.turns, 'turn')}, {phase.prompt_tokens}+{phase.completion_tokens} tokens"
+                f"  {_count(phase.turns, 'turn')}, {phase.prompt_tokens}+{phase.completion_tokens} tokens, "
+                f"cost {_cost(phase)}"
                 if phase.turns
                 else ""
             )
@@ -184,21 +200,25 @@ class TapeTimeline(WidgetDisplay):
         rows = []
         for phase in phases:
             tokens = f"{phase.prompt_tokens} + {phase.completion_tokens}" if phase.turns else ""
+            cost = "" if phase.cost is None or not phase.turns else f"{phase.cost:.10g}"
             rows.append(
-                f'<tr class="bub-phase" data-anchor="{esc(phase.anchor or "")}" data-entries="{phase.entries}">'
+                f'<tr class="bub-phase" data-anchor="{esc(phase.anchor or "")}" data-entries="{phase.entries}" '
+                f'data-cost="{cost}">'
                 f'<td title="{esc(_phase_label(phase))}">{esc(clip(_phase_label(phase), 40))}</td>'
                 f'<td class="bub-num">#{phase.first_id}–#{phase.last_id}</td><td class="bub-num">{phase.entries}</td>'
                 f"<td>{_kind_bar_html(phase.kinds, PHASE_BAR_PX * phase.entries / peak if peak else 0)}</td>"
-                f'<td class="bub-num">{phase.turns or ""}</td><td class="bub-num">{tokens}</td></tr>'
+                f'<td class="bub-num">{phase.turns or ""}</td><td class="bub-num">{tokens}</td>'
+                f'<td class="bub-num">{esc(_cost(phase))}</td></tr>'
             )
         hidden = len(self._activity.phases) - len(phases)
         note = f'<div class="bub-note">… {hidden} earlier phases not shown</div>' if hidden else ""
         if not rows:
-            rows.append('<tr><td colspan="6" class="bub-muted">(the tape is empty)</td></tr>')
+            rows.append('<tr><td colspan="7" class="bub-muted">(the tape is empty)</td></tr>')
         return (
             f'<div class="bub-section">Phases</div>{note}<table class="bub-phases"><thead><tr><th>phase</th>'
             '<th class="bub-num">ids</th><th class="bub-num">entries</th><th></th><th class="bub-num">turns</th>'
-            f'<th class="bub-num">prompt + completion</th></tr></thead><tbody>{"".join(rows)}</tbody></table>'
+            '<th class="bub-num">prompt + completion</th><th class="bub-num">cost</th></tr></thead>'
+            f"<tbody>{''.join(rows)}</tbody></table>"
         )
 
     def _columns_html(self) -> str:
