@@ -22,7 +22,10 @@ from bub_nb.testing import OpenAICompatibleServer
 def phase_ids(tape: Tape, anchor_id: int) -> list[int]:
     """What a summary of the phase from ``anchor_id`` may cite, read straight off the tape."""
     kinds = ("message", "tool_call", "tool_result", "error")
-    return [anchor_id, *(e.id for e in tape.read(anchor_id + 1) if e.kind in kinds and e.meta.get("context") is not False)]
+    return [
+        anchor_id,
+        *(e.id for e in tape.read(anchor_id + 1) if e.kind in kinds and e.meta.get("context") is not False),
+    ]
 
 
 def citations_in(text: str) -> list[int]:
@@ -188,7 +191,9 @@ def test_a_citation_outside_the_phase_is_removed_and_counted(tape: Tape, openai_
     openai_server.reply("Use a bar chart.")
     talk(agent, ["How should we plot it?"])
     inside = phase_ids(tape, tape.find_anchor("phase/1").id)[-1]
-    openai_server.reply(f"Summary:\nA bar chart was chosen [#{inside}]. The data came from [#1].\nNext steps:\nShip it.")
+    openai_server.reply(
+        f"Summary:\nA bar chart was chosen [#{inside}]. The data came from [#1].\nNext steps:\nShip it."
+    )
 
     state = agent.handoff("phase/2", summarize=True)[1].payload["state"]
 

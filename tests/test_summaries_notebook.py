@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import json
-from test_kernel_surface import Kernel, kernel  # noqa: F401  # the kernel fixture
-from test_magics import Notebook, nb  # noqa: F401  # the shell fixture
+
+import test_kernel_surface
+import test_magics
+from test_kernel_surface import Kernel
+from test_magics import Notebook
 
 from bub_nb.tape.citations import find_citations
 from bub_nb.testing import OpenAICompatibleServer
+
+kernel = test_kernel_surface.kernel  # the fixtures those modules define, shared here
+nb = test_magics.nb
 
 
 def cited(text: str) -> list[int]:
@@ -34,7 +40,7 @@ def test_a_failing_summary_is_one_usage_error_and_writes_nothing(nb: Notebook) -
 
 
 def test_kernel_handoff_summarize_then_the_view_starts_at_the_cited_anchor(
-    kernel: Kernel,  # noqa: F811
+    kernel: Kernel,
     openai_server: OpenAICompatibleServer,
 ) -> None:
     openai_server.reply("We will use weekly buckets.").reply("Plotted.")
@@ -51,9 +57,7 @@ def test_kernel_handoff_summarize_then_the_view_starts_at_the_cited_anchor(
     reply, _ = kernel.run("%handoff phase/2 --summarize")
     assert reply["status"] == "ok", reply
 
-    reply, outputs = kernel.run(
-        "import bub_nb\nprint(bub_nb.open_tape().view().messages[0]['content'])"
-    )
+    reply, outputs = kernel.run("import bub_nb\nprint(bub_nb.open_tape().view().messages[0]['content'])")
     assert reply["status"] == "ok", reply
     first = "".join(o.get("text", "") for o in outputs if o["type"] == "stream")
     assert first.startswith("[Anchor created: phase/2]: ")
@@ -64,7 +68,7 @@ def test_kernel_handoff_summarize_then_the_view_starts_at_the_cited_anchor(
 
 
 def test_kernel_failing_summary_is_one_usage_error_and_writes_nothing(
-    kernel: Kernel,  # noqa: F811
+    kernel: Kernel,
     openai_server: OpenAICompatibleServer,
 ) -> None:
     openai_server.reply("Hello.")

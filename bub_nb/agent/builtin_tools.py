@@ -65,7 +65,9 @@ def tape_handoff(
     if summarize:
         agent = context.state.get("agent")
         if agent is None:
-            raise BubNbError("summarize=true needs an agent's model: run it in a %%bub or comma cell, or call Agent.handoff")
+            raise BubNbError(
+                "summarize=true needs an agent's model: run it in a %%bub or comma cell, or call Agent.handoff"
+            )
         entries = agent.handoff(name, summarize=True, **state)
         anchor = next(entry for entry in entries if entry.kind == "anchor")
         written = anchor.payload.get("state") or {}

@@ -41,9 +41,7 @@ async def write_handoff(
     return tape.extend(summary_entries(name, summary, state, meta))
 
 
-def summary_entries(
-    name: str, summary: Summary, state: Mapping[str, Any], meta: Mapping[str, Any]
-) -> list[TapeEntry]:
+def summary_entries(name: str, summary: Summary, state: Mapping[str, Any], meta: Mapping[str, Any]) -> list[TapeEntry]:
     """The ``summary`` event, the anchor carrying the summary (under ``state``), its ``handoff`` event."""
     return [
         TapeEntry.event(SUMMARY, summary.event_data(name), **meta),

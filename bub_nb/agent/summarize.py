@@ -148,8 +148,12 @@ class _Run:
         usage = completion.usage
         self.usage = usage if self.usage is None else _plus(self.usage, usage)
         self.requests.append(
-            {"kind": kind, "range": [items[0].first, items[-1].last], "items": len(items),
-             "usage": usage.as_dict() if usage else None}
+            {
+                "kind": kind,
+                "range": [items[0].first, items[-1].last],
+                "items": len(items),
+                "usage": usage.as_dict() if usage else None,
+            }
         )
         return completion.text
 
@@ -159,8 +163,9 @@ class _Run:
             return await self.ask(items, kind), 1
         except _TooLong:
             if depth >= _MAX_DEPTH:
-                raise BubNbError(f"The summary of {len(items)} items did not fit {self.model.name!r} after "
-                                 f"{depth} rounds of parts") from None
+                raise BubNbError(
+                    f"The summary of {len(items)} items did not fit {self.model.name!r} after {depth} rounds of parts"
+                ) from None
         if len(items) == 1:
             return await self.ask([_clipped(items[0], self.budget())], kind), 1
         parts = []
@@ -199,8 +204,11 @@ class _Run:
 def _plus(total: Usage, more: Usage | None) -> Usage:
     if more is None:
         return total
-    return Usage(total.prompt_tokens + more.prompt_tokens, total.completion_tokens + more.completion_tokens,
-                 total.total_tokens + more.total_tokens)
+    return Usage(
+        total.prompt_tokens + more.prompt_tokens,
+        total.completion_tokens + more.completion_tokens,
+        total.total_tokens + more.total_tokens,
+    )
 
 
 def _clipped(item: Item, budget: int | None) -> Item:

@@ -229,7 +229,9 @@ class BubMagics(Magics):
         """Write an anchor: the next turn's view starts there and carries its state."""
         args = parse_line(self.handoff_magic, line)
         if not args.name:
-            raise UsageError("%handoff needs an anchor NAME: %handoff NAME [key=value ...] [--state JSON] [--summarize]")
+            raise UsageError(
+                "%handoff needs an anchor NAME: %handoff NAME [key=value ...] [--state JSON] [--summarize]"
+            )
         state = parse_state(args.pairs, args.state)
         if args.summarize:
             if "summarize" in state:

@@ -127,8 +127,8 @@ def extractive_summary(items: list[Item]) -> tuple[str, str]:
             kept = " ".join(sentences(summary)[:_PART_SENTENCES]) or "(an empty part)"
             cited = CITATION.search(kept) is not None
             lines.append(f"- {kept}" if cited else f"- {kept} {format_citation(part.first, part.last)}")
-        steps = next((split_reply(part.text)[1] for part in reversed(parts) if _NEXT_STEPS.search(part.text)), "")
-        return "\n".join(lines), steps
+        last_steps = (split_reply(part.text)[1] for part in reversed(parts) if _NEXT_STEPS.search(part.text))
+        return "\n".join(lines), next(last_steps, "")
     lines = []
     for anchor in (item for item in items if item.role == "anchor"):
         carried = _carried_summary(anchor.text)
@@ -158,8 +158,9 @@ def extractive_summary(items: list[Item]) -> tuple[str, str]:
     if answers:
         lines.append(_cited("Last answer:", answers[-1].text, answers[-1]))
     if not lines:
-        lines.append(f"This phase holds {len(items)} entries and no conversation {format_citation(items[0].first, items[-1].last)}.")
+        run = format_citation(items[0].first, items[-1].last)
+        lines.append(f"This phase holds {len(items)} entries and no conversation {run}.")
     steps = []
-    for item in [users[-1]] if users else []:
-        steps += [_cited("Asked next:", s, item) for s in sentences(item.text) if _NEXT.search(s)][:2]
+    if users:
+        steps = [_cited("Asked next:", s, users[-1]) for s in sentences(users[-1].text) if _NEXT.search(s)][:2]
     return "\n".join(f"- {line}" for line in lines), "\n".join(f"- {step}" for step in steps)
