@@ -14,6 +14,7 @@ from bub_nb.agent.summarize import (
     Summary,
     closing_phase,
     extractive_phase_summary,
+    fitted,
     summarise_phase,
     summarised_state,
 )
@@ -49,10 +50,14 @@ def summary_entries(name: str, summary: Summary, state: Mapping[str, Any], meta:
     ]
 
 
-async def overflow_summary(model: Model, tape: Tape) -> Summary:
-    """The summary of the phase that overflowed: the model's (in parts), or the extractive one if that fails."""
+async def overflow_summary(model: Model, tape: Tape, room: int | None = None) -> Summary:
+    """The summary of the phase that overflowed: the model's (in parts), or the extractive one if that fails.
+
+    ``room`` is how many tokens the anchor's state may take so the retry still fits; the oldest lines go first.
+    """
     phase = closing_phase(tape)
     try:
-        return await summarise_phase(model, phase)
+        summary = await summarise_phase(model, phase)
     except Exception as exc:  # any failure of the model: the retry must still carry what came before
-        return extractive_phase_summary(phase, error=f"{type(exc).__name__}: {exc}")
+        summary = extractive_phase_summary(phase, error=f"{type(exc).__name__}: {exc}")
+    return fitted(summary, room)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Final
 
 from bub_nb.agent.models.base import Completion, Model, Usage
@@ -213,7 +213,8 @@ def _plus(total: Usage, more: Usage | None) -> Usage:
 
 def _clipped(item: Item, budget: int | None) -> Item:
     """One item too long for the window alone, cut to what fits (the tape keeps all of it)."""
-    limit = max(40, (budget or 400) * 2)
+    room = (budget or 400) - count_text_tokens(SUMMARY_INSTRUCTIONS) - 24
+    limit = max(40, room * 3)
     return item if len(item.text) <= limit else Item(item.first, item.last, item.role, item.text[:limit] + " …")
 
 
@@ -266,6 +267,32 @@ def _checked(
         usage,
         error,
     )
+
+
+def fitted(summary: Summary, room: int | None) -> Summary:
+    """``summary`` cut to its newest lines until its state is at most ``room`` tokens (as JSON), so a retry
+    that carries it still fits the window; the summary is left out entirely when even one line does not fit."""
+    if room is None:
+        return summary
+    lines = summary.summary.splitlines()
+    steps = summary.next_steps
+    while count_text_tokens(json.dumps(summary.state(), ensure_ascii=False)) > room:
+        if steps:
+            steps = ""
+        elif lines:
+            lines = lines[1:]  # the oldest go first: the retry needs the latest most
+        else:
+            break
+        first, last = summary.range
+        checked, checked_steps = check_citations("\n".join(lines), first, last), check_citations(steps, first, last)
+        summary = replace(
+            summary,
+            summary=checked.text,
+            next_steps=checked_steps.text,
+            sources=tuple(sorted({*checked.sources, *checked_steps.sources})),
+            uncited=(*checked.uncited, *checked_steps.uncited),
+        )
+    return summary
 
 
 def summarised_state(summary: Summary, state: Mapping[str, Any]) -> dict[str, Any]:

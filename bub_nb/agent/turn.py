@@ -203,6 +203,8 @@ class TurnRecorder:
             first, last = summary.range
             parts = f" in {summary.parts} parts" if summary.parts > 1 else ""
             carried = f" with a summary of #{first}-#{last} by {summary.summarized_by}{parts}"
+            if not summary.summary:
+                carried = f" (the summary of #{first}-#{last} did not fit the window)"
         self.notices.append(
             f"The prompt did not fit the model's context: handoff ⚓ {AUTO_HANDOFF_ANCHOR}{where} written{carried}, "
             f"{left_view} entries left the view (they stay on the tape)"

@@ -30,6 +30,7 @@ _NEXT_STEPS: Final = re.compile(r"^[#*\s]*next\s+steps\s*\**\s*:\s*\**\s*", re.I
 _SUMMARY_HEAD: Final = re.compile(r"^[#*\s]*summary\s*\**\s*:\s*\**\s*", re.IGNORECASE)
 _DECISION: Final = re.compile(r"\b(decid\w*|agreed?|chose|choose|settled|will use|let's|we'll|plan)\b", re.I)
 _NEXT: Final = re.compile(r"\b(next|todo|to do|then|remaining|follow[- ]up)\b", re.I)
+_NOTE: Final = re.compile(r"^\[[^\]#][^\]]*\]\s*(?:-\s*)?")  # a leading "[offline teaching model; ...]" label
 _QUOTE_LIMIT: Final = 140
 _DECISIONS: Final = 3
 _PART_SENTENCES: Final = 2
@@ -90,7 +91,7 @@ def reply_text(summary: str, next_steps: str) -> str:
 
 def _quote(text: str) -> str:
     """One line of ``text``, shortened, with no citation of its own (only ours may cite)."""
-    flat = " ".join(CITATION.sub("", text).split())
+    flat = _NOTE.sub("", " ".join(CITATION.sub("", text).split()))
     flat = flat if len(flat) <= _QUOTE_LIMIT else flat[: _QUOTE_LIMIT - 1].rstrip() + "…"
     return flat.replace("“", '"').replace("”", '"')
 
