@@ -73,18 +73,18 @@ def overflowing_session(turns: int, window: int, home: str) -> dict[str, float]:
     tape = open_tape("compression-overflow", home=home)
     agent = Agent(tape, model=OfflineModel(context_window=window))
     ratios: list[float] = []
-    retried: list[int] = []
+    retried: list[tuple[int, int]] = []
     for turn in range(1, turns + 1):
         done = agent.run(prompt(turn))
         if done.notices and done.view is not None:
             sent = count_messages_tokens([{"role": "system", "content": agent.system_prompt()}, *done.view.messages])
             full = request_tokens(agent, FULL)
-            retried.append(sent)
+            retried.append((sent, full))
             ratios.append(sent / full)
     if not ratios:
         raise SystemExit(f"no overflow in {turns} turns with a {window}-token window")
-    last_full = request_tokens(agent, FULL)
-    return {"overflows": len(ratios), "retry": retried[-1], "full": last_full, "median_ratio": statistics.median(ratios)}
+    sent, full = retried[-1]  # the last overflow: the longest history a retry stood for
+    return {"overflows": len(ratios), "retry": sent, "full": full, "median_ratio": statistics.median(ratios)}
 
 
 def _usage(tape: Tape, name: str) -> int:
