@@ -283,3 +283,16 @@ def test_overflow_falls_back_to_the_extractive_summary(tape: Tape) -> None:
     assert state is not None and state["summarized_by"] == FALLBACK and "blue palette" in state["summary"]
     event = next(e for e in tape.read() if e.kind == "event" and e.name == "summary")
     assert "summary failed" in event.payload["data"]["error"]
+
+
+def test_the_model_can_close_its_phase_with_a_summary(tape: Tape) -> None:
+    talk(Agent(tape, model="offline"), ["We picked the median over the mean."])
+    asked = next(e.id for e in tape.read() if e.kind == "message")
+    call = {"tool_calls": [{"name": "tape.handoff", "arguments": {"name": "phase/2", "summarize": True}}]}
+    model = ScriptedModel([call, f"Summary:\nThe median was picked [#{asked}].", "Handed off."])
+    turn = Agent(tape, model=model).run("Close this phase.")
+    assert turn.ok and turn.text == "Handed off."
+    state = tape.find_anchor("phase/2").state
+    assert state is not None and state["summary"] == f"The median was picked [#{asked}]."
+    assert state["sources"] == [asked]
+    assert any(e.kind == "anchor" for e in turn.entries)  # written during the turn, so part of it
