@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from bub_nb.agent.preflight import context_window_of
 from bub_nb.agent.summarize import (
     Summary,
     closing_phase,
@@ -18,6 +19,8 @@ from bub_nb.agent.summarize import (
     summarise_phase,
     summarised_state,
 )
+from bub_nb.context.messages import anchor_message
+from bub_nb.context.tokens import count_messages_tokens
 from bub_nb.tape.entries import TapeEntry, plain_json
 from bub_nb.tape.events import SUMMARY, handoff_entries
 from bub_nb.tape.reserved import check_handoff_name
@@ -25,6 +28,9 @@ from bub_nb.tape.reserved import check_handoff_name
 if TYPE_CHECKING:
     from bub_nb.agent.models import Model
     from bub_nb.tape import Tape
+
+AUTO_HANDOFF_ANCHOR = "auto_handoff/context_overflow"
+"""The anchor the agent loop writes when a prompt overflows the model's context."""
 
 
 async def write_handoff(
@@ -61,3 +67,13 @@ async def overflow_summary(model: Model, tape: Tape, room: int | None = None) ->
     except Exception as exc:  # any failure of the model: the retry must still carry what came before
         summary = extractive_phase_summary(phase, error=f"{type(exc).__name__}: {exc}")
     return fitted(summary, room)
+
+
+def overflow_room(model: Model, system_prompt: str, prompt: str, error: Exception) -> int | None:
+    """Tokens an overflow anchor's state may take so the retry (system, anchor, prompt) fits the window."""
+    window = context_window_of(model)
+    if window is None:
+        return None
+    anchor = anchor_message(AUTO_HANDOFF_ANCHOR, {"reason": "context_length_exceeded", "error": str(error)})
+    sent = [{"role": "system", "content": system_prompt}, anchor, {"role": "user", "content": prompt}]
+    return window - count_messages_tokens(sent)

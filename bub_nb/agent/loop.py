@@ -11,15 +11,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from bub_nb.agent.builtin_tools import builtin_registry
 from bub_nb.agent.commands import is_command, run_command
 from bub_nb.agent.eventloop import run_sync
-from bub_nb.agent.handoff import overflow_summary, write_handoff
+from bub_nb.agent.handoff import overflow_room, overflow_summary, write_handoff
 from bub_nb.agent.models import Completion, Model, TextDelta, resolve_model
-from bub_nb.agent.preflight import check_prompt_fits, check_turn, context_window_of
+from bub_nb.agent.preflight import check_prompt_fits, check_turn
 from bub_nb.agent.registry import default_pipeline
 from bub_nb.agent.state import TurnState
 from bub_nb.agent.tools import Tool, ToolCallError, ToolContext, ToolRegistry
-from bub_nb.agent.turn import AUTO_HANDOFF_ANCHOR, RunningTurn, Turn, TurnRecorder
-from bub_nb.context.messages import anchor_message, result_text
-from bub_nb.context.tokens import count_messages_tokens
+from bub_nb.agent.turn import RunningTurn, Turn, TurnRecorder
+from bub_nb.context.messages import result_text
 from bub_nb.errors import BubNbError, ContextLengthError, ModelError
 from bub_nb.memory.cache import memory_of
 from bub_nb.tape import LAST_ANCHOR
@@ -238,7 +237,9 @@ class Agent:
                     raise
                 check_prompt_fits(self, prompt)  # a new phase cannot help a prompt that alone is too long
                 overflows -= 1
-                summary = await overflow_summary(self.model, self.tape, self._summary_room(recorder, prompt, exc))
+                summary = await overflow_summary(
+                    self.model, self.tape, overflow_room(self.model, recorder.system_prompt, prompt, exc)
+                )
                 recorder.auto_handoff(exc, recorder.steps + 1, prompt, left_view=len(view.entry_ids), summary=summary)
                 continue
             if recorder.closed:
@@ -260,15 +261,6 @@ class Agent:
         recorder.error("max_steps", message, {"max_steps": self.max_steps})
         recorder.finish("max_steps", message, error=message, answer=False)
         yield ("\n\n" if streamed else "") + message
-
-    def _summary_room(self, recorder: TurnRecorder, prompt: str, error: ContextLengthError) -> int | None:
-        """Tokens an overflow anchor's state may take so the retry (system, anchor, prompt) fits the window."""
-        window = context_window_of(self.model)
-        if window is None:
-            return None
-        sent = [{"role": "system", "content": recorder.system_prompt}, {"role": "user", "content": prompt}]
-        anchor = anchor_message(AUTO_HANDOFF_ANCHOR, {"reason": "context_length_exceeded", "error": str(error)})
-        return window - count_messages_tokens([*sent, anchor])
 
     def _ask(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, stream: bool

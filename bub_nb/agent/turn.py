@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from bub_nb.agent.handoff import summary_entries
+from bub_nb.agent.handoff import AUTO_HANDOFF_ANCHOR, summary_entries
 from bub_nb.agent.models.base import Completion, Usage
 from bub_nb.agent.tools import ToolCallError
 from bub_nb.errors import ContextLengthError, ModelError
@@ -22,8 +22,6 @@ if TYPE_CHECKING:
     from bub_nb.agent.summarize import Summary
     from bub_nb.context import View
     from bub_nb.tape import Tape
-
-AUTO_HANDOFF_ANCHOR = "auto_handoff/context_overflow"
 
 
 @dataclass(frozen=True, slots=True)
