@@ -66,6 +66,13 @@ def test_kernel_handoff_summarize_then_the_view_starts_at_the_cited_anchor(
     assert cited(state["summary"]) and all(entry_id in closed for entry_id in cited(state["summary"]))
     assert state["removed_citations"] == 1 and "[#9999]" not in state["summary"]
 
+    anchor_id = kernel.tape.find_anchor("phase/2").id
+    openai_server.reply(f"Summary:\nThe weekly phase was closed [#{anchor_id}].")
+    reply, _ = kernel.run(",handoff name=phase/3 summarize=true")  # the comma form, in the kernel's loop
+    assert reply["status"] == "ok", reply
+    closed = kernel.tape.find_anchor("phase/3").state
+    assert closed is not None and closed["summary"] == f"The weekly phase was closed [#{anchor_id}]."
+
 
 def test_kernel_failing_summary_is_one_usage_error_and_writes_nothing(
     kernel: Kernel,
