@@ -52,10 +52,6 @@ class Phase:
     def range(self) -> tuple[int, int]:
         return (self.items[0].first, self.items[-1].last) if self.items else (0, 0)
 
-    @property
-    def entry_ids(self) -> list[int]:
-        return [item.first for item in self.items]
-
 
 @dataclass(frozen=True, slots=True)
 class Summary:
