@@ -7,7 +7,8 @@
 Sections: appends, slicing, anchors and DataFrames (tape.py); views, search and memory (views.py);
 whole-tape reads at scale: first open, frames, read_tapes, search, frame memory (scale.py; the ``bench``
 extra adds pyarrow and polars beside to_frame); turn overhead against an instant local endpoint (turn.py);
-tool calls on their worker thread (tool_calls.py); start-up (startup.py). Each script
+tool calls on their worker thread (tool_calls.py); start-up (startup.py); tokens a long session sends with
+summaries that cite, against the full history (compression.py). Each script
 also runs on its own with more options.
 """
 
@@ -18,6 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import compression
 import postgres
 import scale
 import startup
@@ -46,6 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     rows += turn.figure_rows(turn.measure_sizes(turn_sizes, args.turns, cache))
     rows += tool_calls.rows()
     rows += startup.rows()
+    rows += compression.rows()
     if args.postgres:
         rows += postgres.rows(size=max(sizes))
     print_table(["figure", "bub_nb", "baseline", "ratio", "target"], rows)

@@ -138,19 +138,23 @@ def test_overflow_recovery_a_context_overflow_from_the_server_produces_the_auto_
     for number in range(6):
         agent.run(f"Part {number}: " + "a long paragraph about tapes " * 60)
     openai_server.context_window = 1500  # the history no longer fits; one prompt after an anchor does
-    openai_server.reply("Recovered with a fresh phase.")
+    before = len(openai_server.requests)
     turn = agent.run("What next?")
 
-    assert turn.status == "ok" and turn.text == "Recovered with a fresh phase."
-    assert kinds(turn.entries) == ["system", "message", "anchor", "event", "event", "message", "message", "event"]
-    _, _, anchor, handoff, step, retry, _, _ = turn.entries
+    assert turn.status == "ok"
+    expected = ["system", "message", "event", "anchor", "event", "event", "message", "message", "event"]
+    assert kinds(turn.entries) == expected
+    _, _, summary, anchor, handoff, step, retry, _, _ = turn.entries
+    assert summary.payload["name"] == "summary" and summary.payload["data"]["parts"] > 1  # too long for one request
     assert anchor.payload["name"] == "auto_handoff/context_overflow"
     assert anchor.payload["state"]["reason"] == "context_length_exceeded"
+    assert anchor.payload["state"]["summary"]
     assert "maximum context length is 1500 tokens" in anchor.payload["state"]["error"]
     assert handoff.payload["name"] == "handoff"
     assert step.payload["name"] == "loop.step" and step.payload["data"]["status"] == "auto_handoff"
     assert retry.payload == {"role": "user", "content": "What next?"} and retry.meta["retry"] is True
-    refused, retried = openai_server.requests[-2:]
+    requests = openai_server.requests[before:]
+    refused, retried = requests[0], requests[-1]
     assert len(refused["messages"]) == 15  # system, the session/start anchor, six exchanges and the prompt
     assert [m["role"] for m in retried["messages"]] == ["system", "assistant", "user"]
     assert retried["messages"][1]["content"].startswith("[Anchor created: auto_handoff/context_overflow]")
@@ -160,15 +164,17 @@ def test_overflow_recovery_a_context_overflow_from_the_server_produces_the_auto_
 def test_a_second_overflow_in_the_same_turn_is_an_error_with_everything_on_the_tape(
     openai_server: OpenAICompatibleServer, tape: Tape, endpoint: Callable[..., OpenAIModel]
 ) -> None:
-    openai_server.fail_context_length(limit=5000).fail_context_length(limit=5000)
+    openai_server.fail_context_length(limit=5000).reply("Summary:\nToo much was asked [#2].")
+    openai_server.fail_context_length(limit=5000)
     with pytest.raises(ContextLengthError, match="maximum context length is 5000 tokens") as caught:
         Agent(tape, endpoint()).run("Too much")
 
     turn = caught.value.turn  # type: ignore[attr-defined]
-    assert turn.status == "error" and len(openai_server.requests) == 2
-    assert kinds(turn.entries) == ["system", "message", "anchor", "event", "event", "message", "error", "event"]
-    assert turn.entries[2].payload["name"] == "auto_handoff/context_overflow"
-    assert turn.entries[6].payload["kind"] == "context_length_exceeded"
+    assert turn.status == "error" and len(openai_server.requests) == 3  # the turn, the summary, the retry
+    expected = ["system", "message", "event", "anchor", "event", "event", "message", "error", "event"]
+    assert kinds(turn.entries) == expected
+    assert turn.entries[3].payload["name"] == "auto_handoff/context_overflow"
+    assert turn.entries[7].payload["kind"] == "context_length_exceeded"
     assert turn.entries[-1].payload["data"]["status"] == "error"
     assert turn.entries == tuple(tape.read(turn.entries[0].id))
 

@@ -6,6 +6,7 @@ so the notebooks can run in parallel with each other and with the rest of the su
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from collections.abc import Callable, Iterator
@@ -116,9 +117,20 @@ def check_context_and_handoff(run: Executed) -> None:
     assert step.payload["data"]["status"] == "auto_handoff"
     retry = next(entry for entry in after if entry.kind == "message" and entry.meta.get("retry"))
     assert retry.payload == {"role": "user", "content": "Summarise where we are."}
-    run_event = after[-1]
+    run_event = next(entry for entry in after if entry.name == "run")
     assert run_event.name == "run" and run_event.payload["data"]["status"] == "ok"
     assert "starts at anchor `auto_handoff/context_overflow`" in run.text("%%bub -m small")
+    # The retry carried a summary of the phase that overflowed, citing only that phase.
+    first, last = overflow.state["range"]
+    assert overflow.state["summary"] and overflow.state["sources"]
+    assert all(first <= entry_id <= last < overflow.id for entry_id in overflow.state["sources"])
+    carried = run.text("from bub_nb.context import build_view\n\nretry_first")
+    assert "[Anchor created: auto_handoff/context_overflow]" in carried
+    assert json.dumps(overflow.state["summary"], ensure_ascii=False) in carried
+    closed = run.tape.find_anchor("phase/comparison").state
+    assert closed["summarized_by"] == "offline" and closed["sources"] and closed["removed_citations"] == 0
+    assert all(closed["range"][0] <= entry_id <= closed["range"][1] for entry_id in closed["sources"])
+    assert closed["range"][0] == overflow.id
     # The handoff cut the view, not the tape: every user message is still there.
     users = [entry.payload["content"] for entry in run.entries("message") if entry.payload["role"] == "user"]
     assert users[:2] == [

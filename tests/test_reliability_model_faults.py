@@ -137,7 +137,11 @@ FAILING_FAULTS: dict[str, tuple[Fault, tuple[str, ...]]] = {
     "timeout": (lambda s: [s.delay(TIMEOUT * 4) for _ in range(RETRIES + 1)], ("timed out",)),
     "drop mid-stream": (lambda s: s.drop_after(3, "a partial answer that never reaches its end"), ("dropped",)),
     "503 then drop": (lambda s: (s.fail(503), s.drop_after(1, "cut right away")), ("dropped",)),
-    "context overflow twice": (lambda s: (s.fail_context_length(), s.fail_context_length()), ("context length",)),
+    "context overflow twice": (
+        # the first refusal, the summary the auto-handoff asks for, the retry's refusal
+        lambda s: (s.fail_context_length(), s.reply("Summary:\nOne long prompt."), s.fail_context_length()),
+        ("context length",),
+    ),
 }
 
 
@@ -167,15 +171,17 @@ def test_a_failing_model_keeps_the_prompt_and_an_error_and_shows_one_line(
 
 
 def test_one_context_overflow_recovers_through_the_auto_handoff(nb: Notebook, server: OpenAICompatibleServer) -> None:
-    server.fail_context_length().reply("Answered after the handoff.")
+    server.fail_context_length().reply("Summary:\nOne long prompt.").reply("Answered after the handoff.")
     cell = nb.cell(f"%%bub -o answer\n{PROMPT}")
     assert cell.error is None and cell.err == ""
     assert nb.shell.user_ns["answer"] == "Answered after the handoff."
     turn = the_turn(nb)
-    assert kinds_of(turn) == ["system", "message", "anchor", "event", "event", "message", "message", "event"]
-    assert turn[2].name == "auto_handoff/context_overflow"
+    expected = ["system", "message", "event", "anchor", "event", "event", "message", "message", "event"]
+    assert kinds_of(turn) == expected
+    assert turn[2].name == "summary" and turn[3].name == "auto_handoff/context_overflow"
+    assert turn[3].payload["state"]["summary"] == "One long prompt."
     assert turn[1].payload == {"role": "user", "content": PROMPT}
-    assert turn[5].payload == {"role": "user", "content": PROMPT} and turn[5].meta.get("retry") is True
+    assert turn[6].payload == {"role": "user", "content": PROMPT} and turn[6].meta.get("retry") is True
     assert server.last_request["messages"][-1] == {"role": "user", "content": PROMPT}
     assert turn[-1].payload["data"]["status"] == "ok"
     assert_the_shell_lives_on(nb, server)

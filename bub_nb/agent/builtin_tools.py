@@ -11,7 +11,7 @@ from datetime import date as Date
 from typing import TYPE_CHECKING, Any
 
 from bub_nb.agent.tools import Tool, ToolContext, ToolRegistry, tool
-from bub_nb.errors import ToolError
+from bub_nb.errors import BubNbError, ToolError
 from bub_nb.memory import MemoryZone
 from bub_nb.tape import is_phase_anchor
 
@@ -44,7 +44,13 @@ def _state_text(state: dict[str, Any] | None) -> str:
 
 
 @tool(name="tape.handoff")
-def tape_handoff(context: ToolContext, name: str, summary: str | None = None, next_steps: str | None = None) -> str:
+def tape_handoff(
+    context: ToolContext,
+    name: str,
+    summary: str | None = None,
+    next_steps: str | None = None,
+    summarize: bool = False,
+) -> str:
     """Create tape anchor with optional summary and next_steps state.
 
     The next turn's context starts at this anchor, so put in the state what the next phase needs.
@@ -53,8 +59,19 @@ def tape_handoff(context: ToolContext, name: str, summary: str | None = None, ne
         name: Anchor name (e.g., 'phase-1').
         summary: Progress summary.
         next_steps: Next steps to take.
+        summarize: Have the model summarise the phase being closed, citing its entries as [#id].
     """
     state = {key: value for key, value in (("summary", summary), ("next_steps", next_steps)) if value}
+    if summarize:
+        agent = context.state.get("agent")
+        if agent is None:
+            raise BubNbError(
+                "summarize=true needs an agent's model: run it in a %%bub or comma cell, or call Agent.handoff"
+            )
+        entries = agent.handoff(name, summarize=True, **state)
+        anchor = next(entry for entry in entries if entry.kind == "anchor")
+        written = anchor.payload.get("state") or {}
+        return f"anchor added: {name} (#{anchor.id}) with a summary of entries {written.get('range')}"
     anchor, _ = _tape(context).handoff(name, state or None)
     return f"anchor added: {name} (#{anchor.id})" + (f" {_state_text(state)}" if state else "")
 

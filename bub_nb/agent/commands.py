@@ -131,11 +131,16 @@ def check_command(text: str, registry: ToolRegistry) -> CheckedCommand:
 
 
 def run_command(
-    tape: Tape, text: str, tools: ToolRegistry | None = None, meta: Mapping[str, Any] | None = None
+    tape: Tape,
+    text: str,
+    tools: ToolRegistry | None = None,
+    meta: Mapping[str, Any] | None = None,
+    state: Mapping[str, Any] | None = None,
 ) -> CommandResult:
     """Run one comma command on ``tape`` with the builtin tools (or ``tools``) and log it there.
 
-    ``meta`` goes on the ``command`` event (a notebook passes the cell it came from).
+    ``meta`` goes on the ``command`` event (a notebook passes the cell it came from); ``state`` is the
+    tools' (an agent passes itself, so ``,handoff summarize=true`` has a model to summarise with).
     """
     registry = tools if tools is not None else builtin_registry()
     checked = check_command(text, registry)  # an unknown or malformed command writes nothing
@@ -146,7 +151,7 @@ def run_command(
     before = tape.last_id
     marker = tape.read(before, before + 1)
     try:
-        output = command.run_sync(arguments, ToolContext(tape=tape))
+        output = command.run_sync(arguments, ToolContext(tape=tape, state=dict(state or {})))
     except ToolCallError as exc:
         if isinstance(exc.__cause__, BubNbError) and tape.last_id == before:
             raise CommandError(str(exc.__cause__)) from None  # the API refused before writing: so do we

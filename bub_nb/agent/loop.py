@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from bub_nb.agent.builtin_tools import builtin_registry
 from bub_nb.agent.commands import is_command, run_command
 from bub_nb.agent.eventloop import run_sync
+from bub_nb.agent.handoff import overflow_room, overflow_summary, write_handoff
 from bub_nb.agent.models import Completion, Model, TextDelta, resolve_model
 from bub_nb.agent.preflight import check_prompt_fits, check_turn
 from bub_nb.agent.registry import default_pipeline
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
     from bub_nb.agent.pipeline import TurnPipeline
     from bub_nb.context import View
     from bub_nb.memory import MemorySnapshot
-    from bub_nb.tape import Tape
+    from bub_nb.tape import Tape, TapeEntry
 
 T = TypeVar("T")
 DEFAULT_MAX_STEPS = 8
@@ -142,6 +143,19 @@ class Agent:
         self.last_turn = running.abort()
         return self.last_turn
 
+    async def ahandoff(self, name: str, /, *, summarize: bool = False, **state: Any) -> list[TapeEntry]:
+        """Write the anchor ``name`` carrying ``state``; with ``summarize`` the model first summarises the phase.
+
+        The summary cites the phase's entries (``[#12]``) and goes in the state with ``next_steps``,
+        ``sources``, ``range``, ``summarized_by``, ``uncited`` and ``removed_citations``; ``state`` wins
+        over those keys. A summary that fails writes nothing. Returns the entries written.
+        """
+        return await write_handoff(self.tape, self.model, name, state, summarize=summarize, meta=self.meta)
+
+    def handoff(self, name: str, /, *, summarize: bool = False, **state: Any) -> list[TapeEntry]:
+        """:meth:`ahandoff` from synchronous code."""
+        return run_sync(self.ahandoff(name, summarize=summarize, **state))
+
     def check(self, prompt: str) -> None:
         """Refuse a turn that could not be recorded truthfully, before anything is written (a ``BubNbError``)."""
         check_turn(self, prompt)
@@ -164,7 +178,7 @@ class Agent:
         self.tape.ensure_bootstrap_anchor()
         if is_command(prompt):
             started = time.perf_counter()
-            result = run_command(self.tape, prompt, meta=self.meta)
+            result = run_command(self.tape, prompt, meta=self.meta, state={"agent": self})
             elapsed_ms = round((time.perf_counter() - started) * 1000, 1)
             self.last_turn = Turn(result.output, tuple(result.entries), None, "command", "command", "", elapsed_ms)
             yield self.last_turn.text
@@ -228,7 +242,10 @@ class Agent:
                     raise
                 check_prompt_fits(self, prompt)  # a new phase cannot help a prompt that alone is too long
                 overflows -= 1
-                recorder.auto_handoff(exc, recorder.steps + 1, prompt, left_view=len(view.entry_ids))
+                summary = await overflow_summary(
+                    self.model, self.tape, overflow_room(self.model, recorder.system_prompt, prompt, exc)
+                )
+                recorder.auto_handoff(exc, recorder.steps + 1, prompt, left_view=len(view.entry_ids), summary=summary)
                 continue
             if recorder.closed:
                 return

@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from bub_nb.agent.handoff import AUTO_HANDOFF_ANCHOR, summary_entries
 from bub_nb.agent.models.base import Completion, Usage
 from bub_nb.agent.tools import ToolCallError
 from bub_nb.context.tokens import count_message_tokens
@@ -19,10 +20,9 @@ from bub_nb.tape import TapeEntry
 from bub_nb.tape.events import LOOP_STEP, RUN, RecordedView, handoff_entries
 
 if TYPE_CHECKING:
+    from bub_nb.agent.summarize import Summary
     from bub_nb.context import View
     from bub_nb.tape import Tape
-
-AUTO_HANDOFF_ANCHOR = "auto_handoff/context_overflow"
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,22 +188,35 @@ class TurnRecorder:
             failures.append(failure)
         self.tool_step(completion, results, failures)
 
-    def auto_handoff(self, error: Exception, step: int, prompt: str, *, left_view: int = 0) -> None:
+    def auto_handoff(
+        self, error: Exception, step: int, prompt: str, *, left_view: int = 0, summary: Summary | None = None
+    ) -> None:
         """Seed 000's recovery from a context overflow: an anchor, a ``loop.step`` event, the prompt again.
 
-        The new phase starts at the anchor, so the retry needs the user's prompt after it. A notice
-        says so, with how many entries of the view left it: an overflow is never silent.
+        With ``summary`` (of the phase that overflowed) a ``summary`` event comes first and the anchor
+        carries it, so the retry knows what came before. The new phase starts at the anchor, so the
+        retry needs the user's prompt after it. A notice says so in one line: an overflow is never silent.
         """
-        state = {"reason": "context_length_exceeded", "error": str(error)}
+        state: dict[str, Any] = {"reason": "context_length_exceeded", "error": str(error)}
+        head = handoff_entries(AUTO_HANDOFF_ANCHOR, state)
+        if summary is not None:
+            head = summary_entries(AUTO_HANDOFF_ANCHOR, summary, state, {})
         self._write(
-            *handoff_entries(AUTO_HANDOFF_ANCHOR, state),
+            *head,
             TapeEntry.event(LOOP_STEP, {"step": step, "status": "auto_handoff", "error": str(error)}),
             TapeEntry.message({"role": "user", "content": prompt}, retry=True),
         )
         anchor = next((e for e in reversed(self.entries) if e.kind == "anchor" and e.name == AUTO_HANDOFF_ANCHOR), None)
         where = f" #{anchor.id}" if anchor is not None else ""
+        carried = ""
+        if summary is not None:
+            first, last = summary.range
+            parts = f" in {summary.parts} parts" if summary.parts > 1 else ""
+            carried = f" with a summary of #{first}-#{last} by {summary.summarized_by}{parts}"
+            if not summary.summary:
+                carried = f" (the summary of #{first}-#{last} did not fit the window)"
         self.notices.append(
-            f"The prompt did not fit the model's context: handoff ⚓ {AUTO_HANDOFF_ANCHOR}{where} written, "
+            f"The prompt did not fit the model's context: handoff ⚓ {AUTO_HANDOFF_ANCHOR}{where} written{carried}, "
             f"{left_view} entries left the view (they stay on the tape)"
         )
 

@@ -255,15 +255,27 @@ class BubMagics(Magics):
     @argument("name", nargs="?", help="anchor name, e.g. lesson/1 or phase/design-done")
     @argument("pairs", nargs="*", help="state as key=value (values are read as JSON when they parse)")
     @argument("--state", help="state as a JSON object; key=value pairs are added on top")
+    @argument("--summarize", action="store_true", help="the model summarises the phase it closes, citing entries")
+    @argument("-m", "--model", default=None, help="with --summarize: the model that summarises")
     @line_magic("handoff")  # type: ignore[arg-type]  # IPython types only the bare form
     @usage_errors
     def handoff_magic(self, line: str) -> None:
         """Write an anchor: the next turn's view starts there and carries its state."""
         args = parse_line(self.handoff_magic, line)
         if not args.name:
-            raise UsageError("%handoff needs an anchor NAME: %handoff NAME [key=value ...] [--state JSON]")
+            raise UsageError(
+                "%handoff needs an anchor NAME: %handoff NAME [key=value ...] [--state JSON] [--summarize]"
+            )
         state = parse_state(args.pairs, args.state)
-        anchor, _event = self.session.tape.handoff(args.name, state or None, source="notebook")
+        if args.summarize:
+            if "summarize" in state:
+                raise UsageError("With --summarize, 'summarize' cannot also be a state key; rename it")
+            agent = self.session.agent(model=args.model, cell=self._cell_number())
+            written = agent.handoff(args.name, summarize=True, **state)
+            anchor = next(entry for entry in written if entry.kind == "anchor")
+            state = anchor.payload.get("state") or {}
+        else:
+            anchor, _event = self.session.tape.handoff(args.name, state or None, source="notebook")
         shown = json.dumps(state, indent=2, ensure_ascii=False, default=str) if state else "(no state)"
         show(
             f"⚓ Handoff **{anchor.name}** written as entry #{anchor.id} on tape `{self.session.tape.name}`. "

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from bub_nb.tape.entries import is_phase_anchor
-from bub_nb.tape.events import RUN, payload_run_usage
+from bub_nb.tape.events import USAGE_EVENTS, payload_event_usage
 from bub_nb.tape.lines import Record, decode_record
 from bub_nb.tape.text import payload_call_names, payload_text, tool_call_text
 
@@ -118,7 +118,7 @@ class TextColumns:
     names: list[str | None]  # the own name, else the tool of a single call
     contents: list[str]
     tools: list[list[str]]
-    usages: dict[int, dict[str, Any]]  # row -> the usage a ``run`` event reports
+    usages: dict[int, dict[str, Any]]  # row -> the usage a ``run`` or ``summary`` event reports
 
 
 _FIXED_ROLES = {"system": "system", "tool_call": "assistant", "anchor": "assistant", "tool_result": "tool"}
@@ -159,7 +159,7 @@ def text_columns(kinds: list[str], payloads: list[dict[str, Any]]) -> TextColumn
             name = payload.get("name")
             own_names[row] = names[row] = name if type(name) is str else None
             contents[row] = payload_text(kind, payload)
-            usage = payload_run_usage(kind, payload) if name == RUN else None
+            usage = payload_event_usage(kind, payload) if name in USAGE_EVENTS else None
             if usage is not None:
                 usages[row] = usage
         elif kind == "tool_result":

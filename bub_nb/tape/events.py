@@ -42,6 +42,13 @@ COMMAND: Final = "command"
 LOOP_STEP: Final = "loop.step"
 """A step of the agent loop worth keeping, such as an automatic handoff."""
 
+SUMMARY: Final = "summary"
+"""A summarising handoff's model calls, written just before its anchor: ``{"anchor", "model", "range", "parts",
+"requests", "usage"}``. Like every event it never enters a view; its ``usage`` shows in frames."""
+
+USAGE_EVENTS: Final = (RUN, SUMMARY)
+"""The events whose ``data.usage`` is what a model call cost."""
+
 
 def run_data(entry: TapeEntry) -> dict[str, Any] | None:
     """The data of a ``run`` event; ``None`` for any other entry or a run event without an object."""
@@ -49,6 +56,15 @@ def run_data(entry: TapeEntry) -> dict[str, Any] | None:
         return None
     data = entry.payload.get("data")
     return data if isinstance(data, dict) else None
+
+
+def payload_event_usage(kind: str, payload: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The token usage a ``run`` or ``summary`` event reports; ``None`` for any other entry or no usage."""
+    if kind != "event" or payload.get("name") not in USAGE_EVENTS:
+        return None
+    data = payload.get("data")
+    usage = data.get("usage") if isinstance(data, dict) else None
+    return usage if isinstance(usage, dict) else None
 
 
 def payload_run_usage(kind: str, payload: Mapping[str, Any]) -> dict[str, Any] | None:

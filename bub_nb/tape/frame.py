@@ -26,7 +26,7 @@ COLUMNS = (
 
 def entries_to_frame(entries: Iterable[TapeEntry]) -> pd.DataFrame:
     """One row per entry. ``phase`` is the phase anchor an entry falls under; token columns are
-    filled from ``run`` events, which carry the model's exact usage."""
+    filled from ``run`` and ``summary`` events, which carry the model's exact usage."""
     entries = list(entries)
     return _frame(
         [e.id for e in entries],

@@ -6,6 +6,7 @@ the anchor its view starts at (with the anchor state's summary), whether the sys
 ``<memory>`` block, and the last user message. Two requests make it call a tool when that tool is
 offered: ``remember: <text>`` calls ``memory_save`` and ``handoff <name>: <summary>`` calls
 ``tape_handoff``. When the tool's result comes back it reports that result in one sentence.
+Asked to summarise a phase, it answers with the extractive summary (:mod:`.extractive`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 
 from bub_nb.agent.models._local import LocalModel, message_text
 from bub_nb.agent.models.base import Completion, Message, ToolCall, ToolSchema
+from bub_nb.agent.models.extractive import extractive_summary, is_summary_request, parse_items, reply_text
 from bub_nb.context.phases import EARLIER_PHASE
 
 __all__ = ["OfflineModel"]
@@ -49,6 +51,9 @@ class OfflineModel(LocalModel):
         return f"OfflineModel(context_window={self.context_window!r})"
 
     def answer(self, messages: list[Message], tools: list[ToolSchema] | None, prompt_tokens: int) -> Completion:
+        if is_summary_request(messages):
+            items = parse_items("\n".join(message_text(m) for m in messages[1:] if m.get("role") == "user"))
+            return self.completion(reply_text(*extractive_summary(items)), (), prompt_tokens)
         if messages and messages[-1].get("role") == "tool":
             return self.completion(self._report_tool_results(messages), (), prompt_tokens)
         user = next((message_text(m) for m in reversed(messages) if m.get("role") == "user"), None)

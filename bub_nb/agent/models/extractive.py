@@ -1,0 +1,167 @@
+"""The summarising request's wording, and the extractive summary: the offline model's, and everyone's fallback.
+
+A summarising request sends the phase's entries one per line, each labelled with its id
+(``[#12] user: ...``), or, when a phase is summarised in parts, each part's summary labelled with
+its run of ids (``[#4-#40] part: ...``). The reply has a summary and, after a ``Next steps:``
+line, the next steps. The extractive summary quotes what the user asked, what was decided and
+the last answer, each with the citation of the entry it comes from, so every citation is valid.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Final
+
+from bub_nb.tape.citations import CITATION, format_citation, sentences
+
+SUMMARY_INSTRUCTIONS: Final = (
+    "Summarise the phase of a conversation tape given below, for whoever continues the work.\n"
+    "Each line starts with the id of the entry it comes from, like [#12]. Cite the entries every sentence "
+    "stands on as [#12] or [#12-#15], using only ids that appear below.\n"
+    "Answer in Markdown, briefly, in two sections: a line 'Summary:' then the summary (what was asked, "
+    "what was decided, the last answer), and a line 'Next steps:' then the next steps (may be empty)."
+)
+"""The system message of every summarising request; its first line tells such a request apart."""
+
+_ITEM: Final = re.compile(r"^\[#(\d+)(?:-#(\d+))?\] ([a-z_]+): ?(.*)$")
+_NEXT_STEPS: Final = re.compile(r"^[#*\s]*next\s+steps\s*\**\s*:\s*\**\s*", re.IGNORECASE | re.MULTILINE)
+_SUMMARY_HEAD: Final = re.compile(r"^[#*\s]*summary\s*\**\s*:\s*\**\s*", re.IGNORECASE)
+_DECISION: Final = re.compile(r"\b(decid\w*|agreed?|chose|choose|settled|will use|let's|we'll|plan)\b", re.I)
+_NEXT: Final = re.compile(r"\b(next|todo|to do|then|remaining|follow[- ]up)\b", re.I)
+_NOTE: Final = re.compile(r"^\[[^\]#][^\]]*\]\s*(?:-\s*)?")  # a leading "[offline teaching model; ...]" label
+_QUOTE_LIMIT: Final = 140
+_DECISIONS: Final = 3
+_PART_SENTENCES: Final = 2
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """One labelled line of a summarising request: an entry (``first == last``) or a part's run of entries."""
+
+    first: int
+    last: int
+    role: str
+    text: str
+
+    def line(self) -> str:
+        # Continuation lines are indented, so only a label ever starts a line.
+        body = "\n  ".join(self.text.splitlines()) if self.text else ""
+        return f"{format_citation(self.first, self.last)} {self.role}: {body}"
+
+
+def is_summary_request(messages: list[dict[str, object]]) -> bool:
+    """Whether ``messages`` are a summarising request (their system message is :data:`SUMMARY_INSTRUCTIONS`)."""
+    first = messages[0].get("content") if messages else None
+    return isinstance(first, str) and first.startswith(SUMMARY_INSTRUCTIONS.splitlines()[0])
+
+
+def request_text(items: list[Item]) -> str:
+    """The user message of a summarising request: one labelled line per item."""
+    return "\n".join(item.line() for item in items)
+
+
+def parse_items(text: str) -> list[Item]:
+    """The items of a request's user message (continuation lines joined back)."""
+    items: list[Item] = []
+    for line in text.splitlines():
+        match = _ITEM.match(line)
+        if match:
+            first = int(match.group(1))
+            last = int(match.group(2)) if match.group(2) else first
+            items.append(Item(first, last, match.group(3), match.group(4)))
+        elif items and line.startswith("  "):
+            last_item = items[-1]
+            items[-1] = Item(last_item.first, last_item.last, last_item.role, f"{last_item.text}\n{line[2:]}")
+    return items
+
+
+def split_reply(text: str) -> tuple[str, str]:
+    """A reply's summary and next steps (the text after a ``Next steps:`` line, else empty)."""
+    found = _NEXT_STEPS.search(text)
+    summary, next_steps = (text[: found.start()], text[found.end() :]) if found else (text, "")
+    return _SUMMARY_HEAD.sub("", summary.strip(), count=1).strip(), next_steps.strip()
+
+
+def reply_text(summary: str, next_steps: str) -> str:
+    """A reply in the requested shape."""
+    return f"Summary:\n{summary}\n\nNext steps:\n{next_steps}".rstrip()
+
+
+def _quote(text: str) -> str:
+    """One line of ``text``, shortened, with no citation of its own (only ours may cite)."""
+    flat = _NOTE.sub("", " ".join(CITATION.sub("", text).split()))
+    flat = flat if len(flat) <= _QUOTE_LIMIT else flat[: _QUOTE_LIMIT - 1].rstrip() + "…"
+    return flat.replace("“", '"').replace("”", '"')
+
+
+def _cited(label: str, text: str, item: Item) -> str:
+    return f"{label} “{_quote(text)}” {format_citation(item.first, item.last)}."
+
+
+def _carried_summary(text: str) -> str:
+    """The summary an earlier anchor's state carried (its line reads ``name {state}``), or ``""``."""
+    _, _, state_text = text.partition(" ")
+    try:
+        state = json.loads(state_text) if state_text else None
+    except ValueError:
+        return ""
+    summary = state.get("summary") if isinstance(state, dict) else None
+    return " ".join(sentences(summary)[:_PART_SENTENCES]) if isinstance(summary, str) else ""
+
+
+def extractive_summary(items: list[Item]) -> tuple[str, str]:
+    """Summary and next steps quoted from ``items``: deterministic, and every citation one of theirs.
+
+    Parts are summarised by their first sentence (keeping its citations, or citing the part). Entries
+    by what the earlier anchor carried, what the user asked first and last, up to three decisions,
+    and the last answer.
+    """
+    if not items:
+        return "", ""
+    parts = [item for item in items if item.role == "part"]
+    if parts:
+        lines = []
+        for part in parts:
+            summary = split_reply(part.text)[0]
+            kept = " ".join(sentences(summary)[:_PART_SENTENCES]) or "(an empty part)"
+            cited = CITATION.search(kept) is not None
+            lines.append(f"- {kept}" if cited else f"- {kept} {format_citation(part.first, part.last)}")
+        last_steps = (split_reply(part.text)[1] for part in reversed(parts) if _NEXT_STEPS.search(part.text))
+        return "\n".join(lines), next(last_steps, "")
+    lines = []
+    for anchor in (item for item in items if item.role == "anchor"):
+        carried = _carried_summary(anchor.text)
+        if carried:
+            lines.append(_cited("Carried over:", carried, anchor))
+    users = [item for item in items if item.role == "user" and item.text.strip()]
+    answers = [item for item in items if item.role == "assistant" and item.text.strip()]
+    if users:
+        lines.append(_cited("Asked:", users[0].text, users[0]))
+        if len(users) > 1:
+            lines.append(_cited("Last asked:", users[-1].text, users[-1]))
+    quoted = [users[0].text, users[-1].text] if users else []
+    decisions = 0
+    for item in [*users, *answers]:
+        if decisions == _DECISIONS:
+            break
+        for sentence in sentences(item.text):
+            # An answer that echoes the question would only repeat a quote.
+            if _DECISION.search(sentence) and not any(_quote(sentence)[:40] in _quote(q) for q in quoted):
+                lines.append(_cited("Decided:", sentence, item))
+                quoted.append(sentence)
+                decisions += 1
+                break
+    calls = [item for item in items if item.role == "tool_call"]
+    if calls:
+        lines.append(f"Tools were called {len(calls)} time(s) {format_citation(calls[0].first, calls[-1].last)}.")
+    if answers:
+        lines.append(_cited("Last answer:", answers[-1].text, answers[-1]))
+    if not lines:
+        run = format_citation(items[0].first, items[-1].last)
+        lines.append(f"This phase holds {len(items)} entries and no conversation {run}.")
+    steps = []
+    if users:
+        steps = [_cited("Asked next:", s, users[-1]) for s in sentences(users[-1].text) if _NEXT.search(s)][:2]
+    return "\n".join(f"- {line}" for line in lines), "\n".join(f"- {step}" for step in steps)
