@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 from test_tape_scale import HOSTILE, tape_lines
 
 from bub_nb.tape import FileTapeStore, open_tape
-from bub_nb.tape.columns import Columns, decode_columns
+from bub_nb.tape.columns import Columns, decode_columns, kind_column
+from bub_nb.tape.frame import _text_column
 from bub_nb.tape.lines import decode_record
 
 ENTRY = b'{"id":%d,"kind":"message","payload":{"role":"user","content":"hi"},"meta":{},"date":"2026-01-01"}'
@@ -113,3 +114,17 @@ def test_a_lone_surrogate_in_a_text_column_keeps_the_frame_readable(tmp_path: Pa
     frame = tape.to_frame()
     assert frame["content"].tolist() == ["half a pair \udc00", "whole"]
     assert str(frame["content"].dtype) == "str" and frame["content"].str.contains("half").sum() == 1
+
+
+@settings(max_examples=200, deadline=None)
+@given(values=st.lists(st.one_of(st.none(), st.text(max_size=3), st.sampled_from(["", "user"])), max_size=8))
+def test_a_derived_text_column_takes_the_dtype_and_values_pandas_infers(values: list[str | None]) -> None:
+    built = _text_column(list(values), text_or_none=True)
+    pd.testing.assert_series_equal(pd.Series(built), pd.Series(values))
+
+
+@settings(max_examples=200, deadline=None)
+@given(kinds=st.lists(st.one_of(st.sampled_from(["message", "event", "anchor", "tool_call"]), st.text(max_size=3))))
+def test_the_kind_column_is_the_categorical_pandas_makes_of_the_kinds(kinds: list[str]) -> None:
+    expected = pd.Series(kinds, dtype="category") if kinds else pd.Series(kinds, dtype="object")
+    pd.testing.assert_series_equal(kind_column(list(kinds)), expected)

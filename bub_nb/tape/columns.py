@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import bisect
+import itertools
 import operator
+from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -97,16 +99,19 @@ def _one_by_one(lines: Sequence[bytes], start: int) -> Columns:
 
 def kind_column(kinds: list[str]) -> pd.Series:
     """The ``kind`` column: categorical, as ``pd.Series(kinds, dtype="category")`` makes it, from codes
-    worked out once per distinct kind (a tape has a handful) rather than by hashing every row."""
+    worked out in one pass, numbering each kind as it first appears (a tape has a handful), then put in the
+    sorted order of the categories, rather than by hashing every row twice."""
     import numpy as np
     import pandas as pd
 
     if not kinds:
         return pd.Series(kinds, dtype="object")
-    categories = sorted(set(kinds))
-    number_of = {kind: number for number, kind in enumerate(categories)}
+    number_of: defaultdict[str, int] = defaultdict(itertools.count().__next__)
     codes = np.fromiter(map(number_of.__getitem__, kinds), dtype=np.int32, count=len(kinds))
-    return pd.Series(pd.Categorical.from_codes(codes, categories=categories))
+    categories = sorted(number_of)
+    sorted_code = np.empty(len(categories), dtype=np.int32)
+    sorted_code[[number_of[kind] for kind in categories]] = np.arange(len(categories), dtype=np.int32)
+    return pd.Series(pd.Categorical.from_codes(sorted_code[codes], categories=categories))
 
 
 @dataclass

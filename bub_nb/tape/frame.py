@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -48,9 +47,6 @@ def records_to_frame(records: Sequence[Record]) -> pd.DataFrame:
     )
 
 
-_RUN_ID = operator.methodcaller("get", "run_id")
-
-
 def columns_to_frame(columns: Columns, tape_starts: Sequence[int] = (0,)) -> pd.DataFrame:
     """``entries_to_frame`` for entries decoded straight into columns; with ``tape_starts`` (the first row
     of each tape) for the columns of several tapes, whose phases end with their tape."""
@@ -77,14 +73,21 @@ def _token_counts(usages: dict[int, Any], key: str, count: int) -> pd.api.extens
 _STRINGS = {str, type(None)}
 
 
-def _text_column(values: list[Any]) -> pd.Series | list[Any]:
+def _text_column(values: list[Any], *, text_or_none: bool = False) -> pd.Series | list[Any]:
     """A column of strings (missing where ``None``) in pandas' ``str`` dtype, as ``pd.Series(values)`` infers it,
     built without the inference pass; with pyarrow installed, the Arrow array is made in one call, which costs a
     fraction of pandas' own conversion. Anything else (no string at all, or other values) is left to pandas.
+
+    ``text_or_none`` says the values are known to be strings or ``None`` (the columns derived here), so only
+    whether any string is there needs checking, which spares a pass that reaches every value.
     """
-    kinds = set(map(type, values))
-    if str not in kinds or not kinds <= _STRINGS:
-        return values
+    if text_or_none:
+        if not any(values) and values.count(None) == len(values):  # ``any`` stops at the first non-empty string
+            return values
+    else:
+        kinds = set(map(type, values))
+        if str not in kinds or not kinds <= _STRINGS:
+            return values
     dtype = pd.StringDtype(na_value=np.nan)  # the storage pandas picks: pyarrow when it is installed
     if dtype.storage == "pyarrow":
         import pyarrow as pa
@@ -94,7 +97,13 @@ def _text_column(values: list[Any]) -> pd.Series | list[Any]:
         except UnicodeEncodeError:  # a lone surrogate, which Arrow's UTF-8 cannot hold: kept in Python strings
             return pd.Series(values, dtype=pd.StringDtype("python", na_value=np.nan))
         return pd.Series(pd.arrays.ArrowStringArray(chunks, dtype=dtype), copy=False)
-    return pd.Series(values, dtype=dtype)
+    # Python strings: the object array pandas would make, with NaN for missing, handed over as it is rather
+    # than copied and checked value by value again
+    array = np.empty(len(values), dtype=object)
+    array[:] = values
+    if None in values:
+        array[pd.isna(array)] = np.nan
+    return pd.Series(pd.arrays.StringArray(array, dtype=dtype), copy=False)
 
 
 def _frame(
@@ -109,19 +118,19 @@ def _frame(
     with gc_paused():  # a large tape makes millions of small objects that hold no cycles
         text = text_columns(kinds, payloads)
         roles, own_names, names, contents, tools = text.roles, text.own_names, text.names, text.contents, text.tools
-        run_ids = list(map(_RUN_ID, metas))
+        run_ids = [meta.get("run_id") for meta in metas]
         phases = phase_column(kinds, own_names, tape_starts)
         usages = text.usages
         return pd.DataFrame(
             {
-                "id": pd.Series(ids, dtype="int64"),
+                "id": pd.Series(np.fromiter(ids, dtype=np.int64, count=count)),
                 "kind": kind_column(kinds),
                 "date": pd.to_datetime(pd.Series(dates, dtype="object"), utc=True, format="ISO8601", errors="coerce"),
-                "role": _text_column(roles),
-                "name": _text_column(names),
-                "content": _text_column(contents),
+                "role": _text_column(roles, text_or_none=True),
+                "name": _text_column(names, text_or_none=True),
+                "content": _text_column(contents, text_or_none=True),
                 "tools": tools,
-                "phase": _text_column(phases),
+                "phase": _text_column(phases, text_or_none=True),
                 "run_id": _text_column(run_ids),
                 "prompt_tokens": _token_counts(usages, "prompt_tokens", count),
                 "completion_tokens": _token_counts(usages, "completion_tokens", count),
@@ -129,6 +138,7 @@ def _frame(
                 "meta": metas,
             },
             columns=list(COLUMNS),
+            copy=False,  # every column was built here for this frame alone: no need to copy it again
         )
 
 
