@@ -44,3 +44,10 @@ def test_the_context_widget_takes_mode_words(tape: Tape) -> None:
     with pytest.raises(ContextError, match="window:0"):
         context.set_mode("window:0")
     assert context.view.mode == "anchor:full"
+
+
+@pytest.mark.parametrize("spelled", ["last", "full", "phases", "window:3", "notebook", "notebook:4", "anchor:phase/a"])
+def test_a_modes_label_reads_back_as_the_same_mode(spelled: str) -> None:
+    # A run event records the label; replay and the turn views read it back as a mode.
+    strategy = parse_mode(spelled)
+    assert parse_mode(strategy.label) == strategy

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING
 
 from bub_nb.context.strategies import LastAnchor, Selection
 from bub_nb.errors import ContextError
@@ -29,11 +29,15 @@ class NotebookCells:
     """The last-anchor view, plus the most recent ``max_cells`` recorded cells where they happened."""
 
     max_cells: int = 10
-    label: ClassVar[str] = "notebook"
 
     def __post_init__(self) -> None:
         if self.max_cells < 1:
             raise ContextError(f"The notebook mode needs at least one cell, got {self.max_cells!r}")
+
+    @property
+    def label(self) -> str:
+        # The label is what a run event records; replay reads it back as a mode, so it keeps the count.
+        return "notebook" if self.max_cells == 10 else f"notebook:{self.max_cells}"
 
     def select(self, tape: Tape) -> Selection:
         base = LastAnchor().select(tape)
