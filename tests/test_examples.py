@@ -187,6 +187,10 @@ def check_instruments(run: Executed) -> None:
     fork = open_tape(f"{run.tape.name}__replay__offline", home=run.tape.path.parent.parent if run.tape.path else None)
     replayed = [e.payload["content"] for e in fork.read(kinds=("message",)) if e.payload.get("role") == "user"]
     assert replayed == prompts[:3] and len(prompts) == 4  # the last prompt came after the replay
+    assert "Messages the turn sent" in run.text("%context --turn -1")
+    diff = run.text("import bub_nb")
+    assert "every entry that left is before lesson/1: True" in diff and " 0 entered" in diff
+    assert "Context diff turn #" in run.text("%context --diff turn:-2 turn:-1")
     before, after = run.text('print("entries on').split("before and after:")[1].split()[:2]
     assert before == after  # the replay only read the notebook's tape
     totals = run.text("runs = df")
