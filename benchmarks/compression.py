@@ -3,7 +3,8 @@
 A 200-turn session on the offline model, in two shapes:
 
 - with a summarising handoff every 10 turns: the view the next turn sends (system prompt, the last anchor
-  with its summary, the current phase) against the full history (system prompt and every message); and
+  with its summary, the current phase) and the ``phases`` view (every earlier phase's summary, then the
+  current phase) against the full history (system prompt and every message); and
   one phase's summary (the anchor's state) against the phase it replaces; and what summarising cost
   (the ``summary`` events' tokens) against what the turns cost (the ``run`` events');
 - with no handoff and a small context window, so the session overflows again and again: each retried
@@ -61,6 +62,7 @@ def summarised_session(turns: int, every: int, home: str) -> dict[str, float]:
     agent.run(prompt(turns + 1))
     return {
         "view": request_tokens(agent, agent.context),
+        "phases": request_tokens(agent, "phases"),
         "full": request_tokens(agent, FULL),
         "state": statistics.mean(state_tokens),
         "phase": statistics.mean(phase_tokens),
@@ -106,6 +108,13 @@ def rows(turns: int = 200, every: int = 10, window: int = 1500) -> list[list[str
             f"{kept['view']:.0f} tok",
             f"{kept['full']:.0f} tok (full history)",
             f"{kept['view'] / kept['full']:.3f}x",
+            "",
+        ],
+        [
+            f"{turns} turns, summarising handoff every {every}: phases view",
+            f"{kept['phases']:.0f} tok",
+            f"{kept['full']:.0f} tok (full history)",
+            f"{kept['phases'] / kept['full']:.3f}x",
             "",
         ],
         [
