@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from IPython.core.interactiveshell import InteractiveShell
-from jupyter_client.manager import start_new_kernel
+import test_kernel_refusals
+import test_magics
 from test_kernel_refusals import Kernel
 from test_magics import Notebook
 
@@ -175,32 +175,9 @@ def test_prices_are_configured_on_the_magics_and_checked(nb: Notebook, caplog: p
     assert isinstance(usage, pd.DataFrame)
 
 
-@pytest.fixture
-def nb(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Notebook]:
-    monkeypatch.setenv("BUB_HOME", str(tmp_path / "home"))
-    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
-    monkeypatch.chdir(tmp_path)
-    InteractiveShell.clear_instance()
-    notebook = Notebook(InteractiveShell.instance())
-    notebook.run("%load_ext bub_nb")
-    yield notebook
-    notebook.run("%unload_ext bub_nb")
-    InteractiveShell.clear_instance()
+nb = test_magics.nb  # the shell with bub_nb loaded, as test_magics defines it
 
-
-@pytest.fixture
-def kernel(tmp_path: Path) -> Iterator[Kernel]:
-    env = {**os.environ, "BUB_HOME": str(tmp_path / "home"), "BUB_MODEL": "offline"}
-    for name in ("JPY_SESSION_NAME", "BUB_API_BASE", "OPENAI_BASE_URL", "BUB_API_KEY", "OPENAI_API_KEY"):
-        env.pop(name, None)
-    manager, client = start_new_kernel(kernel_name="python3", cwd=str(tmp_path), env=env)
-    try:
-        kernel = Kernel(client)
-        kernel.ok("%load_ext bub_nb")
-        yield kernel
-    finally:
-        client.stop_channels()
-        manager.shutdown_kernel(now=True)
+kernel = test_kernel_refusals.kernel  # a real kernel with bub_nb loaded, as test_kernel_refusals defines it
 
 
 def test_a_budget_refusal_in_a_kernel_is_one_usage_error_and_writes_nothing(kernel: Kernel) -> None:

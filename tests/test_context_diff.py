@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import test_magics
 from IPython.core.error import UsageError
 from test_magics import Notebook
 
@@ -146,20 +147,7 @@ def test_a_side_that_names_nothing_is_one_clear_error(tape: Tape) -> None:
 # -- the magics ---------------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def nb(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Notebook]:
-    from IPython.core.interactiveshell import InteractiveShell
-
-    monkeypatch.setenv("BUB_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("BUB_MODEL", "offline")
-    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
-    monkeypatch.chdir(tmp_path)
-    InteractiveShell.clear_instance()
-    notebook = Notebook(InteractiveShell.instance())
-    notebook.run("%load_ext bub_nb")
-    yield notebook
-    notebook.run("%unload_ext bub_nb")
-    InteractiveShell.clear_instance()
+nb = test_magics.nb  # the shell with bub_nb loaded, as test_magics defines it
 
 
 def plain(output: Any) -> str:

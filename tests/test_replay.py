@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
 import pytest
-from IPython.core.interactiveshell import InteractiveShell
+import test_magics
 from test_examples import execute
 from test_magics import Notebook
 
@@ -211,17 +210,7 @@ def test_a_command_is_not_a_turn_and_a_tool_writes_stay_inside_their_turn(tape: 
     assert all(turns[0].first_id < i < turns[0].last_id for i in memory[-2:])
 
 
-@pytest.fixture
-def nb(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Notebook]:
-    monkeypatch.setenv("BUB_HOME", str(tmp_path / "home"))
-    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
-    monkeypatch.chdir(tmp_path)
-    InteractiveShell.clear_instance()
-    notebook = Notebook(InteractiveShell.instance())
-    notebook.run("%load_ext bub_nb")
-    yield notebook
-    notebook.run("%unload_ext bub_nb")
-    InteractiveShell.clear_instance()
+nb = test_magics.nb  # the shell with bub_nb loaded, as test_magics defines it
 
 
 def test_tape_replay_returns_the_rows_and_names_the_fork(nb: Notebook) -> None:
