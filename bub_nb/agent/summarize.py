@@ -142,7 +142,7 @@ class _Run:
         except ContextLengthError:
             raise _TooLong from None
         usage = completion.usage
-        self.usage = usage if self.usage is None else _plus(self.usage, usage)
+        self.usage = Usage.add(self.usage, usage)
         self.requests.append(
             {
                 "kind": kind,
@@ -195,16 +195,6 @@ class _Run:
             middle = len(items) // 2
             return [items[:middle], items[middle:]]
         return groups
-
-
-def _plus(total: Usage, more: Usage | None) -> Usage:
-    if more is None:
-        return total
-    return Usage(
-        total.prompt_tokens + more.prompt_tokens,
-        total.completion_tokens + more.completion_tokens,
-        total.total_tokens + more.total_tokens,
-    )
 
 
 def _clipped(item: Item, budget: int | None) -> Item:

@@ -61,18 +61,6 @@ class Turn:
         return self.text
 
 
-def _add_usage(total: Usage | None, more: Usage | None) -> Usage | None:
-    if more is None:
-        return total
-    if total is None:
-        return more
-    return Usage(
-        total.prompt_tokens + more.prompt_tokens,
-        total.completion_tokens + more.completion_tokens,
-        total.total_tokens + more.total_tokens,
-    )
-
-
 def error_kind(exc: BaseException) -> str:
     """The ``kind`` of the ``error`` entry a failure is recorded as."""
     if isinstance(exc, ContextLengthError):
@@ -142,7 +130,7 @@ class TurnRecorder:
         )
 
     def add_usage(self, usage: Usage | None) -> None:
-        self.usage = _add_usage(self.usage, usage)
+        self.usage = Usage.add(self.usage, usage)
 
     def written_by_tools(self, entries: Iterable[TapeEntry]) -> None:
         """Entries the turn's tools appended themselves (an anchor, a memory zone): part of the turn."""

@@ -29,6 +29,17 @@ class Usage:
     def of(cls, prompt_tokens: int, completion_tokens: int) -> Usage:
         return cls(prompt_tokens, completion_tokens, prompt_tokens + completion_tokens)
 
+    @staticmethod
+    def add(total: Usage | None, more: Usage | None) -> Usage | None:
+        """The usage of two calls together; a call that reported none adds nothing."""
+        if total is None or more is None:
+            return more if total is None else total
+        return Usage(
+            total.prompt_tokens + more.prompt_tokens,
+            total.completion_tokens + more.completion_tokens,
+            total.total_tokens + more.total_tokens,
+        )
+
     @classmethod
     def from_openai(cls, usage: Any) -> Usage | None:
         """Read the ``usage`` of an OpenAI response, either the client's object or a plain dict."""
