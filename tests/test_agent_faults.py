@@ -315,6 +315,22 @@ asyncio.run(cell())
         assert_interrupted(Tape(f"t{number}", store), "word0 word1 ")
 
 
+def test_a_sync_stream_held_unfinished_until_exit_is_recorded_as_interrupted(tmp_path: Path) -> None:
+    script = f"""
+from bub_nb.agent import Agent, ScriptedModel
+from bub_nb.tape import FileTapeStore, Tape
+
+agent = Agent(Tape("t", FileTapeStore({str(tmp_path)!r})), ScriptedModel([" ".join(f"word{{n}}" for n in range(40))]))
+held = agent.stream("Tell me a story")  # read twice, then kept until the interpreter exits
+print(next(held) + next(held))
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    assert_interrupted(Tape("t", FileTapeStore(tmp_path)), done.stdout.rstrip("\n"))
+
+
 def test_a_tool_that_aborts_the_turn_stops_the_calls_after_it(tape: Tape) -> None:
     from bub_nb.agent import ScriptedModel
 

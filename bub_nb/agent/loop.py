@@ -123,7 +123,8 @@ class Agent:
             self.abort()
             raise
         finally:
-            run_sync(_closed(deltas))
+            if getattr(deltas, "ag_frame", None) is not None:  # unless closed already: by a loop shut at exit
+                run_sync(_closed(deltas))
 
     def abort(self) -> Turn | None:
         """Stop the running turn now: it is recorded as interrupted, its partial answer kept.
