@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -287,6 +289,52 @@ def test_leaving_a_sync_stream_early_keeps_what_was_read(
             break
 
     assert_interrupted(tape, "".join(read))
+
+
+def test_streams_left_unfinished_close_cleanly_when_their_event_loop_shuts_down(tmp_path: Path) -> None:
+    # A loop shutting down closes every async generator still open, all at once and in no set order: a
+    # step's inner generators may be closed before the turn that holds them. Many turns make every order show.
+    script = f"""
+import asyncio
+from bub_nb.agent import Agent, ScriptedModel
+from bub_nb.tape import FileTapeStore, Tape
+
+store = FileTapeStore({str(tmp_path)!r})
+story = " ".join(f"word{{n}}" for n in range(40))
+agents = [Agent(Tape(f"t{{n}}", store), ScriptedModel([story])) for n in range(30)]
+held = []
+
+async def cell():
+    for agent in agents:
+        deltas = agent.astream("Tell me a story")
+        held.append(deltas)  # left unfinished: only the loop's shutdown closes it
+        await anext(deltas), await anext(deltas)
+
+asyncio.run(cell())
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    store = FileTapeStore(tmp_path)
+    for number in range(30):
+        assert_interrupted(Tape(f"t{number}", store), "word0 word1 ")
+
+
+def test_a_sync_stream_held_unfinished_until_exit_is_recorded_as_interrupted(tmp_path: Path) -> None:
+    script = f"""
+from bub_nb.agent import Agent, ScriptedModel
+from bub_nb.tape import FileTapeStore, Tape
+
+agent = Agent(Tape("t", FileTapeStore({str(tmp_path)!r})), ScriptedModel([" ".join(f"word{{n}}" for n in range(40))]))
+held = agent.stream("Tell me a story")  # read twice, then kept until the interpreter exits
+print(next(held) + next(held))
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    assert_interrupted(Tape("t", FileTapeStore(tmp_path)), done.stdout.rstrip("\n"))
 
 
 def test_a_tool_that_aborts_the_turn_stops_the_calls_after_it(tape: Tape) -> None:

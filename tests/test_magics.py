@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -294,6 +297,40 @@ def test_interrupt_keeps_the_partial_answer(nb: Notebook, monkeypatch: pytest.Mo
     assert len(partial) == 1 and partial[0].payload["content"] == "".join(seen)
     run = entries[-1]
     assert run.payload["name"] == "run" and run.payload["data"]["status"] == "interrupted"
+
+
+def test_an_interrupted_streaming_cell_closes_its_turn_at_once(openai_server: Any, tmp_path: Path) -> None:
+    # In a fresh interpreter, so that whatever the cell left open shows when the interpreter exits.
+    script = f"""
+import os
+os.environ.update(BUB_HOME={str(tmp_path / "home")!r}, BUB_API_BASE={openai_server.base_url!r}, BUB_API_KEY="k")
+os.chdir({str(tmp_path)!r})
+from IPython.core.interactiveshell import InteractiveShell
+from bub_nb.notebook import display
+
+shell = InteractiveShell.instance()
+shell.run_cell("%load_ext bub_nb").raise_error()
+original, seen = display.AnswerDisplay.add, []
+
+def interrupt_after_two(self, delta):
+    seen.append(delta)
+    original(self, delta)
+    if len(seen) == 2:
+        raise KeyboardInterrupt
+
+display.AnswerDisplay.add = interrupt_after_two
+result = shell.run_cell("%%bub -m openai:test-model\\nTell me a long story")
+assert isinstance(result.error_in_exec, KeyboardInterrupt)
+magics = next(c for c in shell.configurables if type(c).__name__ == "BubMagics")
+print(magics.session.tape.read()[-1].payload["data"]["status"], "".join(seen))
+"""
+    openai_server.reply(" ".join(f"word{n}" for n in range(40)))
+    env = {name: value for name, value in os.environ.items() if name != "JPY_SESSION_NAME"}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, env=env)
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "interrupted word0 word1 "
+    assert done.stderr == ""  # nothing was left for the interpreter's exit to close
 
 
 def test_a_real_endpoint_streams_into_the_cell(nb: Notebook, openai_server: Any, monkeypatch, capsys) -> None:

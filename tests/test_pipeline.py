@@ -311,6 +311,34 @@ def test_an_interrupted_stream_still_saves_what_arrived() -> None:
     assert recorder.saved[0][2] == "so far"
 
 
+def test_a_stream_is_closed_as_soon_as_its_event_sink_stops_the_turn() -> None:
+    closed: list[str] = []
+
+    class Long:
+        @hookimpl
+        def run_model_stream(self) -> AsyncIterator[StreamEvent]:
+            async def events() -> AsyncIterator[StreamEvent]:
+                try:
+                    for number in range(10):
+                        yield StreamEvent.text(f"{number} ")
+                finally:
+                    closed.append("closed")
+
+            return events()
+
+        @hookimpl
+        def save_state(self) -> None:
+            at_save.append(list(closed))
+
+    def sink(event: StreamEvent) -> None:
+        raise KeyboardInterrupt
+
+    at_save: list[list[str]] = []
+    with pytest.raises(KeyboardInterrupt):
+        turn(pipeline_with(Long()), notebook_cell(), on_event=sink)
+    assert at_save == [["closed"]]  # by the turn itself, not left for the event loop's shutdown
+
+
 def test_save_state_sees_the_failure_through_exc_info() -> None:
     seen: list[type[BaseException] | None] = []
 

@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 import pandas as pd
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from bub_nb.tape import FileTapeStore, TapeEntry, open_tape, read_tapes
@@ -58,6 +58,17 @@ HOSTILE: list[bytes] = [
     b"\t",
 ]
 
+# Runs of lines that a reader of whole JSON values would count right but line by line hold no entry: two
+# entries on one line, next to one entry split over two lines, so the number of values matches the lines.
+MISREAD: list[bytes] = [
+    b'{"id":7,"kind":"message","payload":{}} {"id":8,"kind":"message","payload":{}}\n{"id":9,"kind":"message",\n'
+    b'"payload":{}}',
+    b'{"id":7,"kind":"message","payload":{"a":{}\n},"meta":{}}\n{"id":8,"kind":"event","payload":{}}'
+    b'{"id":9,"kind":"anchor","payload":{"name":"glued"}}',
+    b'{"id":7,"kind":"anchor","payload":{"name":"split"}\n}\n\n{"id":8,"kind":"message","payload":{}} {"id":9,'
+    b'"kind":"message","payload":{}}',
+]
+
 texts = st.text(max_size=12)  # lone surrogates included: json.dumps escapes them, as Bub does
 payloads = st.one_of(
     st.builds(lambda t: {"role": "user", "content": t}, texts),
@@ -75,7 +86,7 @@ def tape_lines(draw: st.DrawFn) -> list[bytes]:
         choice = draw(st.sampled_from(["bub", "compact", "anchor", "hostile", "binary"]))
         next_id += draw(st.sampled_from([1, 1, 1, 0, -2, 1000]))
         if choice == "hostile":
-            lines.append(draw(st.sampled_from(HOSTILE)))
+            lines.append(draw(st.sampled_from(HOSTILE + MISREAD)))
             continue
         if choice == "binary":
             lines.append(draw(st.binary(max_size=30).filter(lambda b: b"\n" not in b)))
@@ -128,6 +139,13 @@ def assert_same_index(fast: IndexState, plain: IndexState, data: bytes) -> None:
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(lines=tape_lines())
+@example(
+    lines=[
+        b'{"id":1,"kind":"anchor","payload":{"name":"a"}}',
+        MISREAD[0],
+        b'{"id":10,"kind":"event","payload":{}}',
+    ]
+)
 def test_the_first_open_scan_indexes_exactly_what_decoding_every_line_does(
     tmp_path_factory: pytest.TempPathFactory, lines: list[bytes]
 ) -> None:
@@ -154,7 +172,7 @@ def test_the_fast_scan_takes_clean_tapes_of_both_spellings_and_only_real_anchors
     assert_same_index(scanned_index(path), plain_index(data), data)
 
 
-@pytest.mark.parametrize("line", HOSTILE, ids=range(len(HOSTILE)))
+@pytest.mark.parametrize("line", HOSTILE + MISREAD, ids=range(len(HOSTILE + MISREAD)))
 def test_each_hostile_line_among_clean_ones_is_indexed_as_decoding_reads_it(tmp_path: Path, line: bytes) -> None:
     clean = [
         orjson.dumps({"id": n, "kind": "anchor" if n % 3 == 0 else "message", "payload": {"name": f"a{n}"}})
@@ -166,6 +184,23 @@ def test_each_hostile_line_among_clean_ones_is_indexed_as_decoding_reads_it(tmp_
     assert_same_index(scanned_index(path), plain_index(data), data)
     tape = open_tape(path, store=FileTapeStore(tmp_path))
     assert [a.name for a in tape.anchors(limit=None)] == plain_index(data).anchor_names
+
+
+@pytest.mark.parametrize("lines", MISREAD, ids=range(len(MISREAD)))
+def test_frames_and_search_read_two_entries_on_a_line_or_one_over_two_lines_as_decoding_does(
+    tmp_path: Path, lines: bytes
+) -> None:
+    clean = [orjson.dumps({"id": n, "kind": "anchor", "payload": {"name": f"glued split {n}"}}) for n in (1, 2, 20)]
+    data = b"".join(row + b"\n" for row in [*clean[:2], lines, clean[2]])
+    (tmp_path / "t.jsonl").write_bytes(data)
+    tape = open_tape("t", store=FileTapeStore(tmp_path))
+    plain = [record["id"] for record in map(decode_record, data[:-1].split(b"\n")) if record is not None]
+    assert plain == [1, 2, 20]
+    assert tape.to_frame()["id"].tolist() == plain
+    for query in ("glued", "split", "message"):
+        found = [e.id for e in tape.iter_reverse() if query in entry_text(e).lower()]
+        assert [e.id for e in tape.search(query, limit=100)] == found
+    assert [e.id for e in tape.search("glued", limit=100)] == [20, 2, 1]
 
 
 # -- search: a byte prefilter, then the same check as before -----------------------------------------------------

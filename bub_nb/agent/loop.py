@@ -129,7 +129,8 @@ class Agent:
             self.abort()
             raise
         finally:
-            run_sync(_closed(deltas))
+            if getattr(deltas, "ag_frame", None) is not None:  # unless closed already: by a loop shut at exit
+                run_sync(_closed(deltas))
 
     def abort(self) -> Turn | None:
         """Stop the running turn now: it is recorded as interrupted, its partial answer kept.
@@ -225,7 +226,7 @@ class Agent:
             recorder.partial = ""
             completion: Completion | None = None
             try:
-                async with _closing(self._ask(messages, tools, stream)) as answer:
+                async with _Closing(self._ask(messages, tools, stream)) as answer:
                     async for item in answer:
                         if recorder.closed:
                             return
@@ -302,13 +303,22 @@ async def _once(answer: Awaitable[Completion]) -> AsyncIterator[Completion]:
     yield await answer
 
 
-@contextlib.asynccontextmanager
-async def _closing(items: AsyncIterator[T]) -> AsyncIterator[AsyncIterator[T]]:
-    """Close a model's stream when the step leaves it early, so its connection is released now."""
-    try:
-        yield items
-    finally:
-        close = getattr(items, "aclose", None)
+class _Closing(contextlib.AbstractAsyncContextManager[AsyncIterator[T]]):
+    """Close a model's stream when the step leaves it early, so its connection is released now.
+
+    A class, not an ``asynccontextmanager``: that would be one more async generator, which an event loop
+    shutting down closes on its own and in any order, before the step that holds it ("generator didn't
+    stop after athrow()"). Closing a stream that is already closed does nothing.
+    """
+
+    def __init__(self, items: AsyncIterator[T]) -> None:
+        self._items = items
+
+    async def __aenter__(self) -> AsyncIterator[T]:
+        return self._items
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        close = getattr(self._items, "aclose", None)
         if close is not None:
             await close()
 

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -161,14 +162,17 @@ class TurnPipeline:
         return prompt if isinstance(prompt, str) else content_of(message)
 
     async def _consume(self, stream: Any, message: Outbound, on_event: EventSink | None, parts: list[str]) -> None:
-        async for raw in _aiter(stream):
-            event = _as_event(raw)
-            if event.kind == "text":
-                parts.append(str(event.data.get("delta", "")))
-            elif event.kind == "error":
-                kind, text = event.data.get("kind", "error"), event.data.get("message", "")
-                await self.notify_error("run_model", ModelError(f"{kind}: {text}"), message)
-            await _emit(on_event, event)
+        # Closed however the loop ends (an event sink's KeyboardInterrupt included), so the model's turn ends
+        # now, outermost generator first, rather than whenever the event loop gets round to it.
+        async with contextlib.aclosing(_aiter(stream)) as events:
+            async for raw in events:
+                event = _as_event(raw)
+                if event.kind == "text":
+                    parts.append(str(event.data.get("delta", "")))
+                elif event.kind == "error":
+                    kind, text = event.data.get("kind", "error"), event.data.get("message", "")
+                    await self.notify_error("run_model", ModelError(f"{kind}: {text}"), message)
+                await _emit(on_event, event)
 
     def _model_impls(self, *, streaming: bool) -> list[HookImpl]:
         """Implementations of both model hooks in one precedence order (later plugins first).
@@ -288,10 +292,15 @@ async def _emit(on_event: EventSink | None, event: StreamEvent) -> None:
             await delivered
 
 
-async def _aiter(stream: Any) -> AsyncIterator[Any]:
+async def _aiter(stream: Any) -> AsyncGenerator[Any, None]:
     if hasattr(stream, "__aiter__"):
-        async for event in stream:
-            yield event
+        try:
+            async for event in stream:
+                yield event
+        finally:
+            close = getattr(stream, "aclose", None)
+            if close is not None:
+                await close()
     elif isinstance(stream, Iterable):
         for event in stream:
             yield event

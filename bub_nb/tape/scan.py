@@ -7,8 +7,8 @@ whole block of lines against the shape of an entry (an int ``id``, a str ``kind`
 merely contains the text of an anchor is not one, however the line is spaced (Bub's ``", "`` or
 bub_nb's compact form). The anchor lines, which are rare, are then decoded alone, for their names.
 Whatever this fast path cannot vouch for (a line that is not UTF-8, not JSON, not an entry, a blank
-line, an id beyond 64 bits, a name msgspec does not read) sends the whole block to the plain decode, so
-the result is always exactly what decoding every line gives.
+line, a line holding two entries or part of one, an id beyond 64 bits, a name msgspec does not read)
+sends the whole block to the plain decode, so the result is always exactly what decoding every line gives.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import msgspec
 
 _MARK_ROWS = 64  # every how many lines one is considered for a seek mark
 _LINE_BREAK = 10
+_OPEN, _CLOSE = ord("{"), ord("}")
 _INT64 = 1 << 63
 
 
@@ -84,7 +85,7 @@ def scan_block(data: bytes, end: int, last_mark: int, mark_every: int) -> BlockS
     except (msgspec.DecodeError, RecursionError):
         return None
     breaks = np.flatnonzero(np.frombuffer(data, np.uint8, count=end) == _LINE_BREAK)
-    if len(heads) != len(breaks):  # msgspec skips blank lines; they are not entries
+    if len(heads) != len(breaks) or not _one_object_per_line(data, breaks):
         return None
     ids = list(map(_ID, heads))
     highest = max(ids)
@@ -100,6 +101,24 @@ def scan_block(data: bytes, end: int, last_mark: int, mark_every: int) -> BlockS
             marks.append((ids[row], starts[row]))
             last_mark = ids[row]
     return BlockScan(len(heads), highest, anchors, marks)
+
+
+def _one_object_per_line(data: bytes, breaks: Any) -> bool:
+    """Whether each line is whole objects, as the plain decode reads it, rather than what ``decode_lines`` reads.
+
+    ``decode_lines`` takes line breaks for mere whitespace: two entries on one line and one entry split over
+    two lines count as two lines' worth. When every line starts with ``{`` and ends with ``}``, no object
+    spans a break (the line before a break inside an object would end in ``{``, ``[``, ``,``, ``:`` or a
+    scalar, or in a ``}`` that the next line follows with ``,``, ``]`` or ``}``), so each line holds at least
+    one whole object, and as many objects as lines means exactly one a line. Anything else (a blank line,
+    spaces around an entry, a ``\\r`` before the break) is left to the plain decode.
+    """
+    import numpy as np
+
+    bytes_ = np.frombuffer(data, np.uint8, count=int(breaks[-1]) + 1)
+    firsts = bytes_[np.concatenate(([0], breaks[:-1] + 1))]
+    lasts = bytes_[breaks - 1]
+    return bool((firsts == _OPEN).all() and (lasts == _CLOSE).all())
 
 
 class _Starts:
