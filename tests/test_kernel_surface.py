@@ -135,6 +135,8 @@ def test_interrupting_a_turn_cancels_the_queued_cells(kernel: Kernel, openai_ser
     kernel.manager.interrupt_kernel()
     first, second, third = kernel.replies(sent)
     assert first["status"] == "error" and first["ename"] == "KeyboardInterrupt"
+    shown = "\n".join(first["traceback"])
+    assert "nest_asyncio" not in shown and "eventloop.py" not in shown, "the interrupt shows the turn's internals"
     assert second["status"] == third["status"] == "aborted"
     assert len(openai_server.requests) == 1
     entries = kernel.tape.read()

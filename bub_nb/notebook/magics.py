@@ -228,7 +228,9 @@ class BubMagics(Magics):
         except KeyboardInterrupt:
             agent.abort()
             answer.finish(interrupted(answer.text))
-            raise  # like any Python cell, so Jupyter cancels the cells queued after this one
+            # Raised on, like any Python cell's, so Jupyter cancels the cells queued after this one; raised
+            # afresh so the traceback ends in this cell, not in the event loop the turn happened to be in.
+            raise KeyboardInterrupt from None
         except BubNbError as exc:
             if answer.text:
                 answer.finish(f"{answer.text}\n\n{CUT_SHORT}")
