@@ -119,13 +119,9 @@ def _text_column(values: list[Any], *, text_or_none: bool = False) -> pd.Series 
         except UnicodeEncodeError:  # a lone surrogate, which Arrow's UTF-8 cannot hold: kept in Python strings
             return pd.Series(values, dtype=pd.StringDtype("python", na_value=np.nan))
         return pd.Series(pd.arrays.ArrowStringArray(chunks, dtype=dtype), copy=False)
-    # Python strings: the object array pandas would make, with NaN for missing, handed over as it is rather
-    # than copied and checked value by value again
-    array = np.empty(len(values), dtype=object)
-    array[:] = values
-    if None in values:
-        array[pd.isna(array)] = np.nan
-    return pd.Series(pd.arrays.StringArray(array, dtype=dtype), copy=False)
+    # Python strings: pandas' own conversion from a list with the dtype given, one pass in C that also turns
+    # ``None`` into NaN, is about twice as fast as filling an object array and marking the missing values
+    return pd.Series(values, dtype=dtype)
 
 
 def tape_to_frame(tape: StoredTape) -> pd.DataFrame:
