@@ -82,6 +82,16 @@ def test_each_hostile_line_among_clean_ones_is_framed_as_decoding_reads_it() -> 
         assert_same(decode_columns(lines), plain_columns(lines, 1))
 
 
+@pytest.mark.parametrize("start", [1, 1500])
+def test_hostile_lines_far_into_a_long_block_are_framed_as_decoding_reads_them(start: int) -> None:
+    lines = [ENTRY % number for number in range(1, 4001)]
+    lines[1030], lines[2100], lines[3999] = HOSTILE[0], HOSTILE[6], HOSTILE[-1]
+    lines[2500] = ENTRY % 5  # an id below ``start`` among later ones
+    fast, plain = decode_columns(lines, start), plain_columns(lines, start)
+    assert_same(fast, plain)
+    assert len(fast) > 2000
+
+
 def test_a_negative_integer_just_below_64_bits_is_read_exactly() -> None:
     line = b'{"id":1,"kind":"event","payload":{"n":-9223372036854775809},"meta":{},"date":"d"}'
     record = decode_record(line)
