@@ -26,6 +26,7 @@ from bub_nb.agent.preflight import context_window_of
 from bub_nb.context.messages import is_hidden
 from bub_nb.context.tokens import count_messages_tokens, count_text_tokens
 from bub_nb.errors import BubNbError, ContextLengthError
+from bub_nb.tape.anchor_state import SUMMARY_KEYS
 from bub_nb.tape.citations import check_citations
 from bub_nb.tape.text import payload_role, payload_text
 
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
 FALLBACK: Final = "offline (extractive fallback)"
 """``summarized_by`` of a summary quoted from the tape because the model's summary failed."""
 
-STATE_KEYS: Final = ("summary", "next_steps", "sources", "range", "summarized_by", "uncited", "removed_citations")
+STATE_KEYS: Final = SUMMARY_KEYS
 """The keys a summarising handoff adds to its anchor's state."""
 
 _KINDS: Final = ("message", "tool_call", "tool_result", "error")

@@ -17,15 +17,16 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from bub_nb.context.messages import Message, is_hidden
 from bub_nb.context.strategies import LastAnchor, Selection
+from bub_nb.tape.anchor_state import BOOKKEEPING_KEYS, CITING_TITLES
 from bub_nb.tape.entries import TapeEntry, is_phase_anchor
 
 if TYPE_CHECKING:
     from bub_nb.tape import Tape
 
 #: State keys a summarising handoff writes for readers and tools, not for the model.
-BOOKKEEPING: Final = frozenset({"sources", "range", "summarized_by", "uncited", "removed_citations"})
+BOOKKEEPING: Final = frozenset(BOOKKEEPING_KEYS)
 #: Text keys shown first, in this order, under these headings.
-LEADING: Final = (("summary", "Summary"), ("next_steps", "Next steps"))
+LEADING: Final = tuple(CITING_TITLES.items())
 #: How an earlier phase's message opens: ``[Earlier phase: <anchor name> (#first-#last)]``.
 EARLIER_PHASE: Final = "[Earlier phase: "
 #: Other state values are clipped to this many characters: an error text must not outweigh the summaries.

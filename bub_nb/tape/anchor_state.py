@@ -2,12 +2,25 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from bub_nb.tape.citations import cited_ids
 
-#: The state keys whose text may cite entries.
-CITING_KEYS = ("summary", "next_steps")
+CITING_TITLES: Final = {"summary": "Summary", "next_steps": "Next steps"}
+"""The state keys whose text may cite entries, in the order they are shown, with their headings."""
+
+CITING_KEYS: Final = tuple(CITING_TITLES)
+
+BOOKKEEPING_KEYS: Final = ("sources", "range", "summarized_by", "uncited", "removed_citations")
+"""What a summarising handoff adds beside its text, for readers and tools rather than the model."""
+
+SUMMARY_KEYS: Final = (*CITING_KEYS, *BOOKKEEPING_KEYS)
+"""Every key a summarising handoff adds to its anchor's state."""
+
+
+def citing_text(state: dict[str, Any]) -> str:
+    """The text of a state's citing keys, joined, for finding its citations."""
+    return " ".join(value for key in CITING_KEYS if isinstance(value := state.get(key), str))
 
 
 def state_sources(state: Any) -> tuple[int, ...]:
@@ -20,8 +33,7 @@ def state_sources(state: Any) -> tuple[int, ...]:
     listed = state.get("sources")
     if isinstance(listed, list | tuple):
         return tuple(sorted({value for value in listed if type(value) is int and value > 0}))
-    text = " ".join(value for key in CITING_KEYS if isinstance(value := state.get(key), str))
-    return tuple(cited_ids(text))
+    return tuple(cited_ids(citing_text(state)))
 
 
 def state_uncited(state: Any) -> tuple[str, ...] | None:

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Container, Iterable
-from typing import Any, Final
+from typing import Any
 
 import orjson
 
-from bub_nb.tape.anchor_state import CITING_KEYS, state_sources
+from bub_nb.tape.anchor_state import CITING_KEYS, CITING_TITLES, citing_text, state_sources
 from bub_nb.tape.citations import cited_ids, find_citations, format_citation
 from bub_nb.tape.entries import TapeEntry
-
-_TITLES: Final = {"summary": "Summary", "next_steps": "Next steps"}
 
 
 def entry_target(entry_id: int) -> str:
@@ -33,7 +31,7 @@ def link_targets(entries: Iterable[TapeEntry]) -> set[int]:
         if not isinstance(state, dict):
             continue
         wanted.update(state_sources(state))
-        wanted.update(cited_ids(" ".join(v for key in CITING_KEYS if isinstance(v := state.get(key), str))))
+        wanted.update(cited_ids(citing_text(state)))
         span = _span(state)
         if span is not None:
             wanted.add(span[0])
@@ -63,7 +61,8 @@ def phase_section(anchor: TapeEntry, targets: Container[int]) -> list[str]:
     texts = {key: value for key in CITING_KEYS if isinstance(value := state.get(key), str) and value.strip()}
     about, told = _about(state) if "summary" in texts else ("", set())
     for key, text in texts.items():
-        lines += [link_entries(f"**{_TITLES[key]}**{about if key == 'summary' else ''}: {text.strip()}", targets), ""]
+        heading = f"**{CITING_TITLES[key]}**{about if key == 'summary' else ''}"
+        lines += [link_entries(f"{heading}: {text.strip()}", targets), ""]
     # The links show what a summary cites, so its sources list would only repeat them.
     hidden = texts.keys() | told | ({"sources"} if "summary" in texts else set())
     rest = {key: value for key, value in state.items() if key not in hidden}
