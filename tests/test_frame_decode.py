@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 from typing import Any
@@ -13,9 +14,11 @@ from hypothesis import strategies as st
 from test_tape_scale import HOSTILE, tape_lines
 
 from bub_nb.tape import FileTapeStore, open_tape
-from bub_nb.tape.columns import Columns, decode_columns, kind_column
+from bub_nb.tape.columns import Columns, decode_columns, kind_column, text_columns
+from bub_nb.tape.events import payload_event_usage
 from bub_nb.tape.frame import _text_column
-from bub_nb.tape.lines import decode_record
+from bub_nb.tape.lines import decode_record, line_blocks
+from bub_nb.tape.text import payload_call_names, payload_role, payload_text
 
 ENTRY = b'{"id":%d,"kind":"message","payload":{"role":"user","content":"hi"},"meta":{},"date":"2026-01-01"}'
 
@@ -61,6 +64,80 @@ numbers = st.one_of(
     st.integers(max_value=-(2**63) + 2, min_value=-(2**70)),
     st.floats(allow_nan=False, allow_infinity=False),
 )
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    data=st.lists(st.sampled_from([b"a", b"bc", b"\n", b"\n\n", b"{}", b"x" * 40]), max_size=30).map(b"".join),
+    block=st.integers(1, 16),
+    first=st.one_of(st.none(), st.integers(1, 4)),
+    size=st.one_of(st.none(), st.integers(0, 200)),
+)
+def test_lines_read_a_block_at_a_time_are_the_complete_lines_of_the_bytes_read(
+    data: bytes, block: int, first: int | None, size: int | None
+) -> None:
+    size = len(data) if size is None else size
+    read = data[:size]
+    complete = read[: read.rfind(b"\n") + 1]  # the unfinished last line is left out
+    expected = complete.split(b"\n")[:-1]
+    blocks = list(line_blocks(io.BytesIO(data), size, block, first=first))
+    assert [line for lines in blocks for line in lines] == expected
+    assert all(blocks)  # a block that ends no line yields nothing rather than an empty list
+
+
+json_values = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.floats(allow_nan=False), st.text(max_size=4)),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(["usage", "name", "x"]), inner, max_size=3)
+    ),
+    max_leaves=6,
+)
+empty_values = st.sampled_from([None, {}, [], 0, "", False])
+usage_data = st.fixed_dictionaries(
+    {"usage": st.dictionaries(st.sampled_from(["prompt_tokens", "completion_tokens"]), st.integers(0, 9) | json_values)}
+)
+calls = st.lists(
+    st.fixed_dictionaries({"function": st.dictionaries(st.sampled_from(["name", "arguments"]), json_values)})
+)
+payloads = st.fixed_dictionaries(
+    {},
+    optional={
+        "name": st.sampled_from(["run", "summary", "handoff", "memory/zone", "", "user"]) | json_values,
+        "data": empty_values | usage_data | json_values,
+        "state": empty_values | json_values,
+        "role": st.sampled_from(["user", "assistant", "tool"]) | json_values,
+        "content": st.text(max_size=4) | empty_values | json_values,
+        "tool_calls": calls | json_values,
+        "calls": calls | json_values,
+        "results": st.lists(st.text(max_size=3) | json_values, max_size=3) | json_values,
+        "kind": json_values,
+        "message": json_values,
+    },
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    rows=st.lists(
+        st.tuples(
+            st.sampled_from(["message", "event", "anchor", "system", "tool_call", "tool_result", "error", "x"]),
+            payloads,
+        ),
+        max_size=12,
+    )
+)
+def test_the_readable_columns_follow_the_text_rules_for_any_payload(rows: list[tuple[str, dict[str, Any]]]) -> None:
+    kinds, bodies = [kind for kind, _ in rows], [body for _, body in rows]
+    text = text_columns(kinds, bodies)
+    for row, (kind, payload) in enumerate(rows):
+        calls = payload_call_names(kind, payload) if kind in ("message", "tool_call") else []
+        own = payload.get("name") if kind in ("anchor", "event", "message") else None
+        own = own if isinstance(own, str) else None
+        assert text.roles[row] == payload_role(kind, payload)
+        assert text.contents[row] == payload_text(kind, payload)
+        assert text.tools[row] == calls
+        assert text.names[row] == (own if own is not None else (calls[0] if len(calls) == 1 else None))
+        assert text.usages.get(row) == payload_event_usage(kind, payload)
 
 
 @settings(max_examples=200, deadline=None)

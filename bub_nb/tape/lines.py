@@ -7,7 +7,7 @@ import gc
 import json
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, BinaryIO
 
 import orjson
 
@@ -122,10 +122,28 @@ def anchor_name(payload: dict[str, Any]) -> str:
     return name if isinstance(name, str) else ""
 
 
-def complete_lines(data: bytes) -> tuple[list[bytes], bytes]:
-    """``data`` split into its complete lines (without line breaks) and the unfinished rest."""
-    cut = data.rfind(b"\n") + 1
-    return data[: cut - 1].split(b"\n") if cut else [], data[cut:]
+def line_blocks(handle: BinaryIO, size: int, block: int, *, first: int | None = None) -> Iterator[list[bytes]]:
+    """The complete lines (without line breaks) in the next ``size`` bytes of ``handle``, one list per block read;
+    an unfinished last line is left out, as the index leaves it.
+
+    Blocks are ``block`` bytes, or start at ``first`` and grow fourfold up to ``block`` (for a reader that may
+    stop early). Each block is split as it was read, and only the line its end cuts is joined to the next one:
+    no block is copied before it is split, which at a million lines is about half the time of reading them.
+    """
+    carry, want = b"", first or block
+    while size > 0:
+        chunk = handle.read(min(size, want))
+        if not chunk:
+            return
+        size -= len(chunk)
+        want = min(want * 4, block)
+        lines = chunk.split(b"\n")
+        if len(lines) == 1:  # no line ends in this block: a line longer than a block
+            carry += chunk
+            continue
+        lines[0] = carry + lines[0]
+        carry = lines.pop()
+        yield lines
 
 
 @contextlib.contextmanager
