@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from test_tape_scale import HOSTILE, tape_lines
 
 from bub_nb.tape import FileTapeStore, open_tape
-from bub_nb.tape.columns import Columns, decode_columns, kind_column, text_columns
+from bub_nb.tape.columns import Columns, decode_columns, kind_column, text_columns, token_count
 from bub_nb.tape.events import payload_event_usage
 from bub_nb.tape.frame import _text_column
 from bub_nb.tape.lines import decode_record, line_blocks
@@ -137,7 +137,9 @@ def test_the_readable_columns_follow_the_text_rules_for_any_payload(rows: list[t
         assert text.contents[row] == payload_text(kind, payload)
         assert text.tools[row] == calls
         assert text.names[row] == (own if own is not None else (calls[0] if len(calls) == 1 else None))
-        assert text.usages.get(row) == payload_event_usage(kind, payload)
+        usage = payload_event_usage(kind, payload) or {}
+        assert text.prompt_tokens.get(row) == token_count(usage.get("prompt_tokens"))
+        assert text.completion_tokens.get(row) == token_count(usage.get("completion_tokens"))
 
 
 @settings(max_examples=200, deadline=None)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from bub_nb.tape.entries import is_phase_anchor
+from bub_nb.tape.entries import KINDS, is_phase_anchor
 from bub_nb.tape.events import USAGE_EVENTS, payload_event_usage
 from bub_nb.tape.lines import Record, decode_record
 from bub_nb.tape.text import payload_call_names, payload_text, tool_call_text
@@ -107,7 +107,9 @@ class TextColumns:
     names: list[str | None]  # the own name, else the tool of a single call
     contents: list[str]
     tools: list[list[str]]
-    usages: dict[int, dict[str, Any]]  # row -> the usage a ``run`` or ``summary`` event reports
+    # row -> the token counts a ``run`` or ``summary`` event reports, read while the row is in the cache
+    prompt_tokens: dict[int, int]
+    completion_tokens: dict[int, int]
 
     def extend(self, other: TextColumns, rows: int) -> None:
         """Append ``other``, the columns of the rows that follow the first ``rows``."""
@@ -116,10 +118,17 @@ class TextColumns:
         self.names += other.names
         self.contents += other.contents
         self.tools += other.tools
-        self.usages.update({rows + row: usage for row, usage in other.usages.items()})
+        self.prompt_tokens.update({rows + row: value for row, value in other.prompt_tokens.items()})
+        self.completion_tokens.update({rows + row: value for row, value in other.completion_tokens.items()})
 
 
+_TEXT_OR_NONE = {str, type(None)}
 _FIXED_ROLES = {"system": "system", "tool_call": "assistant", "anchor": "assistant", "tool_result": "tool"}
+# One string object per known kind and role. Decoding makes a new string for every row; a column whose rows
+# share a few objects is read from the cache by every later pass (categories, comparisons, pandas' checks),
+# where a million scattered strings cost a cache miss each.
+_KINDS = {kind: kind for kind in KINDS}
+_ROLES = {role: role for role in ("user", "assistant", "system", "tool", "developer")}
 
 
 @dataclass
@@ -134,10 +143,15 @@ class Columns:
     dates: list[str] = field(default_factory=list)
     text: TextColumns = field(init=False)
     run_ids: list[Any] = field(init=False)
+    run_ids_are_text: bool = field(init=False)  # every run id a string or None, as a run's recorder writes them
 
     def __post_init__(self) -> None:
+        self.kinds = list(map(_KINDS.get, self.kinds, self.kinds))
         self.text = text_columns(self.kinds, self.payloads)
-        self.run_ids = [meta.get("run_id") for meta in self.metas]
+        share = {}.setdefault  # one object per run id in these rows, as for names
+        run_ids = [meta.get("run_id") for meta in self.metas]
+        self.run_ids = [share(run, run) if type(run) is str else run for run in run_ids]
+        self.run_ids_are_text = set(map(type, self.run_ids)) <= _TEXT_OR_NONE
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -145,6 +159,7 @@ class Columns:
     def extend(self, other: Columns) -> None:
         self.text.extend(other.text, len(self))
         self.run_ids += other.run_ids
+        self.run_ids_are_text = self.run_ids_are_text and other.run_ids_are_text
         self.ids += other.ids
         self.kinds += other.kinds
         self.payloads += other.payloads
@@ -172,12 +187,14 @@ def text_columns(kinds: list[str], payloads: list[dict[str, Any]]) -> TextColumn
     contents: list[str] = [""] * count
     tools: list[list[str]] = [[] for _ in range(count)] if count else []
     names: list[str | None] = [None] * count
-    usages: dict[int, dict[str, Any]] = {}
+    prompts: dict[int, int] = {}
+    completions: dict[int, int] = {}
+    share = {}.setdefault  # one object per distinct name in these rows (see ``_KINDS``)
     for row, kind, payload in zip(range(count), kinds, payloads, strict=False):
         if kind == "message":
             role, name, content = payload.get("role"), payload.get("name"), payload.get("content")
-            roles[row] = role if type(role) is str else None
-            own = name if type(name) is str else None
+            roles[row] = _ROLES.get(role, role) if type(role) is str else None
+            own = share(name, name) if type(name) is str else None
             own_names[row] = names[row] = own
             if type(content) is str and "tool_calls" not in payload:
                 contents[row] = content
@@ -185,7 +202,7 @@ def text_columns(kinds: list[str], payloads: list[dict[str, Any]]) -> TextColumn
             contents[row] = payload_text(kind, payload)
             calls = tools[row] = payload_call_names(kind, payload)
             if own is None and len(calls) == 1:
-                names[row] = calls[0]
+                names[row] = share(calls[0], calls[0])
         elif kind == "system":
             roles[row] = "system"
             content = payload.get("content")
@@ -193,11 +210,16 @@ def text_columns(kinds: list[str], payloads: list[dict[str, Any]]) -> TextColumn
         elif kind == "event" or kind == "anchor":
             roles[row] = _FIXED_ROLES.get(kind)
             name = payload.get("name")
-            own_names[row] = names[row] = name if type(name) is str else None
+            own_names[row] = names[row] = share(name, name) if type(name) is str else None
             contents[row] = payload_text(kind, payload)
             usage = payload_event_usage(kind, payload) if name in USAGE_EVENTS else None
             if usage is not None:
-                usages[row] = usage
+                prompt = token_count(usage.get("prompt_tokens"))
+                completion = token_count(usage.get("completion_tokens"))
+                if prompt is not None:
+                    prompts[row] = prompt
+                if completion is not None:
+                    completions[row] = completion
         elif kind == "tool_result":
             roles[row] = "tool"
             results = payload.get("results")
@@ -210,11 +232,18 @@ def text_columns(kinds: list[str], payloads: list[dict[str, Any]]) -> TextColumn
             contents[row], calls = tool_call_text(payload)
             tools[row] = calls
             if len(calls) == 1:
-                names[row] = calls[0]
+                names[row] = share(calls[0], calls[0])
         else:
             roles[row] = _FIXED_ROLES.get(kind)
             contents[row] = payload_text(kind, payload)
-    return TextColumns(roles, own_names, names, contents, tools, usages)
+    return TextColumns(roles, own_names, names, contents, tools, prompts, completions)
+
+
+def token_count(value: Any) -> int | None:
+    """A token count as a usage reports it (an integral float counts), else ``None``: anything else is not one."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return value if type(value) is int and -(2**63) <= value < 2**63 else None
 
 
 def phase_column(kinds: list[str], own_names: list[str | None], tape_starts: Sequence[int] = (0,)) -> list[str | None]:

@@ -64,9 +64,9 @@ def columns_to_frame(columns: Columns, tape_starts: Sequence[int] = (0,)) -> pd.
                 "content": _text_column(text.contents, text_or_none=True),
                 "tools": text.tools,
                 "phase": _text_column(phases, text_or_none=True),
-                "run_id": _text_column(columns.run_ids),
-                "prompt_tokens": _token_counts(text.usages, "prompt_tokens", count),
-                "completion_tokens": _token_counts(text.usages, "completion_tokens", count),
+                "run_id": _text_column(columns.run_ids, text_or_none=columns.run_ids_are_text),
+                "prompt_tokens": _token_counts(text.prompt_tokens, count),
+                "completion_tokens": _token_counts(text.completion_tokens, count),
                 "payload": columns.payloads,
                 "meta": columns.metas,
             },
@@ -75,19 +75,12 @@ def columns_to_frame(columns: Columns, tape_starts: Sequence[int] = (0,)) -> pd.
         )
 
 
-def _token_counts(usages: dict[int, Any], key: str, count: int) -> pd.api.extensions.ExtensionArray:
-    """One nullable integer per row: the count a ``run`` event reports, else missing."""
-    rows, counts = [], []
-    for row, usage in usages.items():
-        value = usage.get(key)
-        if isinstance(value, float) and value.is_integer():
-            value = int(value)
-        if type(value) is int and -(2**63) <= value < 2**63:  # anything else is not a count
-            rows.append(row)
-            counts.append(value)
+def _token_counts(counts: dict[int, int], count: int) -> pd.api.extensions.ExtensionArray:
+    """One nullable integer per row: the count a ``run`` or ``summary`` event reports, else missing."""
+    rows = np.fromiter(counts, dtype=np.intp, count=len(counts))
     values = np.zeros(count, dtype="int64")
     missing = np.ones(count, dtype=bool)
-    values[rows] = counts
+    values[rows] = np.fromiter(counts.values(), dtype=np.int64, count=len(counts))
     missing[rows] = False
     return pd.arrays.IntegerArray(values, missing)
 
