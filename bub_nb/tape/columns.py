@@ -5,6 +5,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import operator
+from array import array
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -39,46 +40,45 @@ _LOWEST_ID, _BEYOND_ID = -(2**63), 2**63  # ids outside 64 bits are not entries
 _CACHED_LINES = 1024  # lines decoded and moved into columns at a time, while their values are in the cache
 
 
-def decode_columns(lines: Sequence[bytes], start: int = 1) -> Columns:
+def decode_columns(lines: Sequence[bytes], start: int = 1, into: Columns | None = None) -> Columns:
     """Decode complete lines into columns of the entries with ``id >= start``, as ``records`` reads them; lines
-    that are not entries are left out.
+    that are not entries are left out. The rows are added to ``into`` when given, else to new columns.
 
     The common case (every line exactly the five fields, of the right types) is decoded by msgspec into a
     typed value per line, which checks every type as it goes and builds no dict per line; msgspec reads
     integers beyond 64 bits exactly, as the plain decode does. Anything else (a line that is not JSON, not
-    UTF-8, with a missing or extra field, a float msgspec cannot hold) sends the block line by line through
-    ``decode_record``.
+    UTF-8, with a missing or extra field, a float msgspec cannot hold) sends its run of lines one by one
+    through ``decode_record``.
 
     The lines are decoded a thousand or so at a time: the typed values of such a run are still in the CPU's
     cache when they are moved into columns, where those of a whole read block are not.
     """
-    if len(lines) <= _CACHED_LINES:
-        return _decode_run(lines, start)
-    out = Columns()
+    out = Columns() if into is None else into
     for first in range(0, len(lines), _CACHED_LINES):
-        out.extend(_decode_run(lines[first : first + _CACHED_LINES], start))
+        _decode_run(lines[first : first + _CACHED_LINES], start, out)
     return out
 
 
-def _decode_run(lines: Sequence[bytes], start: int) -> Columns:
+def _decode_run(lines: Sequence[bytes], start: int, out: Columns) -> None:
     try:
         entries = list(map(_ENTRY, lines))
     except (msgspec.DecodeError, ValueError, RecursionError):  # ValueError: not UTF-8
-        return _one_by_one(lines, start)
+        return _one_by_one(lines, start, out)
     ids = [entry.id for entry in entries]
     if ids and not (max(start, _LOWEST_ID) <= min(ids) and max(ids) < _BEYOND_ID):
-        return _one_by_one(lines, start)
-    return Columns(
+        return _one_by_one(lines, start, out)
+    out.add(
         ids,
         [entry.kind for entry in entries],
         [entry.payload for entry in entries],
         [entry.meta for entry in entries],
         [entry.date for entry in entries],
     )
+    return None
 
 
-def _one_by_one(lines: Sequence[bytes], start: int) -> Columns:
-    return Columns.from_records(r for r in map(decode_record, lines) if r is not None and r["id"] >= start)
+def _one_by_one(lines: Sequence[bytes], start: int, out: Columns) -> None:
+    out.add_records(r for r in map(decode_record, lines) if r is not None and r["id"] >= start)
 
 
 def kind_column(kinds: list[str]) -> pd.Series:
@@ -102,24 +102,27 @@ def kind_column(kinds: list[str]) -> pd.Series:
 class TextColumns:
     """The columns a person reads, worked out from each entry's kind and payload."""
 
-    roles: list[str | None]
-    own_names: list[str | None]  # an anchor's, event's or message's own name
-    names: list[str | None]  # the own name, else the tool of a single call
-    contents: list[str]
-    tools: list[list[str]]
+    roles: list[str | None] = field(default_factory=list)
+    own_names: list[str | None] = field(default_factory=list)  # an anchor's, event's or message's own name
+    names: list[str | None] = field(default_factory=list)  # the own name, else the tool of a single call
+    contents: list[str] = field(default_factory=list)
+    tools: list[list[str]] = field(default_factory=list)
     # row -> the token counts a ``run`` or ``summary`` event reports, read while the row is in the cache
-    prompt_tokens: dict[int, int]
-    completion_tokens: dict[int, int]
+    prompt_tokens: dict[int, int] = field(default_factory=dict)
+    completion_tokens: dict[int, int] = field(default_factory=dict)
 
-    def extend(self, other: TextColumns, rows: int) -> None:
-        """Append ``other``, the columns of the rows that follow the first ``rows``."""
+    def extend(self, other: TextColumns, rows: int = 0) -> None:
+        """Append ``other``, whose token counts are numbered ``rows`` short of their rows here."""
         self.roles += other.roles
         self.own_names += other.own_names
         self.names += other.names
         self.contents += other.contents
         self.tools += other.tools
-        self.prompt_tokens.update({rows + row: value for row, value in other.prompt_tokens.items()})
-        self.completion_tokens.update({rows + row: value for row, value in other.completion_tokens.items()})
+        for mine, theirs in (
+            (self.prompt_tokens, other.prompt_tokens),
+            (self.completion_tokens, other.completion_tokens),
+        ):
+            mine.update({rows + row: value for row, value in theirs.items()} if rows else theirs)
 
 
 _TEXT_OR_NONE = {str, type(None)}
@@ -134,29 +137,67 @@ _ROLES = {role: role for role in ("user", "assistant", "system", "tool", "develo
 @dataclass
 class Columns:
     """Decoded entries, one list per field, in file order, with the readable columns and run ids derived
-    from them as they are made: for the lines of a decoded run, while their values are still in the cache."""
+    from them as rows are added: for the lines of a decoded run, while their values are still in the cache."""
 
-    ids: list[int] = field(default_factory=list)
+    ids: array[int] = field(default_factory=lambda: array("q"))  # 64-bit integers, not a million int objects
     kinds: list[str] = field(default_factory=list)
     payloads: list[dict[str, Any]] = field(default_factory=list)
     metas: list[dict[str, Any]] = field(default_factory=list)
     dates: list[str] = field(default_factory=list)
-    text: TextColumns = field(init=False)
-    run_ids: list[Any] = field(init=False)
-    run_ids_are_text: bool = field(init=False)  # every run id a string or None, as a run's recorder writes them
+    text: TextColumns = field(default_factory=TextColumns)
+    run_ids: list[Any] = field(default_factory=list)
+    run_ids_are_text: bool = True  # every run id a string or None, as a run's recorder writes them
 
-    def __post_init__(self) -> None:
-        self.kinds = list(map(_KINDS.get, self.kinds, self.kinds))
-        self.text = text_columns(self.kinds, self.payloads)
-        share = {}.setdefault  # one object per run id in these rows, as for names
-        run_ids = [meta.get("run_id") for meta in self.metas]
-        self.run_ids = [share(run, run) if type(run) is str else run for run in run_ids]
-        self.run_ids_are_text = set(map(type, self.run_ids)) <= _TEXT_OR_NONE
+    @classmethod
+    def of(
+        cls,
+        ids: Sequence[int],
+        kinds: Sequence[str],
+        payloads: Sequence[dict[str, Any]],
+        metas: Sequence[dict[str, Any]],
+        dates: Sequence[str],
+    ) -> Columns:
+        out = cls()
+        out.add(ids, kinds, payloads, metas, dates)
+        return out
+
+    @classmethod
+    def from_records(cls, records: Iterable[Record]) -> Columns:
+        out = cls()
+        out.add_records(records)
+        return out
 
     def __len__(self) -> int:
         return len(self.ids)
 
+    def add(
+        self,
+        ids: Sequence[int],
+        kinds: Sequence[str],
+        payloads: Sequence[dict[str, Any]],
+        metas: Sequence[dict[str, Any]],
+        dates: Sequence[str],
+    ) -> None:
+        """Append rows, deriving their readable columns and run ids at once, while their values are cached."""
+        kinds = list(map(_KINDS.get, kinds, kinds))
+        self.text.extend(text_columns(kinds, payloads, first_row=len(self)))
+        share = {}.setdefault  # one object per run id in these rows, as for names
+        run_ids = [share(run, run) if type(run := meta.get("run_id")) is str else run for meta in metas]
+        self.run_ids_are_text = self.run_ids_are_text and set(map(type, run_ids)) <= _TEXT_OR_NONE
+        self.run_ids += run_ids
+        self.ids += array("q", ids)  # the integers are let go here, while cached, rather than all at the end
+        self.kinds += kinds
+        self.payloads += payloads
+        self.metas += metas
+        self.dates += dates
+
+    def add_records(self, records: Iterable[Record]) -> None:
+        records = list(records)
+        if records:
+            self.add(*zip(*map(_FIELDS, records), strict=True))
+
     def extend(self, other: Columns) -> None:
+        """Append the rows of ``other`` (another tape's, in a frame of several)."""
         self.text.extend(other.text, len(self))
         self.run_ids += other.run_ids
         self.run_ids_are_text = self.run_ids_are_text and other.run_ids_are_text
@@ -166,17 +207,10 @@ class Columns:
         self.metas += other.metas
         self.dates += other.dates
 
-    @classmethod
-    def from_records(cls, records: Iterable[Record]) -> Columns:
-        records = list(records)
-        if not records:
-            return cls()
-        ids, kinds, payloads, metas, dates = zip(*map(_FIELDS, records), strict=True)
-        return cls(list(ids), list(kinds), list(payloads), list(metas), list(dates))
 
-
-def text_columns(kinds: list[str], payloads: list[dict[str, Any]]) -> TextColumns:
-    """Role, name, readable text and tool names per entry, by the rules of ``bub_nb.tape.text``.
+def text_columns(kinds: Sequence[str], payloads: Sequence[dict[str, Any]], first_row: int = 0) -> TextColumns:
+    """Role, name, readable text and tool names per entry, by the rules of ``bub_nb.tape.text``; token counts
+    are keyed by row, numbered from ``first_row``.
 
     One loop, with the common shapes (a chat message or system prompt with string content, a named
     event or anchor, a string tool result) read inline and everything else through the text module.
@@ -217,9 +251,9 @@ def text_columns(kinds: list[str], payloads: list[dict[str, Any]]) -> TextColumn
                 prompt = token_count(usage.get("prompt_tokens"))
                 completion = token_count(usage.get("completion_tokens"))
                 if prompt is not None:
-                    prompts[row] = prompt
+                    prompts[first_row + row] = prompt
                 if completion is not None:
-                    completions[row] = completion
+                    completions[first_row + row] = completion
         elif kind == "tool_result":
             roles[row] = "tool"
             results = payload.get("results")

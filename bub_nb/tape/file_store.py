@@ -267,7 +267,7 @@ class TapeFile:
         out = Columns()
         with contextlib.suppress(FileNotFoundError), open(self.path, "rb") as handle, gc_paused():
             for lines in line_blocks(handle, os.fstat(handle.fileno()).st_size, _DECODE_BLOCK):
-                out.extend(decode_columns(lines))
+                decode_columns(lines, into=out)
         return out
 
     def read(self, start: int = 1, stop: int | None = None) -> list[TapeEntry]:

@@ -28,7 +28,7 @@ def entries_to_frame(entries: Iterable[TapeEntry]) -> pd.DataFrame:
     filled from ``run`` and ``summary`` events, which carry the model's exact usage."""
     entries = list(entries)
     with gc_paused():
-        columns = Columns(
+        columns = Columns.of(
             [e.id for e in entries],
             [e.kind for e in entries],
             [e.payload for e in entries],
@@ -54,7 +54,7 @@ def columns_to_frame(columns: Columns, tape_starts: Sequence[int] = (0,)) -> pd.
         phases = phase_column(kinds, text.own_names, tape_starts)
         return pd.DataFrame(
             {
-                "id": pd.Series(np.fromiter(columns.ids, dtype=np.int64, count=count)),
+                "id": pd.Series(np.array(columns.ids, dtype=np.int64)),
                 "kind": kind_column(kinds),
                 "date": pd.to_datetime(
                     pd.Series(columns.dates, dtype="object"), utc=True, format="ISO8601", errors="coerce"
