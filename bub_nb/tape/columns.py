@@ -181,7 +181,8 @@ class Columns:
         """Append rows, deriving their readable columns and run ids at once, while their values are cached."""
         kinds = list(map(_KINDS.get, kinds, kinds))
         self.text.extend(text_columns(kinds, payloads, first_row=len(self)))
-        share = {}.setdefault  # one object per run id in these rows, as for names
+        seen: dict[str, str] = {}
+        share = seen.setdefault  # one object per run id in these rows, as for names
         run_ids = [share(run, run) if type(run := meta.get("run_id")) is str else run for meta in metas]
         self.run_ids_are_text = self.run_ids_are_text and set(map(type, run_ids)) <= _TEXT_OR_NONE
         self.run_ids += run_ids
@@ -223,7 +224,8 @@ def text_columns(kinds: Sequence[str], payloads: Sequence[dict[str, Any]], first
     names: list[str | None] = [None] * count
     prompts: dict[int, int] = {}
     completions: dict[int, int] = {}
-    share = {}.setdefault  # one object per distinct name in these rows (see ``_KINDS``)
+    seen: dict[str, str] = {}
+    share = seen.setdefault  # one object per distinct name in these rows (see ``_KINDS``)
     for row, kind, payload in zip(range(count), kinds, payloads, strict=False):
         if kind == "message":
             role, name, content = payload.get("role"), payload.get("name"), payload.get("content")
