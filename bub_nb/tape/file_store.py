@@ -27,7 +27,7 @@ from filelock import FileLock, Timeout
 from bub_nb.errors import TapeError
 from bub_nb.tape.columns import Columns, decode_columns
 from bub_nb.tape.entries import TapeEntry
-from bub_nb.tape.index import TAIL_BYTES, IndexFile, IndexState
+from bub_nb.tape.index import READ_CHUNK, TAIL_BYTES, IndexFile, IndexState
 from bub_nb.tape.lines import Record, anchor_name, decode_record, decode_records, gc_paused, line_blocks
 from bub_nb.tape.naming import check_file_name
 from bub_nb.tape.reserved import LINEAGE_FILE as SESSION_GRAPH
@@ -35,9 +35,8 @@ from bub_nb.tape.search import candidate_lines
 from bub_nb.tape.store import AnchorRef, StoreStats
 
 _FIRST_CHUNK = 1 << 14
-_DECODE_BLOCK = 1 << 20  # bytes read at a time to decode in bulk: a block's lines stay in the CPU's cache while split
 _REVERSE_BLOCK = 1 << 18
-_SEARCH_BLOCK = 1 << 22
+_SEARCH_BLOCK = READ_CHUNK
 _PERSIST_EVERY_BYTES = 1 << 20
 _COMPACT_AFTER_RECORDS = 512
 _TORN_CHECKS = 5
@@ -245,7 +244,7 @@ class TapeFile:
         with contextlib.suppress(FileNotFoundError), open(self.path, "rb") as handle, gc_paused():
             handle.seek(offset)
             first = None if stop is None else _FIRST_CHUNK
-            for lines in line_blocks(handle, state.size - offset, _DECODE_BLOCK, first=first):
+            for lines in line_blocks(handle, state.size - offset, READ_CHUNK, first=first):
                 if stop is None:  # to the end: decode in bulk
                     out.extend([r for r in decode_records(lines) if r is not None and r["id"] >= start])
                     continue
@@ -266,7 +265,7 @@ class TapeFile:
         """
         out = Columns()
         with contextlib.suppress(FileNotFoundError), open(self.path, "rb") as handle, gc_paused():
-            for lines in line_blocks(handle, os.fstat(handle.fileno()).st_size, _DECODE_BLOCK):
+            for lines in line_blocks(handle, os.fstat(handle.fileno()).st_size, READ_CHUNK):
                 decode_columns(lines, into=out)
         return out
 
