@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pandas as pd
 import pytest
@@ -14,6 +17,7 @@ from hypothesis import strategies as st
 from test_tape_scale import HOSTILE, tape_lines
 
 from bub_nb.tape import FileTapeStore, open_tape
+from bub_nb.tape import frame as frame_module
 from bub_nb.tape.columns import Columns, decode_columns, kind_column, text_columns, token_count
 from bub_nb.tape.events import payload_event_usage
 from bub_nb.tape.frame import _text_column
@@ -181,35 +185,57 @@ def test_a_negative_integer_just_below_64_bits_is_read_exactly() -> None:
 TEXT_COLUMNS = ("role", "name", "content", "phase", "run_id")
 
 
+# pandas keeps a ``str`` column's values in Python strings, or in Arrow when pyarrow is installed (its default
+# then); both are built here, in Arrow chunks of a few rows so that a column spans several
+STORAGES = ["python", "pyarrow"]
+
+
+@contextlib.contextmanager
+def string_storage(storage: str) -> Iterator[None]:
+    with pd.option_context("mode.string_storage", storage), mock.patch.object(frame_module, "_ARROW_ROWS", 3):
+        yield
+
+
+@pytest.mark.parametrize("storage", STORAGES)
 @pytest.mark.parametrize(
     "metas",
     [[{}, {}], [{"run_id": "r1"}, {}], [{"run_id": 7}, {"run_id": "r2"}], [{"run_id": {"x": 1}}, {}]],
     ids=["no run ids", "str and missing", "int and str", "object"],
 )
-def test_text_columns_take_the_dtype_pandas_infers_from_their_values(tmp_path: Path, metas: list[Any]) -> None:
+def test_text_columns_take_the_dtype_pandas_infers_from_their_values(
+    tmp_path: Path, metas: list[Any], storage: str
+) -> None:
     tape = open_tape("t", store=FileTapeStore(tmp_path))
     tape.handoff("phase/a")
-    tape.append_message({"role": "user", "content": "hi"}, **metas[0])
-    tape.append_event("run", {"usage": {}}, **metas[1])
-    frame = tape.to_frame()
-    for column in TEXT_COLUMNS:
-        pd.testing.assert_series_equal(frame[column], pd.Series(frame[column].tolist(), name=column))
+    for _ in range(3):
+        tape.append_message({"role": "user", "content": "hi"}, **metas[0])
+        tape.append_event("run", {"usage": {}}, **metas[1])
+    with string_storage(storage):
+        frame = tape.to_frame()
+        for column in TEXT_COLUMNS:
+            pd.testing.assert_series_equal(frame[column], pd.Series(frame[column].tolist(), name=column))
+    if frame["content"].dtype != object:
+        assert frame["content"].dtype.storage == storage
 
 
-def test_a_lone_surrogate_in_a_text_column_keeps_the_frame_readable(tmp_path: Path) -> None:
+@pytest.mark.parametrize("storage", STORAGES)
+def test_a_lone_surrogate_in_a_text_column_keeps_the_frame_readable(tmp_path: Path, storage: str) -> None:
     tape = open_tape("t", store=FileTapeStore(tmp_path))
     tape.append_message({"role": "user", "content": "half a pair \udc00"})
     tape.append_message({"role": "user", "content": "whole"})
-    frame = tape.to_frame()
+    with string_storage(storage):
+        frame = tape.to_frame()
     assert frame["content"].tolist() == ["half a pair \udc00", "whole"]
     assert str(frame["content"].dtype) == "str" and frame["content"].str.contains("half").sum() == 1
 
 
-@settings(max_examples=200, deadline=None)
+@pytest.mark.parametrize("storage", STORAGES)
+@settings(max_examples=150, deadline=None)
 @given(values=st.lists(st.one_of(st.none(), st.text(max_size=3), st.sampled_from(["", "user"])), max_size=8))
-def test_a_derived_text_column_takes_the_dtype_and_values_pandas_infers(values: list[str | None]) -> None:
-    built = _text_column(list(values), text_or_none=True)
-    pd.testing.assert_series_equal(pd.Series(built), pd.Series(values))
+def test_a_derived_text_column_takes_the_dtype_and_values_pandas_infers(values: list[str | None], storage: str) -> None:
+    with string_storage(storage):
+        built = _text_column(list(values), text_or_none=True)
+        pd.testing.assert_series_equal(pd.Series(built), pd.Series(values))
 
 
 @settings(max_examples=200, deadline=None)
