@@ -111,18 +111,15 @@ class TextColumns:
     prompt_tokens: dict[int, int] = field(default_factory=dict)
     completion_tokens: dict[int, int] = field(default_factory=dict)
 
-    def extend(self, other: TextColumns, rows: int = 0) -> None:
-        """Append ``other``, whose token counts are numbered ``rows`` short of their rows here."""
+    def extend(self, other: TextColumns) -> None:
+        """Append ``other``, the columns of the rows that follow (its token counts numbered as they are here)."""
         self.roles += other.roles
         self.own_names += other.own_names
         self.names += other.names
         self.contents += other.contents
         self.tools += other.tools
-        for mine, theirs in (
-            (self.prompt_tokens, other.prompt_tokens),
-            (self.completion_tokens, other.completion_tokens),
-        ):
-            mine.update({rows + row: value for row, value in theirs.items()} if rows else theirs)
+        self.prompt_tokens.update(other.prompt_tokens)
+        self.completion_tokens.update(other.completion_tokens)
 
 
 _TEXT_OR_NONE = {str, type(None)}
@@ -147,19 +144,6 @@ class Columns:
     text: TextColumns = field(default_factory=TextColumns)
     run_ids: list[Any] = field(default_factory=list)
     run_ids_are_text: bool = True  # every run id a string or None, as a run's recorder writes them
-
-    @classmethod
-    def of(
-        cls,
-        ids: Sequence[int],
-        kinds: Sequence[str],
-        payloads: Sequence[dict[str, Any]],
-        metas: Sequence[dict[str, Any]],
-        dates: Sequence[str],
-    ) -> Columns:
-        out = cls()
-        out.add(ids, kinds, payloads, metas, dates)
-        return out
 
     @classmethod
     def from_records(cls, records: Iterable[Record]) -> Columns:
@@ -196,17 +180,6 @@ class Columns:
         records = list(records)
         if records:
             self.add(*zip(*map(_FIELDS, records), strict=True))
-
-    def extend(self, other: Columns) -> None:
-        """Append the rows of ``other`` (another tape's, in a frame of several)."""
-        self.text.extend(other.text, len(self))
-        self.run_ids += other.run_ids
-        self.run_ids_are_text = self.run_ids_are_text and other.run_ids_are_text
-        self.ids += other.ids
-        self.kinds += other.kinds
-        self.payloads += other.payloads
-        self.metas += other.metas
-        self.dates += other.dates
 
 
 def text_columns(kinds: Sequence[str], payloads: Sequence[dict[str, Any]], first_row: int = 0) -> TextColumns:

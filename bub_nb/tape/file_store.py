@@ -257,13 +257,13 @@ class TapeFile:
                     out.append(record)
         return out
 
-    def columns(self) -> Columns:
-        """Every entry, decoded straight into columns, for DataFrames.
+    def columns(self, into: Columns | None = None) -> Columns:
+        """Every entry, decoded straight into columns (``into`` when given), for DataFrames.
 
         No index is needed to read a whole file: every complete line is read, and an unfinished last
         line is left out as the index leaves it.
         """
-        out = Columns()
+        out = Columns() if into is None else into
         with contextlib.suppress(FileNotFoundError), open(self.path, "rb") as handle, gc_paused():
             for lines in line_blocks(handle, os.fstat(handle.fileno()).st_size, READ_CHUNK):
                 decode_columns(lines, into=out)
@@ -378,9 +378,9 @@ class FileTapeStore:
         """Like ``read`` but as the decoded dicts, for bulk consumers such as DataFrames."""
         return self._file(tape).records(start, stop)
 
-    def columns(self, tape: str) -> Columns:
-        """Every entry of ``tape`` as columns, the fastest way to a DataFrame."""
-        return self._file(tape).columns()
+    def columns(self, tape: str, into: Columns | None = None) -> Columns:
+        """Every entry of ``tape`` as columns (added to ``into`` when given), the fastest way to a DataFrame."""
+        return self._file(tape).columns(into)
 
     def iter_reverse(self, tape: str) -> Iterator[TapeEntry]:
         return self._file(tape).iter_reverse()

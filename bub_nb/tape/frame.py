@@ -28,7 +28,8 @@ def entries_to_frame(entries: Iterable[TapeEntry]) -> pd.DataFrame:
     filled from ``run`` and ``summary`` events, which carry the model's exact usage."""
     entries = list(entries)
     with gc_paused():
-        columns = Columns.of(
+        columns = Columns()
+        columns.add(
             [e.id for e in entries],
             [e.kind for e in entries],
             [e.payload for e in entries],

@@ -41,7 +41,7 @@ def read_tapes(home: str | Path | None = None, *, include_archives: bool = False
     with gc_paused():
         for name in store.list_tapes():  # every file Bub would list, even one whose name we would not give
             starts.append(len(columns))
-            columns.extend(store.columns(name))
+            store.columns(name, into=columns)
             names += [name] * (len(columns) - starts[-1])
         frame = columns_to_frame(columns, starts)
     frame.insert(0, TAPE_NAME, names or pd.Series(names, dtype="object"))

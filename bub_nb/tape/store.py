@@ -128,7 +128,9 @@ class ReadsRecords(Protocol):
 class ReadsColumns(Protocol):
     """A store that can decode a whole tape straight into columns."""
 
-    def columns(self, tape: str) -> Columns: ...
+    def columns(self, tape: str, into: Columns | None = None) -> Columns:
+        """The tape's entries as columns: added to ``into`` when given (the columns of several tapes)."""
+        ...
 
 
 @runtime_checkable
