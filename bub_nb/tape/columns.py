@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from bub_nb.tape.entries import KINDS, is_phase_anchor
+from bub_nb.tape.entries import KINDS, ROLES, is_phase_anchor
 from bub_nb.tape.events import USAGE_EVENTS, payload_event_usage
 from bub_nb.tape.lines import Record, decode_record
 from bub_nb.tape.text import payload_call_names, payload_text, tool_call_text
@@ -63,10 +63,12 @@ def _decode_run(lines: Sequence[bytes], start: int, out: Columns) -> None:
     try:
         entries = list(map(_ENTRY, lines))
     except (msgspec.DecodeError, ValueError, RecursionError):  # ValueError: not UTF-8
-        return _one_by_one(lines, start, out)
+        _one_by_one(lines, start, out)
+        return
     ids = [entry.id for entry in entries]
     if ids and not (max(start, _LOWEST_ID) <= min(ids) and max(ids) < _BEYOND_ID):
-        return _one_by_one(lines, start, out)
+        _one_by_one(lines, start, out)
+        return
     out.add(
         ids,
         [entry.kind for entry in entries],
@@ -74,7 +76,6 @@ def _decode_run(lines: Sequence[bytes], start: int, out: Columns) -> None:
         [entry.meta for entry in entries],
         [entry.date for entry in entries],
     )
-    return None
 
 
 def _one_by_one(lines: Sequence[bytes], start: int, out: Columns) -> None:
@@ -122,13 +123,13 @@ class TextColumns:
         self.completion_tokens.update(other.completion_tokens)
 
 
-_TEXT_OR_NONE = {str, type(None)}
+TEXT_OR_NONE = {str, type(None)}  # the types of a text column's values
 _FIXED_ROLES = {"system": "system", "tool_call": "assistant", "anchor": "assistant", "tool_result": "tool"}
 # One string object per known kind and role. Decoding makes a new string for every row; a column whose rows
 # share a few objects is read from the cache by every later pass (categories, comparisons, pandas' checks),
 # where a million scattered strings cost a cache miss each.
 _KINDS = {kind: kind for kind in KINDS}
-_ROLES = {role: role for role in ("user", "assistant", "system", "tool", "developer")}
+_ROLES = {role: role for role in ROLES}
 
 
 @dataclass
@@ -168,7 +169,7 @@ class Columns:
         seen: dict[str, str] = {}
         share = seen.setdefault  # one object per run id in these rows, as for names
         run_ids = [share(run, run) if type(run := meta.get("run_id")) is str else run for meta in metas]
-        self.run_ids_are_text = self.run_ids_are_text and set(map(type, run_ids)) <= _TEXT_OR_NONE
+        self.run_ids_are_text = self.run_ids_are_text and set(map(type, run_ids)) <= TEXT_OR_NONE
         self.run_ids += run_ids
         self.ids += array("q", ids)  # the integers are let go here, while cached, rather than all at the end
         self.kinds += kinds

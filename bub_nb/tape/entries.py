@@ -14,6 +14,7 @@ from bub_nb.tape.text import payload_html, payload_markdown
 
 Kind = Literal["message", "system", "anchor", "event", "tool_call", "tool_result", "error"]
 KINDS: Final[tuple[str, ...]] = ("message", "system", "anchor", "event", "tool_call", "tool_result", "error")
+ROLES: Final[tuple[str, ...]] = ("system", "developer", "user", "assistant", "tool")  # a chat message's roles
 
 
 def utc_now() -> str:

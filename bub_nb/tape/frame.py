@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from bub_nb.tape.columns import TAPE_NAME, Columns, kind_column, phase_column
+from bub_nb.tape.columns import TAPE_NAME, TEXT_OR_NONE, Columns, kind_column, phase_column
 from bub_nb.tape.entries import TapeEntry
 from bub_nb.tape.events import NOTEBOOK
 from bub_nb.tape.lines import Record, gc_paused
@@ -86,7 +86,6 @@ def _token_counts(counts: dict[int, int], count: int) -> pd.api.extensions.Exten
     return pd.arrays.IntegerArray(values, missing)
 
 
-_STRINGS = {str, type(None)}
 # Rows per Arrow chunk of a text column. Arrow grows one buffer for a whole column by doubling it, and at 1M
 # rows the text alone is some 200 MB of fresh memory touched twice over; chunks of this size grow less, and
 # reuse what the chunk before them freed.
@@ -107,7 +106,7 @@ def _text_column(values: list[Any], *, text_or_none: bool = False) -> pd.Series 
             return values
     else:
         kinds = set(map(type, values))
-        if str not in kinds or not kinds <= _STRINGS:
+        if str not in kinds or not kinds <= TEXT_OR_NONE:
             return values
     dtype = pd.StringDtype(na_value=np.nan)  # the storage pandas picks: pyarrow when it is installed
     if dtype.storage == "pyarrow":

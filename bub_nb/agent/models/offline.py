@@ -20,6 +20,7 @@ from bub_nb.agent.models._local import LocalModel, message_text
 from bub_nb.agent.models.base import Completion, Message, ToolCall, ToolSchema
 from bub_nb.agent.models.extractive import extractive_summary, is_summary_request, parse_items, reply_text
 from bub_nb.context.phases import EARLIER_PHASE
+from bub_nb.tape.entries import ROLES
 
 __all__ = ["OfflineModel"]
 
@@ -27,7 +28,6 @@ LABEL = "[offline teaching model; no language model was called]"
 _ANCHOR = re.compile(r"^\[Anchor created: (?P<name>[^\]]*)\]:\s*(?P<state>.*)$", re.DOTALL)
 _REMEMBER = re.compile(r"^\s*remember\s*:\s*(?P<content>\S.*?)\s*$", re.DOTALL | re.IGNORECASE)
 _HANDOFF = re.compile(r"^\s*handoff\s+(?P<name>[^\s:]+)\s*:\s*(?P<summary>.*?)\s*$", re.DOTALL | re.IGNORECASE)
-_ROLES = ("system", "developer", "user", "assistant", "tool")
 _QUOTE_LIMIT = 200
 
 
@@ -106,7 +106,7 @@ class OfflineModel(LocalModel):
 
     def _describe(self, messages: list[Message], user: str | None, offered: list[str]) -> str:
         counts = Counter(str(m.get("role")) for m in messages)
-        ordered = [role for role in _ROLES if counts[role]] + sorted(set(counts) - set(_ROLES))
+        ordered = [role for role in ROLES if counts[role]] + sorted(set(counts) - set(ROLES))
         by_role = ", ".join(f"{counts[role]} {role}" for role in ordered)
         plural = "" if len(messages) == 1 else "s"
         facts = [f"I received {len(messages)} message{plural}: {by_role}.", self._describe_anchor(messages)]
