@@ -33,7 +33,7 @@ def _percentile(values: list[float], fraction: float) -> float:
 
 
 def append_rows(dsn: str, count: int) -> list[list[Any]]:
-    from bub_nb.tape.postgres import PostgresTapeStore
+    from bub_nb.tape.stores.postgres import PostgresTapeStore
 
     folder = Path(tempfile.mkdtemp(prefix="bub_nb-pg-append-"))
     message = {"role": "user", "content": "a typical question about the code " * 3}
@@ -66,7 +66,7 @@ def _load(store: Any, name: str, path: Path) -> None:
 
 
 def slice_rows(dsn: str, size: int) -> list[list[Any]]:
-    from bub_nb.tape.postgres import PostgresTapeStore
+    from bub_nb.tape.stores.postgres import PostgresTapeStore
 
     path = corpus.cached_tape(size)
     database = PostgresTapeStore(dsn, schema="slices")
@@ -87,7 +87,7 @@ def slice_rows(dsn: str, size: int) -> list[list[Any]]:
 
 
 def read_tapes_rows(dsn: str, tapes: int, size: int) -> list[list[Any]]:
-    from bub_nb.tape.postgres import PostgresTapeStore
+    from bub_nb.tape.stores.postgres import PostgresTapeStore
 
     source = corpus.cached_tape(size)
     home = Path(tempfile.mkdtemp(prefix="bub_nb-pg-class-"))

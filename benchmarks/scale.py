@@ -46,7 +46,7 @@ import json, resource, sys, time
 if sys.argv[2] == "no-pyarrow":
     sys.modules["pyarrow"] = None  # as the default install runs: pandas keeps its strings in Python
 import pandas as pd
-import bub_nb.tape.frame
+import bub_nb.tape.frames.frame
 from bub_nb.tape import open_tape
 def rss_mb():
     with open("/proc/self/statm") as handle:

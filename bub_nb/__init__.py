@@ -27,9 +27,9 @@ from bub_nb.tape import (
 if TYPE_CHECKING:
     from bub_nb.agent import Agent, Turn, hookimpl, register_plugin, tool, unregister_plugin
     from bub_nb.agent.replay import replay
-    from bub_nb.tape.home import read_tapes
-    from bub_nb.tape.overview import class_overview
-    from bub_nb.tape.prices import set_prices
+    from bub_nb.tape.frames.overview import class_overview
+    from bub_nb.tape.frames.tapes import read_tapes
+    from bub_nb.tape.reports.prices import set_prices
 
     __version__: str
 
@@ -71,8 +71,8 @@ __all__ = [
 
 # Heavier parts (pandas, openai, pluggy) load on first use, so `import bub_nb` stays cheap.
 _LAZY = {
-    "read_tapes": "bub_nb.tape.home",
-    "class_overview": "bub_nb.tape.overview",
+    "read_tapes": "bub_nb.tape.frames.tapes",
+    "class_overview": "bub_nb.tape.frames.overview",
     "Agent": "bub_nb.agent",
     "Turn": "bub_nb.agent",
     "tool": "bub_nb.agent",
@@ -80,7 +80,7 @@ _LAZY = {
     "register_plugin": "bub_nb.agent",
     "unregister_plugin": "bub_nb.agent",
     "replay": "bub_nb.agent.replay",
-    "set_prices": "bub_nb.tape.prices",
+    "set_prices": "bub_nb.tape.reports.prices",
 }
 
 

@@ -19,7 +19,7 @@ def _run(args: argparse.Namespace) -> int:
     from nbclient.exceptions import CellExecutionError
 
     from bub_nb.tape import session_tape_name
-    from bub_nb.tape.naming import tapes_home
+    from bub_nb.tape.locations import tapes_home
     from bub_nb.tape.open import open_tape
 
     source = Path(args.notebook).expanduser().resolve()
@@ -68,8 +68,8 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _database(dsn: str, schema: str) -> Any:
-    from bub_nb.tape.dsn import is_dsn, redact_dsn
     from bub_nb.tape.open import database_store
+    from bub_nb.tape.stores.dsn import is_dsn, redact_dsn
 
     if not is_dsn(dsn):
         raise BubNbError(f"{redact_dsn(dsn)!r} is not a postgresql:// DSN")
@@ -77,7 +77,7 @@ def _database(dsn: str, schema: str) -> Any:
 
 
 def _push(args: argparse.Namespace) -> int:
-    from bub_nb.tape.postgres.sync import push
+    from bub_nb.tape.stores.postgres.sync import push
 
     *home, dsn = args.places
     if len(home) > 1:
@@ -88,8 +88,8 @@ def _push(args: argparse.Namespace) -> int:
 
 
 def _pull(args: argparse.Namespace) -> int:
-    from bub_nb.tape.naming import tapes_home
-    from bub_nb.tape.postgres.sync import pull
+    from bub_nb.tape.locations import tapes_home
+    from bub_nb.tape.stores.postgres.sync import pull
 
     dsn, *home = args.places
     if len(home) > 1:
@@ -100,9 +100,9 @@ def _pull(args: argparse.Namespace) -> int:
 
 
 def _db_init(args: argparse.Namespace) -> int:
-    from bub_nb.tape.dsn import redact_dsn
-    from bub_nb.tape.postgres.roles import init_database
-    from bub_nb.tape.postgres.schema import users_role
+    from bub_nb.tape.stores.dsn import redact_dsn
+    from bub_nb.tape.stores.postgres.roles import init_database
+    from bub_nb.tape.stores.postgres.schema import users_role
 
     before, after = init_database(args.dsn, schema=args.schema)
     done = "is already at" if before == after else f"went from version {before} to"
@@ -113,7 +113,7 @@ def _db_init(args: argparse.Namespace) -> int:
 
 
 def _db_enroll(args: argparse.Namespace) -> int:
-    from bub_nb.tape.postgres.roles import enroll
+    from bub_nb.tape.stores.postgres.roles import enroll
 
     enroll(args.dsn, args.class_name, args.roles, teacher=args.teacher, schema=args.schema)
     who = "teachers" if args.teacher else "students"
@@ -122,7 +122,7 @@ def _db_enroll(args: argparse.Namespace) -> int:
 
 
 def _tapes(args: argparse.Namespace) -> int:
-    from bub_nb.tape.naming import bub_home, recorded_notebook, tapes_home
+    from bub_nb.tape.locations import bub_home, recorded_notebook, tapes_home
     from bub_nb.tape.open import file_store, open_tape
 
     home = args.home_folder or args.home
@@ -191,7 +191,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.handler(args))
     except BubNbError as exc:
-        from bub_nb.tape.dsn import redact_dsn
+        from bub_nb.tape.stores.dsn import redact_dsn
 
         print(f"bub-nb: {redact_dsn(str(exc))}", file=sys.stderr)
         return 2

@@ -78,7 +78,7 @@ def _stop_server() -> None:
 
 def postgres_store(**options: Any) -> Any:
     """A ``PostgresTapeStore`` in a schema of its own on the shared server."""
-    from bub_nb.tape.postgres import PostgresTapeStore
+    from bub_nb.tape.stores.postgres import PostgresTapeStore
 
     server = postgres_server()
     store = PostgresTapeStore(server.dsn(), schema=f"t{os.getpid()}_{next(_schemas)}", pool_size=2, **options)
@@ -157,7 +157,7 @@ def postgres_writer_process(dsn: str, schema: str, tape: str, count: int, label:
     """One writer process appending ``count`` batches; each acknowledged batch is printed as ``label first last``."""
     import sys
 
-    from bub_nb.tape.postgres import PostgresTapeStore
+    from bub_nb.tape.stores.postgres import PostgresTapeStore
 
     store = PostgresTapeStore(dsn, schema=schema, pool_size=1)
     for number in range(count):

@@ -21,8 +21,8 @@ from bub_nb.errors import BudgetError, PriceError
 from bub_nb.notebook.widgets import TapeTimeline
 from bub_nb.tape import Tape
 from bub_nb.tape.events import run_usage
-from bub_nb.tape.prices import current_prices
-from bub_nb.tape.report import transcript_markdown
+from bub_nb.tape.reports.prices import current_prices
+from bub_nb.tape.reports.transcript import transcript_markdown
 from bub_nb.testing import OpenAICompatibleServer
 
 PRICES = {"openai:test-model": {"input": 2.0, "output": 8.0}}

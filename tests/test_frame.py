@@ -15,7 +15,7 @@ from tape_fixtures import STORE_KINDS, bub_append, make_store
 
 from bub_nb.errors import AnchorNotFoundError
 from bub_nb.tape import FileTapeStore, Tape, TapeEntry, open_tape, read_tapes
-from bub_nb.tape.frame import entries_to_frame
+from bub_nb.tape.frames.frame import entries_to_frame
 from bub_nb.tape.text import call_names, entry_role, entry_text
 
 CALL = {"id": "call_1", "type": "function", "function": {"name": "fs.read", "arguments": '{"path": "a.py"}'}}

@@ -18,10 +18,10 @@ from test_tape_scale import HOSTILE, tape_lines
 
 from bub_nb.tape import FileTapeStore, open_tape
 from bub_nb.tape import frame as frame_module
-from bub_nb.tape.columns import Columns, decode_columns, kind_column, text_columns, token_count
+from bub_nb.tape._lines import decode_record, line_blocks
 from bub_nb.tape.events import payload_event_usage
-from bub_nb.tape.frame import _text_column
-from bub_nb.tape.lines import decode_record, line_blocks
+from bub_nb.tape.frames.frame import _text_column
+from bub_nb.tape.stores.columns import Columns, decode_columns, kind_column, text_columns, token_count
 from bub_nb.tape.text import payload_call_names, payload_role, payload_text
 
 ENTRY = b'{"id":%d,"kind":"message","payload":{"role":"user","content":"hi"},"meta":{},"date":"2026-01-01"}'

@@ -179,7 +179,7 @@ def test_the_walk_sees_imports_inside_functions_and_type_checking(tmp_path: Path
     module.write_text(
         "from typing import TYPE_CHECKING\n"
         "if TYPE_CHECKING:\n    from bub_nb.agent import loop\n"
-        "def f():\n    from bub_nb.tape.service import Tape\n"
+        "def f():\n    from bub_nb.tape.tape import Tape\n"
     )
-    known = {"bub_nb.tape.m": module, "bub_nb.agent.loop": module, "bub_nb.tape.service": module}
-    assert imports_of("bub_nb.tape.m", module, known) == {"bub_nb.agent.loop", "bub_nb.tape.service"}
+    known = {"bub_nb.tape.m": module, "bub_nb.agent.loop": module, "bub_nb.tape.tape": module}
+    assert imports_of("bub_nb.tape.m", module, known) == {"bub_nb.agent.loop", "bub_nb.tape.tape"}

@@ -16,7 +16,7 @@ from tape_fixtures import postgres_store
 
 from bub_nb.errors import TapeError
 from bub_nb.tape import TapeEntry, open_tape
-from bub_nb.tape.postgres import PostgresTapeStore
+from bub_nb.tape.stores.postgres import PostgresTapeStore
 
 TESTS = Path(__file__).parent
 

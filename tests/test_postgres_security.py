@@ -11,7 +11,7 @@ import pytest
 from bub_nb.cli import main
 from bub_nb.errors import TapeAccessError
 from bub_nb.tape import TapeEntry, open_tape
-from bub_nb.tape.postgres import PostgresTapeStore
+from bub_nb.tape.stores.postgres import PostgresTapeStore
 
 SCHEMA = "classroom"
 PASSWORDS = {"ann": "ann-pw-1", "ben": "ben-pw-2", "tess": "tess-pw-3", "cleo": "cleo-pw-4"}

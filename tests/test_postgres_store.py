@@ -14,8 +14,8 @@ from tape_fixtures import postgres_server, postgres_store
 
 from bub_nb.errors import TapeError
 from bub_nb.tape import TapeEntry, open_tape
-from bub_nb.tape.postgres import PostgresTapeStore, redact_dsn
-from bub_nb.tape.postgres.schema import VERSION, migrate, schema_version
+from bub_nb.tape.stores.postgres import PostgresTapeStore, redact_dsn
+from bub_nb.tape.stores.postgres.schema import VERSION, migrate, schema_version
 
 pytest.importorskip("psycopg_pool")
 

@@ -12,7 +12,7 @@ from tape_fixtures import bub_read, postgres_server, postgres_store
 
 from bub_nb.cli import main
 from bub_nb.tape import TapeEntry, open_tape, read_tapes
-from bub_nb.tape.postgres.sync import pull, push
+from bub_nb.tape.stores.postgres.sync import pull, push
 
 EXAMPLE_HOME = Path(__file__).parent.parent / "examples" / "data" / "bub-home"
 

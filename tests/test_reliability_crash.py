@@ -17,7 +17,7 @@ import orjson
 import pytest
 
 from bub_nb.tape import FileTapeStore, TapeEntry, open_tape
-from bub_nb.tape.index import IndexFile
+from bub_nb.tape.stores._index import IndexFile
 
 ROOT = Path(__file__).resolve().parents[1]
 CRASH_SCRIPT = ROOT / "benchmarks" / "crash.py"

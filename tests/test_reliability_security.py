@@ -147,7 +147,7 @@ def test_a_key_only_the_environment_knows_is_redacted_too(tmp_path: Path, monkey
 def test_an_export_carries_no_key_even_from_a_foreign_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, form: str
 ) -> None:
-    from bub_nb.tape.report import transcript_markdown, write_jsonl
+    from bub_nb.tape.reports.transcript import transcript_markdown, write_jsonl
 
     monkeypatch.setenv("BUB_API_KEY", BUB_KEY)
     tape = open_tape("t", home=tmp_path)

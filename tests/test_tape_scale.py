@@ -13,10 +13,10 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from bub_nb.tape import FileTapeStore, TapeEntry, open_tape, read_tapes
-from bub_nb.tape.index import IndexState
-from bub_nb.tape.lines import decode_record
-from bub_nb.tape.scan import scan_block
+from bub_nb.tape._lines import decode_record
 from bub_nb.tape.search import candidate_lines, needles
+from bub_nb.tape.stores._index import IndexState
+from bub_nb.tape.stores._scan import scan_block
 from bub_nb.tape.text import entry_text
 
 # Lines no well-behaved writer produces, each next to the entry it resembles.

@@ -11,12 +11,12 @@ import pytest
 from bub_nb.agent import Agent, OpenAIModel
 from bub_nb.context import build_view
 from bub_nb.tape import FileTapeStore, MemoryTapeStore, Tape, TapeEntry, open_tape
-from bub_nb.tape.archive import archive_files, open_archive
 from bub_nb.tape.events import RUN, handoff_entries, run_data, run_usage
 from bub_nb.tape.fork import store_lineage
+from bub_nb.tape.names import LINEAGE_FILE
 from bub_nb.tape.query import TapeQuery
-from bub_nb.tape.reserved import LINEAGE_FILE
-from bub_nb.tape.store import (
+from bub_nb.tape.stores.archive import archive_files, open_archive
+from bub_nb.tape.stores.protocol import (
     FileBacked,
     KeepsLineage,
     KnowsOwners,

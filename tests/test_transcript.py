@@ -12,7 +12,7 @@ import pandas as pd
 import bub_nb  # noqa: F401  (registers Tape.memory)
 from bub_nb.tape import Tape, open_tape
 from bub_nb.tape.citations import cited_ids, link_citations
-from bub_nb.tape.report import anchors_frame, transcript_markdown
+from bub_nb.tape.reports.transcript import anchors_frame, transcript_markdown
 
 BUB_TAPE = Path(__file__).parent.parent / "examples/data/bub-home/tapes/494727f0da168296__0898b22730d57afc.jsonl"
 

@@ -24,7 +24,7 @@ from bub_nb.agent.builtin_tools import builtin_registry
 from bub_nb.agent.tools import Tool, ToolCallError, ToolContext, ToolRegistry
 from bub_nb.errors import BubNbError, CommandError
 from bub_nb.tape.events import COMMAND
-from bub_nb.tape.reserved import check_handoff_name
+from bub_nb.tape.names import check_handoff_name
 
 if TYPE_CHECKING:
     from bub_nb.tape import Tape, TapeEntry

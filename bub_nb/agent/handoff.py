@@ -23,7 +23,7 @@ from bub_nb.context.messages import anchor_message
 from bub_nb.context.tokens import count_messages_tokens
 from bub_nb.tape.entries import TapeEntry, plain_json
 from bub_nb.tape.events import SUMMARY, handoff_entries
-from bub_nb.tape.reserved import check_handoff_name
+from bub_nb.tape.names import check_handoff_name
 
 if TYPE_CHECKING:
     from bub_nb.agent.models import Model

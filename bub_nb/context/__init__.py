@@ -18,7 +18,7 @@ from bub_nb.context.strategies import (
 )
 from bub_nb.context.turns import RunSpec, TurnOf, TurnView, find_run, parse_run, view_of_turn
 from bub_nb.context.view import RunUsage, View, build_view, last_run_usage, view_from_selection
-from bub_nb.tape import extensions
+from bub_nb.tape import seams
 from bub_nb.tape.selectors import LAST_ANCHOR
 
 __all__ = [
@@ -58,6 +58,6 @@ __all__ = [
 ]
 
 # Tape.view() and the DataFrame accessor reach this layer through the tape's extension seam.
-extensions.provide("view", build_view)
-extensions.provide("turn_view", view_of_turn)
-extensions.provide("messages", entries_to_messages)
+seams.provide("view", build_view)
+seams.provide("turn_view", view_of_turn)
+seams.provide("messages", entries_to_messages)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from bub_nb.memory.snapshot import DAILY_EVENT, LONG_TERM_EVENT, DailyNote, MemorySnapshot, MemoryZoneError, parse_zone
 from bub_nb.memory.zone import DEFAULT_RETENTION_DAYS, OPEN_ANCHOR, SEAL_ANCHOR, MemoryVersion, MemoryZone
-from bub_nb.tape import extensions
+from bub_nb.tape import seams
 
 __all__ = [
     "DAILY_EVENT",
@@ -21,4 +21,4 @@ __all__ = [
 ]
 
 # Tape.memory reaches this layer through the tape's extension seam.
-extensions.provide("memory", MemoryZone)
+seams.provide("memory", MemoryZone)

@@ -32,7 +32,7 @@ from bub_nb.notebook.outcome import CUT_SHORT, footer, interrupted
 from bub_nb.notebook.recording import CellRecorder
 from bub_nb.notebook.session import NotebookSession
 from bub_nb.notebook.tape_commands import TapeCommands
-from bub_nb.tape.lines import load_json
+from bub_nb.tape._lines import load_json
 from bub_nb.tape.redact import redact_text
 
 Method = TypeVar("Method", bound=Callable[..., Any])
@@ -158,7 +158,7 @@ class BubMagics(Magics):
 
     @validate("prices")
     def _valid_prices(self, proposal: Any) -> dict[str, Any]:
-        from bub_nb.tape.prices import check_prices
+        from bub_nb.tape.reports.prices import check_prices
 
         try:
             return check_prices(proposal["value"], where="BubMagics.prices")
@@ -167,7 +167,7 @@ class BubMagics(Magics):
 
     @observe("prices")
     def _prices_changed(self, change: Any) -> None:
-        from bub_nb.tape.prices import set_prices
+        from bub_nb.tape.reports.prices import set_prices
 
         set_prices(change["new"] or None)  # an empty table goes back to BUB_PRICES
 
@@ -291,7 +291,7 @@ class BubMagics(Magics):
     def anchors_magic(self, line: str) -> Any:
         """The tape's anchors as a DataFrame: name, id, date, state, entries since, and what each summary cites
         (``sources``) and how many of its sentences cite nothing (``uncited``)."""
-        from bub_nb.tape.report import anchors_frame
+        from bub_nb.tape.reports.transcript import anchors_frame
 
         args = parse_line(self.anchors_magic, line)
         frame = anchors_frame(self.session.tape)

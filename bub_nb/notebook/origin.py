@@ -6,7 +6,7 @@ from typing import Any
 
 from bub_nb.errors import BubNbError
 from bub_nb.tape import Tape, current_notebook
-from bub_nb.tape.naming import NOTEBOOK_EVENT, recorded_notebook
+from bub_nb.tape.locations import NOTEBOOK_EVENT, recorded_notebook
 
 
 class NotebookOrigin:

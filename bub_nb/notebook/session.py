@@ -18,7 +18,7 @@ from bub_nb.agent.turn import Turn
 from bub_nb.context import parse_mode
 from bub_nb.errors import BubNbError, ToolError
 from bub_nb.tape import Tape, current_notebook, open_tape
-from bub_nb.tape.archive import is_archive_name
+from bub_nb.tape.stores.archive import is_archive_name
 
 
 def resolve_tools(

@@ -64,7 +64,7 @@ class TapeCommands:
         parser.add_argument("query", nargs="+")
         parser.add_argument("--limit", type=int, default=20)
         args = parser.parse_args(words)
-        from bub_nb.tape.frame import entries_to_frame
+        from bub_nb.tape.frames.frame import entries_to_frame
 
         return entries_to_frame(self._session.tape.search(" ".join(args.query), limit=args.limit))
 
@@ -138,11 +138,11 @@ class TapeCommands:
         tape = self._session.tape
         try:
             if fmt == "jsonl":
-                from bub_nb.tape.report import write_jsonl
+                from bub_nb.tape.reports.transcript import write_jsonl
 
                 count = write_jsonl(tape, path)
             else:
-                from bub_nb.tape.report import transcript_markdown
+                from bub_nb.tape.reports.transcript import transcript_markdown
 
                 path.write_text(transcript_markdown(tape), encoding="utf-8")
                 count = len(tape)

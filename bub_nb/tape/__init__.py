@@ -1,22 +1,25 @@
-"""The tape layer: entries, stores, queries, the Tape service, naming and DataFrames."""
+"""The tape layer: entries and their vocabulary, stores, anchors, queries, forks, the Tape, frames and reports."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from bub_nb.tape import _aliases
 from bub_nb.tape.address import TapeAddress
 from bub_nb.tape.entries import KINDS, TapeEntry, is_phase_anchor
-from bub_nb.tape.file_store import FileTapeStore
-from bub_nb.tape.naming import current_notebook, session_tape_name, tapes_home, validate_tape_name
+from bub_nb.tape.locations import current_notebook, session_tape_name, tapes_home, validate_tape_name
 from bub_nb.tape.open import open_tape
 from bub_nb.tape.query import TapeQuery
 from bub_nb.tape.selectors import LAST_ANCHOR
-from bub_nb.tape.service import Tape
-from bub_nb.tape.store import AnchorRef, MemoryTapeStore, StoreStats, TapeStore
+from bub_nb.tape.stores.file import FileTapeStore
+from bub_nb.tape.stores.protocol import AnchorRef, MemoryTapeStore, StoreStats, TapeStore
 from bub_nb.tape.summary import AnchorSummary, TapeInfo
+from bub_nb.tape.tape import Tape
+
+_aliases.install()
 
 if TYPE_CHECKING:
-    from bub_nb.tape.home import read_tapes
+    from bub_nb.tape.frames.tapes import read_tapes
 
 __all__ = [
     "KINDS",
@@ -44,7 +47,7 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     if name == "read_tapes":  # imports pandas, so only on use
-        from bub_nb.tape.home import read_tapes
+        from bub_nb.tape.frames.tapes import read_tapes
 
         return read_tapes
     raise AttributeError(f"module 'bub_nb.tape' has no attribute {name!r}")

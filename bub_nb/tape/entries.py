@@ -9,7 +9,7 @@ from typing import Any, Final, Literal
 
 import orjson
 
-from bub_nb.tape.lines import as_record, decode_record, load_json
+from bub_nb.tape._lines import as_record, decode_record, load_json
 from bub_nb.tape.text import payload_html, payload_markdown
 
 Kind = Literal["message", "system", "anchor", "event", "tool_call", "tool_result", "error"]

@@ -8,12 +8,12 @@ from pathlib import Path
 from typing import Any
 
 from bub_nb.errors import TapeError, TapeNameError, TapeNotFoundError
-from bub_nb.tape.archive import is_archive_name, open_archive
-from bub_nb.tape.file_store import FileTapeStore
-from bub_nb.tape.naming import check_file_name, current_notebook, tapes_home, validate_tape_name
-from bub_nb.tape.reserved import check_tape_file_name
-from bub_nb.tape.service import Tape
-from bub_nb.tape.store import TapeStore
+from bub_nb.tape.locations import check_file_name, current_notebook, tapes_home, validate_tape_name
+from bub_nb.tape.names import check_tape_file_name
+from bub_nb.tape.stores.archive import is_archive_name, open_archive
+from bub_nb.tape.stores.file import FileTapeStore
+from bub_nb.tape.stores.protocol import TapeStore
+from bub_nb.tape.tape import Tape
 
 _stores: dict[Path, FileTapeStore] = {}
 _databases: dict[tuple[str, str], Any] = {}
@@ -33,7 +33,7 @@ def file_store(directory: str | Path) -> FileTapeStore:
 def database_store(dsn: str, schema: str = "bub_nb") -> TapeStore:
     """The shared ``PostgresTapeStore`` for a DSN, so every tape opened on it reuses one connection pool."""
     try:
-        from bub_nb.tape.postgres import PostgresTapeStore
+        from bub_nb.tape.stores.postgres import PostgresTapeStore
     except ImportError:
         raise TapeError("A postgresql:// store needs the postgres extra: pip install 'bub_nb[postgres]'") from None
     with _stores_lock:
@@ -45,7 +45,7 @@ def database_store(dsn: str, schema: str = "bub_nb") -> TapeStore:
 
 def resolve_store(store: TapeStore | str | None) -> TapeStore | None:
     """A store from what the caller gave: a store, a ``postgresql://`` DSN, else ``$BUB_STORE`` (or ``None``)."""
-    from bub_nb.tape.dsn import is_dsn, redact_dsn
+    from bub_nb.tape.stores.dsn import is_dsn, redact_dsn
 
     if store is None:
         store = os.environ.get("BUB_STORE") or None

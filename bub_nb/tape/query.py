@@ -9,11 +9,11 @@ from datetime import UTC, date, datetime, time, timedelta
 from typing import TYPE_CHECKING, Any
 
 from bub_nb.errors import TapeError
-from bub_nb.tape import slicing
+from bub_nb.tape import anchors
+from bub_nb.tape.anchors import StoredTape, check_kinds
 from bub_nb.tape.entries import TapeEntry
 from bub_nb.tape.search import needles
-from bub_nb.tape.slicing import StoredTape, check_kinds
-from bub_nb.tape.store import SearchesLines
+from bub_nb.tape.stores.protocol import SearchesLines
 from bub_nb.tape.text import entry_text
 
 if TYPE_CHECKING:
@@ -88,11 +88,11 @@ class TapeQuery:
     def _source(self) -> Iterable[TapeEntry]:
         store, name = self.tape.store, self.tape.name
         if self._last_anchor:
-            entries: list[TapeEntry] = slicing.from_last_anchor(store, name)
+            entries: list[TapeEntry] = anchors.from_last_anchor(store, name)
         elif self._after is not None and self._until is not None:
-            entries = slicing.between_anchors(store, name, self._after, self._until)
+            entries = anchors.between_anchors(store, name, self._after, self._until)
         elif self._after is not None:
-            entries = slicing.after_anchor(store, name, self._after)
+            entries = anchors.after_anchor(store, name, self._after)
         elif self._newest_first:
             words = needles(self._text) if self._text is not None else []
             if words and isinstance(store, SearchesLines):
@@ -130,7 +130,7 @@ class TapeQuery:
         return sum(1 for _ in self)
 
     def to_frame(self) -> pd.DataFrame:
-        from bub_nb.tape.frame import entries_to_frame
+        from bub_nb.tape.frames.frame import entries_to_frame
 
         return entries_to_frame(self.all())
 

@@ -6,7 +6,7 @@ import os
 import re
 from typing import Any
 
-from bub_nb.tape.dsn import redact_dsn
+from bub_nb.tape.stores.dsn import redact_dsn
 
 REDACTED = "[redacted]"
 _KEY_VARIABLES = ("BUB_API_KEY", "OPENAI_API_KEY")

@@ -10,7 +10,7 @@ from typing import Any, Final
 
 from bub_nb.tape.entries import TapeEntry, is_phase_anchor
 from bub_nb.tape.events import RUN, run_data, run_usage
-from bub_nb.tape.prices import cost_of
+from bub_nb.tape.reports.prices import cost_of
 
 MAX_BUCKETS: Final = 48
 MEMORY_ANCHOR: Final = "memory_anchor"  # counted apart from phase anchors, which start phases

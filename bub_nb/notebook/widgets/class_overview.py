@@ -6,13 +6,13 @@ import html
 from typing import TYPE_CHECKING, Any
 
 from bub_nb.notebook.widgets._display import WidgetDisplay, refreshable_html
-from bub_nb.tape.overview import class_overview
+from bub_nb.tape.frames.overview import class_overview
 
 if TYPE_CHECKING:
     import ipywidgets
     import pandas as pd
 
-    from bub_nb.tape.store import TapeStore
+    from bub_nb.tape.stores.protocol import TapeStore
 
 _SHOWN = ("owner", "notebook", "last_anchor", "turns", "tokens", "errors", "last_activity", "tape_name")
 

@@ -29,7 +29,7 @@ from bub_nb.notebook.widgets._style import (
     text_bar,
     wrap,
 )
-from bub_nb.tape.prices import current_prices, format_cost
+from bub_nb.tape.reports.prices import current_prices, format_cost
 
 if TYPE_CHECKING:
     import ipywidgets

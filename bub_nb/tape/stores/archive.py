@@ -8,14 +8,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bub_nb.errors import TapeError
+from bub_nb.tape._lines import Record
 from bub_nb.tape.entries import TapeEntry
-from bub_nb.tape.file_store import FileTapeStore, TapeFile
-from bub_nb.tape.index import IndexState
-from bub_nb.tape.lines import Record
-from bub_nb.tape.store import AnchorRef, StoreStats
+from bub_nb.tape.stores._index import IndexState
+from bub_nb.tape.stores.file import FileTapeStore, TapeFile
+from bub_nb.tape.stores.protocol import AnchorRef, StoreStats
 
 if TYPE_CHECKING:
-    from bub_nb.tape.service import Tape
+    from bub_nb.tape.tape import Tape
 
 _ARCHIVE = re.compile(r"^(?P<tape>.+)\.jsonl\.(?P<stamp>\d{8}T\d{6}Z(?:-\d+)?)\.bak$")
 
@@ -103,7 +103,7 @@ class ArchiveTapeStore:
 
 def open_archive(path: Path, folder: FileTapeStore) -> Tape:
     """An archive file as a read-only tape, beside the live tapes of ``folder``."""
-    from bub_nb.tape.service import Tape
+    from bub_nb.tape.tape import Tape
 
     if not path.is_file():
         raise TapeError(f"Archive {str(path)!r} does not exist")

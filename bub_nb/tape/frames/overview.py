@@ -7,14 +7,14 @@ from typing import Any
 
 import pandas as pd
 
-from bub_nb.tape.columns import TAPE_NAME
+from bub_nb.tape._lines import Record
 from bub_nb.tape.entries import TapeEntry, is_phase_anchor
 from bub_nb.tape.events import RUN, payload_run_usage
-from bub_nb.tape.frame import COLUMNS, entries_to_frame, records_to_frame, with_tape_columns
-from bub_nb.tape.lines import Record
-from bub_nb.tape.naming import tapes_home
+from bub_nb.tape.frames.frame import COLUMNS, entries_to_frame, records_to_frame, with_tape_columns
+from bub_nb.tape.locations import tapes_home
 from bub_nb.tape.open import file_store, resolve_store
-from bub_nb.tape.store import FileBacked, KnowsOwners, ReadsRecords, TapeStore
+from bub_nb.tape.stores.columns import TAPE_NAME
+from bub_nb.tape.stores.protocol import FileBacked, KnowsOwners, ReadsRecords, TapeStore
 
 OVERVIEW_COLUMNS = (
     "tape_name", "owner", "notebook", "entries", "anchors", "last_anchor", "turns", "tokens", "errors", "last_activity",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bub_nb.tape.dsn import is_dsn, redact_dsn
-from bub_nb.tape.postgres.store import PostgresTapeStore
+from bub_nb.tape.stores.dsn import is_dsn, redact_dsn
+from bub_nb.tape.stores.postgres.store import PostgresTapeStore
 
 __all__ = ["PostgresTapeStore", "is_dsn", "redact_dsn"]

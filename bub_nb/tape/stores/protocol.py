@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, overload, runtime_checkable
 
-from bub_nb.tape.columns import Columns
+from bub_nb.tape._lines import Record, anchor_name
 from bub_nb.tape.entries import TapeEntry
-from bub_nb.tape.lines import Record, anchor_name
+from bub_nb.tape.stores.columns import Columns
 
 
 @dataclass(frozen=True, slots=True)

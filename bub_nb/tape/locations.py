@@ -13,7 +13,7 @@ from typing import Protocol
 from bub_nb.errors import TapeNameError
 from bub_nb.tape.entries import TapeEntry
 from bub_nb.tape.events import NOTEBOOK
-from bub_nb.tape.reserved import check_tape_file_name
+from bub_nb.tape.names import check_tape_file_name
 
 DEFAULT_SESSION_ID = "default"
 NOTEBOOK_EVENT = NOTEBOOK  # the name the notebook layer knows it by
@@ -114,7 +114,7 @@ def current_notebook() -> NotebookLocation:
             if not path.is_absolute():
                 path = path if path.exists() else Path.cwd() / path.name
             return NotebookLocation(path.resolve().parent, path.name, source)
-    from bub_nb.tape.launcher import launching_notebook
+    from bub_nb.tape._launcher import launching_notebook
 
     launched = launching_notebook()
     if launched is not None:

@@ -23,13 +23,13 @@ from psycopg.types.json import Jsonb, set_json_dumps, set_json_loads
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from bub_nb.errors import TapeAccessError, TapeError
-from bub_nb.tape.dsn import error_reason, redact_dsn
+from bub_nb.tape._lines import Record, decode_records, gc_paused
 from bub_nb.tape.entries import TapeEntry
-from bub_nb.tape.lines import Record, decode_records, gc_paused
-from bub_nb.tape.naming import check_file_name, current_notebook
-from bub_nb.tape.postgres.follow import TapeFollower
-from bub_nb.tape.postgres.schema import VERSION, channel, check_schema_name, migrate, schema_version
-from bub_nb.tape.store import AnchorList, AnchorRef, StoreStats
+from bub_nb.tape.locations import check_file_name, current_notebook
+from bub_nb.tape.stores.dsn import error_reason, redact_dsn
+from bub_nb.tape.stores.postgres.follow import TapeFollower
+from bub_nb.tape.stores.postgres.schema import VERSION, channel, check_schema_name, migrate, schema_version
+from bub_nb.tape.stores.protocol import AnchorList, AnchorRef, StoreStats
 
 _REVERSE_BATCH = 500
 _COPY_FROM = 64  # batches this large go in with COPY, smaller ones as one multi-row INSERT

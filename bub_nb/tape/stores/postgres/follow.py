@@ -8,10 +8,10 @@ import psycopg
 from psycopg import sql
 
 from bub_nb.errors import TapeError
-from bub_nb.tape.dsn import error_reason
 from bub_nb.tape.entries import TapeEntry
-from bub_nb.tape.postgres.schema import channel
-from bub_nb.tape.store import StoreStats
+from bub_nb.tape.stores.dsn import error_reason
+from bub_nb.tape.stores.postgres.schema import channel
+from bub_nb.tape.stores.protocol import StoreStats
 
 
 class DatabaseTapes(Protocol):

@@ -9,18 +9,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bub_nb.errors import BubNbError, EntryNotFoundError, TapeError
-from bub_nb.tape import extensions, slicing
+from bub_nb.tape import anchors, seams
 from bub_nb.tape.address import TapeAddress, anchor_address, entry_address
 from bub_nb.tape.entries import TapeEntry, is_phase_anchor, plain_json
 from bub_nb.tape.events import handoff_entries, run_usage
-from bub_nb.tape.extensions import MemoryZone, View
 from bub_nb.tape.fork import ForkBlock, ForkedStore, check_fork, forked_entries, keep_lineage, store_lineage
-from bub_nb.tape.naming import validate_tape_name
+from bub_nb.tape.locations import validate_tape_name
+from bub_nb.tape.names import check_handoff_name
 from bub_nb.tape.query import TapeQuery
 from bub_nb.tape.redact import redact
-from bub_nb.tape.reserved import check_handoff_name
+from bub_nb.tape.seams import MemoryZone, View
 from bub_nb.tape.selectors import LAST_ANCHOR
-from bub_nb.tape.store import AnchorRef, FileBacked, MayBeReadOnly, StoreStats, TapeStore
+from bub_nb.tape.stores.protocol import AnchorRef, FileBacked, MayBeReadOnly, StoreStats, TapeStore
 from bub_nb.tape.summary import AnchorSummary, TapeInfo
 from bub_nb.tape.text import entry_text
 
@@ -175,10 +175,10 @@ class Tape:
         return [ref.name for ref in self.store.anchors(self.name)]
 
     def _last_ref(self, *, phase: bool = True) -> AnchorRef | None:
-        return slicing.last_ref(self.store, self.name, phase=phase)
+        return anchors.last_ref(self.store, self.name, phase=phase)
 
     def _find_ref(self, name: str) -> AnchorRef:
-        return slicing.find_ref(self.store, self.name, name)
+        return anchors.find_ref(self.store, self.name, name)
 
     def last_anchor(self, *, phase: bool = True) -> AnchorSummary | None:
         """The newest anchor; with ``phase`` the newest that starts a phase (not ``memory/...``)."""
@@ -194,15 +194,15 @@ class Tape:
 
         ``memory/...`` anchors do not start a phase, so a memory save does not cut this slice.
         """
-        return _of_kinds(slicing.from_last_anchor(self.store, self.name), kinds)
+        return _of_kinds(anchors.from_last_anchor(self.store, self.name), kinds)
 
     def after_anchor(self, name: str, kinds: Sequence[str] = ()) -> list[TapeEntry]:
         """Entries after the last anchor called ``name``."""
-        return _of_kinds(slicing.after_anchor(self.store, self.name, name), kinds)
+        return _of_kinds(anchors.after_anchor(self.store, self.name, name), kinds)
 
     def between_anchors(self, start: str, end: str, kinds: Sequence[str] = ()) -> list[TapeEntry]:
         """Entries after the last ``start`` anchor and before the last ``end`` anchor."""
-        return _of_kinds(slicing.between_anchors(self.store, self.name, start, end), kinds)
+        return _of_kinds(anchors.between_anchors(self.store, self.name, start, end), kinds)
 
     def search(self, query: str, limit: int = 20) -> list[TapeEntry]:
         """Entries whose text contains ``query`` (case-insensitive), newest first."""
@@ -305,23 +305,23 @@ class Tape:
 
     def view(self, mode: Any = LAST_ANCHOR) -> View:
         """What the model would see now; see ``bub_nb.context.build_view``."""
-        return extensions.view(self, mode)
+        return seams.view(self, mode)
 
     def view_of_turn(self, run: int | str = -1) -> View:
         """The request a recorded turn sent, rebuilt message for message; see ``bub_nb.context.view_of_turn``.
 
         ``run`` is a run id, the entry id of a ``run`` event, or a position (``-1`` the last turn).
         """
-        return extensions.view_of_turn(self, run)
+        return seams.view_of_turn(self, run)
 
     @property
     def memory(self) -> MemoryZone:
         """The memory zone on this tape (``bub_nb.memory.MemoryZone``)."""
-        return extensions.memory(self)
+        return seams.memory(self)
 
     def to_frame(self) -> pd.DataFrame:
-        """One row per entry, with flattened columns; see ``bub_nb.tape.frame``."""
-        from bub_nb.tape.frame import tape_to_frame
+        """One row per entry, with flattened columns; see ``bub_nb.tape.frames.frame``."""
+        from bub_nb.tape.frames.frame import tape_to_frame
 
         return tape_to_frame(self)
 

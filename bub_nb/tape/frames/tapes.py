@@ -8,14 +8,14 @@ from typing import Any
 import pandas as pd
 
 from bub_nb.errors import TapeError
-from bub_nb.tape.archive import archive_files, open_archive
-from bub_nb.tape.columns import TAPE_NAME, Columns
+from bub_nb.tape._lines import gc_paused
 from bub_nb.tape.events import NOTEBOOK
-from bub_nb.tape.frame import columns_to_frame, notebook_paths, tape_to_frame, with_tape_columns
-from bub_nb.tape.lines import gc_paused
-from bub_nb.tape.naming import bub_home, tapes_home
+from bub_nb.tape.frames.frame import columns_to_frame, notebook_paths, tape_to_frame, with_tape_columns
+from bub_nb.tape.frames.overview import store_frame
+from bub_nb.tape.locations import bub_home, tapes_home
 from bub_nb.tape.open import file_store
-from bub_nb.tape.overview import store_frame
+from bub_nb.tape.stores.archive import archive_files, open_archive
+from bub_nb.tape.stores.columns import TAPE_NAME, Columns
 
 
 def read_tapes(home: str | Path | None = None, *, include_archives: bool = False, store: Any = None) -> pd.DataFrame:

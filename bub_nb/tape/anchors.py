@@ -11,7 +11,7 @@ from typing import Protocol
 
 from bub_nb.errors import AnchorNotFoundError, TapeError
 from bub_nb.tape.entries import KINDS, TapeEntry, is_phase_anchor
-from bub_nb.tape.store import AnchorRef, TapeStore
+from bub_nb.tape.stores.protocol import AnchorRef, TapeStore
 
 
 class StoredTape(Protocol):

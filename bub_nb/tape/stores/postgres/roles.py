@@ -12,8 +12,8 @@ import psycopg
 from psycopg import sql
 
 from bub_nb.errors import TapeError
-from bub_nb.tape.dsn import redact_dsn
-from bub_nb.tape.postgres.schema import VERSION, check_schema_name, migrate, users_role
+from bub_nb.tape.stores.dsn import redact_dsn
+from bub_nb.tape.stores.postgres.schema import VERSION, check_schema_name, migrate, users_role
 
 
 def _connect(dsn: str) -> psycopg.Connection:

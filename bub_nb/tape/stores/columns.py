@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from bub_nb.tape._lines import Record, decode_record
 from bub_nb.tape.entries import KINDS, ROLES, is_phase_anchor
 from bub_nb.tape.events import USAGE_EVENTS, payload_event_usage
-from bub_nb.tape.lines import Record, decode_record
 from bub_nb.tape.text import payload_call_names, payload_text, tool_call_text
 
 if TYPE_CHECKING:

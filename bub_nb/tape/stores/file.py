@@ -25,14 +25,14 @@ from pathlib import Path
 from filelock import FileLock, Timeout
 
 from bub_nb.errors import TapeError
-from bub_nb.tape.columns import Columns, decode_columns
+from bub_nb.tape._lines import Record, anchor_name, decode_record, decode_records, gc_paused, line_blocks
 from bub_nb.tape.entries import TapeEntry
-from bub_nb.tape.index import READ_CHUNK, TAIL_BYTES, IndexFile, IndexState
-from bub_nb.tape.lines import Record, anchor_name, decode_record, decode_records, gc_paused, line_blocks
-from bub_nb.tape.naming import check_file_name
-from bub_nb.tape.reserved import LINEAGE_FILE as SESSION_GRAPH
+from bub_nb.tape.locations import check_file_name
+from bub_nb.tape.names import LINEAGE_FILE as SESSION_GRAPH
 from bub_nb.tape.search import candidate_lines
-from bub_nb.tape.store import AnchorRef, StoreStats
+from bub_nb.tape.stores._index import READ_CHUNK, TAIL_BYTES, IndexFile, IndexState
+from bub_nb.tape.stores.columns import Columns, decode_columns
+from bub_nb.tape.stores.protocol import AnchorRef, StoreStats
 
 _FIRST_CHUNK = 1 << 14
 _REVERSE_BLOCK = 1 << 18

@@ -7,16 +7,16 @@ from typing import TYPE_CHECKING
 
 from bub_nb.tape.entries import TapeEntry, is_phase_anchor
 from bub_nb.tape.events import NOTEBOOK_CELL, RUN, run_data
-from bub_nb.tape.phase_report import link_targets, phase_section, target_tag
-from bub_nb.tape.prices import format_cost
 from bub_nb.tape.redact import redact, redact_text
+from bub_nb.tape.reports._phases import link_targets, phase_section, target_tag
+from bub_nb.tape.reports.prices import format_cost
+from bub_nb.tape.reports.usage import PhaseUsage, phase_usage
 from bub_nb.tape.text import entry_text
-from bub_nb.tape.usage import PhaseUsage, phase_usage
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from bub_nb.tape.service import Tape
+    from bub_nb.tape.tape import Tape
 
 _ROLE_TITLES = {"user": "🧑 User", "assistant": "🤖 Assistant", "tool": "🔧 Tool"}
 

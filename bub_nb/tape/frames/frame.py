@@ -8,14 +8,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from bub_nb.tape.columns import TAPE_NAME, TEXT_OR_NONE, Columns, kind_column, phase_column
+from bub_nb.tape._lines import Record, gc_paused
 from bub_nb.tape.entries import TapeEntry
 from bub_nb.tape.events import NOTEBOOK
-from bub_nb.tape.lines import Record, gc_paused
-from bub_nb.tape.store import ReadsColumns
+from bub_nb.tape.stores.columns import TAPE_NAME, TEXT_OR_NONE, Columns, kind_column, phase_column
+from bub_nb.tape.stores.protocol import ReadsColumns
 
 if TYPE_CHECKING:
-    from bub_nb.tape.slicing import StoredTape
+    from bub_nb.tape.anchors import StoredTape
 
 COLUMNS = (
     "id", "kind", "date", "role", "name", "content", "tools", "phase", "run_id",
@@ -163,7 +163,7 @@ def with_tape_columns(frame: pd.DataFrame, name: str, *, archived: bool | None =
     return frame
 
 
-from bub_nb.tape.accessor import TapeAccessor, frame_to_entries  # noqa: E402  registers df.tape
+from bub_nb.tape.frames.accessor import TapeAccessor, frame_to_entries  # noqa: E402  registers df.tape
 
 __all__ = [
     "COLUMNS",

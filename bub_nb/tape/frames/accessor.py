@@ -9,10 +9,10 @@ import numpy as np
 import pandas as pd
 
 from bub_nb.errors import AnchorNotFoundError, TapeError
-from bub_nb.tape import extensions
-from bub_nb.tape.columns import TAPE_NAME
+from bub_nb.tape import seams
+from bub_nb.tape.anchors import anchor_order_error, check_kinds
 from bub_nb.tape.entries import TapeEntry
-from bub_nb.tape.slicing import anchor_order_error, check_kinds
+from bub_nb.tape.stores.columns import TAPE_NAME
 
 
 def frame_to_entries(frame: pd.DataFrame) -> list[TapeEntry]:
@@ -153,7 +153,7 @@ class TapeAccessor:
         Costs use ``prices`` or the table in use (``bub_nb.set_prices``, ``BUB_PRICES``); a group holding a
         turn on a model without a price costs NaN. On a frame of several tapes the groups are per tape.
         """
-        from bub_nb.tape.usage import usage_frame
+        from bub_nb.tape.reports.usage import usage_frame
 
         keys = [by] if isinstance(by, str) else list(by)
         if TAPE_NAME in self._frame.columns and TAPE_NAME not in keys and self._frame[TAPE_NAME].nunique() > 1:
@@ -170,4 +170,4 @@ class TapeAccessor:
         """The rows as OpenAI chat messages in tape order (by id), by the same rules as a view."""
         self._single("to_messages")
         ordered = self._frame.sort_values("id", kind="stable")
-        return extensions.messages(frame_to_entries(ordered))
+        return seams.messages(frame_to_entries(ordered))

@@ -31,9 +31,9 @@ from typing import Any, BinaryIO
 
 import orjson
 
-from bub_nb.tape.lines import anchor_name, decode_records, gc_paused, load_json
-from bub_nb.tape.scan import scan_block
-from bub_nb.tape.store import AnchorList
+from bub_nb.tape._lines import anchor_name, decode_records, gc_paused, load_json
+from bub_nb.tape.stores._scan import scan_block
+from bub_nb.tape.stores.protocol import AnchorList
 
 VERSION = 2
 MARK_EVERY = 1024

@@ -17,10 +17,10 @@ from filelock import FileLock
 from bub_nb.errors import TapeError
 from bub_nb.tape.entries import TapeEntry
 from bub_nb.tape.fork import read_lineage
-from bub_nb.tape.naming import tapes_home
-from bub_nb.tape.postgres.store import PostgresTapeStore
-from bub_nb.tape.reserved import LINEAGE_FILE
-from bub_nb.tape.store import TapeStore
+from bub_nb.tape.locations import tapes_home
+from bub_nb.tape.names import LINEAGE_FILE
+from bub_nb.tape.stores.postgres.store import PostgresTapeStore
+from bub_nb.tape.stores.protocol import TapeStore
 
 
 @dataclass

@@ -12,10 +12,10 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from bub_nb.errors import BubNbError
-from bub_nb.tape.store import WakesReaders
+from bub_nb.tape.stores.protocol import WakesReaders
 
 if TYPE_CHECKING:
-    from bub_nb.tape.service import Tape
+    from bub_nb.tape.tape import Tape
 
 _log = logging.getLogger(__name__)
 

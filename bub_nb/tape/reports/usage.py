@@ -7,10 +7,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from bub_nb.errors import TapeError
-from bub_nb.tape.columns import TAPE_NAME
 from bub_nb.tape.entries import TapeEntry, is_phase_anchor
 from bub_nb.tape.events import run_data, run_usage
-from bub_nb.tape.prices import PER_TOKENS, cost_of, current_prices, price_of
+from bub_nb.tape.reports.prices import PER_TOKENS, cost_of, current_prices, price_of
+from bub_nb.tape.stores.columns import TAPE_NAME
 
 if TYPE_CHECKING:
     import pandas as pd
