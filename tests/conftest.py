@@ -6,8 +6,11 @@
 - ``tape``: a file tape on ``tmp_path``; ``model``: an ``OpenAIModel`` on ``openai_server`` with short
   timeouts and no retries, closed after the test.
 - ``postgres``: the test run's PostgreSQL server (:class:`bub_nb.testing.postgres.PostgresServer`),
-  started once; ``tape_fixtures.postgres_store()`` gives a store in a fresh schema on it. Skips
+  started once; ``harness.tapes.postgres_store()`` gives a store in a fresh schema on it. Skips
   with the reason when the server binaries are missing, and fails in CI.
+- ``nb``: a real IPython shell with bub_nb loaded (``harness.shell.Notebook``), its home under ``tmp_path``.
+- ``kernel``: a real Jupyter kernel with bub_nb loaded, pointed at ``openai_server``; ``offline_kernel``: the same
+  on the offline model (``harness.kernel.Kernel``).
 - ``model_environment`` (automatic): every test starts without ``BUB_MODEL``, API keys or base
   URLs from the developer's shell, so no test reaches a real endpoint or depends on local settings.
 """
@@ -19,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from harness.kernel import Kernel, kernel_environment, running_kernel
+from harness.shell import Notebook, loaded_shell
 
 from bub_nb.agent.eventloop import run_sync
 from bub_nb.agent.models import OpenAIModel
@@ -26,6 +31,17 @@ from bub_nb.tape import FileTapeStore, Tape
 from bub_nb.testing import OpenAICompatibleServer
 
 MODEL_VARIABLES = ("BUB_MODEL", "BUB_API_KEY", "OPENAI_API_KEY", "BUB_API_BASE", "OPENAI_BASE_URL")
+
+
+#: Fixtures that start a real kernel, browser or database: a test using one is an integration test.
+REAL_PARTS = {"kernel", "offline_kernel", "postgres"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test under ``tests/integration/``, or using a real kernel or database, ``integration``."""
+    for item in items:
+        if "integration" in item.path.parts or REAL_PARTS & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.integration)
 
 
 @pytest.fixture(autouse=True)
@@ -38,7 +54,7 @@ def model_environment(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture(autouse=True)
 def database_stores_closed() -> Iterator[None]:
     """Close the database stores a test opened when it ends, so their pools do not pile up over a run."""
-    from tape_fixtures import close_stores
+    from harness.tapes import close_stores
 
     yield
     close_stores()
@@ -46,7 +62,7 @@ def database_stores_closed() -> Iterator[None]:
 
 @pytest.fixture
 def postgres() -> Any:
-    from tape_fixtures import postgres_server
+    from harness.tapes import postgres_server
 
     return postgres_server()
 
@@ -67,3 +83,30 @@ def model(openai_server: OpenAICompatibleServer) -> Iterator[OpenAIModel]:
     model = OpenAIModel("test-model", base_url=openai_server.base_url, api_key="test", timeout=2, max_retries=0)
     yield model
     run_sync(model.aclose())  # sync turns share a loop that outlives the test; close its connections now
+
+
+@pytest.fixture
+def nb(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Notebook]:
+    monkeypatch.setenv("BUB_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
+    monkeypatch.chdir(tmp_path)
+    with loaded_shell() as notebook:
+        yield notebook
+
+
+@pytest.fixture
+def kernel(tmp_path: Path, openai_server: OpenAICompatibleServer) -> Iterator[Kernel]:
+    home = tmp_path / "home"
+    endpoint = {
+        "BUB_MODEL": "openai:test-model",
+        "BUB_API_BASE": openai_server.base_url,
+        "BUB_API_KEY": "test-key-not-secret",
+    }
+    with running_kernel(tmp_path, kernel_environment(home, **endpoint)) as running:
+        yield running
+
+
+@pytest.fixture
+def offline_kernel(tmp_path: Path) -> Iterator[Kernel]:
+    with running_kernel(tmp_path) as running:
+        yield running

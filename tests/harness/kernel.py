@@ -1,0 +1,162 @@
+"""A real Jupyter kernel driven as a frontend drives it: cells sent one at a time or queued, their replies read."""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import queue
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from jupyter_client.manager import start_new_kernel
+
+from bub_nb.tape import Tape, open_tape
+
+#: What a cell prints to count the current tape's entries.
+COUNT = "print(len(get_ipython().find_magic('tape').__self__.session.tape))"
+
+#: Variables a user's shell may carry that would point a test kernel somewhere else.
+_FOREIGN = ("JPY_SESSION_NAME", "BUB_API_BASE", "OPENAI_BASE_URL", "BUB_API_KEY", "OPENAI_API_KEY", "BUB_MODEL")
+
+
+def shown_text(outputs: list[dict[str, Any]]) -> str:
+    """What a person reads in a cell's outputs: streams, Markdown or plain displays, and error lines."""
+    parts: list[str] = []
+    for output in outputs:
+        if output["type"] == "stream":
+            parts.append(output["text"])
+        elif output["type"] in ("display_data", "execute_result", "update_display_data"):
+            parts.append(output["data"].get("text/markdown") or output["data"].get("text/plain", ""))
+        elif output["type"] == "error":
+            parts.append(f"{output['ename']}: {output['evalue']}")
+    return "\n".join(parts)
+
+
+class Kernel:
+    """A running kernel, with the Bub home its tapes go to."""
+
+    def __init__(self, client: Any, home: Path | None = None, manager: Any = None) -> None:
+        self.client, self.home, self.manager = client, home, manager
+
+    def run(self, code: str, timeout: float = 60) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """Run one cell to its end: its reply's content and its outputs (display data, streams and errors)."""
+        outputs: list[dict[str, Any]] = []
+
+        def keep(message: dict[str, Any]) -> None:
+            if message["msg_type"] in ("display_data", "update_display_data", "stream", "execute_result", "error"):
+                outputs.append({"type": message["msg_type"], **message["content"]})
+
+        reply = self.client.execute_interactive(code, timeout=timeout, output_hook=keep)
+        return reply["content"], outputs
+
+    def outcome(self, code: str, timeout: float = 60) -> tuple[str, str]:
+        """The cell's status and everything it showed, errors included."""
+        content, outputs = self.run(code, timeout)
+        return content["status"], shown_text(outputs)
+
+    def ok(self, code: str, timeout: float = 60) -> str:
+        """Run a cell that must succeed; what it showed."""
+        content, outputs = self.run(code, timeout)
+        assert content["status"] == "ok", f"{code!r}: {content.get('ename')}: {content.get('evalue')}"
+        return shown_text(outputs)
+
+    def entries(self) -> int:
+        return int(self.ok(COUNT).strip())
+
+    def refused(self, code: str, words: str) -> None:
+        """The cell is one UsageError line naming ``words``, and the tape did not change."""
+        before = self.entries()
+        content, _ = self.run(code)
+        assert (content["status"], content.get("ename")) == ("error", "UsageError"), (code, content.get("evalue"))
+        assert words in content["evalue"] and "\n" not in content["evalue"].strip(), content["evalue"]
+        assert self.entries() == before, f"{code!r} wrote to the tape before it was refused"
+
+    def send(self, code: str) -> str:
+        """Queue one cell, as Run All does; its message id."""
+        return str(self.client.execute(code, store_history=True))
+
+    def queue(self, cells: list[str]) -> list[str]:
+        return [self.send(code) for code in cells]
+
+    def replies(self, sent: list[str], timeout: float = 30) -> list[dict[str, Any]]:
+        """The replies to queued cells, in the order they were sent."""
+        got: dict[str, dict[str, Any]] = {}
+        while len(got) < len(sent):
+            try:
+                reply = self.client.get_shell_msg(timeout=timeout)
+            except queue.Empty:
+                pytest.fail(f"the kernel went quiet with {len(sent) - len(got)} cells unanswered")
+            got[reply["parent_header"]["msg_id"]] = reply["content"]
+        return [got[msg_id] for msg_id in sent]
+
+    def wait(self, msg_id: str, timeout: float = 120) -> dict[str, Any]:
+        """The reply to a queued cell; fails with the kernel's error when the cell failed."""
+        deadline = time.monotonic() + timeout
+        while True:
+            reply = self.client.get_shell_msg(timeout=max(0.1, deadline - time.monotonic()))
+            if reply["parent_header"].get("msg_id") == msg_id:
+                break
+        self.drain()
+        content: dict[str, Any] = reply["content"]
+        if content["status"] != "ok":
+            raise AssertionError(f"kernel cell failed: {content.get('ename')}: {content.get('evalue')}")
+        return content
+
+    def value(self, expression: str) -> Any:
+        """A JSON-able expression evaluated in the kernel."""
+        self.ok(f"import json as _json; _out = _json.dumps({expression})")
+        content, outputs = self.run("_out")
+        results = [output for output in outputs if output["type"] == "execute_result"]
+        assert results, f"no value for {expression!r} ({content})"
+        return json.loads(ast.literal_eval(results[0]["data"]["text/plain"]))
+
+    def drain(self) -> None:
+        while True:
+            try:
+                self.client.get_iopub_msg(timeout=0.01)
+            except queue.Empty:
+                return
+
+    @property
+    def tape(self) -> Tape:
+        """The one tape the kernel's notebook wrote under its home."""
+        assert self.home is not None, "this kernel was started without a Bub home"
+        (path,) = (self.home / "tapes").glob("*.jsonl")
+        return open_tape(path)
+
+
+def kernel_environment(home: Path, **overrides: str) -> dict[str, str]:
+    """The test process's environment without a user's endpoint or notebook, with ``home`` as the Bub home."""
+    env = {name: value for name, value in os.environ.items() if name not in _FOREIGN}
+    return {**env, "BUB_HOME": str(home), "BUB_MODEL": "offline", **overrides}
+
+
+@contextmanager
+def running_kernel(
+    cwd: Path, env: Mapping[str, str] | None = None, *, home: Path | None = None, load: bool = True
+) -> Iterator[Kernel]:
+    """A kernel started in ``cwd`` (a Bub home under it unless given), with bub_nb loaded unless ``load=False``."""
+    home = home or cwd / "home"
+    manager, client = start_new_kernel(kernel_name="python3", cwd=str(cwd), env=dict(env or kernel_environment(home)))
+    try:
+        kernel = Kernel(client, home, manager)
+        if load:
+            kernel.ok("%load_ext bub_nb")
+        yield kernel
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
+
+
+def wait_for_requests(server: Any, count: int, timeout: float = 30) -> None:
+    """Until the local endpoint has received ``count`` requests."""
+    deadline = time.monotonic() + timeout
+    while len(server.requests) < count:
+        if time.monotonic() > deadline:
+            pytest.fail(f"the endpoint got {len(server.requests)} requests, expected {count}")
+        time.sleep(0.02)

@@ -1,0 +1,69 @@
+"""Example notebooks run headless in a real kernel (nbclient), each on a copy of ``examples/`` with its own home."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import nbformat
+from nbclient import NotebookClient
+
+from bub_nb.tape import Tape, TapeEntry, open_tape, session_tape_name
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+NOTEBOOKS = sorted(path.name for path in EXAMPLES.glob("*.ipynb"))
+# Settings from the developer's shell that would change what the notebooks do.
+UNSET = (
+    "BUB_API_KEY", "OPENAI_API_KEY", "BUB_API_BASE", "OPENAI_BASE_URL",
+    "BUB_CONTEXT", "BUB_TAPE", "BUB_MAX_STEPS", "MPLBACKEND",
+)  # fmt: skip
+CELL_TIMEOUT = 120
+
+
+@dataclass
+class Executed:
+    """A notebook after a run: its cells with their outputs, its tape and the folder it ran in."""
+
+    name: str
+    notebook: Any
+    tape: Tape
+    folder: Path
+
+    @property
+    def code_cells(self) -> list[Any]:
+        return [cell for cell in self.notebook.cells if cell.cell_type == "code"]
+
+    def outputs(self, starting: str = "") -> list[Any]:
+        """The outputs of the code cells whose source starts with ``starting``, in order."""
+        return [output for cell in self.code_cells if cell.source.startswith(starting) for output in cell.outputs]
+
+    def text(self, starting: str = "") -> str:
+        """What those cells showed, as text: Markdown sources, plain reprs and streams."""
+        parts = []
+        for output in self.outputs(starting):
+            if output.output_type == "stream":
+                parts.append(output.text)
+            elif "data" in output:
+                parts.append(output.data.get("text/markdown") or output.data.get("text/plain", ""))
+        return "\n".join(parts)
+
+    def entries(self, kind: str, name: str | None = None) -> list[TapeEntry]:
+        return [entry for entry in self.tape.read(kinds=(kind,)) if name is None or entry.name == name]
+
+
+def execute(name: str, tmp_path: Path) -> Executed:
+    folder = tmp_path / "examples"
+    shutil.copytree(EXAMPLES, folder, ignore=shutil.ignore_patterns(".ipynb_checkpoints", "*.idx", "*.lock"))
+    path = folder / name
+    home = tmp_path / "home"
+    env = {key: value for key, value in os.environ.items() if key not in UNSET}
+    env.update({"BUB_HOME": str(home), "BUB_MODEL": "offline", "JPY_SESSION_NAME": str(path)})
+    notebook = nbformat.read(path, as_version=4)
+    client = NotebookClient(
+        notebook, timeout=CELL_TIMEOUT, kernel_name="python3", resources={"metadata": {"path": str(folder)}}
+    )
+    client.execute(env=env, cwd=str(folder))  # raises CellExecutionError, naming the cell, on any error
+    return Executed(name, notebook, open_tape(session_tape_name(folder, name), home=home), folder)

@@ -1,0 +1,187 @@
+"""Every example notebook runs top to bottom in a real kernel on the offline model, and shows what it teaches.
+
+Each notebook runs in its own kernel, on a copy of ``examples/`` under ``tmp_path`` with its own Bub home,
+so the notebooks can run in parallel with each other and with the rest of the suite.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import nbformat
+import pytest
+from harness.notebooks import CELL_TIMEOUT, EXAMPLES, NOTEBOOKS, Executed, execute  # noqa: F401
+
+from bub_nb import diff_views
+from bub_nb.context.diff import spans
+from bub_nb.tape import open_tape
+
+# -- what each notebook must show ---------------------------------------------------------------------
+
+
+def check_quickstart(run: Executed) -> None:
+    answers = [output for output in run.outputs("%%bub") if output.output_type == "display_data"]
+    assert len(answers) == 3
+    for answer in answers:
+        meta = answer.metadata["bub_nb"]
+        assert set(meta) == {"tape", "entry_ids", "anchor"} and meta["tape"] == run.tape.name
+        written = {entry.id for entry in run.tape.read()}
+        assert meta["entry_ids"] and set(meta["entry_ids"]) <= written
+    second = answers[1]
+    assert second.metadata["bub_nb"]["anchor"] == "lesson/1"
+    assert "lesson/1" in second.data["text/markdown"] and "We said hello" in second.data["text/markdown"]
+    assert run.tape.memory.read().long_term == "I prefer short answers with one example"
+    commands = [entry.payload["data"] for entry in run.entries("event", "command")]
+    assert [(c["name"], c["status"]) for c in commands] == [("tape.anchors", "ok")]  # the `,anchors` cell
+    assert "lesson/1" in run.text(",anchors")
+    assert run.tape.find_anchor("lesson/1").state == {
+        "summary": "We said hello and looked at the context",
+        "next_steps": "Ask where the view starts",
+    }
+    # Against the full tape, the view from lesson/1 leaves exactly what was sent before the handoff.
+    lesson = run.tape.find_anchor("lesson/1").id
+    full = run.tape.view(None)
+    left = diff_views(full, run.tape.view()).left
+    assert left and left == tuple(entry_id for entry_id in full.entry_ids if entry_id < lesson)
+    shown = run.text("%context --diff full last")
+    assert "Context diff full → last-anchor" in shown and f"left     {len(left):>4}  {spans(left)}" in shown
+
+
+def check_context_and_handoff(run: Executed) -> None:
+    overflow = run.tape.find_anchor("auto_handoff/context_overflow")
+    assert overflow.state is not None and overflow.state["reason"] == "context_length_exceeded"
+    after = run.tape.read(overflow.id)
+    step = next(entry for entry in after if entry.name == "loop.step")
+    assert step.payload["data"]["status"] == "auto_handoff"
+    retry = next(entry for entry in after if entry.kind == "message" and entry.meta.get("retry"))
+    assert retry.payload == {"role": "user", "content": "Summarise where we are."}
+    run_event = next(entry for entry in after if entry.name == "run")
+    assert run_event.name == "run" and run_event.payload["data"]["status"] == "ok"
+    assert "starts at anchor `auto_handoff/context_overflow`" in run.text("%%bub -m small")
+    # The retry carried a summary of the phase that overflowed, citing only that phase.
+    first, last = overflow.state["range"]
+    assert overflow.state["summary"] and overflow.state["sources"]
+    assert all(first <= entry_id <= last < overflow.id for entry_id in overflow.state["sources"])
+    carried = run.text("from bub_nb.context import build_view\n\nretry_first")
+    assert "[Anchor created: auto_handoff/context_overflow]" in carried
+    assert json.dumps(overflow.state["summary"], ensure_ascii=False) in carried
+    closed = run.tape.find_anchor("phase/comparison").state
+    assert closed["summarized_by"] == "offline" and closed["sources"] and closed["removed_citations"] == 0
+    assert all(closed["range"][0] <= entry_id <= closed["range"][1] for entry_id in closed["sources"])
+    assert closed["range"][0] == overflow.id
+    # The handoff cut the view, not the tape: every user message is still there.
+    users = [entry.payload["content"] for entry in run.entries("message") if entry.payload["role"] == "user"]
+    assert users[:2] == [
+        "We loaded the sales data: three CSV files, 12,000 rows in total.",
+        'The region column had typos ("Nort", "north "); we normalised them with a mapping.',
+    ]
+    table = "".join(output.data["text/html"] for output in run.outputs("frame = tape.to_frame()"))
+    assert all(label in table for label in ("last anchor", "session/start", "full tape", "window:4"))
+    assert "View [last-anchor] from anchor 'phase/analysis'" in run.text("print(views")
+
+
+def check_memory(run: Executed) -> None:
+    zone = run.tape.memory
+    history = zone.history()
+    assert [version.version for version in history] == list(range(1, len(history) + 1)) and len(history) >= 6
+    assert history[-1].current and zone.read().is_empty  # cleared last
+    assert any(version.long_term_chars and version.daily_count == 2 for version in history)
+    asked = next(
+        entry for entry in run.entries("message") if entry.payload.get("content") == "What do you know about me?"
+    )
+    system = run.tape.read(asked.id - 1, asked.id)[0]
+    assert system.kind == "system" and "<memory>" in system.payload["content"]
+    assert "census" in system.payload["content"]
+    assert "The system prompt has a `<memory>` block." in run.text("%%bub\nWhat do you know")
+
+
+def check_tapes_as_dataframes(run: Executed) -> None:
+    images = [output for output in run.outputs() if "image/png" in output.get("data", {})]
+    assert len(images) == 2
+    shipped = sorted(path.name for path in (EXAMPLES / "data").rglob("*"))
+    assert sorted(path.name for path in (run.folder / "data").rglob("*")) == shipped  # nothing written there
+    tapes = run.text("everything = bub_nb.read_tapes(home)")
+    assert "494727f0da168296__0898b22730d57afc" in tapes and "4d379f4d08d1280e__b964cebb99de6241" in tapes
+    assert "context_length_exceeded" in run.text('tape.find_anchor("auto_handoff')
+    assert len(run.tape) == 0  # no model ran
+
+
+def check_plugins(run: Executed) -> None:
+    asked = [output for output in run.outputs("%%bub\nWhere does your view start") if "data" in output]
+    with_digest, without = (output.data["text/markdown"] for output in asked)
+    assert "The view starts at anchor `session/start`." in with_digest
+    assert "The view starts at anchor `phase/weighted`" in without
+    assert "3 assistant" in with_digest and "3 assistant" not in without
+    offered = run.text("%%bub --tools word_count")
+    assert "`word_count`" in offered and "`convert_temperature`" in offered and "`tape_handoff`" not in offered
+    call = run.entries("tool_call")[-1]
+    assert [c["function"]["name"] for c in call.payload["calls"]] == ["convert_temperature"]
+    assert run.tape.read(call.id + 1, call.id + 2)[0].payload == {"results": ["294.65"]}
+    assert "invalid_input" in run.text("next(entry for entry in turn.entries")
+
+
+def check_instruments(run: Executed) -> None:
+    prompts = [e.payload["content"] for e in run.tape.read(kinds=("message",)) if e.payload.get("role") == "user"]
+    fork = open_tape(f"{run.tape.name}__replay__offline", home=run.tape.path.parent.parent if run.tape.path else None)
+    replayed = [e.payload["content"] for e in fork.read(kinds=("message",)) if e.payload.get("role") == "user"]
+    assert replayed == prompts[:3] and len(prompts) == 4  # the last prompt came after the replay
+    assert "Messages the turn sent" in run.text("%context --turn -1")
+    diff = run.text("import bub_nb")
+    assert "every entry that left is before lesson/1: True" in diff and " 0 entered" in diff
+    assert "Context diff turn #" in run.text("%context --diff turn:-2 turn:-1")
+    before, after = run.text('print("entries on').split("before and after:")[1].split()[:2]
+    assert before == after  # the replay only read the notebook's tape
+    totals = run.text("runs = df")
+    for side in ("tokens in", "tokens out"):
+        line = next(line for line in totals.splitlines() if line.startswith(side))
+        assert line.split(":")[1].split("=")[0].strip() == line.split("=")[1].strip()
+    assert "cost" in run.text("from bub_nb.notebook.widgets import TapeTimeline")
+    refusal = run.text("before = len(tape)")
+    assert "over the budget of 400; nothing was written: hand off" in refusal
+    counts = refusal.split("refusal:")[1].split()
+    assert counts[0] == counts[1]
+    after_handoff = [o for o in run.outputs("%%bub --budget") if o.output_type == "display_data"]
+    assert [o.metadata["bub_nb"]["anchor"] for o in after_handoff] == ["lesson/2"]
+
+
+CHECKS: dict[str, Callable[[Executed], None]] = {
+    "quickstart.ipynb": check_quickstart,
+    "instruments.ipynb": check_instruments,
+    "context-and-handoff.ipynb": check_context_and_handoff,
+    "memory.ipynb": check_memory,
+    "tapes-as-dataframes.ipynb": check_tapes_as_dataframes,
+    "plugins.ipynb": check_plugins,
+}
+
+
+@pytest.fixture(params=NOTEBOOKS)
+def executed(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Executed]:
+    yield execute(request.param, tmp_path)
+
+
+def test_every_example_runs_top_to_bottom_offline_and_shows_what_it_teaches(executed: Executed) -> None:
+    cells = executed.code_cells
+    assert all(cell.execution_count is not None for cell in cells)
+    assert [cell.execution_count for cell in cells] == sorted(cell.execution_count for cell in cells)
+    for cell in cells:
+        for output in cell.outputs:
+            assert output.output_type != "error", cell.source
+            assert not (output.output_type == "stream" and output.name == "stderr"), (cell.source, output.text)
+    CHECKS[executed.name](executed)
+
+
+def test_every_example_has_checks() -> None:
+    assert set(NOTEBOOKS) == set(CHECKS), "give each example notebook a check_<name> in this file"
+
+
+def test_examples_are_committed_without_outputs() -> None:
+    for name in NOTEBOOKS:
+        notebook = nbformat.read(EXAMPLES / name, as_version=4)
+        nbformat.validate(notebook)
+        for cell in notebook.cells:
+            if cell.cell_type == "code":
+                assert cell.outputs == [] and cell.execution_count is None, (name, cell.source)
+        assert notebook.cells[0].cell_type == "markdown" and notebook.cells[0].source.startswith("# "), name
+        assert "## Where next" in notebook.cells[-1].source, name

@@ -1,0 +1,92 @@
+"""Moving tapes between a Bub home and a database: same frames both ways, only what is new, files Bub reads."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+from harness.tapes import bub_read, postgres_server, postgres_store
+
+from bub_nb.cli import main
+from bub_nb.tape import TapeEntry, open_tape, read_tapes
+from bub_nb.tape.stores.postgres.sync import pull, push
+
+EXAMPLE_HOME = Path(__file__).parent.parent / "examples" / "data" / "bub-home"
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    copy = tmp_path / "home"
+    shutil.copytree(EXAMPLE_HOME, copy)
+    return copy
+
+
+def test_a_pushed_home_reads_back_with_the_same_frame_and_pulls_back_to_files_bub_reads(
+    home: Path, tmp_path: Path, capsys: Any
+) -> None:
+    server = postgres_server()
+    dsn = server.create_database("pushed")
+    assert main(["db", "init", dsn]) == 0
+    assert main(["tapes", "push", str(home), dsn]) == 0
+    said = capsys.readouterr().out
+    assert "Pushed" in said and "[redacted]" in said and "bub-nb-admin-secret" not in said
+
+    from_files = read_tapes(home)
+    from_database = read_tapes(store=dsn)
+    assert list(from_database.columns[:2]) == ["tape_name", "owner"] and from_database.columns[-1] == "notebook"
+    assert set(from_database["owner"]) == {"postgres"}
+    pd.testing.assert_frame_equal(from_database.drop(columns=["owner"]), from_files)
+
+    elsewhere = tmp_path / "elsewhere"
+    assert main(["tapes", "pull", dsn, str(elsewhere)]) == 0
+    for original in sorted((home / "tapes").glob("*.jsonl")):
+        pulled = elsewhere / "tapes" / original.name
+        assert [(r["id"], r["kind"], r["payload"]) for r in bub_read(pulled)] == [
+            (r["id"], r["kind"], r["payload"]) for r in bub_read(original)
+        ]
+    pd.testing.assert_frame_equal(read_tapes(elsewhere), from_files)
+
+
+def test_push_and_pull_again_copy_only_what_is_new(tmp_path: Path) -> None:
+    store = postgres_store()
+    local = open_tape("lesson", home=tmp_path / "a")
+    local.ensure_bootstrap_anchor()
+    local.append_message({"role": "user", "content": "one"})
+    assert push(tmp_path / "a", store).entries == {"lesson": 3}
+    assert push(tmp_path / "a", store).total == 0
+    local.handoff("phase/two", {"summary": "on"})
+    assert push(tmp_path / "a", store).entries == {"lesson": 2}
+    assert [e.id for e in store.read("lesson")] == [1, 2, 3, 4, 5]
+    assert [a.name for a in store.anchors("lesson")] == ["session/start", "phase/two"]
+
+    assert pull(store, tmp_path / "b").entries == {"lesson": 5}
+    open_tape("lesson", store=store).append_message({"role": "user", "content": "written in the database"})
+    assert pull(store, tmp_path / "b").entries == {"lesson": 1}
+    assert pull(store, tmp_path / "b").total == 0
+    pulled = open_tape("lesson", home=tmp_path / "b")
+    assert [e.id for e in pulled.read()] == list(range(1, 7)) and pulled.read()[-1].payload["content"].startswith("wr")
+
+
+def test_fork_lineage_moves_both_ways(tmp_path: Path) -> None:
+    store = postgres_store()
+    parent = open_tape("parent", home=tmp_path / "a")
+    parent.ensure_bootstrap_anchor()
+    parent.fork_session("child", intention="try another way")
+    copied = push(tmp_path / "a", store)
+    assert copied.lineage == 1 and push(tmp_path / "a", store).lineage == 0
+    assert [(r["parent"], r["child"]) for r in open_tape("child", store=store).lineage()] == [("parent", "child")]
+    assert pull(store, tmp_path / "b").lineage == 1 and pull(store, tmp_path / "b").lineage == 0
+    assert [r["child"] for r in open_tape("parent", home=tmp_path / "b").lineage()] == ["child"]
+
+
+def test_copies_that_disagree_are_left_alone(tmp_path: Path) -> None:
+    store = postgres_store()
+    store.append("lesson", [TapeEntry.message({"role": "user", "content": "database"})])
+    open_tape("lesson", home=tmp_path / "a").append_message({"role": "user", "content": "files"})
+    with pytest.raises(Exception, match="Tape 'lesson' differs between the two copies at entry 1"):
+        push(tmp_path / "a", store)
+    assert main(["tapes", "pull", store.dsn, str(tmp_path / "a"), "--schema", store.schema]) == 2
+    assert len(store.read("lesson")) == 1 and len(open_tape("lesson", home=tmp_path / "a").read()) == 1
