@@ -14,7 +14,7 @@ from bub_nb.cli import main
 from bub_nb.tape import TapeEntry, open_tape, read_tapes
 from bub_nb.tape.stores.postgres.sync import pull, push
 
-EXAMPLE_HOME = Path(__file__).parent.parent / "examples" / "data" / "bub-home"
+EXAMPLE_HOME = Path(__file__).resolve().parents[2] / "examples" / "data" / "bub-home"
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from bub_nb.tape import Tape, open_tape
 from bub_nb.tape.citations import cited_ids, link_citations
 from bub_nb.tape.reports.transcript import anchors_frame, transcript_markdown
 
-BUB_TAPE = Path(__file__).parent.parent / "examples/data/bub-home/tapes/494727f0da168296__0898b22730d57afc.jsonl"
+BUB_TAPE = Path(__file__).resolve().parents[2] / "examples/data/bub-home/tapes/494727f0da168296__0898b22730d57afc.jsonl"
 
 
 def test_a_bub_tape_run_without_a_time_shows_no_none(tmp_path: Path) -> None:
