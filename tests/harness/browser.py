@@ -202,7 +202,7 @@ def running_lab(base: Path, notebooks: list[Path], bub_home: Path) -> Iterator[J
 # -- the notebook in the browser -------------------------------------------------------------------
 
 WIDGET_PLACEHOLDERS: Final = ("Loading widget...", "Error displaying widget")
-OUTPUT_DIR: Final = Path(__file__).resolve().parents[1] / "test-output" / "browser"
+OUTPUT_DIR: Final = Path(__file__).resolve().parents[2] / "test-output" / "browser"
 
 # Every code cell shows "[n]:" once it has run; "[*]:" while queued or running, "[ ]:" before.
 _ALL_CODE_CELLS_RAN: Final = """() => {
