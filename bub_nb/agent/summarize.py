@@ -26,8 +26,7 @@ from bub_nb.agent.preflight import context_window_of
 from bub_nb.context.messages import is_hidden
 from bub_nb.context.tokens import count_messages_tokens, count_text_tokens
 from bub_nb.errors import BubNbError, ContextLengthError
-from bub_nb.tape.anchor_state import SUMMARY_KEYS
-from bub_nb.tape.citations import check_citations
+from bub_nb.tape.citations import SUMMARY_KEYS, check_citations
 from bub_nb.tape.text import payload_role, payload_text
 
 if TYPE_CHECKING:

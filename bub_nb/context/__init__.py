@@ -19,7 +19,7 @@ from bub_nb.context.strategies import (
 from bub_nb.context.turns import RunSpec, TurnOf, TurnView, find_run, parse_run, view_of_turn
 from bub_nb.context.view import RunUsage, View, build_view, last_run_usage, view_from_selection
 from bub_nb.tape import seams
-from bub_nb.tape.selectors import LAST_ANCHOR
+from bub_nb.tape.anchors import LAST_ANCHOR
 
 __all__ = [
     "FULL",

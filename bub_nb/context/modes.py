@@ -6,7 +6,7 @@ from bub_nb.context.cells import NotebookCells
 from bub_nb.context.phases import PHASES
 from bub_nb.context.strategies import FULL, ContextStrategy, LastAnchor, NamedAnchor, Window
 from bub_nb.errors import ContextError
-from bub_nb.tape.selectors import LAST_ANCHOR, _LastAnchor
+from bub_nb.tape.anchors import LAST_ANCHOR, _LastAnchor
 
 #: What a view mode may be: the ``LAST_ANCHOR`` sentinel, ``None`` (the full tape), a strategy, or text
 #: (a mode word or an anchor name).

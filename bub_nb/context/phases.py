@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from bub_nb.context.messages import Message, is_hidden
 from bub_nb.context.strategies import LastAnchor, Selection
-from bub_nb.tape.anchor_state import BOOKKEEPING_KEYS, CITING_TITLES
+from bub_nb.tape.citations import BOOKKEEPING_KEYS, CITING_TITLES
 from bub_nb.tape.entries import TapeEntry, is_phase_anchor
 
 if TYPE_CHECKING:

@@ -13,9 +13,9 @@ from bub_nb.context.strategies import Selection
 from bub_nb.context.tokens import count_message_tokens
 from bub_nb.context.view import View, last_run_usage, view_from_selection
 from bub_nb.errors import ContextError
+from bub_nb.tape.anchors import AnchorSummary
 from bub_nb.tape.entries import TapeEntry
 from bub_nb.tape.events import NOTEBOOK_CELL, RUN, RecordedView, run_view
-from bub_nb.tape.summary import AnchorSummary
 
 if TYPE_CHECKING:
     from bub_nb.tape import Tape

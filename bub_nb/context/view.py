@@ -12,9 +12,9 @@ from bub_nb.context.messages import Message, render_entries
 from bub_nb.context.modes import Mode, as_strategy
 from bub_nb.context.strategies import Selection
 from bub_nb.context.tokens import REPLY_PRIMING, count_message_tokens, tokenizer_name
+from bub_nb.tape.anchors import LAST_ANCHOR
 from bub_nb.tape.entries import TapeEntry
 from bub_nb.tape.events import RUN, run_data, run_usage
-from bub_nb.tape.selectors import LAST_ANCHOR
 
 if TYPE_CHECKING:
     from bub_nb.tape import AnchorSummary, Tape

@@ -7,8 +7,8 @@ from datetime import date
 from typing import TYPE_CHECKING, Any, Final
 
 from bub_nb.memory.snapshot import MemorySnapshot, as_date, parse_zone, zone_entries
+from bub_nb.tape.anchors import AnchorSummary
 from bub_nb.tape.entries import TapeEntry, utc_now
-from bub_nb.tape.summary import AnchorSummary
 
 if TYPE_CHECKING:
     from bub_nb.tape import Tape

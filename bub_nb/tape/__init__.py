@@ -6,14 +6,14 @@ from typing import TYPE_CHECKING, Any
 
 from bub_nb.tape import _aliases
 from bub_nb.tape.address import TapeAddress
+from bub_nb.tape.anchors import LAST_ANCHOR, AnchorSummary
 from bub_nb.tape.entries import KINDS, TapeEntry, is_phase_anchor
+from bub_nb.tape.info import TapeInfo
 from bub_nb.tape.locations import current_notebook, session_tape_name, tapes_home, validate_tape_name
 from bub_nb.tape.open import open_tape
 from bub_nb.tape.query import TapeQuery
-from bub_nb.tape.selectors import LAST_ANCHOR
 from bub_nb.tape.stores.file import FileTapeStore
 from bub_nb.tape.stores.protocol import AnchorRef, MemoryTapeStore, StoreStats, TapeStore
-from bub_nb.tape.summary import AnchorSummary, TapeInfo
 from bub_nb.tape.tape import Tape
 
 _aliases.install()

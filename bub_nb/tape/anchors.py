@@ -1,17 +1,42 @@
-"""Slicing a tape by its anchors: after the last phase anchor, after a named anchor, between two.
+"""Anchors: the default view selector, slicing a tape by its anchors, and anchors as ``Tape.anchors()`` lists them.
 
-These rules work on a store and a tape name, so the ``Tape`` and the query builder share them
-without either calling the other.
+Slicing works on a store and a tape name, so the ``Tape`` and the query builder share it without either calling
+the other.
 """
 
 from __future__ import annotations
 
+import html
 from collections.abc import Sequence
-from typing import Protocol
+from dataclasses import dataclass
+from typing import Any, Final, Protocol
+
+import orjson
 
 from bub_nb.errors import AnchorNotFoundError, TapeError
+from bub_nb.tape.citations import state_sources, state_uncited
 from bub_nb.tape.entries import KINDS, TapeEntry, is_phase_anchor
 from bub_nb.tape.stores.protocol import AnchorRef, TapeStore
+
+
+class _LastAnchor:
+    """Select from the last phase anchor on (inclusive). The default of every view."""
+
+    _instance: _LastAnchor | None = None
+
+    def __new__(cls) -> _LastAnchor:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "LAST_ANCHOR"
+
+    def __reduce__(self) -> str:
+        return "LAST_ANCHOR"
+
+
+LAST_ANCHOR: Final = _LastAnchor()
 
 
 class StoredTape(Protocol):
@@ -71,3 +96,39 @@ def between_anchors(store: TapeStore, tape: str, start: str, end: str) -> list[T
     if last.id <= first.id:
         raise anchor_order_error(start, first.id, end, last.id, tape)
     return store.read(tape, first.id + 1, last.id)
+
+
+@dataclass(frozen=True, slots=True)
+class AnchorSummary:
+    """An anchor as listed by ``Tape.anchors()``: where it is, what it is called, what it carries."""
+
+    id: int
+    name: str
+    state: dict[str, Any] | None
+    date: str
+
+    @property
+    def sources(self) -> tuple[int, ...]:
+        """The entries this anchor's summary cites (``()`` for a plain handoff)."""
+        return state_sources(self.state)
+
+    @property
+    def uncited(self) -> tuple[str, ...] | None:
+        """The sentences of its summary that cite nothing; ``None`` when the state does not say."""
+        return state_uncited(self.state)
+
+    def _citations_note(self) -> str:
+        uncited = self.uncited
+        if not self.sources and uncited is None:
+            return ""
+        cites = ", ".join(f"#{entry_id}" for entry_id in self.sources) or "nothing"
+        return f" · cites {cites}" + (f", {len(uncited)} uncited sentences" if uncited else "")
+
+    def _repr_markdown_(self) -> str:
+        state = orjson.dumps(self.state).decode() if self.state else ""
+        return f"⚓ **{self.name}** (#{self.id}, {self.date[:19]}{self._citations_note()}) {state}"
+
+    def _repr_html_(self) -> str:
+        state = html.escape(orjson.dumps(self.state).decode()) if self.state else ""
+        where = f"#{self.id} {self.date[:19]}{self._citations_note()}"
+        return f"<span>⚓ <b>{html.escape(self.name)}</b> <small>{where}</small> <code>{state}</code></span>"

@@ -1,7 +1,8 @@
 """Citations of tape entries in text: ``[#12]`` for one entry, ``[#12-#15]`` for a run of them.
 
 A summary that cites the entries it stands on can be checked against the tape. This module finds
-citations, keeps those that fall inside a range of ids, and says which sentences cite nothing.
+citations, keeps those that fall inside a range of ids, says which sentences cite nothing, and reads
+what a summarising handoff's anchor state cites (defensively: a plain or hand-written state is no error).
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 CITATION: Final = re.compile(r"\[#(\d{1,19})(?:\s*[-\u2013]\s*#?(\d{1,19}))?\]")
 """``[#12]`` or ``[#12-#15]`` (an en dash and a missing second ``#`` are read too)."""
@@ -120,3 +121,43 @@ def link_citations(text: str, href: Callable[[int], str]) -> str:
         return f"[{match.group(0)}]({href(int(match.group(1)))})"
 
     return CITATION.sub(link, text)
+
+
+CITING_TITLES: Final = {"summary": "Summary", "next_steps": "Next steps"}
+"""The state keys whose text may cite entries, in the order they are shown, with their headings."""
+
+CITING_KEYS: Final = tuple(CITING_TITLES)
+
+BOOKKEEPING_KEYS: Final = ("sources", "range", "summarized_by", "uncited", "removed_citations")
+"""What a summarising handoff adds beside its text, for readers and tools rather than the model."""
+
+SUMMARY_KEYS: Final = (*CITING_KEYS, *BOOKKEEPING_KEYS)
+"""Every key a summarising handoff adds to its anchor's state."""
+
+
+def citing_text(state: dict[str, Any]) -> str:
+    """The text of a state's citing keys, joined, for finding its citations."""
+    return " ".join(value for key in CITING_KEYS if isinstance(value := state.get(key), str))
+
+
+def state_sources(state: Any) -> tuple[int, ...]:
+    """The entries an anchor state cites: its ``sources`` when it lists ids, else the ids its text cites.
+
+    A plain handoff cites nothing and gets ``()``; ids that are not positive integers are left out.
+    """
+    if not isinstance(state, dict):
+        return ()
+    listed = state.get("sources")
+    if isinstance(listed, list | tuple):
+        return tuple(sorted({value for value in listed if type(value) is int and value > 0}))
+    return tuple(cited_ids(citing_text(state)))
+
+
+def state_uncited(state: Any) -> tuple[str, ...] | None:
+    """The sentences an anchor state says cite nothing, or ``None`` when it does not say (a plain handoff)."""
+    if not isinstance(state, dict):
+        return None
+    listed = state.get("uncited")
+    if not isinstance(listed, list | tuple):
+        return None
+    return tuple(str(sentence) for sentence in listed)

@@ -12,8 +12,8 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from bub_nb.tape.anchors import AnchorSummary
     from bub_nb.tape.entries import TapeEntry
-    from bub_nb.tape.summary import AnchorSummary
 
 
 class View(Protocol):

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 from bub_nb.notebook.widgets._style import KIND_GLYPHS, LEGEND, MEMORY_GLYPH, OTHER_GLYPH, clip, esc
-from bub_nb.tape.anchor_state import state_sources
+from bub_nb.tape.citations import state_sources
 from bub_nb.tape.entries import is_phase_anchor
 from bub_nb.tape.text import entry_role, entry_text
 

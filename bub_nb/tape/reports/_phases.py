@@ -7,8 +7,15 @@ from typing import Any
 
 import orjson
 
-from bub_nb.tape.anchor_state import CITING_KEYS, CITING_TITLES, citing_text, state_sources
-from bub_nb.tape.citations import cited_ids, find_citations, format_citation
+from bub_nb.tape.citations import (
+    CITING_KEYS,
+    CITING_TITLES,
+    cited_ids,
+    citing_text,
+    find_citations,
+    format_citation,
+    state_sources,
+)
 from bub_nb.tape.entries import TapeEntry
 
 
