@@ -23,7 +23,7 @@ from bub_nb.tape.address import entry_address
 from bub_nb.tape.entries import TapeEntry
 from bub_nb.tape.events import run_data, run_usage
 from bub_nb.tape.fork import check_fork, forked_entries, keep_lineage
-from bub_nb.tape.locations import MAX_NAME_BYTES
+from bub_nb.tape.names import MAX_NAME_BYTES
 from bub_nb.tape.redact import redact_text
 
 if TYPE_CHECKING:

@@ -6,7 +6,8 @@ from typing import Any
 
 from bub_nb.errors import BubNbError
 from bub_nb.tape import Tape, current_notebook
-from bub_nb.tape.locations import NOTEBOOK_EVENT, recorded_notebook
+from bub_nb.tape.events import NOTEBOOK
+from bub_nb.tape.locations import recorded_notebook
 
 
 class NotebookOrigin:
@@ -68,5 +69,5 @@ class NotebookOrigin:
         path = str(notebook.workspace / notebook.session_id)
         if recorded_notebook(tape) != path:
             self._seen[key] = tape.append_event(
-                NOTEBOOK_EVENT, {"path": path, "source": notebook.source}, source="notebook"
+                NOTEBOOK, {"path": path, "source": notebook.source}, source="notebook"
             ).id

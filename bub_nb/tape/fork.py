@@ -19,8 +19,7 @@ from bub_nb.tape._lines import anchor_name
 from bub_nb.tape.address import entry_address
 from bub_nb.tape.entries import TapeEntry, is_phase_anchor, utc_now
 from bub_nb.tape.events import HANDOFF, handoff_entries
-from bub_nb.tape.locations import validate_tape_name
-from bub_nb.tape.names import LINEAGE_FILE
+from bub_nb.tape.names import LINEAGE_FILE, validate_tape_name
 from bub_nb.tape.stores.protocol import AnchorRef, FileBacked, KeepsLineage, StoreStats, TapeStore
 
 INTENTION_ANCHOR = "intention"

@@ -1,8 +1,15 @@
-"""Where tapes live and what they are called: Bub's per-session names and the current notebook's tape."""
+"""Where tapes live and which notebook is running: the Bub home, its tapes folder, and the current notebook.
+
+Jupyter's server and ``bub-nb run`` tell the kernel its notebook (``JPY_SESSION_NAME``); nbclient,
+nbconvert and papermill do not. What they all do is run in a process whose command line names the
+notebook (``jupyter nbconvert --execute a.ipynb``, ``papermill a.ipynb out.ipynb``, ``python run.py
+a.ipynb``), and that process is the kernel's parent. psutil reads it where it is installed; on Linux
+``/proc`` does without.
+"""
 
 from __future__ import annotations
 
-import hashlib
+import functools
 import os
 import sys
 from collections.abc import Iterator, Sequence
@@ -10,15 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from bub_nb.errors import TapeNameError
 from bub_nb.tape.entries import TapeEntry
 from bub_nb.tape.events import NOTEBOOK
-from bub_nb.tape.names import check_tape_file_name
+from bub_nb.tape.names import session_tape_name
 
 DEFAULT_SESSION_ID = "default"
-NOTEBOOK_EVENT = NOTEBOOK  # the name the notebook layer knows it by
-# Room for the longest file made from a name, "<name>.jsonl.<stamp>-<n>.bak", within 255 bytes.
-MAX_NAME_BYTES = 200
 
 
 def bub_home(home: str | Path | None = None) -> Path:
@@ -29,61 +32,6 @@ def bub_home(home: str | Path | None = None) -> Path:
 def tapes_home(home: str | Path | None = None) -> Path:
     """The folder holding tape files, ``<bub home>/tapes``, shared with Bub."""
     return bub_home(home) / "tapes"
-
-
-def session_tape_name(workspace: str | Path, session_id: str) -> str:
-    """Bub's tape name for a session: ``md5(workspace)[:16] + "__" + md5(session_id)[:16]``."""
-    workspace_hash = hashlib.md5(str(Path(workspace).resolve()).encode()).hexdigest()[:16]
-    session_hash = hashlib.md5(session_id.encode()).hexdigest()[:16]
-    return f"{workspace_hash}__{session_hash}"
-
-
-def check_file_name(name: str) -> str:
-    """``name`` if ``<name>.jsonl`` stays inside its folder; the store's own, looser check.
-
-    Names taken from existing files (``my..notes.jsonl``) pass; anything with a separator, ``.``,
-    ``..``, a NUL or too many bytes does not.
-    """
-    if (
-        not isinstance(name, str)
-        or name in ("", ".", "..")
-        or any(mark in name for mark in ("/", "\\", "\x00", os.sep, os.altsep or "/"))
-        or len(name.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES
-        or not _encodable(name)
-    ):
-        raise TapeNameError(f"Tape name {name!r} cannot name a file inside the tapes folder")
-    return name
-
-
-def _encodable(name: str) -> bool:
-    """Whether ``name`` can be a file name here (a lone surrogate cannot)."""
-    try:
-        os.fsencode(name)
-    except UnicodeError:
-        return False
-    return True
-
-
-def validate_tape_name(name: str) -> str:
-    """Return ``name`` if it is a plain tape name; raise ``TapeNameError`` quoting it otherwise."""
-    problem = None
-    if not isinstance(name, str) or not name.strip():
-        problem = "it is empty"
-    elif "/" in name or "\\" in name or os.sep in name or (os.altsep and os.altsep in name):
-        problem = "it contains a path separator"
-    elif ".." in name:
-        problem = "it contains '..'"
-    elif "\x00" in name or name.startswith("."):
-        problem = "it is not a plain file name"
-    elif len(name.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES:
-        problem = f"it is longer than {MAX_NAME_BYTES} bytes"
-    elif not _encodable(name):
-        problem = "the file system cannot store it (a lone surrogate)"
-    if problem:
-        raise TapeNameError(
-            f"Tape name {name!r} is not allowed: {problem}; use a plain name, or a path ending in .jsonl"
-        )
-    return check_tape_file_name(name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,7 +62,7 @@ def current_notebook() -> NotebookLocation:
             if not path.is_absolute():
                 path = path if path.exists() else Path.cwd() / path.name
             return NotebookLocation(path.resolve().parent, path.name, source)
-    from bub_nb.tape._launcher import launching_notebook
+    from bub_nb.tape.locations import launching_notebook
 
     launched = launching_notebook()
     if launched is not None:
@@ -130,6 +78,73 @@ def recorded_notebook(tape: _ReadsBackwards) -> str | None:
     """The notebook path the newest ``notebook`` event on ``tape`` records, if any."""
     for entry in tape.iter_reverse(kinds=("event",)):
         data = entry.payload.get("data")
-        if entry.name == NOTEBOOK_EVENT and isinstance(data, dict) and isinstance(data.get("path"), str):
+        if entry.name == NOTEBOOK and isinstance(data, dict) and isinstance(data.get("path"), str):
             return str(data["path"])
+    return None
+
+
+_ANCESTORS = 3  # the launcher, and a shell or ``jupyter`` wrapper or two above it
+
+
+def _process(pid: int) -> tuple[list[str], Path | None, int] | None:
+    """A process's arguments, working folder and parent id, or ``None`` when they cannot be read."""
+    try:
+        import psutil
+    except ImportError:
+        return _proc_process(pid)
+    try:
+        process = psutil.Process(pid)
+        return process.cmdline(), Path(process.cwd()), process.ppid()
+    except (psutil.Error, OSError):
+        return None
+
+
+def _proc_process(pid: int) -> tuple[list[str], Path | None, int] | None:
+    proc = Path("/proc") / str(pid)
+    try:
+        args = [a.decode(errors="replace") for a in (proc / "cmdline").read_bytes().split(b"\0") if a]
+        status = (proc / "status").read_text()
+        parent = next(int(line.split()[1]) for line in status.splitlines() if line.startswith("PPid:"))
+        return args, Path(os.readlink(proc / "cwd")), parent
+    except (OSError, ValueError, StopIteration):
+        return None
+
+
+def _named_notebook(args: list[str], cwd: Path | None) -> Path | None:
+    """The one notebook a command line names (papermill's first: its input), resolved against ``cwd``."""
+    found: list[Path] = []
+    for arg in args[1:]:
+        if not arg.endswith(".ipynb") or arg.startswith("-"):
+            continue
+        path = Path(arg).expanduser()
+        if not path.is_absolute() and cwd is not None:
+            path = cwd / path
+        if path.is_file() and path.resolve() not in found:
+            found.append(path.resolve())
+    if len(found) == 1 or (found and any("papermill" in Path(a).name for a in args[:2])):
+        return found[0]
+    return None  # none, or several with no way to tell which this kernel runs
+
+
+def _is_kernel() -> bool:
+    return "ipykernel" in Path(sys.argv[0] if sys.argv else "").name
+
+
+@functools.cache
+def launching_notebook() -> Path | None:
+    """The notebook named by the process that launched this kernel, if this process is a kernel."""
+    if not _is_kernel():
+        return None
+    pid = os.getppid()
+    for _ in range(_ANCESTORS):
+        process = _process(pid)
+        if process is None:
+            return None
+        args, cwd, parent = process
+        notebook = _named_notebook(args, cwd)
+        if notebook is not None:
+            return notebook
+        if parent <= 1:
+            return None
+        pid = parent
     return None

@@ -1,11 +1,21 @@
-"""Names bub_nb keeps for itself: anchor names only the memory zone writes, files only the store writes."""
+"""What tapes and anchors may be called: Bub's session names, the rules for a tape's name, and the names bub_nb keeps.
+
+A tape's name becomes a file name, so every rule here keeps ``<name>.jsonl`` and its sidecars inside the tapes
+folder and apart from the files the store keeps for itself.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import os
+from pathlib import Path
 from typing import Final
 
 from bub_nb.errors import AnchorNameError, TapeNameError
 from bub_nb.tape.entries import MEMORY_ANCHOR_PREFIX
+
+# Room for the longest file made from a name, "<name>.jsonl.<stamp>-<n>.bak", within 255 bytes.
+MAX_NAME_BYTES: Final = 200
 
 RESERVED_ANCHOR_PREFIXES: Final = (MEMORY_ANCHOR_PREFIX,)
 """A handoff under these prefixes would forge what the memory zone writes (``memory/open``, ``memory/seal``)."""
@@ -18,6 +28,61 @@ LINEAGE_FILE: Final = f"{LINEAGE_TAPE_NAME}.jsonl"
 
 SIDECAR_SUFFIXES: Final = (".idx", ".lock", ".bak")
 """What the store puts after ``<name>.jsonl``: its index, its lock and archives."""
+
+
+def session_tape_name(workspace: str | Path, session_id: str) -> str:
+    """Bub's tape name for a session: ``md5(workspace)[:16] + "__" + md5(session_id)[:16]``."""
+    workspace_hash = hashlib.md5(str(Path(workspace).resolve()).encode()).hexdigest()[:16]
+    session_hash = hashlib.md5(session_id.encode()).hexdigest()[:16]
+    return f"{workspace_hash}__{session_hash}"
+
+
+def check_file_name(name: str) -> str:
+    """``name`` if ``<name>.jsonl`` stays inside its folder; the store's own, looser check.
+
+    Names taken from existing files (``my..notes.jsonl``) pass; anything with a separator, ``.``,
+    ``..``, a NUL or too many bytes does not.
+    """
+    if (
+        not isinstance(name, str)
+        or name in ("", ".", "..")
+        or any(mark in name for mark in ("/", "\\", "\x00", os.sep, os.altsep or "/"))
+        or len(name.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES
+        or not _encodable(name)
+    ):
+        raise TapeNameError(f"Tape name {name!r} cannot name a file inside the tapes folder")
+    return name
+
+
+def _encodable(name: str) -> bool:
+    """Whether ``name`` can be a file name here (a lone surrogate cannot)."""
+    try:
+        os.fsencode(name)
+    except UnicodeError:
+        return False
+    return True
+
+
+def validate_tape_name(name: str) -> str:
+    """Return ``name`` if it is a plain tape name; raise ``TapeNameError`` quoting it otherwise."""
+    problem = None
+    if not isinstance(name, str) or not name.strip():
+        problem = "it is empty"
+    elif "/" in name or "\\" in name or os.sep in name or (os.altsep and os.altsep in name):
+        problem = "it contains a path separator"
+    elif ".." in name:
+        problem = "it contains '..'"
+    elif "\x00" in name or name.startswith("."):
+        problem = "it is not a plain file name"
+    elif len(name.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES:
+        problem = f"it is longer than {MAX_NAME_BYTES} bytes"
+    elif not _encodable(name):
+        problem = "the file system cannot store it (a lone surrogate)"
+    if problem:
+        raise TapeNameError(
+            f"Tape name {name!r} is not allowed: {problem}; use a plain name, or a path ending in .jsonl"
+        )
+    return check_tape_file_name(name)
 
 
 def check_handoff_name(name: object) -> str:

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from bub_nb.errors import TapeError, TapeNameError, TapeNotFoundError
-from bub_nb.tape.locations import check_file_name, current_notebook, tapes_home, validate_tape_name
-from bub_nb.tape.names import check_tape_file_name
+from bub_nb.tape.locations import current_notebook, tapes_home
+from bub_nb.tape.names import check_file_name, check_tape_file_name, validate_tape_name
 from bub_nb.tape.stores.archive import is_archive_name, open_archive
 from bub_nb.tape.stores.file import FileTapeStore
 from bub_nb.tape.stores.protocol import TapeStore

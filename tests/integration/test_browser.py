@@ -25,7 +25,7 @@ from harness.browser import (
 
 from bub_nb import Tape, diff_views, open_tape
 from bub_nb.context import LAST_ANCHOR, build_view
-from bub_nb.tape.locations import session_tape_name
+from bub_nb.tape.names import session_tape_name
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
 

@@ -27,8 +27,8 @@ from filelock import FileLock, Timeout
 from bub_nb.errors import TapeError
 from bub_nb.tape._lines import Record, anchor_name, decode_record, decode_records, gc_paused, line_blocks
 from bub_nb.tape.entries import TapeEntry
-from bub_nb.tape.locations import check_file_name
 from bub_nb.tape.names import LINEAGE_FILE as SESSION_GRAPH
+from bub_nb.tape.names import check_file_name
 from bub_nb.tape.search import candidate_lines
 from bub_nb.tape.stores._index import READ_CHUNK, TAIL_BYTES, IndexFile, IndexState
 from bub_nb.tape.stores.columns import Columns, decode_columns

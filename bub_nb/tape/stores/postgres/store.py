@@ -25,7 +25,8 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from bub_nb.errors import TapeAccessError, TapeError
 from bub_nb.tape._lines import Record, decode_records, gc_paused
 from bub_nb.tape.entries import TapeEntry
-from bub_nb.tape.locations import check_file_name, current_notebook
+from bub_nb.tape.locations import current_notebook
+from bub_nb.tape.names import check_file_name
 from bub_nb.tape.stores.dsn import error_reason, redact_dsn
 from bub_nb.tape.stores.postgres.follow import TapeFollower
 from bub_nb.tape.stores.postgres.schema import VERSION, channel, check_schema_name, migrate, schema_version
