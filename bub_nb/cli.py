@@ -68,8 +68,8 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _database(dsn: str, schema: str) -> Any:
-    from bub_nb.tape.open import database_store
     from bub_nb.tape.stores.dsn import is_dsn, redact_dsn
+    from bub_nb.tape.stores.resolve import database_store
 
     if not is_dsn(dsn):
         raise BubNbError(f"{redact_dsn(dsn)!r} is not a postgresql:// DSN")
@@ -123,7 +123,8 @@ def _db_enroll(args: argparse.Namespace) -> int:
 
 def _tapes(args: argparse.Namespace) -> int:
     from bub_nb.tape.locations import bub_home, recorded_notebook, tapes_home
-    from bub_nb.tape.open import file_store, open_tape
+    from bub_nb.tape.open import open_tape
+    from bub_nb.tape.stores.resolve import file_store
 
     home = args.home_folder or args.home
     if home is not None and not bub_home(home).is_dir():

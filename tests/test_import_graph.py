@@ -138,6 +138,56 @@ def test_no_import_points_up_a_layer() -> None:
     assert offenders == []
 
 
+#: The rooms of ``bub_nb.tape``, from the bottom up; a module imports its own room and the rooms below it.
+#: The vocabulary (entries, events, names, citations...) is every top-level module not listed here.
+TAPE_ROOMS = {
+    "vocabulary": 0,
+    "stores": 1,  # the protocol, memory, files and their index, archives, lineage, PostgreSQL
+    "operations": 2,  # anchors and slicing, forks, redaction, info, the seams the layers above fill
+    "reports": 3,  # the transcript, usage per phase, prices
+    "frames": 4,  # DataFrames, the df.tape accessor, a home's tapes, a class overview
+    "tape": 5,  # the Tape, its queries, opening and following one
+}
+TAPE_MODULE_ROOMS = {
+    "anchors": "operations",
+    "fork": "operations",
+    "redact": "operations",
+    "info": "operations",
+    "seams": "operations",
+    "tape": "tape",
+    "query": "tape",
+    "open": "tape",
+    "follow": "tape",
+}
+
+
+def tape_room(name: str) -> str | None:
+    """The room of a ``bub_nb.tape`` module, or ``None`` for a module outside the tape layer and its package."""
+    parts = name.split(".")
+    if len(parts) < 3 or parts[1] != "tape":
+        return None
+    if parts[2] in TAPE_ROOMS:
+        return parts[2]
+    return TAPE_MODULE_ROOMS.get(parts[2].lstrip("_"), "vocabulary")
+
+
+def test_no_import_inside_the_tape_layer_points_up_a_room() -> None:
+    offenders = [
+        f"{name} ({tape_room(name)}) -> {target} ({tape_room(target)})"
+        for name, targets in graph().items()
+        if tape_room(name) is not None
+        for target in sorted(targets)
+        if tape_room(target) is not None and TAPE_ROOMS[tape_room(target)] > TAPE_ROOMS[tape_room(name)]  # type: ignore[index]
+    ]
+    assert offenders == []
+
+
+def test_every_tape_room_is_a_folder_or_a_listed_module() -> None:
+    """A new subpackage of ``bub_nb.tape`` is given a room above, so nothing escapes the order."""
+    folders = {path.name for path in (PACKAGE / "tape").iterdir() if path.is_dir() and path.name != "__pycache__"}
+    assert folders <= set(TAPE_ROOMS)
+
+
 #: Third-party packages only the notebook layer may import: everything below runs without a kernel.
 NOTEBOOK_ONLY = ("IPython", "ipywidgets", "ipykernel")
 

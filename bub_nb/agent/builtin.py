@@ -11,7 +11,7 @@ from bub_nb.agent.runner import AgentRunner
 from bub_nb.agent.state import META_KEYS, turn_state
 from bub_nb.memory.cache import memory_of
 from bub_nb.tape import tapes_home
-from bub_nb.tape.open import file_store
+from bub_nb.tape.stores.resolve import file_store
 
 if TYPE_CHECKING:
     from bub_nb.tape import TapeStore

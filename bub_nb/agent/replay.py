@@ -22,9 +22,10 @@ from bub_nb.tape import LAST_ANCHOR
 from bub_nb.tape.address import entry_address
 from bub_nb.tape.entries import TapeEntry
 from bub_nb.tape.events import run_data, run_usage
-from bub_nb.tape.fork import check_fork, forked_entries, keep_lineage
+from bub_nb.tape.fork import check_fork, forked_entries
 from bub_nb.tape.names import MAX_NAME_BYTES
 from bub_nb.tape.redact import redact_text
+from bub_nb.tape.stores.lineage import keep_lineage
 
 if TYPE_CHECKING:
     import pandas as pd

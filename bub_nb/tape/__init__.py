@@ -14,7 +14,8 @@ from bub_nb.tape.names import session_tape_name, validate_tape_name
 from bub_nb.tape.open import open_tape
 from bub_nb.tape.query import TapeQuery
 from bub_nb.tape.stores.file import FileTapeStore
-from bub_nb.tape.stores.protocol import AnchorRef, MemoryTapeStore, StoreStats, TapeStore
+from bub_nb.tape.stores.memory import MemoryTapeStore
+from bub_nb.tape.stores.protocol import AnchorRef, StoreStats, TapeStore
 from bub_nb.tape.tape import Tape
 
 _aliases.install()

@@ -49,6 +49,14 @@ class StoredTape(Protocol):
     def store(self) -> TapeStore: ...
 
 
+@dataclass(frozen=True, slots=True)
+class NamedTape:
+    """A tape named in a store, read without the Tape API (an archive a home's frame takes in, say)."""
+
+    name: str
+    store: TapeStore
+
+
 def check_kinds(kinds: Sequence[str]) -> tuple[str, ...]:
     """``kinds`` as a tuple when every one is an entry kind; a ``TapeError`` naming the first that is not."""
     unknown = [k for k in kinds if k not in KINDS]

@@ -3,24 +3,19 @@ starts with, and the lineage that records which tape was forked from which."""
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
-
-import jsonlines
-import orjson
 
 from bub_nb.errors import TapeError
 from bub_nb.tape._lines import anchor_name
 from bub_nb.tape.address import entry_address
-from bub_nb.tape.entries import TapeEntry, is_phase_anchor, utc_now
+from bub_nb.tape.entries import TapeEntry, is_phase_anchor
 from bub_nb.tape.events import HANDOFF, handoff_entries
-from bub_nb.tape.names import LINEAGE_FILE, validate_tape_name
-from bub_nb.tape.stores.protocol import AnchorRef, FileBacked, KeepsLineage, StoreStats, TapeStore
+from bub_nb.tape.names import validate_tape_name
+from bub_nb.tape.stores.protocol import AnchorRef, StoreStats, TapeStore
 
 INTENTION_ANCHOR = "intention"
 
@@ -159,40 +154,3 @@ def forked_entries(
 
 def _phase_anchor(entry: TapeEntry) -> bool:
     return entry.kind == "anchor" and is_phase_anchor(entry.name)
-
-
-def keep_lineage(store: TapeStore, record: dict[str, Any]) -> None:
-    """Record one fork where ``store`` keeps lineage: the database itself, or the folder's lineage file."""
-    if isinstance(store, KeepsLineage):
-        store.record_lineage({**record, "date": utc_now()})
-    elif isinstance(store, FileBacked):
-        record_lineage(Path(store.directory), record)
-
-
-def store_lineage(store: TapeStore) -> list[dict[str, Any]]:
-    """Every fork ``store`` has recorded; none for a store that keeps no lineage."""
-    if isinstance(store, KeepsLineage):
-        return store.lineage()
-    if isinstance(store, FileBacked):
-        return read_lineage(Path(store.directory))
-    return []
-
-
-def record_lineage(directory: Path, record: dict[str, Any]) -> None:
-    """Append one fork to the lineage file of a tapes folder."""
-    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-    line = orjson.dumps({**record, "date": utc_now()}, option=orjson.OPT_APPEND_NEWLINE, default=str)
-    fd = os.open(directory / LINEAGE_FILE, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-    try:
-        os.write(fd, line)  # one write per record, so concurrent forks never interleave
-    finally:
-        os.close(fd)
-
-
-def read_lineage(directory: Path) -> list[dict[str, Any]]:
-    """Every fork recorded under ``directory``; lines another tool left broken are skipped."""
-    path = directory / LINEAGE_FILE
-    if not path.exists():
-        return []
-    with jsonlines.open(path, loads=orjson.loads) as reader:
-        return list(reader.iter(type=dict, skip_invalid=True))

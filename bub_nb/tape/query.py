@@ -12,8 +12,8 @@ from bub_nb.errors import TapeError
 from bub_nb.tape import anchors
 from bub_nb.tape.anchors import StoredTape, check_kinds
 from bub_nb.tape.entries import TapeEntry
-from bub_nb.tape.search import needles
 from bub_nb.tape.stores.protocol import SearchesLines
+from bub_nb.tape.stores.search import needles
 from bub_nb.tape.text import entry_text
 
 if TYPE_CHECKING:

@@ -14,12 +14,13 @@ from bub_nb.tape.address import TapeAddress, anchor_address, entry_address
 from bub_nb.tape.anchors import LAST_ANCHOR, AnchorSummary
 from bub_nb.tape.entries import TapeEntry, is_phase_anchor, plain_json
 from bub_nb.tape.events import handoff_entries, run_usage
-from bub_nb.tape.fork import ForkBlock, ForkedStore, check_fork, forked_entries, keep_lineage, store_lineage
+from bub_nb.tape.fork import ForkBlock, ForkedStore, check_fork, forked_entries
 from bub_nb.tape.info import TapeInfo
 from bub_nb.tape.names import check_handoff_name, validate_tape_name
 from bub_nb.tape.query import TapeQuery
 from bub_nb.tape.redact import redact
 from bub_nb.tape.seams import MemoryZone, View
+from bub_nb.tape.stores.lineage import keep_lineage, store_lineage
 from bub_nb.tape.stores.protocol import AnchorRef, FileBacked, MayBeReadOnly, StoreStats, TapeStore
 from bub_nb.tape.text import entry_text
 

@@ -20,8 +20,9 @@ from bub_nb.tape import FileTapeStore, open_tape
 from bub_nb.tape import frame as frame_module
 from bub_nb.tape._lines import decode_record, line_blocks
 from bub_nb.tape.events import payload_event_usage
+from bub_nb.tape.frames.columns import kind_column
 from bub_nb.tape.frames.frame import _text_column
-from bub_nb.tape.stores.columns import Columns, decode_columns, kind_column, text_columns, token_count
+from bub_nb.tape.stores.columns import Columns, decode_columns, text_columns, token_count
 from bub_nb.tape.text import payload_call_names, payload_role, payload_text
 
 ENTRY = b'{"id":%d,"kind":"message","payload":{"role":"user","content":"hi"},"meta":{},"date":"2026-01-01"}'

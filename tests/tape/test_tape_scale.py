@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 
 from bub_nb.tape import FileTapeStore, TapeEntry, open_tape, read_tapes
 from bub_nb.tape._lines import decode_record
-from bub_nb.tape.search import candidate_lines, needles
 from bub_nb.tape.stores._index import IndexState
 from bub_nb.tape.stores._scan import scan_block
+from bub_nb.tape.stores.search import candidate_lines, needles
 from bub_nb.tape.text import entry_text
 
 

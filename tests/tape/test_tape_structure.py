@@ -12,10 +12,11 @@ from bub_nb.agent import Agent, OpenAIModel
 from bub_nb.context import build_view
 from bub_nb.tape import FileTapeStore, MemoryTapeStore, Tape, TapeEntry, open_tape
 from bub_nb.tape.events import RUN, handoff_entries, run_data, run_usage
-from bub_nb.tape.fork import store_lineage
 from bub_nb.tape.names import LINEAGE_FILE
+from bub_nb.tape.open import open_archive
 from bub_nb.tape.query import TapeQuery
-from bub_nb.tape.stores.archive import archive_files, open_archive
+from bub_nb.tape.stores.archive import archive_files
+from bub_nb.tape.stores.lineage import store_lineage
 from bub_nb.tape.stores.protocol import (
     FileBacked,
     KeepsLineage,

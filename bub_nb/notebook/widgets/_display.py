@@ -27,7 +27,7 @@ class WidgetDisplay(ABC):
 
     def follow(self) -> None:
         """Refresh whenever the tape grows (``LISTEN``/``NOTIFY`` on a database, a cheap look at a file)."""
-        from bub_nb.tape.stores.follow import follow_tape
+        from bub_nb.tape.follow import follow_tape
 
         if self._following is None or not self._following.running:
             self._following = follow_tape(self.tape, self.refresh)  # type: ignore[attr-defined]

@@ -11,7 +11,8 @@ import pandas as pd
 from bub_nb.tape._lines import Record, gc_paused
 from bub_nb.tape.entries import TapeEntry
 from bub_nb.tape.events import NOTEBOOK
-from bub_nb.tape.stores.columns import TAPE_NAME, TEXT_OR_NONE, Columns, kind_column, phase_column
+from bub_nb.tape.frames.columns import kind_column, phase_column
+from bub_nb.tape.stores.columns import TAPE_NAME, TEXT_OR_NONE, Columns
 from bub_nb.tape.stores.protocol import ReadsColumns
 
 if TYPE_CHECKING:

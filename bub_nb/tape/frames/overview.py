@@ -12,9 +12,9 @@ from bub_nb.tape.entries import TapeEntry, is_phase_anchor
 from bub_nb.tape.events import RUN, payload_run_usage
 from bub_nb.tape.frames.frame import COLUMNS, entries_to_frame, records_to_frame, with_tape_columns
 from bub_nb.tape.locations import tapes_home
-from bub_nb.tape.open import file_store, resolve_store
 from bub_nb.tape.stores.columns import TAPE_NAME
 from bub_nb.tape.stores.protocol import FileBacked, KnowsOwners, ReadsRecords, TapeStore
+from bub_nb.tape.stores.resolve import file_store, resolve_store
 
 OVERVIEW_COLUMNS = (
     "tape_name", "owner", "notebook", "entries", "anchors", "last_anchor", "turns", "tokens", "errors", "last_activity",

@@ -9,13 +9,14 @@ import pandas as pd
 
 from bub_nb.errors import TapeError
 from bub_nb.tape._lines import gc_paused
+from bub_nb.tape.anchors import NamedTape
 from bub_nb.tape.events import NOTEBOOK
 from bub_nb.tape.frames.frame import columns_to_frame, notebook_paths, tape_to_frame, with_tape_columns
 from bub_nb.tape.frames.overview import store_frame
 from bub_nb.tape.locations import bub_home, tapes_home
-from bub_nb.tape.open import file_store
-from bub_nb.tape.stores.archive import archive_files, open_archive
+from bub_nb.tape.stores.archive import ArchiveTapeStore, archive_files
 from bub_nb.tape.stores.columns import TAPE_NAME, Columns
+from bub_nb.tape.stores.resolve import file_store
 
 
 def read_tapes(home: str | Path | None = None, *, include_archives: bool = False, store: Any = None) -> pd.DataFrame:
@@ -51,7 +52,7 @@ def read_tapes(home: str | Path | None = None, *, include_archives: bool = False
     if not include_archives:
         return frame
     frame["archived"] = False
-    archives = [open_archive(path, store) for path in archive_files(folder)]
+    archives = [NamedTape(path.name, ArchiveTapeStore(path, store)) for path in archive_files(folder)]
     parts = [with_tape_columns(tape_to_frame(tape), tape.name, archived=True) for tape in archives]
     if not parts:
         return frame

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
+from bub_nb.tape.anchors import AnchorSummary
 from bub_nb.tape.entries import TapeEntry, is_phase_anchor
 from bub_nb.tape.events import NOTEBOOK_CELL, RUN, run_data
+from bub_nb.tape.info import TapeInfo
 from bub_nb.tape.redact import redact, redact_text
 from bub_nb.tape.reports.prices import format_cost
 from bub_nb.tape.reports.usage import PhaseUsage, phase_usage
@@ -15,7 +18,6 @@ from bub_nb.tape.text import entry_text
 if TYPE_CHECKING:
     import pandas as pd
 
-    from bub_nb.tape.tape import Tape
 from collections.abc import Container, Iterable
 from typing import Any
 
@@ -81,7 +83,23 @@ def _run_line(data: dict[str, object]) -> str:
     return line + (f", {total} tokens" if total is not None else "")
 
 
-def transcript_markdown(tape: Tape, *, title: str | None = None) -> str:
+class TranscribedTape(Protocol):
+    """What a transcript and the anchor table read of a tape (``Tape`` is one)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def last_id(self) -> int: ...
+
+    def read(self, start: int = 1, stop: int | None = None, kinds: Sequence[str] = ()) -> list[TapeEntry]: ...
+
+    def anchors(self, limit: int | None = 20) -> list[AnchorSummary]: ...
+
+    def info(self) -> TapeInfo: ...
+
+
+def transcript_markdown(tape: TranscribedTape, *, title: str | None = None) -> str:
     """The whole tape as Markdown: one section per phase, each opening with its handoff state."""
     lines = [f"# {title or f'Tape {tape.name}'}", ""]
     info = tape.info()
@@ -121,7 +139,7 @@ def budget_markdown(phases: list[PhaseUsage]) -> list[str]:
     return [*lines, ""]
 
 
-def anchors_frame(tape: Tape) -> pd.DataFrame:
+def anchors_frame(tape: TranscribedTape) -> pd.DataFrame:
     """Every anchor with its id, date, state, the entries written since it and in its phase, and what its
     summary cites: ``sources`` (the cited ids) and ``uncited`` (how many sentences cite nothing; empty
     when the state does not say, as for a plain handoff)."""
@@ -151,7 +169,7 @@ def anchors_frame(tape: Tape) -> pd.DataFrame:
     return frame
 
 
-def write_jsonl(tape: Tape, path: str | Path) -> int:
+def write_jsonl(tape: TranscribedTape, path: str | Path) -> int:
     """Copy the tape's entries to ``path`` as JSON Lines in Bub's format; returns how many."""
     count = 0
     with open(path, "wb") as handle:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from bub_nb.tape.stores.archive import ArchiveTapeStore
 from bub_nb.tape.stores.file import FileTapeStore
+from bub_nb.tape.stores.memory import MemoryTapeStore
 from bub_nb.tape.stores.protocol import (
     AnchorList,
     AnchorRef,
@@ -12,7 +13,6 @@ from bub_nb.tape.stores.protocol import (
     KeepsLineage,
     KnowsOwners,
     MayBeReadOnly,
-    MemoryTapeStore,
     ReadsColumns,
     ReadsRecords,
     SearchesLines,

@@ -15,7 +15,7 @@ from bub_nb.tape.stores.file import FileTapeStore, TapeFile
 from bub_nb.tape.stores.protocol import AnchorRef, StoreStats
 
 if TYPE_CHECKING:
-    from bub_nb.tape.tape import Tape
+    pass
 
 _ARCHIVE = re.compile(r"^(?P<tape>.+)\.jsonl\.(?P<stamp>\d{8}T\d{6}Z(?:-\d+)?)\.bak$")
 
@@ -99,12 +99,3 @@ class ArchiveTapeStore:
         if self._own(tape):
             raise self._refuse(tape, "reset")
         return self.folder.reset(tape, archive=archive)
-
-
-def open_archive(path: Path, folder: FileTapeStore) -> Tape:
-    """An archive file as a read-only tape, beside the live tapes of ``folder``."""
-    from bub_nb.tape.tape import Tape
-
-    if not path.is_file():
-        raise TapeError(f"Archive {str(path)!r} does not exist")
-    return Tape(path.name, ArchiveTapeStore(path, folder))

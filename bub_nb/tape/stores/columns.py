@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import bisect
-import itertools
 import operator
 from array import array
-from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -14,12 +11,12 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from bub_nb.tape._lines import Record, decode_record
-from bub_nb.tape.entries import KINDS, ROLES, is_phase_anchor
+from bub_nb.tape.entries import KINDS, ROLES
 from bub_nb.tape.events import USAGE_EVENTS, payload_event_usage
 from bub_nb.tape.text import payload_call_names, payload_text, tool_call_text
 
 if TYPE_CHECKING:
-    import pandas as pd
+    pass
 
 TAPE_NAME = "tape_name"  # the column naming each row's tape in a frame of several tapes
 _FIELDS = operator.itemgetter("id", "kind", "payload", "meta", "date")
@@ -80,23 +77,6 @@ def _decode_run(lines: Sequence[bytes], start: int, out: Columns) -> None:
 
 def _one_by_one(lines: Sequence[bytes], start: int, out: Columns) -> None:
     out.add_records(r for r in map(decode_record, lines) if r is not None and r["id"] >= start)
-
-
-def kind_column(kinds: list[str]) -> pd.Series:
-    """The ``kind`` column: categorical, as ``pd.Series(kinds, dtype="category")`` makes it, from codes
-    worked out in one pass, numbering each kind as it first appears (a tape has a handful), then put in the
-    sorted order of the categories, rather than by hashing every row twice."""
-    import numpy as np
-    import pandas as pd
-
-    if not kinds:
-        return pd.Series(kinds, dtype="object")
-    number_of: defaultdict[str, int] = defaultdict(itertools.count().__next__)
-    codes = np.fromiter(map(number_of.__getitem__, kinds), dtype=np.int32, count=len(kinds))
-    categories = sorted(number_of)
-    sorted_code = np.empty(len(categories), dtype=np.int32)
-    sorted_code[[number_of[kind] for kind in categories]] = np.arange(len(categories), dtype=np.int32)
-    return pd.Series(pd.Categorical.from_codes(sorted_code[codes], categories=categories))
 
 
 @dataclass
@@ -254,27 +234,3 @@ def token_count(value: Any) -> int | None:
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     return value if type(value) is int and -(2**63) <= value < 2**63 else None
-
-
-def phase_column(kinds: list[str], own_names: list[str | None], tape_starts: Sequence[int] = (0,)) -> list[str | None]:
-    """The phase anchor each row falls under; a phase ends at the next phase anchor or where its tape ends
-    (``tape_starts``: the first row of each tape, in a frame of many)."""
-    count = len(kinds)
-    phases: list[str | None] = [None] * count
-    bounds = sorted({*tape_starts, count})
-    starts = [row for row in _rows_of(kinds, "anchor") if is_phase_anchor(own_names[row])]
-    for number, row in enumerate(starts):
-        end = min(starts[number + 1] if number + 1 < len(starts) else count, bounds[bisect.bisect_right(bounds, row)])
-        phases[row:end] = [own_names[row]] * (end - row)
-    return phases
-
-
-def _rows_of(values: list[str], wanted: str) -> list[int]:
-    rows: list[int] = []
-    row = -1
-    while True:
-        try:
-            row = values.index(wanted, row + 1)
-        except ValueError:
-            return rows
-        rows.append(row)

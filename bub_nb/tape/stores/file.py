@@ -29,10 +29,10 @@ from bub_nb.tape._lines import Record, anchor_name, decode_record, decode_record
 from bub_nb.tape.entries import TapeEntry
 from bub_nb.tape.names import LINEAGE_FILE as SESSION_GRAPH
 from bub_nb.tape.names import check_file_name
-from bub_nb.tape.search import candidate_lines
 from bub_nb.tape.stores._index import READ_CHUNK, TAIL_BYTES, IndexFile, IndexState
 from bub_nb.tape.stores.columns import Columns, decode_columns
 from bub_nb.tape.stores.protocol import AnchorRef, StoreStats
+from bub_nb.tape.stores.search import candidate_lines
 
 _FIRST_CHUNK = 1 << 14
 _REVERSE_BLOCK = 1 << 18

@@ -16,9 +16,9 @@ from filelock import FileLock
 
 from bub_nb.errors import TapeError
 from bub_nb.tape.entries import TapeEntry
-from bub_nb.tape.fork import read_lineage
 from bub_nb.tape.locations import tapes_home
 from bub_nb.tape.names import LINEAGE_FILE
+from bub_nb.tape.stores.lineage import read_lineage
 from bub_nb.tape.stores.postgres.store import PostgresTapeStore
 from bub_nb.tape.stores.protocol import TapeStore
 
@@ -60,7 +60,7 @@ def _lineage_key(record: dict[str, Any]) -> tuple[Any, ...]:
 
 def push(home: str | Path | None, store: PostgresTapeStore) -> Copied:
     """Copy the tapes under ``<home>/tapes`` and their fork lineage into ``store``."""
-    from bub_nb.tape.open import file_store
+    from bub_nb.tape.stores.resolve import file_store
 
     files = file_store(tapes_home(home))
     copied = Copied()
@@ -79,7 +79,7 @@ def push(home: str | Path | None, store: PostgresTapeStore) -> Copied:
 
 def pull(store: PostgresTapeStore, home: str | Path | None) -> Copied:
     """Copy every tape this role may read from ``store`` into ``<home>/tapes`` as Bub's files."""
-    from bub_nb.tape.open import file_store
+    from bub_nb.tape.stores.resolve import file_store
 
     files = file_store(tapes_home(home))
     files.directory.mkdir(parents=True, exist_ok=True, mode=0o700)

@@ -1,0 +1,55 @@
+"""Columns only a DataFrame has: the categorical kind and the phase each row falls under."""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from bub_nb.tape.entries import is_phase_anchor
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+def kind_column(kinds: list[str]) -> pd.Series:
+    """The ``kind`` column: categorical, as ``pd.Series(kinds, dtype="category")`` makes it, from codes
+    worked out in one pass, numbering each kind as it first appears (a tape has a handful), then put in the
+    sorted order of the categories, rather than by hashing every row twice."""
+    import numpy as np
+    import pandas as pd
+
+    if not kinds:
+        return pd.Series(kinds, dtype="object")
+    number_of: defaultdict[str, int] = defaultdict(itertools.count().__next__)
+    codes = np.fromiter(map(number_of.__getitem__, kinds), dtype=np.int32, count=len(kinds))
+    categories = sorted(number_of)
+    sorted_code = np.empty(len(categories), dtype=np.int32)
+    sorted_code[[number_of[kind] for kind in categories]] = np.arange(len(categories), dtype=np.int32)
+    return pd.Series(pd.Categorical.from_codes(sorted_code[codes], categories=categories))
+
+
+def phase_column(kinds: list[str], own_names: list[str | None], tape_starts: Sequence[int] = (0,)) -> list[str | None]:
+    """The phase anchor each row falls under; a phase ends at the next phase anchor or where its tape ends
+    (``tape_starts``: the first row of each tape, in a frame of many)."""
+    count = len(kinds)
+    phases: list[str | None] = [None] * count
+    bounds = sorted({*tape_starts, count})
+    starts = [row for row in _rows_of(kinds, "anchor") if is_phase_anchor(own_names[row])]
+    for number, row in enumerate(starts):
+        end = min(starts[number + 1] if number + 1 < len(starts) else count, bounds[bisect.bisect_right(bounds, row)])
+        phases[row:end] = [own_names[row]] * (end - row)
+    return phases
+
+
+def _rows_of(values: list[str], wanted: str) -> list[int]:
+    rows: list[int] = []
+    row = -1
+    while True:
+        try:
+            row = values.index(wanted, row + 1)
+        except ValueError:
+            return rows
+        rows.append(row)
