@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+from bub_nb import _aliases
+
 # The layers above the tape plug Tape.view() and Tape.memory in as they are imported.
 from bub_nb import context as _context  # noqa: F401
 from bub_nb import memory as _memory  # noqa: F401
@@ -32,6 +34,8 @@ if TYPE_CHECKING:
     from bub_nb.tape.reports.prices import set_prices
 
     __version__: str
+
+_aliases.install()  # the deep paths earlier releases documented
 
 # Library logging stays silent unless the application configures it.
 logging.getLogger("bub_nb").addHandler(logging.NullHandler())

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from bub_nb.tape import _aliases
 from bub_nb.tape.address import TapeAddress
 from bub_nb.tape.anchors import LAST_ANCHOR, AnchorSummary
 from bub_nb.tape.entries import KINDS, TapeEntry, is_phase_anchor
@@ -17,8 +16,6 @@ from bub_nb.tape.stores.file import FileTapeStore
 from bub_nb.tape.stores.memory import MemoryTapeStore
 from bub_nb.tape.stores.protocol import AnchorRef, StoreStats, TapeStore
 from bub_nb.tape.tape import Tape
-
-_aliases.install()
 
 if TYPE_CHECKING:
     from bub_nb.tape.frames.tapes import read_tapes

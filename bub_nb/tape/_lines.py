@@ -166,3 +166,25 @@ def gc_paused() -> Iterator[None]:
             gc.unfreeze()
         if enabled:
             gc.enable()
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, set | frozenset | tuple):
+        return list(value)
+    if hasattr(value, "model_dump"):
+        return value.model_dump()
+    return str(value)
+
+
+def dumps(value: Any) -> bytes:
+    """JSON as a tape line holds it: compact UTF-8, as Bub's reader reads it, whatever the value holds."""
+    try:
+        return orjson.dumps(value, default=_json_default, option=orjson.OPT_NON_STR_KEYS)
+    except orjson.JSONEncodeError:
+        # Integers beyond 64 bits, and lone surrogates: the standard library writes them, as Bub
+        # does, a surrogate as a \u escape since it has no UTF-8 form.
+        text = json.dumps(value, default=_json_default, ensure_ascii=False, separators=(",", ":"))
+        try:
+            return text.encode()
+        except UnicodeEncodeError:
+            return json.dumps(value, default=_json_default, separators=(",", ":")).encode()

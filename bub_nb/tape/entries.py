@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final, Literal
 
-import orjson
-
-from bub_nb.tape._lines import as_record, decode_record, load_json
+from bub_nb.tape._lines import Record, as_record, decode_record, dumps, load_json
 from bub_nb.tape.text import payload_html, payload_markdown
 
 Kind = Literal["message", "system", "anchor", "event", "tool_call", "tool_result", "error"]
@@ -110,8 +107,11 @@ class TapeEntry:
         Lines that carry a float ``timestamp`` instead of ``date`` (older Bub tapes) still load.
         """
         record = as_record(data)
-        if record is None:
-            return None
+        return None if record is None else cls.of_record(record)
+
+    @classmethod
+    def of_record(cls, record: Record) -> TapeEntry:
+        """The entry a checked record (``as_record``, ``decode_record``) holds: the one way stores build entries."""
         return cls(record["id"], record["kind"], record["payload"], record["meta"], record["date"])
 
     # -- display ---------------------------------------------------------------------------------
@@ -131,35 +131,14 @@ def is_phase_anchor(name: str | None) -> bool:
     return name is not None and not name.startswith(MEMORY_ANCHOR_PREFIX)
 
 
-def _json_default(value: Any) -> Any:
-    if isinstance(value, set | frozenset | tuple):
-        return list(value)
-    if hasattr(value, "model_dump"):
-        return value.model_dump()
-    return str(value)
-
-
-def _dumps(value: Any) -> bytes:
-    try:
-        return orjson.dumps(value, default=_json_default, option=orjson.OPT_NON_STR_KEYS)
-    except orjson.JSONEncodeError:
-        # Integers beyond 64 bits, and lone surrogates: the standard library writes them, as Bub
-        # does, a surrogate as a \u escape since it has no UTF-8 form.
-        text = json.dumps(value, default=_json_default, ensure_ascii=False, separators=(",", ":"))
-        try:
-            return text.encode()
-        except UnicodeEncodeError:
-            return json.dumps(value, default=_json_default, separators=(",", ":")).encode()
-
-
 def plain_json(value: Any) -> Any:
     """``value`` as the plain JSON value a tape line stores (what any store reads back)."""
-    return load_json(_dumps(value))
+    return load_json(dumps(value))
 
 
 def encode_line(record: dict[str, Any]) -> bytes:
     """One record as a JSON Lines line, newline included."""
-    return _dumps(record) + b"\n"
+    return dumps(record) + b"\n"
 
 
 def decode_line(line: bytes | str) -> TapeEntry | None:

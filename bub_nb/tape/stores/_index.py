@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import bisect
 import itertools
-import json
 import operator
 import os
 from dataclasses import dataclass, field
@@ -31,7 +30,7 @@ from typing import Any, BinaryIO
 
 import orjson
 
-from bub_nb.tape._lines import anchor_name, decode_records, gc_paused, load_json
+from bub_nb.tape._lines import anchor_name, decode_records, dumps, gc_paused, load_json
 from bub_nb.tape.stores._scan import scan_block
 from bub_nb.tape.stores.protocol import AnchorList
 
@@ -253,21 +252,13 @@ def _ordered(
     return ids[:cut], offsets[:cut], names[:cut]
 
 
-def _dumps(value: Any) -> bytes:
-    """JSON for a record; an anchor name with a lone surrogate (no UTF-8 form) is written as an escape."""
-    try:
-        return orjson.dumps(value)
-    except orjson.JSONEncodeError:
-        return json.dumps(value, separators=(",", ":")).encode()
-
-
 def _records(state: IndexState, since_offset: int) -> list[bytes]:
     first_anchor = bisect.bisect_left(state.anchor_offsets, since_offset)
     first_mark = bisect.bisect_left(state.mark_offsets, since_offset)
     out = []
     if first_anchor < len(state.anchor_offsets):
         out.append(
-            _dumps(
+            dumps(
                 [
                     "a",
                     state.anchor_ids[first_anchor:],

@@ -43,10 +43,6 @@ _TORN_CHECKS = 5
 _TORN_WAIT = 0.002
 
 
-def _entry(record: Record) -> TapeEntry:
-    return TapeEntry(record["id"], record["kind"], record["payload"], record["meta"], record["date"])
-
-
 class TapeFile:
     """One tape file with its in-memory index, kept current with every other writer."""
 
@@ -272,7 +268,7 @@ class TapeFile:
     def read(self, start: int = 1, stop: int | None = None) -> list[TapeEntry]:
         records = self.records(start, stop)
         with gc_paused():
-            return [_entry(record) for record in records]
+            return [TapeEntry.of_record(record) for record in records]
 
     @staticmethod
     def _seek_offset(state: IndexState, start: int) -> int:
@@ -307,7 +303,7 @@ class TapeFile:
             for line in reversed(data.split(b"\n")):
                 record = decode_record(line) if line else None
                 if record is not None:
-                    yield _entry(record)
+                    yield TapeEntry.of_record(record)
 
     def iter_reverse_matching(self, words: list[bytes]) -> Iterator[TapeEntry]:
         """Entries newest first, decoding only the lines that hold every one of ``words`` (see ``search``)."""
@@ -315,7 +311,7 @@ class TapeFile:
             for start, stop in reversed(candidate_lines(data, words)):
                 record = decode_record(data[start:stop])
                 if record is not None:
-                    yield _entry(record)
+                    yield TapeEntry.of_record(record)
 
     def anchors(self) -> Sequence[AnchorRef]:
         return self.state().anchor_refs()

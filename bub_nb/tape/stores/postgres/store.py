@@ -9,7 +9,6 @@ connection leaves either the whole batch or none of it.
 from __future__ import annotations
 
 import itertools
-import json
 import threading
 from bisect import bisect_right
 from collections.abc import Iterator, Sequence
@@ -23,7 +22,7 @@ from psycopg.types.json import Jsonb, set_json_dumps, set_json_loads
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from bub_nb.errors import TapeAccessError, TapeError
-from bub_nb.tape._lines import Record, decode_records, gc_paused
+from bub_nb.tape._lines import Record, decode_records, dumps, gc_paused
 from bub_nb.tape.entries import TapeEntry
 from bub_nb.tape.locations import current_notebook
 from bub_nb.tape.names import check_file_name
@@ -37,15 +36,8 @@ _COPY_FROM = 64  # batches this large go in with COPY, smaller ones as one multi
 _ANCHOR_NAME = "CASE WHEN jsonb_typeof(payload -> 'name') = 'string' THEN payload ->> 'name' ELSE '' END"
 
 
-def _dumps(value: Any) -> bytes:
-    try:
-        return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS)
-    except orjson.JSONEncodeError:  # integers beyond 64 bits: the standard library writes them
-        return json.dumps(value, ensure_ascii=False, default=str).encode("utf-8", "surrogatepass")
-
-
 def _configure(conn: psycopg.Connection) -> None:
-    set_json_dumps(_dumps, conn)
+    set_json_dumps(dumps, conn)
     set_json_loads(orjson.loads, conn)
 
 
@@ -256,7 +248,7 @@ class PostgresTapeStore:
 
     def read(self, tape: str, start: int = 1, stop: int | None = None) -> list[TapeEntry]:
         records = self.records(tape, start, stop)
-        return [TapeEntry(r["id"], r["kind"], r["payload"], r["meta"], r["date"]) for r in records]
+        return [TapeEntry.of_record(record) for record in records]
 
     def iter_reverse(self, tape: str) -> Iterator[TapeEntry]:
         with self._connect(tape) as conn:

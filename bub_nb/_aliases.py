@@ -27,6 +27,9 @@ def _target(name: str) -> str | None:
 class _AliasFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """Imports an old path as the very module object of its new path, so classes are never loaded twice."""
 
+    def __init__(self) -> None:
+        self._specs: dict[str, ModuleSpec | None] = {}
+
     def find_spec(self, fullname: str, path: object = None, target: object = None) -> ModuleSpec | None:
         if _target(fullname) is None:
             return None
@@ -35,10 +38,13 @@ class _AliasFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def create_module(self, spec: ModuleSpec) -> ModuleType:
         target = _target(spec.name)
         assert target is not None
-        return importlib.import_module(target)
+        module = importlib.import_module(target)
+        self._specs[module.__name__] = module.__spec__
+        return module
 
     def exec_module(self, module: ModuleType) -> None:
-        """The module was executed under its new name already."""
+        """The module ran under its new name already; give it back the spec the import machinery replaced."""
+        module.__spec__ = self._specs.pop(module.__name__, module.__spec__)
 
 
 def install() -> None:
