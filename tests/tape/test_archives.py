@@ -41,3 +41,15 @@ def test_an_archive_opens_read_only_and_stays_byte_for_byte(tmp_path: Path) -> N
 def test_a_missing_archive_is_named(tmp_path: Path) -> None:
     with pytest.raises(TapeError, match=r"x\.jsonl\.20260101T000000Z\.bak"):
         open_tape(tmp_path / "x.jsonl.20260101T000000Z.bak")
+
+
+def test_archives_from_resets_in_the_same_second_list_in_the_order_they_were_made(tmp_path: Path) -> None:
+    from bub_nb.tape.stores.archive import archive_files
+
+    folder = tmp_path / "tapes"
+    folder.mkdir()
+    names = ["t.jsonl.20260101T000000Z.bak", "t.jsonl.20260101T000000Z-1.bak", "t.jsonl.20260101T000000Z-2.bak"]
+    names += ["t.jsonl.20260101T000000Z-10.bak", "t.jsonl.20260101T000001Z.bak"]
+    for name in reversed(names):
+        (folder / name).write_text("")
+    assert [path.name for path in archive_files(folder)] == names

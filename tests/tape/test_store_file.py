@@ -239,7 +239,7 @@ def test_the_store_takes_names_of_files_bub_could_have_made(tmp_path: Path) -> N
 def test_reading_newest_first_in_any_block_size_gives_every_entry_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, block: int
 ) -> None:
-    import bub_nb.tape.stores.file as file_store
+    import bub_nb.tape.stores._tape_file as file_store
 
     monkeypatch.setattr(file_store, "_REVERSE_BLOCK", block)
     monkeypatch.setattr(file_store, "_SEARCH_BLOCK", block)

@@ -4,20 +4,37 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from bub_nb.errors import TapeError
 from bub_nb.tape._lines import Record
 from bub_nb.tape.entries import TapeEntry
-from bub_nb.tape.stores._index import IndexState
-from bub_nb.tape.stores.file import FileTapeStore, TapeFile
-from bub_nb.tape.stores.protocol import AnchorRef, StoreStats
+from bub_nb.tape.stores._tape_file import TapeFile
+from bub_nb.tape.stores.protocol import AnchorRef, FileBacked, ReadsRecords, StoreStats, TapeStore
 
-if TYPE_CHECKING:
-    pass
+_ARCHIVE = re.compile(r"^(?P<tape>.+)\.jsonl\.(?P<stamp>\d{8}T\d{6}Z)(?:-(?P<counter>\d+))?\.bak$")
+_STAMP = "%Y%m%dT%H%M%SZ"
 
-_ARCHIVE = re.compile(r"^(?P<tape>.+)\.jsonl\.(?P<stamp>\d{8}T\d{6}Z(?:-\d+)?)\.bak$")
+
+def next_archive_path(path: Path) -> Path:
+    """Where a reset moves ``<name>.jsonl`` now: ``<name>.jsonl.<UTC stamp>.bak``, as Bub names it, with ``-1``,
+    ``-2``... after the stamp when a second reset falls in the same second."""
+    stamp = datetime.now(UTC).strftime(_STAMP)
+    target = path.with_name(f"{path.name}.{stamp}.bak")
+    counter = 1
+    while target.exists():
+        target = path.with_name(f"{path.name}.{stamp}-{counter}.bak")
+        counter += 1
+    return target
+
+
+def _archive_order(path: Path) -> tuple[str, str, int]:
+    """Oldest first for each tape: by stamp, then by the counter a second reset in the same second adds."""
+    match = _ARCHIVE.match(path.name)
+    assert match is not None
+    return match["tape"], match["stamp"], int(match["counter"] or 0)
 
 
 def is_archive_name(name: str | Path) -> bool:
@@ -26,29 +43,26 @@ def is_archive_name(name: str | Path) -> bool:
 
 
 def archive_files(directory: Path) -> list[Path]:
-    """The archives in a tapes folder, by name (so each tape's archives come oldest first)."""
+    """The archives in a tapes folder, by tape, each tape's oldest first."""
     if not directory.is_dir():
         return []
-    return sorted(path for path in directory.glob("*.jsonl.*.bak") if is_archive_name(path.name))
+    return sorted((path for path in directory.glob("*.jsonl.*.bak") if is_archive_name(path.name)), key=_archive_order)
 
 
-class _ArchiveFile(TapeFile):
-    """A tape file that is only read: no index is saved beside it and nothing is appended."""
-
-    def _maybe_persist(self, state: IndexState) -> None:
-        return None
+class _Folder(TapeStore, FileBacked, ReadsRecords, Protocol):
+    """The live tapes' store an archive sits among (a ``FileTapeStore``)."""
 
 
 class ArchiveTapeStore:
     """One archive as a read-only tape named after its file; other names go to the folder's store,
     so a fork of the archive or an address into a live tape still works."""
 
-    def __init__(self, path: Path, folder: FileTapeStore) -> None:
+    def __init__(self, path: Path, folder: _Folder) -> None:
         self.archive = path
         self.name = path.name
         self.folder = folder
         self.directory = folder.directory
-        self._file = _ArchiveFile(path)
+        self._file = TapeFile(path, keep_index=False)
 
     def __repr__(self) -> str:
         return f"ArchiveTapeStore({str(self.archive)!r})"
