@@ -22,7 +22,7 @@ from bub_nb.tape import LAST_ANCHOR
 from bub_nb.tape.address import entry_address
 from bub_nb.tape.entries import TapeEntry
 from bub_nb.tape.events import run_data, run_usage
-from bub_nb.tape.fork import check_fork, forked_entries
+from bub_nb.tape.fork import check_fork, forked_entries, memory_before
 from bub_nb.tape.names import MAX_NAME_BYTES
 from bub_nb.tape.redact import redact_text
 from bub_nb.tape.stores.lineage import keep_lineage
@@ -184,7 +184,7 @@ def replay(
     )
 
     # The memory zone saved before the range comes first, as fork_session keeps it.
-    first = [*tape._memory_before(start), *_between(entries, start, turns[0])]
+    first = [*memory_before(tape, start), *_between(entries, start, turns[0])]
     fork.extend(forked_entries(tape.name, first, None))
     keep_lineage(
         tape.base_store,

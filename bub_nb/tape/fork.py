@@ -7,14 +7,17 @@ import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import replace
-from typing import Any
+from typing import Any, Protocol
 
-from bub_nb.errors import TapeError
+from bub_nb.errors import BubNbError, TapeError
 from bub_nb.tape._lines import anchor_name
 from bub_nb.tape.address import entry_address
+from bub_nb.tape.anchors import AnchorSummary
 from bub_nb.tape.entries import TapeEntry, is_phase_anchor
 from bub_nb.tape.events import HANDOFF, handoff_entries
 from bub_nb.tape.names import validate_tape_name
+from bub_nb.tape.seams import MemoryZone
+from bub_nb.tape.stores.lineage import keep_lineage
 from bub_nb.tape.stores.protocol import AnchorRef, StoreStats, TapeStore
 
 INTENTION_ANCHOR = "intention"
@@ -154,3 +157,60 @@ def forked_entries(
 
 def _phase_anchor(entry: TapeEntry) -> bool:
     return entry.kind == "anchor" and is_phase_anchor(entry.name)
+
+
+class _Parent(Protocol):
+    """The tape a session is forked from (a ``Tape``)."""
+
+    name: str
+
+    @property
+    def base_store(self) -> TapeStore: ...
+
+    @property
+    def memory(self) -> MemoryZone: ...
+
+    def find_anchor(self, name: str) -> AnchorSummary: ...
+
+    def read(self, start: int = 1, stop: int | None = None, kinds: Sequence[str] = ()) -> list[TapeEntry]: ...
+
+
+class _Child(Protocol):
+    """The new tape a forked session continues on (a ``Tape``)."""
+
+    name: str
+
+    def extend(self, entries: Sequence[TapeEntry]) -> list[TapeEntry]: ...
+
+    def ensure_bootstrap_anchor(self) -> list[TapeEntry]: ...
+
+
+def copy_session(
+    parent: _Parent, child: _Child, from_anchor: str | None = None, intention: Mapping[str, Any] | str | None = None
+) -> None:
+    """What ``Tape.fork_session`` writes: the entries from ``from_anchor`` on, copied onto ``child``.
+
+    The fork keeps its context: the memory zone comes first when it was saved before the anchor, and an
+    ``intention`` is handed off right after the phase anchor the copy continues from. The lineage is recorded
+    where the store keeps it.
+    """
+    start = parent.find_anchor(from_anchor).id if from_anchor else 1
+    copied = [*memory_before(parent, start), *parent.read(start)]
+    child.extend(forked_entries(parent.name, copied, intention))
+    if intention is None:
+        child.ensure_bootstrap_anchor()
+    lineage = {"parent": parent.name, "child": child.name, "from_anchor": from_anchor, "from_id": start}
+    keep_lineage(parent.base_store, lineage)
+
+
+def memory_before(tape: _Parent, start: int) -> list[TapeEntry]:
+    """The entries of the current memory zone when it lies before ``start`` (else the copy holds it)."""
+    try:
+        zone = tape.memory
+    except BubNbError:
+        return []  # the memory layer is not loaded: there is no zone to speak of
+    current = next((version for version in zone.history() if version.current), None)
+    if current is None or current.seal_id >= start:
+        return []
+    wanted = set(current.entry_ids)
+    return [e for e in tape.read(current.open_id, current.seal_id + 1) if e.id in wanted]

@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Protocol
+
+from bub_nb.tape.anchors import AnchorSummary
+from bub_nb.tape.entries import TapeEntry
+from bub_nb.tape.events import run_usage
+from bub_nb.tape.stores.protocol import StoreStats, TapeStore
+
+_USAGE_LOOKBACK = 2000  # entries read back for the newest run event before giving up
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,3 +57,51 @@ class TapeInfo:
     def _repr_markdown_(self) -> str:
         rows = "\n".join(f"| {k} | {v} |" for k, v in (line.split(": ", 1) for line in str(self).splitlines()))
         return "| | |\n|---|---|\n" + rows
+
+
+class _ReadsBackwards(Protocol):
+    def iter_reverse(self, kinds: Sequence[str] = ()) -> Iterator[TapeEntry]: ...
+
+
+class _Described(Protocol):
+    """What ``tape_info`` reads of a tape (a ``Tape``)."""
+
+    name: str
+
+    @property
+    def store(self) -> TapeStore: ...
+
+    def stats(self) -> StoreStats: ...
+
+    def last_anchor(self, *, phase: bool = True) -> AnchorSummary | None: ...
+
+    def last_usage(self) -> dict[str, Any] | None: ...
+
+
+def last_usage(tape: _ReadsBackwards) -> dict[str, Any] | None:
+    """The token usage of the newest ``run`` event, if one is among the last ``_USAGE_LOOKBACK`` entries."""
+    for count, entry in enumerate(tape.iter_reverse()):
+        if count >= _USAGE_LOOKBACK:
+            break
+        usage = run_usage(entry)
+        if usage:
+            return usage
+    return None
+
+
+def tape_info(tape: _Described) -> TapeInfo:
+    """What ``Tape.info()`` reports, read from the store's stats and anchor index and the newest run event."""
+    stats = tape.stats()
+    anchor = tape.last_anchor()
+    return TapeInfo(
+        name=tape.name,
+        location=stats.location,
+        entries=stats.entries,
+        anchors=len(tape.store.anchors(tape.name)),
+        last_anchor=anchor.name if anchor else None,
+        entries_since_last_anchor=stats.last_id - anchor.id if anchor else stats.entries,
+        last_usage=tape.last_usage(),
+        bad_lines=stats.bad_lines,
+        torn_tail_bytes=stats.torn_tail_bytes,
+        size_bytes=stats.size_bytes,
+    )

@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
+from bub_nb.errors import BubNbError
+
 if TYPE_CHECKING:
     from bub_nb.tape.anchors import AnchorSummary
     from bub_nb.tape.entries import TapeEntry
@@ -64,6 +66,16 @@ class MemoryZone(Protocol):
 
 
 _providers: dict[str, Callable[..., Any]] = {}
+_LAYERS = {"view": "context", "turn_view": "context", "messages": "context", "memory": "memory"}
+
+
+def _provider(capability: str) -> Callable[..., Any]:
+    """The registered factory; a ``BubNbError`` naming the layer when it was never imported."""
+    try:
+        return _providers[capability]
+    except KeyError:
+        layer = _LAYERS.get(capability, capability)
+        raise BubNbError(f"{capability!r} comes from bub_nb.{layer}, which was not imported; import bub_nb") from None
 
 
 def provide(capability: str, factory: Callable[..., Any]) -> None:
@@ -73,19 +85,19 @@ def provide(capability: str, factory: Callable[..., Any]) -> None:
 
 def view(tape: Any, mode: Any) -> View:
     """The view of ``tape`` in ``mode``, built by the context layer."""
-    return _providers["view"](tape, mode)  # type: ignore[no-any-return]
+    return _provider("view")(tape, mode)  # type: ignore[no-any-return]
 
 
 def view_of_turn(tape: Any, run: Any) -> View:
     """The request a recorded turn sent, rebuilt by the context layer."""
-    return _providers["turn_view"](tape, run)  # type: ignore[no-any-return]
+    return _provider("turn_view")(tape, run)  # type: ignore[no-any-return]
 
 
 def memory(tape: Any) -> MemoryZone:
     """The memory zone of ``tape``, from the memory layer."""
-    return _providers["memory"](tape)  # type: ignore[no-any-return]
+    return _provider("memory")(tape)  # type: ignore[no-any-return]
 
 
 def messages(entries: Sequence[TapeEntry]) -> list[dict[str, Any]]:
     """Entries as chat messages, rendered by the context layer."""
-    return _providers["messages"](entries)  # type: ignore[no-any-return]
+    return _provider("messages")(entries)  # type: ignore[no-any-return]

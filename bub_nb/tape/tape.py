@@ -8,19 +8,19 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bub_nb.errors import BubNbError, EntryNotFoundError, TapeError
+from bub_nb.errors import EntryNotFoundError, TapeError
 from bub_nb.tape import anchors, seams
 from bub_nb.tape.address import TapeAddress, anchor_address, entry_address
 from bub_nb.tape.anchors import LAST_ANCHOR, AnchorSummary
 from bub_nb.tape.entries import TapeEntry, is_phase_anchor, plain_json
-from bub_nb.tape.events import handoff_entries, run_usage
-from bub_nb.tape.fork import ForkBlock, ForkedStore, check_fork, forked_entries
-from bub_nb.tape.info import TapeInfo
+from bub_nb.tape.events import handoff_entries
+from bub_nb.tape.fork import ForkBlock, ForkedStore, check_fork, copy_session
+from bub_nb.tape.info import TapeInfo, last_usage, tape_info
 from bub_nb.tape.names import check_handoff_name, validate_tape_name
 from bub_nb.tape.query import TapeQuery
 from bub_nb.tape.redact import redact
 from bub_nb.tape.seams import MemoryZone, View
-from bub_nb.tape.stores.lineage import keep_lineage, store_lineage
+from bub_nb.tape.stores.lineage import store_lineage
 from bub_nb.tape.stores.protocol import AnchorRef, FileBacked, MayBeReadOnly, StoreStats, TapeStore
 from bub_nb.tape.text import entry_text
 
@@ -28,7 +28,6 @@ if TYPE_CHECKING:
     import pandas as pd
 
 BOOTSTRAP_ANCHOR = "session/start"
-_USAGE_LOOKBACK = 2000
 
 
 class Tape:
@@ -213,29 +212,10 @@ class Tape:
 
     def last_usage(self) -> dict[str, Any] | None:
         """The token usage of the newest ``run`` event, if one is recent."""
-        for count, entry in enumerate(self.iter_reverse()):
-            if count >= _USAGE_LOOKBACK:
-                break
-            usage = run_usage(entry)
-            if usage:
-                return usage
-        return None
+        return last_usage(self)
 
     def info(self) -> TapeInfo:
-        stats = self.stats()
-        anchor = self._last_ref()
-        return TapeInfo(
-            name=self.name,
-            location=stats.location,
-            entries=stats.entries,
-            anchors=len(self.store.anchors(self.name)),
-            last_anchor=anchor.name if anchor else None,
-            entries_since_last_anchor=stats.last_id - anchor.id if anchor else stats.entries,
-            last_usage=self.last_usage(),
-            bad_lines=stats.bad_lines,
-            torn_tail_bytes=stats.torn_tail_bytes,
-            size_bytes=stats.size_bytes,
-        )
+        return tape_info(self)
 
     # -- forks and addresses ----------------------------------------------------------------------
 
@@ -257,28 +237,12 @@ class Tape:
         anchor, and an ``intention`` is handed off right after the phase anchor the copy continues from.
         The lineage is recorded where the store keeps it.
         """
-        start = self._find_ref(from_anchor).id if from_anchor else 1
+        if from_anchor:
+            self.find_anchor(from_anchor)  # an unknown anchor is refused before the new tape exists
         check_fork(self.store, new_name, intention)
-        copied = [*self._memory_before(start), *self.read(start)]
         child = type(self)(new_name, self._base_store)
-        child.extend(forked_entries(self.name, copied, intention))
-        if intention is None:
-            child.ensure_bootstrap_anchor()
-        lineage = {"parent": self.name, "child": new_name, "from_anchor": from_anchor, "from_id": start}
-        keep_lineage(self._base_store, lineage)
+        copy_session(self, child, from_anchor, intention)
         return child
-
-    def _memory_before(self, start: int) -> list[TapeEntry]:
-        """The entries of the current memory zone when it lies before ``start`` (else the copy holds it)."""
-        try:
-            zone = self.memory
-        except BubNbError:
-            return []  # the memory layer is not loaded: there is no zone to speak of
-        current = next((version for version in zone.history() if version.current), None)
-        if current is None or current.seal_id >= start:
-            return []
-        wanted = set(current.entry_ids)
-        return [e for e in self.read(current.open_id, current.seal_id + 1) if e.id in wanted]
 
     def lineage(self) -> list[dict[str, Any]]:
         """Forks recorded for this tape's store (its folder's lineage file, or the database) that involve it."""
