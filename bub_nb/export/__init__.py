@@ -1,0 +1,19 @@
+"""Tapes in the field's standards: OpenTelemetry GenAI spans and ATIF trajectories, projected deterministically."""
+
+from __future__ import annotations
+
+from bub_nb.export.genai import SEMCONV_VERSION
+from bub_nb.export.records import SpanEvent, SpanProjection, SpanRecord
+from bub_nb.export.spans import tape_spans, turn_spans
+from bub_nb.export.turns import TapeTurn, split_turns
+
+__all__ = [
+    "SEMCONV_VERSION",
+    "SpanEvent",
+    "SpanProjection",
+    "SpanRecord",
+    "TapeTurn",
+    "split_turns",
+    "tape_spans",
+    "turn_spans",
+]

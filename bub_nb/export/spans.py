@@ -1,0 +1,308 @@
+"""A tape as OpenTelemetry GenAI spans: a trace per turn, ``invoke_agent`` over ``chat`` and ``execute_tool`` spans.
+
+A pure projection: the same tape gives the same spans, ids and times, so exporting twice changes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from bub_nb.export import genai as g
+from bub_nb.export.marks import mark_event, summarised_anchors
+from bub_nb.export.messages import input_message, mapping, output_message, system_parts, to_json, tool_arguments
+from bub_nb.export.records import AttributeValue, SpanEvent, SpanProjection, SpanRecord
+from bub_nb.export.turns import TapeTurn, is_mark, split_turns
+from bub_nb.tape.entries import TapeEntry
+from bub_nb.tape.events import LOOP_STEP, run_view
+
+
+def tape_spans(
+    tape: str,
+    entries: Iterable[TapeEntry],
+    *,
+    content: bool = False,
+    provider: str | None = None,
+    run_ids: Collection[str] | None = None,
+) -> SpanProjection:
+    """The spans of every closed turn of ``entries``; with ``run_ids`` only of the turns with those run ids.
+
+    ``content`` adds the messages, tool arguments and results (the conventions' opt-in); ``provider``
+    replaces the ``gen_ai.provider.name`` read from the model.
+    """
+    entries = list(entries)
+    split = split_turns(entries)
+    summarised = summarised_anchors(entries)
+    spans: list[SpanRecord] = []
+    turns = 0
+    for turn in split.turns:
+        if run_ids is not None and turn.run_id not in run_ids:
+            continue
+        turns += 1
+        spans.extend(turn_spans(tape, turn, summarised, content=content, provider=provider))
+    return SpanProjection(tuple(spans), turns, len(split.pending))
+
+
+def usage_attributes(usage: Any) -> dict[str, AttributeValue]:
+    """The GenAI usage attributes of a ``run`` event's ``usage`` (chat-completions or responses names)."""
+    if not isinstance(usage, Mapping):
+        return {}
+    found: dict[str, AttributeValue] = {}
+    for attribute, names in (
+        (g.INPUT_TOKENS, ("prompt_tokens", "input_tokens")),
+        (g.OUTPUT_TOKENS, ("completion_tokens", "output_tokens")),
+        (g.CACHE_READ_TOKENS, ("cached_tokens", "cache_read_input_tokens")),
+    ):
+        value = next((usage[name] for name in names if type(usage.get(name)) is int), None)
+        if value is not None:
+            found[attribute] = value
+    details = usage.get("prompt_tokens_details") or usage.get("input_tokens_details")
+    if g.CACHE_READ_TOKENS not in found and isinstance(details, Mapping) and type(details.get("cached_tokens")) is int:
+        found[g.CACHE_READ_TOKENS] = details["cached_tokens"]
+    return found
+
+
+@dataclass
+class _TurnSpans:
+    """The spans of one turn while its entries are read in order."""
+
+    tape: str
+    turn: TapeTurn
+    summarised: frozenset[int]
+    content: bool
+    provider: str
+    model: str
+    trace: int
+    root: int
+    boundary: int
+    view_anchor: int | None
+    compacted: bool
+    spans: list[SpanRecord] = field(default_factory=list)
+    tools: dict[str, dict[str, Any]] = field(default_factory=dict)
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    system: str | None = None
+    failed: TapeEntry | None = None
+
+    def chat(self, response: TapeEntry, finish: str, output: dict[str, Any] | None, error: str | None = None) -> None:
+        attributes: dict[str, AttributeValue] = {
+            g.OPERATION: g.CHAT,
+            g.PROVIDER: self.provider,
+            g.CONVERSATION: self.tape,
+            g.REQUEST_MODEL: self.model,
+            g.FINISH_REASONS: (finish,),
+            "bub.entry.id": response.id,
+        }
+        if error is None:
+            attributes[g.RESPONSE_MODEL] = self.model
+        else:
+            attributes[g.ERROR_TYPE] = error
+        if self.compacted and self.view_anchor is not None and response.id > self.view_anchor:
+            attributes[g.COMPACTED] = True
+        if self.content:
+            attributes[g.INPUT_MESSAGES] = to_json(self.messages)
+            if self.system is not None:
+                attributes[g.SYSTEM_INSTRUCTIONS] = to_json(system_parts(self.system))
+            if output is not None:
+                attributes[g.OUTPUT_MESSAGES] = to_json([{**output, "finish_reason": finish}])
+        end = g.nanos(response.date)
+        self.spans.append(
+            SpanRecord(
+                self.trace,
+                g.span_id(self.tape, response.id, g.CHAT),
+                self.root,
+                f"{g.CHAT} {self.model}",
+                "client",
+                min(self.boundary, end),
+                end,
+                attributes,
+                error=error,
+            )
+        )
+        self.boundary = end
+
+    def tool_calls(self, entry: TapeEntry) -> None:
+        calls = [c for c in entry.payload.get("calls") or [] if isinstance(c, Mapping)]
+        output = output_message(entry.payload.get("content"), calls)
+        self.chat(entry, "tool_calls", output)
+        self.messages.append(output)
+        start = g.nanos(entry.date)
+        for index, call in enumerate(calls):
+            function = mapping(call.get("function"))
+            name = str(function.get("name", ""))
+            call_id = str(call.get("id", ""))
+            attributes: dict[str, AttributeValue] = {
+                g.OPERATION: g.EXECUTE_TOOL,
+                g.TOOL_NAME: name,
+                g.TOOL_CALL_ID: call_id,
+                g.TOOL_TYPE: "function",
+                g.CONVERSATION: self.tape,
+            }
+            if self.content:
+                attributes[g.TOOL_ARGUMENTS] = to_json(tool_arguments(function.get("arguments")))
+            span = {"id": g.span_id(self.tape, entry.id, g.EXECUTE_TOOL, index), "name": name, "start": start}
+            self.tools[call_id or f"#{index}"] = {**span, "index": index, "attributes": attributes, "error": None}
+
+    def tool_results(self, entry: TapeEntry) -> None:
+        results = entry.payload.get("results") or []
+        end = g.nanos(entry.date)
+        for call_id, tool in list(self.tools.items()):
+            if "end" in tool:
+                continue
+            tool["end"] = end
+            index = tool["index"]
+            result = results[index] if index < len(results) else None
+            if isinstance(result, Mapping) and "kind" in result and "message" in result:
+                tool["error"] = str(result["kind"])
+            if self.content:
+                tool["attributes"][g.TOOL_RESULT] = to_json(result)
+            response = {"type": "tool_call_response", "id": call_id, "response": result}
+            self.messages.append(input_message("tool", [response]))
+        self.boundary = max(self.boundary, end)
+
+    def tool_error(self, entry: TapeEntry) -> None:
+        details = entry.payload.get("details")
+        call_id = details.get("call_id") if isinstance(details, Mapping) else None
+        tool = self.tools.get(str(call_id)) if call_id is not None else None
+        if tool is not None:
+            tool["error"] = str(entry.payload.get("kind"))
+
+    def close_tools(self) -> None:
+        for tool in self.tools.values():
+            attributes = dict(tool["attributes"])
+            if tool["error"] is not None:
+                attributes[g.ERROR_TYPE] = tool["error"]
+            end = tool.get("end", tool["start"])
+            self.spans.append(
+                SpanRecord(
+                    self.trace,
+                    tool["id"],
+                    self.root,
+                    f"{g.EXECUTE_TOOL} {tool['name']}",
+                    "internal",
+                    tool["start"],
+                    max(end, tool["start"]),
+                    attributes,
+                    error=tool["error"],
+                )
+            )
+        self.tools = {}
+
+
+def turn_spans(
+    tape: str, turn: TapeTurn, summarised: Collection[int] = (), *, content: bool = False, provider: str | None = None
+) -> list[SpanRecord]:
+    """One turn's spans: the ``invoke_agent`` span first, then its ``chat`` and ``execute_tool`` spans."""
+    data = turn.data
+    found_provider, model = g.provider_and_model(str(data.get("model") or ""))
+    first = turn.entries[0]
+    view = run_view(turn.run)
+    start = g.nanos(first.date)
+    state = _TurnSpans(
+        tape,
+        turn,
+        frozenset(summarised),
+        content,
+        provider or found_provider,
+        model,
+        g.trace_id(tape, first.id),
+        g.span_id(tape, first.id, g.INVOKE_AGENT),
+        start,
+        view.anchor if view is not None else None,
+        view is not None and view.anchor in summarised,
+    )
+    events = [mark_event(entry, summarised, content) for entry in turn.marks]
+    for entry in turn.entries[:-1]:
+        _read(state, entry, events)
+    if state.failed is not None:
+        kind = str(state.failed.payload.get("kind"))
+        if kind != "interrupted":  # an interrupt with no partial answer stopped no model call
+            state.chat(state.failed, "error", None, kind)
+    state.close_tools()
+    status = str(data.get("status") or "")
+    error = None if status in ("ok", "command", "") else status
+    attributes: dict[str, AttributeValue] = {
+        g.OPERATION: g.INVOKE_AGENT,
+        g.PROVIDER: state.provider,
+        g.AGENT_NAME: g.AGENT,
+        g.CONVERSATION: tape,
+        g.REQUEST_MODEL: model,
+        **usage_attributes(data.get("usage")),
+        "bub.run.status": status,
+        "bub.entry.first": first.id,
+        "bub.entry.last": turn.run.id,
+    }
+    if error is None:
+        attributes[g.RESPONSE_MODEL] = model
+    else:
+        attributes[g.ERROR_TYPE] = _error_kind(turn) or error
+    for key, value in (("bub.run.id", turn.run_id), ("bub.run.steps", data.get("steps"))):
+        if isinstance(value, str | int):
+            attributes[key] = value
+    if isinstance(data.get("elapsed_ms"), int | float):
+        attributes["bub.run.elapsed_ms"] = float(data["elapsed_ms"])
+    if view is not None:
+        attributes["bub.view.mode"] = view.mode
+        attributes["bub.view.entries"] = len(view.entry_ids)
+        attributes["bub.view.system_tokens"] = view.system_tokens
+        if view.anchor is not None:
+            attributes["bub.view.anchor"] = view.anchor
+        if view.memory_version is not None:
+            attributes["bub.memory.version"] = view.memory_version
+        if state.compacted:
+            attributes[g.COMPACTED] = True
+    root = SpanRecord(
+        state.trace,
+        state.root,
+        None,
+        f"{g.INVOKE_AGENT} {g.AGENT}",
+        "internal",
+        start,
+        max(start, g.nanos(turn.run.date)),
+        attributes,
+        tuple(events),
+        error,
+    )
+    return [root, *state.spans]
+
+
+def _read(state: _TurnSpans, entry: TapeEntry, events: list[SpanEvent]) -> None:
+    kind, payload = entry.kind, entry.payload
+    if is_mark(entry):
+        events.append(mark_event(entry, state.summarised, state.content))
+    elif kind == "system":
+        state.system = str(payload.get("content", ""))
+    elif kind == "message" and payload.get("role") == "user":
+        state.boundary = g.nanos(entry.date)
+        state.messages.append(input_message("user", [{"type": "text", "content": payload.get("content")}]))
+    elif kind == "message" and payload.get("role") == "assistant":
+        failed, state.failed = state.failed, None
+        output = output_message(payload.get("content"), [])
+        if failed is not None or entry.meta.get("partial"):
+            kind_of = str(failed.payload.get("kind")) if failed is not None else "interrupted"
+            state.chat(entry, "error", output, kind_of)
+        else:
+            state.chat(entry, "stop", output)
+    elif kind == "tool_call":
+        state.close_tools()
+        state.tool_calls(entry)
+    elif kind == "tool_result":
+        state.tool_results(entry)
+    elif kind == "error":
+        if str(payload.get("kind", "")).startswith("tool."):
+            state.tool_error(entry)
+        else:
+            state.failed = entry
+    elif kind == "event" and payload.get("name") == LOOP_STEP:
+        data = payload.get("data")
+        if isinstance(data, Mapping) and data.get("status") == "auto_handoff":
+            state.chat(entry, "error", None, "context_length_exceeded")
+
+
+def _error_kind(turn: TapeTurn) -> str | None:
+    """The kind of the turn's last ``error`` entry that is not a tool's."""
+    for entry in reversed(turn.entries):
+        kind = entry.payload.get("kind") if entry.kind == "error" else None
+        if isinstance(kind, str) and not kind.startswith("tool."):
+            return kind
+    return None
