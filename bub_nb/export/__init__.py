@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 from bub_nb.export.genai import SEMCONV_VERSION
+from bub_nb.export.otlp import OtelExport, otel
 from bub_nb.export.records import SpanEvent, SpanProjection, SpanRecord
 from bub_nb.export.spans import tape_spans, turn_spans
 from bub_nb.export.turns import TapeTurn, split_turns
 
 __all__ = [
     "SEMCONV_VERSION",
+    "OtelExport",
     "SpanEvent",
     "SpanProjection",
     "SpanRecord",
     "TapeTurn",
+    "otel",
     "split_turns",
     "tape_spans",
     "turn_spans",
