@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from bub_nb.export.atif import ATIF_VERSION, atif
 from bub_nb.export.genai import SEMCONV_VERSION
 from bub_nb.export.otlp import OtelExport, otel
 from bub_nb.export.records import SpanEvent, SpanProjection, SpanRecord
@@ -9,12 +10,14 @@ from bub_nb.export.spans import tape_spans, turn_spans
 from bub_nb.export.turns import TapeTurn, split_turns
 
 __all__ = [
+    "ATIF_VERSION",
     "SEMCONV_VERSION",
     "OtelExport",
     "SpanEvent",
     "SpanProjection",
     "SpanRecord",
     "TapeTurn",
+    "atif",
     "otel",
     "split_turns",
     "tape_spans",
