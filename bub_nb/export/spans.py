@@ -6,7 +6,7 @@ A pure projection: the same tape gives the same spans, ids and times, so exporti
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from bub_nb.export import genai as g
@@ -227,7 +227,6 @@ def turn_spans(
         g.AGENT_NAME: g.AGENT,
         g.CONVERSATION: tape,
         g.REQUEST_MODEL: model,
-        **usage_attributes(data.get("usage")),
         "bub.run.status": status,
         "bub.entry.first": first.id,
         "bub.entry.last": turn.run.id,
@@ -251,6 +250,12 @@ def turn_spans(
             attributes["bub.memory.version"] = view.memory_version
         if state.compacted:
             attributes[g.COMPACTED] = True
+    usage = usage_attributes(data.get("usage"))
+    for key, value in usage.items():
+        attributes[key.replace("gen_ai.usage.", "bub.run.usage.")] = value
+    children = _with_usage(state.spans, usage, data.get("steps"))
+    if usage and children is state.spans:  # no model call answered: the usage can only sit on the turn
+        attributes.update(usage)
     root = SpanRecord(
         state.trace,
         state.root,
@@ -263,7 +268,22 @@ def turn_spans(
         tuple(events),
         error,
     )
-    return [root, *state.spans]
+    return [root, *children]
+
+
+def _with_usage(spans: list[SpanRecord], usage: dict[str, AttributeValue], calls: Any) -> list[SpanRecord]:
+    """The spans with the turn's usage on its last ``chat`` span.
+
+    The tape keeps one usage per turn, not per model call: it goes on the call that ended the turn (marked
+    with how many calls it sums), so every sum over chat spans, a session's or a trace's, counts it once.
+    """
+    last = next((i for i in range(len(spans) - 1, -1, -1) if spans[i].attributes.get(g.OPERATION) == g.CHAT), None)
+    if not usage or last is None:
+        return spans
+    attributes = {**spans[last].attributes, **usage}
+    if isinstance(calls, int) and calls > 1:
+        attributes["bub.usage.model_calls"] = calls
+    return [*spans[:last], replace(spans[last], attributes=attributes), *spans[last + 1 :]]
 
 
 def _read(state: _TurnSpans, entry: TapeEntry, events: list[SpanEvent]) -> None:
