@@ -101,8 +101,11 @@ def register_from_environment(pipeline: TurnPipeline) -> None:
 
 def switch_live_export(pipeline: TurnPipeline, endpoint: str | None) -> LiveExport | None:
     """Export to ``endpoint`` from now on; with none, go back to what the environment says (on or off)."""
-    if PLUGIN_NAME in pipeline.plugin_names:
+    old = pipeline.get_plugin(PLUGIN_NAME)
+    if old is not None:
         pipeline.unregister_plugin(PLUGIN_NAME)
+        if isinstance(old, LiveExport):
+            old.close()  # what it was still sending goes out first
     if endpoint:
         plugin = LiveExport(endpoint)
         pipeline.register_plugin(plugin, name=PLUGIN_NAME)
