@@ -76,6 +76,7 @@ class _TurnSpans:
     trace: int
     root: int
     boundary: int
+    boundary_id: int
     view_anchor: int | None
     compacted: bool
     spans: list[SpanRecord] = field(default_factory=list)
@@ -97,7 +98,7 @@ class _TurnSpans:
             attributes[g.RESPONSE_MODEL] = self.model
         else:
             attributes[g.ERROR_TYPE] = error
-        if self.compacted and self.view_anchor is not None and response.id > self.view_anchor:
+        if self.compacted and self.view_anchor is not None and self.boundary_id > self.view_anchor:
             attributes[g.COMPACTED] = True
         if self.content:
             attributes[g.INPUT_MESSAGES] = to_json(self.messages)
@@ -119,7 +120,7 @@ class _TurnSpans:
                 error=error,
             )
         )
-        self.boundary = end
+        self.boundary, self.boundary_id = end, response.id
 
     def tool_calls(self, entry: TapeEntry) -> None:
         calls = [c for c in entry.payload.get("calls") or [] if isinstance(c, Mapping)]
@@ -158,7 +159,7 @@ class _TurnSpans:
                 tool["attributes"][g.TOOL_RESULT] = to_json(result)
             response = {"type": "tool_call_response", "id": call_id, "response": result}
             self.messages.append(input_message("tool", [response]))
-        self.boundary = max(self.boundary, end)
+        self.boundary, self.boundary_id = max(self.boundary, end), entry.id
 
     def tool_error(self, entry: TapeEntry) -> None:
         details = entry.payload.get("details")
@@ -208,6 +209,7 @@ def turn_spans(
         g.trace_id(tape, first.id),
         g.span_id(tape, first.id, g.INVOKE_AGENT),
         start,
+        first.id,
         view.anchor if view is not None else None,
         view is not None and view.anchor in summarised,
     )
@@ -272,14 +274,16 @@ def turn_spans(
 
 
 def _with_usage(spans: list[SpanRecord], usage: dict[str, AttributeValue], calls: Any) -> list[SpanRecord]:
-    """The spans with the turn's usage on its last ``chat`` span.
+    """The spans with the turn's usage on its last answered ``chat`` span (the last one when none answered).
 
     The tape keeps one usage per turn, not per model call: it goes on the call that ended the turn (marked
     with how many calls it sums), so every sum over chat spans, a session's or a trace's, counts it once.
     """
-    last = next((i for i in range(len(spans) - 1, -1, -1) if spans[i].attributes.get(g.OPERATION) == g.CHAT), None)
-    if not usage or last is None:
+    chats = [i for i, span in enumerate(spans) if span.attributes.get(g.OPERATION) == g.CHAT]
+    answered = [i for i in chats if spans[i].error is None]
+    if not usage or not chats:
         return spans
+    last = (answered or chats)[-1]
     attributes = {**spans[last].attributes, **usage}
     if isinstance(calls, int) and calls > 1:
         attributes["bub.usage.model_calls"] = calls
@@ -293,7 +297,7 @@ def _read(state: _TurnSpans, entry: TapeEntry, events: list[SpanEvent]) -> None:
     elif kind == "system":
         state.system = str(payload.get("content", ""))
     elif kind == "message" and payload.get("role") == "user":
-        state.boundary = g.nanos(entry.date)
+        state.boundary, state.boundary_id = g.nanos(entry.date), entry.id
         state.messages.append(input_message("user", [{"type": "text", "content": payload.get("content")}]))
     elif kind == "message" and payload.get("role") == "assistant":
         failed, state.failed = state.failed, None
