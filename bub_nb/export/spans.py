@@ -6,16 +6,16 @@ A pure projection: the same tape gives the same spans, ids and times, so exporti
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
 from bub_nb.export import genai as g
+from bub_nb.export.calls import TurnCalls, read_entry
 from bub_nb.export.marks import mark_event, summarised_anchors
-from bub_nb.export.messages import input_message, mapping, output_message, system_parts, to_json, tool_arguments
-from bub_nb.export.records import AttributeValue, SpanEvent, SpanProjection, SpanRecord
-from bub_nb.export.turns import TapeTurn, is_mark, split_turns
+from bub_nb.export.records import AttributeValue, SpanProjection, SpanRecord
+from bub_nb.export.turns import TapeTurn, split_turns
 from bub_nb.tape.entries import TapeEntry
-from bub_nb.tape.events import LOOP_STEP, run_view
+from bub_nb.tape.events import run_view
 
 
 def tape_spans(
@@ -63,133 +63,6 @@ def usage_attributes(usage: Any) -> dict[str, AttributeValue]:
     return found
 
 
-@dataclass
-class _TurnSpans:
-    """The spans of one turn while its entries are read in order."""
-
-    tape: str
-    turn: TapeTurn
-    summarised: frozenset[int]
-    content: bool
-    provider: str
-    model: str
-    trace: int
-    root: int
-    boundary: int
-    boundary_id: int
-    view_anchor: int | None
-    compacted: bool
-    spans: list[SpanRecord] = field(default_factory=list)
-    tools: dict[str, dict[str, Any]] = field(default_factory=dict)
-    messages: list[dict[str, Any]] = field(default_factory=list)
-    system: str | None = None
-    failed: TapeEntry | None = None
-
-    def chat(self, response: TapeEntry, finish: str, output: dict[str, Any] | None, error: str | None = None) -> None:
-        attributes: dict[str, AttributeValue] = {
-            g.OPERATION: g.CHAT,
-            g.PROVIDER: self.provider,
-            g.CONVERSATION: self.tape,
-            g.REQUEST_MODEL: self.model,
-            g.FINISH_REASONS: (finish,),
-            "bub.entry.id": response.id,
-        }
-        if error is None:
-            attributes[g.RESPONSE_MODEL] = self.model
-        else:
-            attributes[g.ERROR_TYPE] = error
-        if self.compacted and self.view_anchor is not None and self.boundary_id > self.view_anchor:
-            attributes[g.COMPACTED] = True
-        if self.content:
-            attributes[g.INPUT_MESSAGES] = to_json(self.messages)
-            if self.system is not None:
-                attributes[g.SYSTEM_INSTRUCTIONS] = to_json(system_parts(self.system))
-            if output is not None:
-                attributes[g.OUTPUT_MESSAGES] = to_json([{**output, "finish_reason": finish}])
-        end = g.nanos(response.date)
-        self.spans.append(
-            SpanRecord(
-                self.trace,
-                g.span_id(self.tape, response.id, g.CHAT),
-                self.root,
-                f"{g.CHAT} {self.model}",
-                "client",
-                min(self.boundary, end),
-                end,
-                attributes,
-                error=error,
-            )
-        )
-        self.boundary, self.boundary_id = end, response.id
-
-    def tool_calls(self, entry: TapeEntry) -> None:
-        calls = [c for c in entry.payload.get("calls") or [] if isinstance(c, Mapping)]
-        output = output_message(entry.payload.get("content"), calls)
-        self.chat(entry, "tool_calls", output)
-        self.messages.append(output)
-        start = g.nanos(entry.date)
-        for index, call in enumerate(calls):
-            function = mapping(call.get("function"))
-            name = str(function.get("name", ""))
-            call_id = str(call.get("id", ""))
-            attributes: dict[str, AttributeValue] = {
-                g.OPERATION: g.EXECUTE_TOOL,
-                g.TOOL_NAME: name,
-                g.TOOL_CALL_ID: call_id,
-                g.TOOL_TYPE: "function",
-                g.CONVERSATION: self.tape,
-            }
-            if self.content:
-                attributes[g.TOOL_ARGUMENTS] = to_json(tool_arguments(function.get("arguments")))
-            span = {"id": g.span_id(self.tape, entry.id, g.EXECUTE_TOOL, index), "name": name, "start": start}
-            self.tools[call_id or f"#{index}"] = {**span, "index": index, "attributes": attributes, "error": None}
-
-    def tool_results(self, entry: TapeEntry) -> None:
-        results = entry.payload.get("results") or []
-        end = g.nanos(entry.date)
-        for call_id, tool in list(self.tools.items()):
-            if "end" in tool:
-                continue
-            tool["end"] = end
-            index = tool["index"]
-            result = results[index] if index < len(results) else None
-            if isinstance(result, Mapping) and "kind" in result and "message" in result:
-                tool["error"] = str(result["kind"])
-            if self.content:
-                tool["attributes"][g.TOOL_RESULT] = to_json(result)
-            response = {"type": "tool_call_response", "id": call_id, "response": result}
-            self.messages.append(input_message("tool", [response]))
-        self.boundary, self.boundary_id = max(self.boundary, end), entry.id
-
-    def tool_error(self, entry: TapeEntry) -> None:
-        details = entry.payload.get("details")
-        call_id = details.get("call_id") if isinstance(details, Mapping) else None
-        tool = self.tools.get(str(call_id)) if call_id is not None else None
-        if tool is not None:
-            tool["error"] = str(entry.payload.get("kind"))
-
-    def close_tools(self) -> None:
-        for tool in self.tools.values():
-            attributes = dict(tool["attributes"])
-            if tool["error"] is not None:
-                attributes[g.ERROR_TYPE] = tool["error"]
-            end = tool.get("end", tool["start"])
-            self.spans.append(
-                SpanRecord(
-                    self.trace,
-                    tool["id"],
-                    self.root,
-                    f"{g.EXECUTE_TOOL} {tool['name']}",
-                    "internal",
-                    tool["start"],
-                    max(end, tool["start"]),
-                    attributes,
-                    error=tool["error"],
-                )
-            )
-        self.tools = {}
-
-
 def turn_spans(
     tape: str, turn: TapeTurn, summarised: Collection[int] = (), *, content: bool = False, provider: str | None = None
 ) -> list[SpanRecord]:
@@ -199,7 +72,7 @@ def turn_spans(
     first = turn.entries[0]
     view = run_view(turn.run)
     start = g.nanos(first.date)
-    state = _TurnSpans(
+    state = TurnCalls(
         tape,
         turn,
         frozenset(summarised),
@@ -215,7 +88,7 @@ def turn_spans(
     )
     events = [mark_event(entry, summarised, content) for entry in turn.marks]
     for entry in turn.entries[:-1]:
-        _read(state, entry, events)
+        read_entry(state, entry, events)
     if state.failed is not None:
         kind = str(state.failed.payload.get("kind"))
         if kind != "interrupted":  # an interrupt with no partial answer stopped no model call
@@ -288,39 +161,6 @@ def _with_usage(spans: list[SpanRecord], usage: dict[str, AttributeValue], calls
     if isinstance(calls, int) and calls > 1:
         attributes["bub.usage.model_calls"] = calls
     return [*spans[:last], replace(spans[last], attributes=attributes), *spans[last + 1 :]]
-
-
-def _read(state: _TurnSpans, entry: TapeEntry, events: list[SpanEvent]) -> None:
-    kind, payload = entry.kind, entry.payload
-    if is_mark(entry):
-        events.append(mark_event(entry, state.summarised, state.content))
-    elif kind == "system":
-        state.system = str(payload.get("content", ""))
-    elif kind == "message" and payload.get("role") == "user":
-        state.boundary, state.boundary_id = g.nanos(entry.date), entry.id
-        state.messages.append(input_message("user", [{"type": "text", "content": payload.get("content")}]))
-    elif kind == "message" and payload.get("role") == "assistant":
-        failed, state.failed = state.failed, None
-        output = output_message(payload.get("content"), [])
-        if failed is not None or entry.meta.get("partial"):
-            kind_of = str(failed.payload.get("kind")) if failed is not None else "interrupted"
-            state.chat(entry, "error", output, kind_of)
-        else:
-            state.chat(entry, "stop", output)
-    elif kind == "tool_call":
-        state.close_tools()
-        state.tool_calls(entry)
-    elif kind == "tool_result":
-        state.tool_results(entry)
-    elif kind == "error":
-        if str(payload.get("kind", "")).startswith("tool."):
-            state.tool_error(entry)
-        else:
-            state.failed = entry
-    elif kind == "event" and payload.get("name") == LOOP_STEP:
-        data = payload.get("data")
-        if isinstance(data, Mapping) and data.get("status") == "auto_handoff":
-            state.chat(entry, "error", None, "context_length_exceeded")
 
 
 def _error_kind(turn: TapeTurn) -> str | None:
