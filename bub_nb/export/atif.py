@@ -36,8 +36,6 @@ def atif(tape: Tape, *, agent_name: str = "bub_nb") -> dict[str, Any]:
 
 def trajectory(name: str, entries: Iterable[TapeEntry], *, agent_name: str = "bub_nb") -> dict[str, Any]:
     """The trajectory of ``entries`` (in tape order) of the tape ``name``."""
-    from bub_nb import __version__
-
     steps = _Steps()
     for entry in entries:
         steps.add(entry)
@@ -52,7 +50,7 @@ def trajectory(name: str, entries: Iterable[TapeEntry], *, agent_name: str = "bu
     }
     if g.CACHE_READ_TOKENS in totals:
         final["total_cached_tokens"] = totals[g.CACHE_READ_TOKENS]
-    agent: dict[str, Any] = {"name": agent_name, "version": __version__}
+    agent: dict[str, Any] = {"name": agent_name, "version": g.producer_version()}
     if steps.models:
         agent["model_name"] = max(steps.models, key=steps.models.__getitem__)
     return {

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from datetime import UTC, datetime
+from importlib.metadata import PackageNotFoundError, version
 from typing import Final
 
 SEMCONV_VERSION: Final = "1.44.0"
@@ -57,6 +58,14 @@ def provider_and_model(model: str) -> tuple[str, str]:
     if colon and prefix == "openai" and rest:
         return "openai", rest
     return "openai", model
+
+
+def producer_version() -> str:
+    """bub_nb's version, as its installed metadata gives it (the export names its producer)."""
+    try:
+        return version("bub_nb")
+    except PackageNotFoundError:
+        return "0+unknown"
 
 
 def _digest(*parts: object) -> bytes:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
 
 from bub_nb.errors import ExportError
-from bub_nb.export.genai import SCHEMA_URL
+from bub_nb.export.genai import SCHEMA_URL, producer_version
 from bub_nb.export.records import SpanRecord
 from bub_nb.export.spans import tape_spans
 
@@ -163,14 +163,12 @@ def sdk_spans(spans: Sequence[SpanRecord], service_name: str = "bub_nb") -> list
         def on_end(self, span: ReadableSpan) -> None:
             self.spans.append(span)
 
-    from bub_nb import __version__
-
     ids = PlannedIds()
     collected = Finished()
     resource = Resource.create({"service.name": service_name})
     provider = TracerProvider(sampler=ALWAYS_ON, resource=resource, id_generator=ids, shutdown_on_exit=False)
     provider.add_span_processor(collected)
-    tracer = provider.get_tracer("bub_nb.export", __version__, schema_url=SCHEMA_URL)
+    tracer = provider.get_tracer("bub_nb.export", producer_version(), schema_url=SCHEMA_URL)
     kinds = {"internal": trace.SpanKind.INTERNAL, "client": trace.SpanKind.CLIENT}
     for record in spans:
         ids.trace_id, ids.span_id = record.trace_id, record.span_id
