@@ -13,8 +13,8 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from IPython.core.interactiveshell import InteractiveShell
-from phoenix_receiver import PhoenixReceiver
+from harness.phoenix_server import PhoenixReceiver
+from harness.shell import loaded_shell
 
 import bub_nb
 from bub_nb import export
@@ -172,17 +172,13 @@ def test_the_standard_variable_and_the_magics_trait_switch_live_export_on(
     monkeypatch.setenv("BUB_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("BUB_TAPE", "phoenix-magics")
     monkeypatch.chdir(tmp_path)
-    InteractiveShell.clear_instance()
-    shell = InteractiveShell.instance()
-    try:
-        shell.run_cell("%load_ext bub_nb").raise_error()
-        shell.run_cell(f'%config BubMagics.otlp_endpoint = "{phoenix.base_url}"').raise_error()
-        shell.run_cell("%%bub\nHello from a cell").raise_error()
-        live = default_pipeline().get_plugin(PLUGIN_NAME)
-        assert isinstance(live, LiveExport) and live.flush(timeout=60) and live.failures == []
-        assert len(session_of(phoenix, "phoenix-magics", traces=1)["traces"]) == 1
-    finally:
-        shell.run_cell('%config BubMagics.otlp_endpoint = ""')
-        shell.run_cell("%unload_ext bub_nb")
-        InteractiveShell.clear_instance()
+    with loaded_shell() as nb:
+        nb.run(f'%config BubMagics.otlp_endpoint = "{phoenix.base_url}"')
+        try:
+            nb.run("%%bub\nHello from a cell")
+            live = default_pipeline().get_plugin(PLUGIN_NAME)
+            assert isinstance(live, LiveExport) and live.flush(timeout=60) and live.failures == []
+            assert len(session_of(phoenix, "phoenix-magics", traces=1)["traces"]) == 1
+        finally:
+            nb.run('%config BubMagics.otlp_endpoint = ""')
     assert PLUGIN_NAME not in default_pipeline().plugin_names

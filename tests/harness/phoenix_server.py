@@ -12,7 +12,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-LAUNCHER = Path(__file__).with_name("phoenix_launcher.py")
+LAUNCHER = Path(__file__).with_name("phoenix_launcher.py")  # run as a script, in Phoenix's own process
 
 
 def free_port() -> int:
