@@ -40,7 +40,8 @@ class OtelExport:
     def __str__(self) -> str:
         where = f" to {self.endpoint}" if self.endpoint else ""
         left = f"; {self.pending} entries after the last turn wait for the next" if self.pending else ""
-        return f"Exported {self.turns} turns of tape {self.tape!r} as {self.spans} spans{where}{left}"
+        turns = f"{self.turns} turn{'' if self.turns == 1 else 's'}"
+        return f"Exported {turns} of tape {self.tape!r} as {self.spans} spans{where}{left}"
 
 
 def content_opted_in() -> bool:

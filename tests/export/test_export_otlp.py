@@ -172,3 +172,25 @@ def test_switching_live_export_replaces_or_removes_the_plugin(monkeypatch: pytes
     assert switch_live_export(pipeline, None) is None and PLUGIN_NAME not in pipeline.plugin_names
     with pytest.raises(ExportError, match="'localhost:4318' is not an http"):
         LiveExport("localhost:4318")
+
+
+def test_the_command_line_checks_every_name_before_sending(
+    tmp_path: Path, receiver: tuple[str, type[Receiver]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    from bub_nb import open_tape
+    from bub_nb.cli import main
+
+    url, handler = receiver
+    tape = open_tape("cli-demo", home=tmp_path)
+    Agent(tape, model="offline").run("Hi")
+    arguments = ["tapes", "export", "--otlp", url, "--home", str(tmp_path)]
+
+    assert main([*arguments, "cli-demo", "cli-typo"]) == 2
+    assert "cli-typo" in capsys.readouterr().err and handler.requests == [], (
+        "nothing is sent before every name is found"
+    )
+    assert main([*arguments, "--content", "cli-demo"]) == 0
+    assert capsys.readouterr().out.startswith("Exported 1 turn of tape 'cli-demo' as 2 spans to " + url)
+    (request,) = handler.requests
+    chat = request.resource_spans[0].scope_spans[0].spans[1]
+    assert "gen_ai.input.messages" in {kv.key for kv in chat.attributes}
