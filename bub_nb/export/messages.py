@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -11,8 +12,12 @@ from bub_nb.tape.entries import plain_json
 
 
 def to_json(value: Any) -> str:
-    """A value as the JSON text a span attribute carries."""
-    return orjson.dumps(plain_json(value)).decode()
+    """A value as the JSON text a span attribute carries (a lone surrogate is written as its ``\\u`` escape)."""
+    plain = plain_json(value)
+    try:
+        return orjson.dumps(plain).decode()
+    except TypeError:  # orjson refuses lone surrogates, which a tape may hold
+        return json.dumps(plain, separators=(",", ":"))
 
 
 def mapping(value: Any) -> Mapping[str, Any]:

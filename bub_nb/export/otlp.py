@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
 
 from bub_nb.errors import ExportError
 from bub_nb.export.genai import SCHEMA_URL, producer_version
-from bub_nb.export.records import SpanRecord
+from bub_nb.export.records import AttributeValue, SpanRecord
 from bub_nb.export.spans import tape_spans
 
 if TYPE_CHECKING:
@@ -133,6 +133,33 @@ def send(
             raise ExportError(f"The OTLP receiver{to} did not take the spans of {what} ({len(finished)} spans)")
 
 
+INT64: Final = range(-(2**63), 2**63)
+
+
+def wire_text(text: str) -> str:
+    """``text`` as OTLP can carry it: valid UTF-8, a lone surrogate replaced."""
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return text.encode(errors="replace").decode()
+    return text
+
+
+def wire_value(value: AttributeValue) -> AttributeValue:
+    """A value OTLP can carry: text as valid UTF-8, an integer beyond 64 bits as its digits."""
+    if isinstance(value, str):
+        return wire_text(value)
+    if isinstance(value, tuple):
+        return tuple(wire_text(item) for item in value)
+    if isinstance(value, int) and not isinstance(value, bool) and value not in INT64:
+        return str(value)
+    return value
+
+
+def wire_attributes(attributes: Mapping[str, AttributeValue]) -> dict[str, AttributeValue]:
+    return {wire_text(key): wire_value(value) for key, value in attributes.items()}
+
+
 def sdk_spans(spans: Sequence[SpanRecord], service_name: str = "bub_nb") -> list[Any]:
     """The records as finished ``ReadableSpan`` objects of the OpenTelemetry SDK."""
     try:
@@ -183,16 +210,16 @@ def sdk_spans(spans: Sequence[SpanRecord], service_name: str = "bub_nb") -> list
             )
             context = trace.set_span_in_context(trace.NonRecordingSpan(parent))
         span = tracer.start_span(
-            record.name,
+            wire_text(record.name),
             context,
             kind=kinds[record.kind],
-            attributes=dict(record.attributes),
+            attributes=wire_attributes(record.attributes),
             start_time=record.start_ns,
         )
         for event in record.events:
-            span.add_event(event.name, dict(event.attributes), timestamp=event.time_ns)
+            span.add_event(wire_text(event.name), wire_attributes(event.attributes), timestamp=event.time_ns)
         if record.error is not None:
-            span.set_status(trace.Status(trace.StatusCode.ERROR, record.error))
+            span.set_status(trace.Status(trace.StatusCode.ERROR, wire_text(record.error)))
         span.end(end_time=record.end_ns)
     provider.shutdown()
     return collected.spans

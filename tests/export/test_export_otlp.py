@@ -5,13 +5,17 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 from typing import ClassVar
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
@@ -20,8 +24,8 @@ from bub_nb.agent import Agent, BuiltinPlugin, Envelope, ScriptedModel, TurnPipe
 from bub_nb.agent.live_export import PLUGIN_NAME, LiveExport, switch_live_export
 from bub_nb.errors import ExportError
 from bub_nb.export import SEMCONV_VERSION, otel, tape_spans
-from bub_nb.export.otlp import CONTENT_VARIABLE, traces_url
-from bub_nb.tape import Tape
+from bub_nb.export.otlp import CONTENT_VARIABLE, send, traces_url
+from bub_nb.tape import Tape, TapeEntry
 
 
 class Receiver(BaseHTTPRequestHandler):
@@ -194,3 +198,40 @@ def test_the_command_line_checks_every_name_before_sending(
     (request,) = handler.requests
     chat = request.resource_spans[0].scope_spans[0].spans[1]
     assert "gen_ai.input.messages" in {kv.key for kv in chat.attributes}
+
+
+class Encoding(SpanExporter):
+    """Encodes every batch as the OTLP exporter would put it on the wire."""
+
+    def __init__(self) -> None:
+        self.sent = 0
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        encode_spans(spans).SerializeToString()
+        self.sent += len(spans)
+        return SpanExportResult.SUCCESS
+
+    def shutdown(self) -> None:
+        pass
+
+
+HOSTILE_TEXT = st.text(st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF) | st.characters(), max_size=6)
+HOSTILE_INT = st.integers(min_value=-(2**70), max_value=2**70)
+
+
+@settings(max_examples=60, deadline=None)
+@given(HOSTILE_TEXT, HOSTILE_TEXT, HOSTILE_INT, HOSTILE_INT)
+def test_whatever_text_and_integers_a_tape_holds_reach_the_wire(name: str, text: str, tokens: int, steps: int) -> None:
+    run = {"status": "ok", "model": name, "usage": {"prompt_tokens": tokens, "completion_tokens": 1}, "steps": steps}
+    call = {"id": text, "function": {"name": name, "arguments": text}}
+    entries = [
+        TapeEntry(1, "anchor", {"name": name, "state": {text: tokens}}, {}, "2026-01-01T00:00:01+00:00"),
+        TapeEntry(2, "message", {"role": "user", "content": text}, {"run_id": "r"}, "2026-01-01T00:00:02+00:00"),
+        TapeEntry(3, "tool_call", {"calls": [call]}, {"run_id": "r"}, "2026-01-01T00:00:03+00:00"),
+        TapeEntry(4, "tool_result", {"results": [text]}, {"run_id": "r"}, "2026-01-01T00:00:04+00:00"),
+        TapeEntry(5, "message", {"role": "assistant", "content": text}, {"run_id": "r"}, "2026-01-01T00:00:05+00:00"),
+        TapeEntry(6, "event", {"name": "run", "data": run}, {"run_id": "r"}, "2026-01-01T00:00:06+00:00"),
+    ]
+    encoding = Encoding()
+    send(tape_spans("hostile", entries, content=True).spans, encoding)
+    assert encoding.sent == 4
