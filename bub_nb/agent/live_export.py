@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Final
 from bub_nb.agent.hookspecs import hookimpl
 from bub_nb.agent.state import turn_state
 from bub_nb.export.otlp import OtelExport, otel, otlp_exporter, traces_url
+from bub_nb.tape.events import RUN
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace.export import SpanExporter
@@ -51,6 +52,8 @@ class LiveExport:
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bub_nb-otel")
         self._sent: list[Future[None]] = []
         self._lock = threading.Lock()
+        self._starts: dict[tuple[int, str], int] = {}
+        """Per tape (its store and name), the entry after the last turn sent."""
         self.exported: list[OtelExport] = []
         self.failures: list[str] = []
 
@@ -65,15 +68,28 @@ class LiveExport:
         tape = turn_data.get("tape") or (agent.tape if agent is not None else None)
         if turn is None or tape is None or not turn.run_id:  # a comma command is no model turn
             return
+        ids = [entry.id for entry in turn.entries] or [tape.last_id]
         with self._lock:
             self._sent = [future for future in self._sent if not future.done()]
-            self._sent.append(self._worker.submit(self._send, tape, turn.run_id))
+            self._sent.append(self._worker.submit(self._send, tape, turn.run_id, min(ids), max(ids)))
 
-    def _send(self, tape: Tape, run_id: str) -> None:
+    def _start(self, tape: Tape, first: int) -> int:
+        """Where the turn's part of the tape begins: after the turn before it, so its anchors come along."""
+        known = self._starts.get((id(tape.store), tape.name))
+        if known is not None and known <= first:
+            return known
+        for entry in tape.iter_reverse():
+            if entry.id < first and entry.kind == "event" and entry.name == RUN:
+                return entry.id + 1
+        return 1
+
+    def _send(self, tape: Tape, run_id: str, first: int, last: int) -> None:
         try:
             if self._exporter is None:
                 self._exporter = otlp_exporter(self.endpoint, timeout=self.timeout)
-            result = otel(tape, exporter=self._exporter, content=self.content, run_ids={run_id})
+            start = self._start(tape, first)
+            result = otel(tape, exporter=self._exporter, content=self.content, run_ids={run_id}, start=start)
+            self._starts[(id(tape.store), tape.name)] = last + 1
         except Exception as exc:  # a receiver's failure must not reach the notebook's turn
             message = f"turn {run_id} of tape {tape.name!r}: {exc}"
             logger.warning("bub_nb could not export %s", message)

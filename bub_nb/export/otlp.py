@@ -10,8 +10,11 @@ from urllib.parse import urlsplit
 
 from bub_nb.errors import ExportError
 from bub_nb.export.genai import SCHEMA_URL, producer_version
+from bub_nb.export.marks import summarised_anchors
 from bub_nb.export.records import AttributeValue, SpanRecord
 from bub_nb.export.spans import tape_spans
+from bub_nb.tape.entries import TapeEntry
+from bub_nb.tape.events import run_view
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace.export import SpanExporter
@@ -87,21 +90,25 @@ def otel(
     run_ids: Collection[str] | None = None,
     service_name: str = "bub_nb",
     timeout: float | None = None,
+    start: int = 1,
 ) -> OtelExport:
     """Export ``tape``'s turns as OpenTelemetry GenAI spans, one trace per turn (see docs/interop.md).
 
     The spans go to ``exporter`` when given (any SDK ``SpanExporter``), else over OTLP/HTTP to ``endpoint``
     (a base URL or a ``/v1/traces`` URL; default: the ``OTEL_EXPORTER_OTLP_*`` variables). ``content``
     adds messages, tool arguments and results; by default it follows
-    ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``. ``run_ids`` limits the export to those turns.
+    ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``. ``run_ids`` limits the export to those turns;
+    ``start`` reads the tape from that entry id on (live export starts after the turn before).
     Ids derive from the tape's name and entry ids, so a second export sends the same spans again.
     """
+    entries = tape.read(start)
     projection = tape_spans(
         tape.name,
-        tape.read(),
+        entries,
         content=content_opted_in() if content is None else content,
         provider=provider,
         run_ids=run_ids,
+        summarised=earlier_summarised_anchors(tape, entries, start),
     )
     own = exporter is None
     target = otlp_exporter(endpoint, timeout=timeout) if exporter is None else exporter
@@ -113,6 +120,20 @@ def otel(
             target.shutdown()
     traces = tuple(dict.fromkeys(f"{span.trace_id:032x}" for span in projection.spans if span.parent_id is None))
     return OtelExport(tape.name, projection.turns, len(projection.spans), projection.pending, where, traces)
+
+
+def earlier_summarised_anchors(tape: Tape, entries: Sequence[TapeEntry], start: int) -> frozenset[int]:
+    """The anchors before ``start`` that views in ``entries`` start at and a summarising handoff wrote.
+
+    Only those anchors and the entry before each are read, so a turn exported on its own is marked compacted
+    exactly as it is in a whole-tape export.
+    """
+    found: set[int] = set()
+    for entry in entries:
+        view = run_view(entry) if entry.kind == "event" else None
+        if view is not None and view.anchor is not None and view.anchor < start:
+            found |= summarised_anchors(tape.read(max(1, view.anchor - 1), view.anchor + 1))
+    return frozenset(found)
 
 
 def send(

@@ -25,15 +25,17 @@ def tape_spans(
     content: bool = False,
     provider: str | None = None,
     run_ids: Collection[str] | None = None,
+    summarised: Collection[int] = (),
 ) -> SpanProjection:
     """The spans of every closed turn of ``entries``; with ``run_ids`` only of the turns with those run ids.
 
     ``content`` adds the messages, tool arguments and results (the conventions' opt-in); ``provider``
-    replaces the ``gen_ai.provider.name`` read from the model.
+    replaces the ``gen_ai.provider.name`` read from the model. ``summarised`` names anchors a summarising
+    handoff wrote before ``entries`` begin (those within them are found).
     """
     entries = list(entries)
     split = split_turns(entries)
-    summarised = summarised_anchors(entries)
+    summarised = summarised_anchors(entries) | frozenset(summarised)
     spans: list[SpanRecord] = []
     turns = 0
     for turn in split.turns:

@@ -235,3 +235,38 @@ def test_whatever_text_and_integers_a_tape_holds_reach_the_wire(name: str, text:
     encoding = Encoding()
     send(tape_spans("hostile", entries, content=True).spans, encoding)
     assert encoding.sent == 4
+
+
+def test_turns_exported_live_are_the_spans_a_whole_tape_export_gives(tape: Tape) -> None:
+    pipeline = TurnPipeline(BuiltinPlugin(), entry_points=False)
+    live_spans = InMemorySpanExporter()
+    live = LiveExport(exporter=live_spans)
+    pipeline.register_plugin(live, name=PLUGIN_NAME)
+    agent = Agent(tape, model="offline", pipeline=pipeline)
+
+    def turn(prompt: str) -> None:
+        pipeline.process_inbound_sync(Envelope("notebook", "n.ipynb", prompt, meta={"tape": tape, "agent": agent}))
+
+    turn("One")
+    Agent(tape, model=ScriptedModel(['{"summary": "one done"}'])).handoff("phase/two", summarize=True)
+    turn("Two")
+    turn("Three")
+    tape.handoff("phase/three", {"summary": "by hand"})
+    turn("Four")
+    assert live.flush(timeout=30) and live.failures == []
+
+    whole = InMemorySpanExporter()
+    otel(tape, exporter=whole)
+
+    def described(spans: Sequence[ReadableSpan]) -> list[tuple[object, ...]]:
+        return [
+            (s.context.span_id if s.context else None, s.name, s.start_time, s.end_time, dict(s.attributes or {}),
+             [(e.name, e.timestamp, dict(e.attributes or {})) for e in s.events])
+            for s in spans
+        ]  # fmt: skip
+
+    assert described(live_spans.get_finished_spans()) == described(whole.get_finished_spans())
+    compacted = [
+        s.name for s in whole.get_finished_spans() if (s.attributes or {}).get("gen_ai.conversation.compacted")
+    ]
+    assert compacted == ["invoke_agent bub", "chat offline", "invoke_agent bub", "chat offline"]
