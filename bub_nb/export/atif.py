@@ -81,7 +81,7 @@ class _Steps:
             extra["meta"] = plain_json(entry.meta)
         extra.update(bub or {})
         step: dict[str, Any] = {"source": source, "message": message, "extra": {EXTENSION: extra}}
-        if entry is not None:
+        if entry is not None and g.parse_date(entry.date) is not None:
             step["timestamp"] = entry.date
         self.steps.append(step)
 

@@ -58,7 +58,7 @@ class TurnCalls:
                 attributes[g.SYSTEM_INSTRUCTIONS] = to_json(system_parts(self.system))
             if output is not None:
                 attributes[g.OUTPUT_MESSAGES] = to_json([{**output, "finish_reason": finish}])
-        end = g.nanos(response.date)
+        end = g.nanos(response.date, self.boundary)
         self.spans.append(
             SpanRecord(
                 self.trace,
@@ -79,7 +79,7 @@ class TurnCalls:
         output = output_message(entry.payload.get("content"), calls)
         self.chat(entry, "tool_calls", output)
         self.messages.append(output)
-        start = g.nanos(entry.date)
+        start = g.nanos(entry.date, self.boundary)
         for index, call in enumerate(calls):
             function = mapping(call.get("function"))
             name = str(function.get("name", ""))
@@ -98,7 +98,7 @@ class TurnCalls:
 
     def tool_results(self, entry: TapeEntry) -> None:
         results = entry.payload.get("results") or []
-        end = g.nanos(entry.date)
+        end = g.nanos(entry.date, self.boundary)
         for call_id, tool in list(self.tools.items()):
             if "end" in tool:
                 continue
@@ -145,11 +145,11 @@ class TurnCalls:
 def read_entry(state: TurnCalls, entry: TapeEntry, events: list[SpanEvent]) -> None:
     kind, payload = entry.kind, entry.payload
     if is_mark(entry):
-        events.append(mark_event(entry, state.summarised, state.content))
+        events.append(mark_event(entry, state.summarised, state.content, state.boundary))
     elif kind == "system":
         state.system = str(payload.get("content", ""))
     elif kind == "message" and payload.get("role") == "user":
-        state.boundary, state.boundary_id = g.nanos(entry.date), entry.id
+        state.boundary, state.boundary_id = g.nanos(entry.date, state.boundary), entry.id
         state.messages.append(input_message("user", [{"type": "text", "content": payload.get("content")}]))
     elif kind == "message" and payload.get("role") == "assistant":
         failed, state.failed = state.failed, None

@@ -82,11 +82,20 @@ def span_id(tape: str, entry_id: int, role: str, index: int = 0) -> int:
     return int.from_bytes(_digest("bub_nb.span", tape, entry_id, role, index)[:8], "big") or 1
 
 
-def nanos(date: str) -> int:
-    """An entry's ISO-8601 date as Unix nanoseconds (a date without a zone is taken as UTC, as Bub writes)."""
-    when = datetime.fromisoformat(date.replace("Z", "+00:00"))
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
+def parse_date(date: str) -> datetime | None:
+    """An entry's ISO-8601 date, aware (no zone is UTC, as Bub writes); ``None`` for text that is no date."""
+    try:
+        when = datetime.fromisoformat(date.replace("Z", "+00:00"))
+    except (ValueError, AttributeError):
+        return None
+    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
+
+
+def nanos(date: str, fallback: int = 0) -> int:
+    """An entry's date as Unix nanoseconds; ``fallback`` (the time before it) for a date that is not one."""
+    when = parse_date(date)
+    if when is None:
+        return fallback
     delta = when - EPOCH
     return (delta.days * 86_400 + delta.seconds) * 1_000_000_000 + delta.microseconds * 1000
 

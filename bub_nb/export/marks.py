@@ -26,11 +26,11 @@ def summarised_anchors(entries: Iterable[TapeEntry]) -> frozenset[int]:
     return frozenset(found)
 
 
-def mark_event(entry: TapeEntry, summarised: Collection[int], content: bool) -> SpanEvent:
+def mark_event(entry: TapeEntry, summarised: Collection[int], content: bool, fallback: int = 0) -> SpanEvent:
     """``bub.anchor``, ``bub.handoff`` or ``bub.summary``; a summarising handoff marks the conversation compacted.
 
-    An anchor's state is content (a summary of the conversation): its JSON is kept only with ``content``,
-    its keys always.
+    ``fallback`` is the event's time when the entry's date is not one. An anchor's state is content (a
+    summary of the conversation): its JSON is kept only with ``content``, its keys always.
     """
     payload = entry.payload
     attributes: dict[str, AttributeValue] = {"bub.entry.id": entry.id}
@@ -57,4 +57,4 @@ def mark_event(entry: TapeEntry, summarised: Collection[int], content: bool) -> 
                     attributes[f"bub.summary.{attribute}"] = usage[key]
         elif entry.id - 1 in summarised:  # the handoff event follows its anchor
             attributes[g.COMPACTED] = True
-    return SpanEvent(name, g.nanos(entry.date), attributes)
+    return SpanEvent(name, g.nanos(entry.date, fallback), attributes)

@@ -73,7 +73,7 @@ def turn_spans(
     found_provider, model = g.provider_and_model(str(data.get("model") or ""))
     first = turn.entries[0]
     view = run_view(turn.run)
-    start = g.nanos(first.date)
+    start = next((t for t in (g.nanos(e.date, -1) for e in turn.entries) if t >= 0), 0)
     state = TurnCalls(
         tape,
         turn,
@@ -88,7 +88,7 @@ def turn_spans(
         view.anchor if view is not None else None,
         view is not None and view.anchor in summarised,
     )
-    events = [mark_event(entry, summarised, content) for entry in turn.marks]
+    events = [mark_event(entry, summarised, content, start) for entry in turn.marks]
     for entry in turn.entries[:-1]:
         read_entry(state, entry, events)
     if state.failed is not None:
@@ -140,7 +140,7 @@ def turn_spans(
         f"{g.INVOKE_AGENT} {g.AGENT}",
         "internal",
         start,
-        max(start, g.nanos(turn.run.date)),
+        max(start, g.nanos(turn.run.date, start)),
         attributes,
         tuple(events),
         error,

@@ -118,13 +118,14 @@ def test_an_empty_tape_and_a_bub_tape_are_trajectories_too(tmp_path: Path, harbo
         TapeEntry(
             1, "message", {"role": "user", "content": [{"type": "text", "text": "Hi"}]}, {}, "2026-01-01T00:00:01Z"
         ),
-        TapeEntry(2, "tool_result", {"results": ["orphan"]}, {}, "2026-01-01T00:00:02Z"),
+        TapeEntry(2, "tool_result", {"results": ["orphan"]}, {}, "not a date"),
         TapeEntry(3, "event", {"name": "run", "data": {"status": "ok", "usage": None}}, {}, "2026-01-01T00:00:03Z"),
     ]
     validated = harbor.model_validate(trajectory("bub", entries))
     assert validated.steps[0].message == "Hi"
     assert validated.steps[1].extra["bub"]["entry"]["kind"] == "tool_result"
     assert validated.steps[1].extra["bub"]["run"]["status"] == "ok"
+    assert validated.steps[1].timestamp is None, "a date that is no date leaves the step without a timestamp"
 
 
 def test_the_projection_is_deterministic(tape: Tape) -> None:

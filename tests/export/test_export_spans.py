@@ -245,19 +245,29 @@ PAYLOADS = st.fixed_dictionaries(
         "kind": st.sampled_from(["tool.x", "model_error", "interrupted"]),
     },
 )
+DATES = st.sampled_from(
+    ["", "yesterday", "2026-01-01", "2026-01-01T00:00:00", "1969-12-31T23:59:59Z", "9999-12-31T23:59"]
+)
 ENTRIES = st.lists(
-    st.tuples(st.sampled_from(KINDS), PAYLOADS, st.sampled_from([{}, {"run_id": "a"}, {"run_id": "b"}])), max_size=25
+    st.tuples(
+        st.sampled_from(KINDS),
+        PAYLOADS,
+        st.sampled_from([{}, {"run_id": "a"}, {"run_id": "b"}]),
+        st.none() | DATES,
+    ),
+    max_size=25,
 )
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(ENTRIES, st.booleans())
-def test_any_tape_projects_to_well_formed_spans(
-    raw: list[tuple[str, dict[str, Any], dict[str, Any]]], content: bool
-) -> None:
-    """Whatever a tape holds, the projection does not fail, and every child hangs under its turn's root."""
-    dates = [f"2026-01-01T00:00:{i % 60:02d}.{i:06d}+00:00" for i in range(len(raw))]
-    entries = [TapeEntry(i + 1, kind, payload, meta, dates[i]) for i, (kind, payload, meta) in enumerate(raw)]
+def test_any_tape_projects_to_well_formed_spans(raw: list[tuple[str, dict[str, Any], Any, Any]], content: bool) -> None:
+    """Whatever a tape holds, dates that are no dates included, the projection does not fail, and every
+    child hangs under its turn's root."""
+    entries = [
+        TapeEntry(i + 1, kind, payload, meta, f"2026-01-01T00:00:{i % 60:02d}.{i:06d}+00:00" if date is None else date)
+        for i, (kind, payload, meta, date) in enumerate(raw)
+    ]
     spans = tape_spans("fuzz", entries, content=content).spans
     roots = {span.span_id: span for span in spans if span.parent_id is None}
     assert len({(s.trace_id, s.span_id) for s in spans}) == len(spans)
