@@ -177,6 +177,11 @@ def wire_value(value: AttributeValue) -> AttributeValue:
     return value
 
 
+def wire_time(nanos: int) -> int:
+    """A time OTLP can carry (unsigned 64-bit nanoseconds): a date before 1970 or after 2262 is held at the edge."""
+    return min(max(nanos, 0), INT64.stop - 1)
+
+
 def wire_attributes(attributes: Mapping[str, AttributeValue]) -> dict[str, AttributeValue]:
     return {wire_text(key): wire_value(value) for key, value in attributes.items()}
 
@@ -235,12 +240,12 @@ def sdk_spans(spans: Sequence[SpanRecord], service_name: str = "bub_nb") -> list
             context,
             kind=kinds[record.kind],
             attributes=wire_attributes(record.attributes),
-            start_time=record.start_ns,
+            start_time=wire_time(record.start_ns),
         )
         for event in record.events:
-            span.add_event(wire_text(event.name), wire_attributes(event.attributes), timestamp=event.time_ns)
+            span.add_event(wire_text(event.name), wire_attributes(event.attributes), timestamp=wire_time(event.time_ns))
         if record.error is not None:
             span.set_status(trace.Status(trace.StatusCode.ERROR, wire_text(record.error)))
-        span.end(end_time=record.end_ns)
+        span.end(end_time=wire_time(record.end_ns))
     provider.shutdown()
     return collected.spans

@@ -220,15 +220,17 @@ HOSTILE_INT = st.integers(min_value=-(2**70), max_value=2**70)
 
 
 @settings(max_examples=60, deadline=None)
-@given(HOSTILE_TEXT, HOSTILE_TEXT, HOSTILE_INT, HOSTILE_INT)
-def test_whatever_text_and_integers_a_tape_holds_reach_the_wire(name: str, text: str, tokens: int, steps: int) -> None:
+@given(HOSTILE_TEXT, HOSTILE_TEXT, HOSTILE_INT, HOSTILE_INT, st.sampled_from(["0001-01-01", "9999-12-31", "x"]))
+def test_whatever_text_integers_and_dates_a_tape_holds_reach_the_wire(
+    name: str, text: str, tokens: int, steps: int, date: str
+) -> None:
     run = {"status": "ok", "model": name, "usage": {"prompt_tokens": tokens, "completion_tokens": 1}, "steps": steps}
     call = {"id": text, "function": {"name": name, "arguments": text}}
     entries = [
         TapeEntry(1, "anchor", {"name": name, "state": {text: tokens}}, {}, "2026-01-01T00:00:01+00:00"),
         TapeEntry(2, "message", {"role": "user", "content": text}, {"run_id": "r"}, "2026-01-01T00:00:02+00:00"),
         TapeEntry(3, "tool_call", {"calls": [call]}, {"run_id": "r"}, "2026-01-01T00:00:03+00:00"),
-        TapeEntry(4, "tool_result", {"results": [text]}, {"run_id": "r"}, "2026-01-01T00:00:04+00:00"),
+        TapeEntry(4, "tool_result", {"results": [text]}, {"run_id": "r"}, date),
         TapeEntry(5, "message", {"role": "assistant", "content": text}, {"run_id": "r"}, "2026-01-01T00:00:05+00:00"),
         TapeEntry(6, "event", {"name": "run", "data": run}, {"run_id": "r"}, "2026-01-01T00:00:06+00:00"),
     ]
