@@ -159,6 +159,8 @@ INT64: Final = range(-(2**63), 2**63)
 
 def wire_text(text: str) -> str:
     """``text`` as OTLP can carry it: valid UTF-8, a lone surrogate replaced."""
+    if text.isascii():
+        return text
     try:
         text.encode()
     except UnicodeEncodeError:
