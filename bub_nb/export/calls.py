@@ -8,7 +8,15 @@ from typing import Any
 
 from bub_nb.export import genai as g
 from bub_nb.export.marks import mark_event
-from bub_nb.export.messages import input_message, mapping, output_message, system_parts, to_json, tool_arguments
+from bub_nb.export.messages import (
+    input_message,
+    mapping,
+    output_message,
+    system_parts,
+    text_of,
+    to_json,
+    tool_arguments,
+)
 from bub_nb.export.records import AttributeValue, SpanEvent, SpanRecord
 from bub_nb.export.turns import TapeTurn, is_mark
 from bub_nb.tape.entries import TapeEntry
@@ -32,7 +40,8 @@ class TurnCalls:
     view_anchor: int | None
     compacted: bool
     spans: list[SpanRecord] = field(default_factory=list)
-    tools: dict[str, dict[str, Any]] = field(default_factory=dict)
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    """The calls of the last ``tool_call`` entry, in order (a model may repeat or omit call ids)."""
     messages: list[dict[str, Any]] = field(default_factory=list)
     system: str | None = None
     failed: TapeEntry | None = None
@@ -93,35 +102,45 @@ class TurnCalls:
             }
             if self.content:
                 attributes[g.TOOL_ARGUMENTS] = to_json(tool_arguments(function.get("arguments")))
-            span = {"id": g.span_id(self.tape, entry.id, g.EXECUTE_TOOL, index), "name": name, "start": start}
-            self.tools[call_id or f"#{index}"] = {**span, "index": index, "attributes": attributes, "error": None}
+            span_id = g.span_id(self.tape, entry.id, g.EXECUTE_TOOL, index)
+            self.tools.append(
+                {
+                    "id": span_id,
+                    "call_id": call_id,
+                    "name": name,
+                    "start": start,
+                    "attributes": attributes,
+                    "error": None,
+                }
+            )
 
     def tool_results(self, entry: TapeEntry) -> None:
         results = entry.payload.get("results") or []
         end = g.nanos(entry.date, self.boundary)
-        for call_id, tool in list(self.tools.items()):
+        for index, tool in enumerate(self.tools):
             if "end" in tool:
                 continue
             tool["end"] = end
-            index = tool["index"]
-            result = results[index] if index < len(results) else None
+            result = results[index] if isinstance(results, list) and index < len(results) else None
             if isinstance(result, Mapping) and "kind" in result and "message" in result:
                 tool["error"] = str(result["kind"])
             if self.content:
                 tool["attributes"][g.TOOL_RESULT] = to_json(result)
-            response = {"type": "tool_call_response", "id": call_id, "response": result}
+            response = {"type": "tool_call_response", "id": tool["call_id"], "response": result}
             self.messages.append(input_message("tool", [response]))
         self.boundary, self.boundary_id = max(self.boundary, end), entry.id
 
     def tool_error(self, entry: TapeEntry) -> None:
         details = entry.payload.get("details")
         call_id = details.get("call_id") if isinstance(details, Mapping) else None
-        tool = self.tools.get(str(call_id)) if call_id is not None else None
-        if tool is not None:
-            tool["error"] = str(entry.payload.get("kind"))
+        named = [tool for tool in self.tools if call_id is not None and tool["call_id"] == str(call_id)]
+        # With ids repeated, the entry belongs to the call whose result was an error and no entry named yet.
+        failed = [tool for tool in named if tool["error"] is not None and not tool.get("named")]
+        for tool in (failed or [tool for tool in named if tool["error"] is None])[:1]:
+            tool["error"], tool["named"] = str(entry.payload.get("kind")), True
 
     def close_tools(self) -> None:
-        for tool in self.tools.values():
+        for tool in self.tools:
             attributes = dict(tool["attributes"])
             if tool["error"] is not None:
                 attributes[g.ERROR_TYPE] = tool["error"]
@@ -139,7 +158,7 @@ class TurnCalls:
                     error=tool["error"],
                 )
             )
-        self.tools = {}
+        self.tools = []
 
 
 def read_entry(state: TurnCalls, entry: TapeEntry, events: list[SpanEvent]) -> None:
@@ -150,7 +169,7 @@ def read_entry(state: TurnCalls, entry: TapeEntry, events: list[SpanEvent]) -> N
         state.system = str(payload.get("content", ""))
     elif kind == "message" and payload.get("role") == "user":
         state.boundary, state.boundary_id = g.nanos(entry.date, state.boundary), entry.id
-        state.messages.append(input_message("user", [{"type": "text", "content": payload.get("content")}]))
+        state.messages.append(input_message("user", [{"type": "text", "content": text_of(payload.get("content"))}]))
     elif kind == "message" and payload.get("role") == "assistant":
         failed, state.failed = state.failed, None
         output = output_message(payload.get("content"), [])

@@ -277,3 +277,27 @@ def test_any_tape_projects_to_well_formed_spans(raw: list[tuple[str, dict[str, A
             assert roots[span.parent_id].trace_id == span.trace_id
         for value in span.attributes.values():
             assert isinstance(value, str | bool | int | float | tuple)
+
+
+def test_calls_with_repeated_or_missing_ids_each_get_a_span() -> None:
+    calls = [{"id": "call_0", "function": {"name": n, "arguments": "{}"}} for n in ("a", "b")]
+    calls.append({"function": {"name": "c"}})
+    run = {"status": "ok", "usage": usage(5, 1), "model": "llama3"}
+    entries = [
+        TapeEntry(1, "message", {"role": "user", "content": [{"type": "text", "text": "Go"}]}, {}),
+        TapeEntry(2, "tool_call", {"calls": calls}, {}),
+        TapeEntry(3, "tool_result", {"results": ["A", {"kind": "tool", "message": "b broke"}, "C"]}, {}),
+        TapeEntry(4, "error", {"kind": "tool.tool", "message": "b broke", "details": {"call_id": "call_0"}}, {}),
+        TapeEntry(5, "message", {"role": "assistant", "content": "Done"}, {}),
+        TapeEntry(6, "event", {"name": "run", "data": run}, {}),
+    ]
+    spans = tape_spans("ids", entries, content=True).spans
+    tools = by_operation(spans, g.EXECUTE_TOOL)
+    assert [(t.name, t.attributes[g.TOOL_CALL_ID], t.error) for t in tools] == [
+        ("execute_tool a", "call_0", None),
+        ("execute_tool b", "call_0", "tool.tool"),
+        ("execute_tool c", "", None),
+    ]
+    assert len({t.span_id for t in tools}) == 3
+    first_chat = by_operation(spans, g.CHAT)[0]
+    assert json.loads(str(first_chat.attributes[g.INPUT_MESSAGES]))[0]["parts"][0]["content"] == "Go"
