@@ -6,7 +6,7 @@ import logging
 from datetime import date
 from typing import TYPE_CHECKING, Any
 
-from bub_nb.agent.hookspecs import field_of, hookimpl
+from bub_nb.agent.hooks.specs import field_of, hookimpl
 from bub_nb.agent.runner import AgentRunner
 from bub_nb.agent.state import META_KEYS, turn_state
 from bub_nb.memory.cache import memory_of

@@ -5,8 +5,8 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
+from bub_nb.agent.framework import TurnPipeline
 from bub_nb.agent.live_export import register_from_environment
-from bub_nb.agent.pipeline import TurnPipeline
 
 _pipeline: TurnPipeline | None = None
 _pipeline_lock = threading.Lock()

@@ -6,9 +6,9 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
-from bub_nb.agent.hookspecs import StreamEvent, hookimpl
+from bub_nb.agent.framework import TurnPipeline
+from bub_nb.agent.hooks.specs import StreamEvent, hookimpl
 from bub_nb.agent.loop import Agent
-from bub_nb.agent.pipeline import TurnPipeline
 from bub_nb.agent.registry import default_pipeline
 from bub_nb.agent.state import TurnAgent, turn_state
 from bub_nb.tape import Tape, session_tape_name

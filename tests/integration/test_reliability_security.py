@@ -22,9 +22,9 @@ from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 
 import bub_nb
-from bub_nb.agent.builtin_tools import BUILTIN_TOOLS, builtin_registry
 from bub_nb.agent.models import OpenAIModel
 from bub_nb.agent.tools import ToolCallError, ToolContext
+from bub_nb.agent.tools.builtin import BUILTIN_TOOLS, builtin_registry
 from bub_nb.errors import BubNbError, TapeNameError
 from bub_nb.tape import FileTapeStore, TapeEntry, open_tape
 from bub_nb.testing import OpenAICompatibleServer

@@ -13,7 +13,7 @@ import pluggy
 from pluggy import HookImpl
 
 from bub_nb.agent.eventloop import run_sync
-from bub_nb.agent.hookspecs import (
+from bub_nb.agent.hooks.specs import (
     PROJECT,
     Envelope,
     Outbound,

@@ -1,0 +1,256 @@
+"""Recording a turn on its tape as it happens, in the order docs/concepts.md#turn gives, and stopping one."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+import time
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from bub_nb.agent.handoff import AUTO_HANDOFF_ANCHOR, summary_entries
+from bub_nb.agent.models.base import Completion, Usage
+from bub_nb.agent.tools.registry import ToolCallError
+from bub_nb.agent.turn import Turn, error_kind
+from bub_nb.context.tokens import count_message_tokens
+from bub_nb.tape import TapeEntry
+from bub_nb.tape.events import LOOP_STEP, RUN, RecordedView, handoff_entries
+
+if TYPE_CHECKING:
+    from bub_nb.agent.summarize import Summary
+    from bub_nb.context import View
+    from bub_nb.tape import Tape
+
+
+@dataclass
+class TurnRecorder:
+    """Writes a turn to its tape as it happens, so an error or an interrupt never loses the prompt.
+
+    Order on the tape: ``system``, the user message, ``tool_call``/``tool_result`` pairs (each
+    followed by an ``error`` per failed call), ``error`` (if the turn failed), the assistant message
+    (``meta.partial`` when cut short), a ``run`` event. Once the run event is written the turn is
+    closed: whatever a late stream or an abandoned task still delivers is not written.
+    """
+
+    tape: Tape
+    model: str
+    meta: dict[str, Any] = field(default_factory=dict)
+    run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:16])
+    started: float = field(default_factory=time.perf_counter)
+    entries: list[TapeEntry] = field(default_factory=list)
+    usage: Usage | None = None
+    partial: str = ""
+    steps: int = 0
+    finished: Turn | None = None
+    last_view: View | None = None
+    system_prompt: str = ""
+    memory_version: int | None = None
+    notices: list[str] = field(default_factory=list)
+    running_tools: tuple[Completion, list[Any], list[ToolCallError | None]] | None = None
+    _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
+
+    @property
+    def closed(self) -> bool:
+        return self.finished is not None
+
+    @property
+    def entry_meta(self) -> dict[str, Any]:
+        return {"run_id": self.run_id, **self.meta}
+
+    def _write(self, *entries: TapeEntry) -> None:
+        # The lock makes "still open?" and the append one step, so an abort from another thread
+        # can never slip its run event in before a late entry of the turn it closed.
+        with self._lock:
+            if self.finished is None:
+                meta = self.entry_meta
+                self.entries.extend(
+                    self.tape.extend([TapeEntry(0, e.kind, e.payload, {**meta, **e.meta}) for e in entries])
+                )
+
+    def start(self, system_prompt: str, prompt: str) -> None:
+        self.system_prompt = system_prompt
+        self._write(TapeEntry.system(system_prompt), TapeEntry.message({"role": "user", "content": prompt}))
+
+    def recorded_view(self, view: View) -> RecordedView:
+        """What the run event keeps of the view the turn's last model call was sent, to rebuild that request."""
+        return RecordedView(
+            mode=view.mode,
+            anchor=view.anchor.id if view.anchor is not None else None,
+            entry_ids=tuple(view.entry_ids),
+            memory_version=self.memory_version,
+            system_tokens=count_message_tokens({"role": "system", "content": self.system_prompt}),
+        )
+
+    def add_usage(self, usage: Usage | None) -> None:
+        self.usage = Usage.add(self.usage, usage)
+
+    def written_by_tools(self, entries: Iterable[TapeEntry]) -> None:
+        """Entries the turn's tools appended themselves (an anchor, a memory zone): part of the turn."""
+        with self._lock:
+            if self.finished is None:
+                self.entries.extend(entries)
+
+    def tools_started(self, completion: Completion, results: list[Any], failures: list[ToolCallError | None]) -> None:
+        """The tools of ``completion`` are running; ``results`` and ``failures`` fill in as calls return.
+
+        Should the turn be interrupted before they all return, :meth:`interrupt` records the calls
+        that did not as interrupted.
+        """
+        self.running_tools = (completion, results, failures)
+
+    def tool_step(self, completion: Completion, results: list[Any], failures: list[ToolCallError | None]) -> None:
+        """The calls and their results, then an ``error`` entry for each call that failed."""
+        with self._lock:
+            self.running_tools = None
+            calls = [call.to_openai() for call in completion.tool_calls]
+            errors = [
+                TapeEntry.error(f"tool.{failure.kind}", failure.message, {"tool": call.name, "call_id": call.id})
+                for call, failure in zip(completion.tool_calls, failures, strict=True)
+                if failure is not None
+            ]
+            self._write(TapeEntry.tool_call(calls, completion.text or None), TapeEntry.tool_result(results), *errors)
+
+    def _abandon_tools(self) -> None:
+        """Record running tools as interrupted: each call gets an error result (so every view stays valid)
+        and an ``error`` entry; a result that arrives later is never written."""
+        if self.running_tools is None:
+            return
+        completion, results, failures = self.running_tools
+        done = len(results)
+        results, failures = list(results), list(failures)
+        for index, call in enumerate(completion.tool_calls[done:]):
+            if index == 0:
+                message = f"Tool {call.name!r} was interrupted before it returned; its result is abandoned"
+            else:
+                message = f"Tool {call.name!r} was not run: the turn was interrupted before it"
+            failure = ToolCallError(call.name, "interrupted", message)
+            results.append(failure.as_result())
+            failures.append(failure)
+        self.tool_step(completion, results, failures)
+
+    def auto_handoff(
+        self, error: Exception, step: int, prompt: str, *, left_view: int = 0, summary: Summary | None = None
+    ) -> None:
+        """Seed 000's recovery from a context overflow: an anchor, a ``loop.step`` event, the prompt again.
+
+        With ``summary`` (of the phase that overflowed) a ``summary`` event comes first and the anchor
+        carries it, so the retry knows what came before. The new phase starts at the anchor, so the
+        retry needs the user's prompt after it. A notice says so in one line: an overflow is never silent.
+        """
+        state: dict[str, Any] = {"reason": "context_length_exceeded", "error": str(error)}
+        head = handoff_entries(AUTO_HANDOFF_ANCHOR, state)
+        if summary is not None:
+            head = summary_entries(AUTO_HANDOFF_ANCHOR, summary, state, {})
+        self._write(
+            *head,
+            TapeEntry.event(LOOP_STEP, {"step": step, "status": "auto_handoff", "error": str(error)}),
+            TapeEntry.message({"role": "user", "content": prompt}, retry=True),
+        )
+        anchor = next((e for e in reversed(self.entries) if e.kind == "anchor" and e.name == AUTO_HANDOFF_ANCHOR), None)
+        where = f" #{anchor.id}" if anchor is not None else ""
+        carried = ""
+        if summary is not None:
+            first, last = summary.range
+            parts = f" in {summary.parts} parts" if summary.parts > 1 else ""
+            carried = f" with a summary of #{first}-#{last} by {summary.summarized_by}{parts}"
+            if not summary.summary:
+                carried = f" (the summary of #{first}-#{last} did not fit the window)"
+        self.notices.append(
+            f"The prompt did not fit the model's context: handoff ⚓ {AUTO_HANDOFF_ANCHOR}{where} written{carried}, "
+            f"{left_view} entries left the view (they stay on the tape)"
+        )
+
+    def error(self, kind: str, message: str, details: Any = None) -> None:
+        self._write(TapeEntry.error(kind, message, details))
+
+    def finish(
+        self, status: str, text: str, *, error: str | None = None, partial: bool = False, answer: bool = True
+    ) -> Turn:
+        """Write the answer (unless ``answer`` is false or there is none) and the ``run`` event."""
+        with self._lock:
+            if self.finished is not None:
+                return self.finished
+            elapsed_ms = round((time.perf_counter() - self.started) * 1000, 1)
+            data = {
+                "status": status,
+                "usage": self.usage.as_dict() if self.usage else None,
+                "model": self.model,
+                "elapsed_ms": elapsed_ms,
+                "steps": self.steps,
+            }
+            if self.last_view is not None:
+                data["view"] = self.recorded_view(self.last_view).as_data()
+            closing = [TapeEntry.event(RUN, data)]
+            if text and answer:
+                meta = {"partial": True} if partial else {}
+                closing.insert(0, TapeEntry.message({"role": "assistant", "content": text}, **meta))
+            self._write(*closing)
+            self.finished = Turn(
+                text,
+                tuple(self.entries),
+                self.usage,
+                status,
+                self.model,
+                self.run_id,
+                elapsed_ms,
+                self.steps,
+                error,
+                self.last_view,
+                tuple(self.notices),
+            )
+            return self.finished
+
+    def fail(self, exc: BaseException) -> Turn:
+        """Close the turn on a failure: the ``error``, the partial answer if any, ``run`` with status error."""
+        with self._lock:
+            if self.finished is not None:
+                return self.finished
+            message = str(exc) or type(exc).__name__
+            self.error(error_kind(exc), message, {"exception": type(exc).__name__, "step": self.steps + 1})
+            return self.finish("error", self.partial, error=message, partial=bool(self.partial))
+
+    def interrupt(self) -> Turn:
+        """Close a turn the user stopped: the partial answer is kept, marked partial."""
+        with self._lock:
+            if self.finished is not None:
+                return self.finished
+            self._abandon_tools()
+            self.error("interrupted", "The turn was interrupted; the partial answer is kept")
+            return self.finish("interrupted", self.partial, error="interrupted", partial=bool(self.partial))
+
+
+@dataclass
+class RunningTurn:
+    """A turn in progress: its recorder and the task driving it, so an abort can stop it from anywhere."""
+
+    recorder: TurnRecorder
+    task: asyncio.Task[Any] | None
+    aborted: bool = False
+    done: bool = False
+
+    def abort(self) -> Turn:
+        """Close the turn as interrupted now, and cancel its task unless the caller is that task."""
+        self.aborted = True
+        turn = self.recorder.interrupt()
+        task = self.task
+        if task is None or task.done():
+            return turn
+
+        def cancel() -> None:
+            if not self.done and task is not asyncio.current_task():
+                task.cancel()
+
+        loop = task.get_loop()
+        try:
+            here: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            here = None
+        if here is loop:
+            cancel()
+        else:
+            with contextlib.suppress(RuntimeError):  # that loop is already closed
+                loop.call_soon_threadsafe(cancel)
+        return turn
