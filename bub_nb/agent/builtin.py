@@ -33,10 +33,7 @@ with memory_daily.
 
 
 class BuiltinPlugin(AgentRunner):
-    """Defaults for every hook: a tape per session, the agent loop, and the system prompt.
-
-    ``pipeline`` is the pipeline agents made for a session use; the shared pipeline sets it to itself.
-    """
+    """Defaults for every hook: a tape per session, the agent loop, and the system prompt."""
 
     @hookimpl
     def resolve_session(self, message: Any) -> str | None:
