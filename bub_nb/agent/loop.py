@@ -181,7 +181,7 @@ class Agent:
             started = time.perf_counter()
             result = run_command(self.tape, prompt, meta=self.meta, state={"agent": self})
             elapsed_ms = round((time.perf_counter() - started) * 1000, 1)
-            self.last_turn = Turn(result.output, tuple(result.entries), None, "command", "command", "", elapsed_ms)
+            self.last_turn = Turn.command(result.output, result.entries, elapsed_ms)
             yield self.last_turn.text
             return
         memory = memory_of(self.tape, ensure=True)
@@ -192,7 +192,7 @@ class Agent:
             async with contextlib.aclosing(self._steps(recorder, prompt, stream)) as deltas:
                 async for delta in deltas:
                     yield delta
-                    running.task = asyncio.current_task()  # a sync stream resumes each delta in a new task
+                    running.resumed(asyncio.current_task())
                     if recorder.closed:
                         return  # aborted while the caller held the delta
         except asyncio.CancelledError:
@@ -210,7 +210,7 @@ class Agent:
                 exc.turn = recorder.finished
             raise
         finally:
-            running.done = True
+            running.end()
             self.last_turn = recorder.finished or self.last_turn
             if self._running is running:
                 self._running = None
@@ -221,9 +221,7 @@ class Agent:
         streamed = False
         while recorder.steps < self.max_steps:
             view = self.pipeline.build_tape_context(self.tape, self.context)
-            recorder.last_view = view
-            messages = [{"role": "system", "content": recorder.system_prompt}, *view.messages]
-            recorder.partial = ""
+            messages = recorder.begin_step(view)
             completion: Completion | None = None
             try:
                 async with Closing(self._ask(messages, tools, stream)) as answer:
@@ -233,7 +231,7 @@ class Agent:
                         if isinstance(item, TextDelta):
                             if streamed and not recorder.partial:
                                 yield "\n\n"  # text from an earlier step came before this step's text
-                            recorder.partial += item.text
+                            recorder.add_text(item.text)
                             streamed = True
                             yield item.text
                         else:
@@ -252,8 +250,7 @@ class Agent:
                 return
             if completion is None:
                 raise ModelError(f"Model {self.model.name!r} ended its answer without a completion")
-            recorder.steps += 1
-            recorder.add_usage(completion.usage)
+            recorder.end_step(completion)
             if not completion.tool_calls:
                 recorder.finish("ok", completion.text)
                 return
@@ -279,21 +276,17 @@ class Agent:
         """Run every call; unknown tools, bad arguments and exceptions become error results for the model."""
         context = ToolContext(tape=self.tape, state={"agent": self, "run_id": recorder.run_id})
         before = self.tape.last_id
-        results: list[Any] = []
-        failures: list[ToolCallError | None] = []
-        recorder.tools_started(completion, results, failures)
+        recorder.tools_started(completion)
         for call in completion.tool_calls:
             try:
                 output = await self.tools.call(call.name, call.arguments, context)
             except ToolCallError as exc:
-                results.append(exc.as_result())
-                failures.append(exc)
+                recorder.tool_returned(exc.as_result(), exc)
             else:
-                results.append(result_text(output))
-                failures.append(None)
+                recorder.tool_returned(result_text(output))
             if recorder.closed:
                 return
         after = self.tape.last_id
         if after != before:  # the tools wrote (a handoff, a memory zone); a reset starts the count over
             recorder.written_by_tools(self.tape.read(before + 1 if after > before else 1))
-        recorder.tool_step(completion, results, failures)
+        recorder.tools_finished()

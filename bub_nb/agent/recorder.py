@@ -33,23 +33,29 @@ class TurnRecorder:
     followed by an ``error`` per failed call), ``error`` (if the turn failed), the assistant message
     (``meta.partial`` when cut short), a ``run`` event. Once the run event is written the turn is
     closed: whatever a late stream or an abandoned task still delivers is not written.
+
+    The loop tells it what happens (:meth:`start`, :meth:`begin_step`, :meth:`add_text`,
+    :meth:`end_step`, :meth:`tools_started`, :meth:`tool_returned`, :meth:`tools_finished`,
+    :meth:`finish`...); the fields after ``memory_version`` are its own, for reading only.
     """
 
     tape: Tape
     model: str
     meta: dict[str, Any] = field(default_factory=dict)
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:16])
-    started: float = field(default_factory=time.perf_counter)
-    entries: list[TapeEntry] = field(default_factory=list)
-    usage: Usage | None = None
-    partial: str = ""
-    steps: int = 0
-    finished: Turn | None = None
-    last_view: View | None = None
-    system_prompt: str = ""
     memory_version: int | None = None
-    notices: list[str] = field(default_factory=list)
-    running_tools: tuple[Completion, list[Any], list[ToolCallError | None]] | None = None
+    started: float = field(default_factory=time.perf_counter, init=False)
+    entries: list[TapeEntry] = field(default_factory=list, init=False)
+    usage: Usage | None = field(default=None, init=False)
+    partial: str = field(default="", init=False)
+    """The text of the current step so far."""
+    steps: int = field(default=0, init=False)
+    """Model calls answered so far."""
+    finished: Turn | None = field(default=None, init=False)
+    last_view: View | None = field(default=None, init=False)
+    system_prompt: str = field(default="", init=False)
+    notices: list[str] = field(default_factory=list, init=False)
+    running_tools: tuple[Completion, list[Any], list[ToolCallError | None]] | None = field(default=None, init=False)
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
 
     @property
@@ -71,8 +77,24 @@ class TurnRecorder:
                 )
 
     def start(self, system_prompt: str, prompt: str) -> None:
+        """Write the system prompt and the user's prompt, the turn's first entries."""
         self.system_prompt = system_prompt
         self._write(TapeEntry.system(system_prompt), TapeEntry.message({"role": "user", "content": prompt}))
+
+    def begin_step(self, view: View) -> list[dict[str, Any]]:
+        """A model call starts, sent ``view``: returns its messages, the system prompt first."""
+        self.last_view = view
+        self.partial = ""
+        return [{"role": "system", "content": self.system_prompt}, *view.messages]
+
+    def add_text(self, text: str) -> None:
+        """Text of the current step arrived (kept as the partial answer should the turn stop now)."""
+        self.partial += text
+
+    def end_step(self, completion: Completion) -> None:
+        """The model answered the current step."""
+        self.steps += 1
+        self.add_usage(completion.usage)
 
     def recorded_view(self, view: View) -> RecordedView:
         """What the run event keeps of the view the turn's last model call was sent, to rebuild that request."""
@@ -93,15 +115,27 @@ class TurnRecorder:
             if self.finished is None:
                 self.entries.extend(entries)
 
-    def tools_started(self, completion: Completion, results: list[Any], failures: list[ToolCallError | None]) -> None:
-        """The tools of ``completion`` are running; ``results`` and ``failures`` fill in as calls return.
+    def tools_started(self, completion: Completion) -> None:
+        """The tools ``completion`` calls are running; :meth:`tool_returned` tells each call's result, in order.
 
         Should the turn be interrupted before they all return, :meth:`interrupt` records the calls
         that did not as interrupted.
         """
-        self.running_tools = (completion, results, failures)
+        self.running_tools = (completion, [], [])
 
-    def tool_step(self, completion: Completion, results: list[Any], failures: list[ToolCallError | None]) -> None:
+    def tool_returned(self, result: Any, failure: ToolCallError | None = None) -> None:
+        """The next running call returned ``result``; ``failure`` when it failed (``result`` then tells the model)."""
+        if self.running_tools is not None:
+            _, results, failures = self.running_tools
+            results.append(result)
+            failures.append(failure)
+
+    def tools_finished(self) -> None:
+        """Every running call returned: write the calls and their results."""
+        if self.running_tools is not None:
+            self._tool_step(*self.running_tools)
+
+    def _tool_step(self, completion: Completion, results: list[Any], failures: list[ToolCallError | None]) -> None:
         """The calls and their results, then an ``error`` entry for each call that failed."""
         with self._lock:
             self.running_tools = None
@@ -129,7 +163,7 @@ class TurnRecorder:
             failure = ToolCallError(call.name, "interrupted", message)
             results.append(failure.as_result())
             failures.append(failure)
-        self.tool_step(completion, results, failures)
+        self._tool_step(completion, results, failures)
 
     def auto_handoff(
         self, error: Exception, step: int, prompt: str, *, left_view: int = 0, summary: Summary | None = None
@@ -189,17 +223,17 @@ class TurnRecorder:
                 closing.insert(0, TapeEntry.message({"role": "assistant", "content": text}, **meta))
             self._write(*closing)
             self.finished = Turn(
-                text,
-                tuple(self.entries),
-                self.usage,
-                status,
-                self.model,
-                self.run_id,
-                elapsed_ms,
-                self.steps,
-                error,
-                self.last_view,
-                tuple(self.notices),
+                text=text,
+                entries=tuple(self.entries),
+                usage=self.usage,
+                status=status,
+                model=self.model,
+                run_id=self.run_id,
+                elapsed_ms=elapsed_ms,
+                steps=self.steps,
+                error=error,
+                view=self.last_view,
+                notices=tuple(self.notices),
             )
             return self.finished
 
@@ -228,8 +262,16 @@ class RunningTurn:
 
     recorder: TurnRecorder
     task: asyncio.Task[Any] | None
-    aborted: bool = False
-    done: bool = False
+    aborted: bool = field(default=False, init=False)
+    done: bool = field(default=False, init=False)
+
+    def resumed(self, task: asyncio.Task[Any] | None) -> None:
+        """The turn goes on in ``task`` (a synchronous stream resumes each delta in a new task)."""
+        self.task = task
+
+    def end(self) -> None:
+        """The task driving the turn is done with it: an abort no longer cancels that task."""
+        self.done = True
 
     def abort(self) -> Turn:
         """Close the turn as interrupted now, and cancel its task unless the caller is that task."""

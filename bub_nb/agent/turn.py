@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -13,7 +14,7 @@ if TYPE_CHECKING:
     from bub_nb.tape import TapeEntry
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Turn:
     """The outcome of one prompt: the answer, every entry written and the model's usage.
 
@@ -33,6 +34,19 @@ class Turn:
     view: View | None = None
     notices: tuple[str, ...] = ()
     """One line each for what the turn did on its own that the user should see (an auto-handoff)."""
+
+    @classmethod
+    def command(cls, output: str, entries: Iterable[TapeEntry], elapsed_ms: float) -> Turn:
+        """The turn of a comma command: no model ran, ``entries`` are what the command wrote."""
+        return cls(
+            text=output,
+            entries=tuple(entries),
+            usage=None,
+            status="command",
+            model="command",
+            run_id="",
+            elapsed_ms=elapsed_ms,
+        )
 
     @property
     def entry_ids(self) -> list[int]:
