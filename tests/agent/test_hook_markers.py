@@ -301,3 +301,30 @@ def test_a_wrapper_that_yields_twice_fails_the_call_naming_it() -> None:
     pipeline.register_plugin(Twice(), name="twice")
     with pytest.raises(PipelineError, match="'system_prompt' wrapper of plugin 'twice' yielded twice"):
         pipeline.system_prompt("hi", {})
+
+
+def test_an_on_error_wrapper_that_raises_silences_no_observer_and_the_turn_error_still_propagates() -> None:
+    seen: list[str] = []
+
+    class Failing:
+        @hookimpl
+        def run_model(self) -> str:
+            raise RuntimeError("model down")
+
+    class Observer:
+        @hookimpl
+        def on_error(self, stage: str) -> None:
+            seen.append(stage)
+
+    class Wrapper:
+        @hookimpl(wrapper=True)
+        def on_error(self) -> Generator[None, Any, Any]:
+            yield
+            raise ValueError("wrapper broke")
+
+    pipeline = TurnPipeline(entry_points=False)
+    for plugin in (Failing(), Observer(), Wrapper()):
+        pipeline.register_plugin(plugin)
+    with pytest.raises(RuntimeError, match="model down"):
+        pipeline.process_inbound_sync(cell())
+    assert seen == ["turn"]

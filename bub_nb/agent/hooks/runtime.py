@@ -150,7 +150,7 @@ class HookRuntime:
         return wrapping.leave(result, None)
 
     async def notify(self, hook: str, **arguments: Any) -> None:
-        """Call every observer of ``hook``; one that raises is logged and skipped, so it silences no other."""
+        """Call every observer of ``hook``; one that raises (a wrapper too) is logged and skipped, silencing none."""
 
         async def observe() -> None:
             for impl in self.implementations(hook):
@@ -159,7 +159,10 @@ class HookRuntime:
                 except Exception:
                     logger.exception("%s observer %r failed", hook, impl.plugin_name)
 
-        await self.around(hook, arguments, observe)
+        try:
+            await self.around(hook, arguments, observe)
+        except Exception:  # a wrapper of the observers is an observer too
+            logger.exception("a %s wrapper failed", hook)
 
 
 class Wrapping:
