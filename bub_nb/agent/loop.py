@@ -13,12 +13,10 @@ from bub_nb.agent.eventloop import Closing, closed, next_item, once, run_sync
 from bub_nb.agent.handoff import overflow_room, overflow_summary, write_handoff
 from bub_nb.agent.models import Completion, Model, TextDelta, resolve_model
 from bub_nb.agent.preflight import check_prompt_fits, check_turn
-from bub_nb.agent.recorder import RunningTurn, TurnRecorder
 from bub_nb.agent.registry import default_pipeline
 from bub_nb.agent.state import TurnState
-from bub_nb.agent.tools.builtin import builtin_registry
-from bub_nb.agent.tools.registry import Tool, ToolCallError, ToolContext, ToolRegistry
-from bub_nb.agent.turn import Turn
+from bub_nb.agent.tools import Tool, ToolCallError, ToolContext, ToolRegistry, builtin_registry
+from bub_nb.agent.turn import RunningTurn, Turn, TurnRecorder
 from bub_nb.context.messages import result_text
 from bub_nb.errors import BubNbError, ContextLengthError, ModelError
 from bub_nb.memory.cache import memory_of

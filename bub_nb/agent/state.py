@@ -10,7 +10,7 @@ from collections.abc import AsyncGenerator
 from typing import TYPE_CHECKING, Any, Protocol, TypedDict
 
 if TYPE_CHECKING:
-    from bub_nb.agent.tools.registry import ToolRegistry
+    from bub_nb.agent.tools import ToolRegistry
     from bub_nb.agent.turn import Turn
     from bub_nb.memory import MemorySnapshot
     from bub_nb.tape import Tape

@@ -6,7 +6,7 @@ import pytest
 
 from bub_nb.agent import Turn
 from bub_nb.agent.models import Completion, ToolCall, Usage
-from bub_nb.agent.recorder import TurnRecorder
+from bub_nb.agent.turn.recorder import TurnRecorder
 from bub_nb.context import build_view
 from bub_nb.errors import ToolCallError
 from bub_nb.tape import MemoryTapeStore, Tape

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from bub_nb.agent.handoff import AUTO_HANDOFF_ANCHOR, summary_entries
 from bub_nb.agent.models.base import Completion, Usage
-from bub_nb.agent.tools.registry import ToolCallError
-from bub_nb.agent.turn import Turn, error_kind
+from bub_nb.agent.tools import ToolCallError
+from bub_nb.agent.turn.outcome import Turn, error_kind
 from bub_nb.context.tokens import count_message_tokens
 from bub_nb.tape import TapeEntry
 from bub_nb.tape.events import LOOP_STEP, RUN, RecordedView, handoff_entries
