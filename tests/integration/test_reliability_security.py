@@ -300,7 +300,7 @@ def test_no_builtin_tool_handler_runs_code(tool: Any) -> None:
 def test_nothing_a_builtin_tool_reaches_runs_code() -> None:
     """The handlers call into the tape, memory and context layers; none of those modules runs code either."""
     package = Path(bub_nb.__file__).parent
-    modules = [package / "agent" / "builtin_tools.py", package / "agent" / "tools.py"]
+    modules = [package / "agent" / "tools" / "builtin.py", package / "agent" / "tools" / "registry.py"]
     modules += sorted((package / "tape").rglob("*.py")) + sorted((package / "memory").rglob("*.py"))
     modules += sorted((package / "context").rglob("*.py"))
     findings = {str(m.relative_to(package)): code_execution_in(m.read_text()) for m in modules}
