@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
-import sys
-
 from bub_nb.agent import registry
 from bub_nb.agent.builtin import BuiltinPlugin
 from bub_nb.agent.framework import TurnPipeline, TurnResult
@@ -40,14 +37,3 @@ __all__ = [
 
 # The shared pipeline starts from the builtin plugin, which runs agents and so sits above the registry.
 registry.use_builtin_plugin(BuiltinPlugin)
-
-#: Deep paths of earlier releases, kept importable for one release as the very modules that now hold their code.
-_MOVED = {
-    "bub_nb.agent.hookspecs": "bub_nb.agent.hooks.specs",
-    "bub_nb.agent.pipeline": "bub_nb.agent.framework",
-    "bub_nb.agent.builtin_tools": "bub_nb.agent.tools.builtin",
-    "bub_nb.agent.signatures": "bub_nb.agent.tools.signatures",
-    "bub_nb.agent.worker": "bub_nb.agent.tools.worker",
-}
-for _old, _new in _MOVED.items():
-    sys.modules.setdefault(_old, importlib.import_module(_new))
