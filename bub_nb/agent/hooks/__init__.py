@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from bub_nb.agent.hooks.runtime import HookRuntime
 from bub_nb.agent.hooks.specs import (
     PROJECT,
     Envelope,
@@ -14,4 +15,15 @@ from bub_nb.agent.hooks.specs import (
     hookspec,
 )
 
-__all__ = ["PROJECT", "Envelope", "Outbound", "Prompt", "State", "StreamEvent", "TurnSpecs", "hookimpl", "hookspec"]
+__all__ = [
+    "PROJECT",
+    "Envelope",
+    "HookRuntime",
+    "Outbound",
+    "Prompt",
+    "State",
+    "StreamEvent",
+    "TurnSpecs",
+    "hookimpl",
+    "hookspec",
+]

@@ -31,6 +31,8 @@ class HookRuntime:
         self._specs = specs
         self._plugins = pluggy.PluginManager(PROJECT)
         self._plugins.add_hookspecs(specs)
+        # Each hook's (answering implementations, wrappers, firstresult), until the plugins change.
+        self._plans: dict[str, tuple[list[HookImpl], list[HookImpl], bool]] = {}
 
     # -- the plugins -----------------------------------------------------------------------------
 
@@ -40,6 +42,7 @@ class HookRuntime:
         Refused with one line: a plugin pluggy refuses (the same object twice, a wrapper that is not a
         generator function, arguments its hook does not have), and a hook that is not one of bub_nb's.
         """
+        self._plans.clear()
         try:
             registered = self._plugins.register(plugin, name=name)
         except (ValueError, pluggy.PluginValidationError) as exc:
@@ -52,6 +55,7 @@ class HookRuntime:
 
     def load_entry_points(self) -> None:
         """Register the plugins of the ``bub_nb`` entry-point group, refused as :meth:`register` refuses."""
+        self._plans.clear()
         try:
             self._plugins.load_setuptools_entrypoints(PROJECT)
         except pluggy.PluginValidationError as exc:
@@ -71,6 +75,7 @@ class HookRuntime:
                 )
 
     def unregister(self, name: str) -> None:
+        self._plans.clear()
         self._plugins.unregister(name=name)
 
     def has_plugin(self, name: str) -> bool:
@@ -85,28 +90,32 @@ class HookRuntime:
 
     def firstresult(self, hook: str) -> bool:
         """Whether the hook's spec says the first non-``None`` answer ends the call."""
-        spec = self._caller(hook).spec
-        return bool(spec is not None and spec.opts.get("firstresult"))
+        return self._plan(hook)[2]
 
     def implementations(self, hook: str) -> list[HookImpl]:
         """The implementations that answer ``hook``, in the order pluggy calls them; wrappers left out."""
-        return [impl for impl in reversed(self._caller(hook).get_hookimpls()) if not _wraps(impl)]
+        return list(self._plan(hook)[0])
 
     def wrappers(self, hook: str) -> list[HookImpl]:
         """The implementations marked ``wrapper``/``hookwrapper``, outermost first."""
-        return [impl for impl in reversed(self._caller(hook).get_hookimpls()) if _wraps(impl)]
+        return list(self._plan(hook)[1])
 
-    def _caller(self, hook: str) -> Any:
-        caller = getattr(self._plugins.hook, hook, None)
-        if caller is None or not caller.has_spec():
-            raise PipelineError(f"{hook!r} is not a bub_nb hook")
-        return caller
+    def _plan(self, hook: str) -> tuple[list[HookImpl], list[HookImpl], bool]:
+        plan = self._plans.get(hook)
+        if plan is None:
+            caller = getattr(self._plugins.hook, hook, None)
+            if caller is None or not caller.has_spec():
+                raise PipelineError(f"{hook!r} is not a bub_nb hook")
+            ordered = list(reversed(caller.get_hookimpls()))  # pluggy's call order, markers applied
+            first = bool(caller.spec.opts.get("firstresult"))
+            plan = self._plans[hook] = ([i for i in ordered if not _wraps(i)], [i for i in ordered if _wraps(i)], first)
+        return plan
 
     # -- calls -------------------------------------------------------------------------------------
 
     async def call(self, hook: str, **arguments: Any) -> Any:
         """Call ``hook``: its first non-``None`` answer when its spec is firstresult, else every non-``None`` answer."""
-        impls, first = self.implementations(hook), self.firstresult(hook)
+        impls, _, first = self._plan(hook)
 
         async def answers() -> Any:
             found = []
@@ -122,26 +131,23 @@ class HookRuntime:
 
     def call_sync(self, hook: str, **arguments: Any) -> Any:
         """:meth:`call` for hooks asked from synchronous code: an implementation must not be a coroutine."""
-        impls, first = self.implementations(hook), self.firstresult(hook)
-        wrapping = Wrapping(hook, self.wrappers(hook), arguments)
+        impls, wrappers, first = self._plan(hook)
+        if not wrappers:
+            return _answers_sync(impls, arguments, first)
+        wrapping = Wrapping(hook, wrappers, arguments)
         try:
             wrapping.enter()
-            found = []
-            for impl in impls:
-                value = invoke_sync(impl, arguments)
-                if value is not None:
-                    if first:
-                        found = [value]
-                        break
-                    found.append(value)
-            result: Any = (found[0] if found else None) if first else found
+            result = _answers_sync(impls, arguments, first)
         except BaseException as exc:
             return wrapping.leave(None, exc)
         return wrapping.leave(result, None)
 
     async def around(self, hook: str, arguments: Mapping[str, Any], body: Body) -> Any:
         """Run ``body`` (the hook's answers) inside the hook's wrappers; what they return is the call's result."""
-        wrapping = Wrapping(hook, self.wrappers(hook), arguments)
+        wrappers = self._plan(hook)[1]
+        if not wrappers:
+            return await body()
+        wrapping = Wrapping(hook, wrappers, arguments)
         try:
             wrapping.enter()
             result = await body()
@@ -153,7 +159,7 @@ class HookRuntime:
         """Call every observer of ``hook``; one that raises (a wrapper too) is logged and skipped, silencing none."""
 
         async def observe() -> None:
-            for impl in self.implementations(hook):
+            for impl in self._plan(hook)[0]:
                 try:
                     await invoke(impl, arguments)
                 except Exception:
@@ -228,6 +234,17 @@ class Wrapping:
 
     def _misbehaved(self, impl: HookImpl, what: str) -> str:
         return f"The {self._hook!r} wrapper of plugin {impl.plugin_name!r} {what}; a wrapper yields exactly once"
+
+
+def _answers_sync(impls: list[HookImpl], arguments: Mapping[str, Any], first: bool) -> Any:
+    found = []
+    for impl in impls:
+        value = invoke_sync(impl, arguments)
+        if value is not None:
+            if first:
+                return value
+            found.append(value)
+    return None if first else found
 
 
 def _wraps(impl: HookImpl) -> bool:
