@@ -85,7 +85,7 @@ class TurnPipeline:
 
     def get_plugin(self, name: str) -> object | None:
         """The plugin registered as ``name``; ``None`` when there is none."""
-        return self._plugins.get_plugin(name)
+        return self.hooks.get_plugin(name)
 
     @property
     def plugin_names(self) -> list[str]:

@@ -78,6 +78,9 @@ class HookRuntime:
         self._plans.clear()
         self._plugins.unregister(name=name)
 
+    def get_plugin(self, name: str) -> object | None:
+        return self._plugins.get_plugin(name)
+
     def has_plugin(self, name: str) -> bool:
         return self._plugins.get_plugin(name) is not None
 
