@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Generator
+from pathlib import Path
 from typing import Any
 
 import pluggy
@@ -328,3 +329,19 @@ def test_an_on_error_wrapper_that_raises_silences_no_observer_and_the_turn_error
     with pytest.raises(RuntimeError, match="model down"):
         pipeline.process_inbound_sync(cell())
     assert seen == ["turn"]
+
+
+def test_an_entry_point_plugin_with_a_hook_bub_nb_never_calls_stops_the_pipeline_naming_both(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "bub_channels_plugin.py").write_text(
+        "from bub_nb.agent.hooks.specs import hookimpl\n@hookimpl\ndef provide_channels():\n    return []\n"
+    )
+    dist = tmp_path / "bub_channels_plugin-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: bub-channels-plugin\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text("[bub_nb]\nchannels = bub_channels_plugin\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+    with pytest.raises(PipelineError, match=r"^Plugin 'channels' implements 'provide_channels', which is not"):
+        TurnPipeline(BuiltinPlugin)
