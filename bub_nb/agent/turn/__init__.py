@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from bub_nb.agent.turn.outcome import Turn, error_kind
-from bub_nb.agent.turn.recorder import RunningTurn, TurnRecorder
+from bub_nb.agent.turn.recorder import TurnRecorder
+from bub_nb.agent.turn.running import RunningTurn
 
 __all__ = ["RunningTurn", "Turn", "TurnRecorder", "error_kind"]
