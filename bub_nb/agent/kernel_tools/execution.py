@@ -38,7 +38,7 @@ class Execution:
         parts = [f"The code {status} in {self.seconds:.2f} s."]
         for title, text in (("stdout", self.stdout), ("stderr", self.stderr)):
             if text:
-                parts.append(f"{title}:\n{shorten(text, limits.chars * 2)}")
+                parts.append(f"{title}:\n{shorten(text.rstrip(), limits.chars * 2)}")
         if self.result is not None:
             parts.append(f"result: {self.result}")
         if self.error:

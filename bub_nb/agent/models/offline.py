@@ -4,10 +4,10 @@ No language model is involved and nothing touches the network, so lessons and de
 Every answer says where it comes from. The model reports how many messages of each role it got,
 the anchor its view starts at (with the anchor state's summary), whether the system prompt holds a
 ``<memory>`` block, and the last user message. Two requests make it call a tool when that tool is
-offered: ``remember: <text>`` calls ``memory_save`` and ``handoff <name>: <summary>`` calls
-``tape_handoff``, ``run: <code>`` calls ``python_run``. A notebook variable named in backticks (``describe `df` ``) makes it call
-``notebook_inspect``. When a tool's result comes back it reports that result: a description from
-``notebook_inspect`` in full, any other result in one sentence.
+offered: ``remember: <text>`` calls ``memory_save``, ``handoff <name>: <summary>`` calls
+``tape_handoff`` and ``run: <code>`` calls ``python_run``. A notebook variable named in backticks
+(``describe `df` ``) makes it call ``notebook_inspect``. When a tool's result comes back it reports
+that result: a description from ``notebook_inspect`` in full, any other result in one sentence.
 Asked to summarise a phase, it answers with the extractive summary (:mod:`.extractive`).
 """
 
