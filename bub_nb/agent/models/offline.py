@@ -47,6 +47,17 @@ def _tool_names(tools: list[ToolSchema] | None) -> list[str]:
     return [str((tool.get("function") or {}).get("name", "")) for tool in tools or ()]
 
 
+def _failure(text: str) -> tuple[str, str] | None:
+    """A tool's error result (``{"kind", "message"}`` as JSON) as its kind and message; ``None`` for any other."""
+    if not text.startswith('{"kind"'):
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return (str(value.get("kind")), str(value.get("message", ""))) if isinstance(value, dict) else None
+
+
 class OfflineModel(LocalModel):
     """A deterministic local model for teaching; ``context_window`` makes long prompts fail as APIs do."""
 
@@ -112,11 +123,13 @@ class OfflineModel(LocalModel):
         for result in results:
             name = names.get(result.get("tool_call_id"), result.get("name") or "a tool")
             text = message_text(result)
-            if name == _INSPECT and not text.startswith('{"kind"'):
+            if name == _INSPECT and _failure(text) is None:
                 lines = text.splitlines()
                 shown = "\n".join(lines[:_DESCRIPTION_LINES]) + ("\n…" if len(lines) > _DESCRIPTION_LINES else "")
                 heading = f"{LABEL} I looked it up with `notebook.inspect`; this came back:"
                 descriptions.append(f"{heading}\n\n```\n{shown}\n```")
+            elif failure := _failure(text):
+                reports.append(f"{name} did not succeed ({failure[0]}): {_quote(failure[1])}")
             else:
                 reports.append(f"{name} returned {_quote(text)}")
         if descriptions and not reports:
