@@ -15,10 +15,16 @@ from bub_nb.notebook.recording import SKIPPED_PREFIXES
 
 ALWAYS = "always"
 HEADLESS = (
-    "python.run was refused: this kernel runs without a frontend that can show Approve / Deny (nbclient, "
-    "papermill or bub-nb run), so no one can approve the code. Nothing ran. "
-    "The user may set %config BubMagics.allow_code = 'always' to run code without asking."
+    "python.run was refused: this kernel runs without a frontend that can show Approve / Deny (a headless "
+    "run such as nbclient, papermill or bub-nb run, or a terminal), so no one can approve the code. Nothing "
+    "ran. The user may set %config BubMagics.allow_code = 'always' to run code without asking."
 )
+UNREACHABLE = (
+    "python.run was refused: this kernel cannot deliver a button's click while a cell runs, so no one can "
+    "approve the code. Nothing ran. The user may set %config BubMagics.allow_code = 'always' to run code "
+    "without asking."
+)
+APPROVED_IN_CELL = Decision("approved", "approved in the cell")
 DENIED = "The user denied running this code. Nothing ran; the namespace is unchanged."
 _IPYTHON_NAMES = frozenset({"In", "Out", "exit", "quit", "get_ipython", "open"})
 _KEPT_ERRORS = 200
@@ -91,10 +97,14 @@ class NotebookKernel:
             return APPROVED
         if not can_ask(self._shell):
             return Decision("refused", HEADLESS)
+        from bub_nb.notebook.comm_wait import comms_while_waiting
         from bub_nb.notebook.widgets.code_approval import CodeApproval
 
-        approved = await CodeApproval(code, self._shell).decided()
-        return APPROVED if approved else Decision("denied", DENIED)
+        with comms_while_waiting(self._shell) as clicks_arrive:
+            if not clicks_arrive:
+                return Decision("refused", UNREACHABLE)
+            approved = await CodeApproval(code).decided()
+        return APPROVED_IN_CELL if approved else Decision("denied", DENIED)
 
     def transform(self, code: str) -> str:
         return str(self._shell.transform_cell(code))

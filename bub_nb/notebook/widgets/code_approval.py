@@ -14,14 +14,13 @@ APPROVE, DENY = "Approve", "Deny"
 class CodeApproval:
     """Shows ``code`` with Approve and Deny in the running cell; :meth:`decided` waits for a click.
 
-    The click reaches the kernel as a comm message while the cell still runs; :mod:`..comm_wait`
-    has the kernel dispatch it at once, so the button's handler runs while the turn awaits it.
+    The click reaches the kernel as a comm message while the cell still runs; wait inside
+    :func:`bub_nb.notebook.comm_wait.comms_while_waiting`, which has the kernel dispatch it at once.
     """
 
-    def __init__(self, code: str, shell: Any = None) -> None:
+    def __init__(self, code: str) -> None:
         import ipywidgets
 
-        self._shell = shell
         self._answer: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         self.code = code
         self.approve = ipywidgets.Button(description=APPROVE, button_style="success", icon="play")
@@ -46,12 +45,9 @@ class CodeApproval:
 
     async def decided(self) -> bool:
         """Show the buttons and wait for a click; ■ (an interrupt) or a cancelled turn stops the wait."""
-        from bub_nb.notebook.comm_wait import comms_while_waiting
-
         display(self.widget)
         try:
-            with comms_while_waiting(self._shell):
-                return await asyncio.shield(self._answer)
+            return await asyncio.shield(self._answer)
         except BaseException:
             self._close("Stopped before an answer: nothing ran.")
             raise
