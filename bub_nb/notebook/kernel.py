@@ -26,7 +26,7 @@ UNREACHABLE = (
 )
 APPROVED_IN_CELL = Decision("approved", "approved in the cell")
 DENIED = "The user denied running this code. Nothing ran; the namespace is unchanged."
-_IPYTHON_NAMES = frozenset({"In", "Out", "exit", "quit", "get_ipython", "open"})
+_IPYTHON_NAMES = frozenset({"In", "Out", "exit", "quit", "get_ipython"})
 _KEPT_ERRORS = 200
 
 

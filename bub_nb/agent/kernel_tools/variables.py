@@ -61,6 +61,8 @@ def variables_text(namespace: Mapping[str, Any], hidden: Collection[str] = ()) -
 def _size(value: Any) -> str:
     shape = getattr(value, "shape", None)
     if isinstance(shape, tuple) and not isinstance(value, type):
+        if len(shape) == 1:
+            return f"{shape[0]:,} values"
         return "×".join(str(part) for part in shape) if shape else "scalar"
     if isinstance(value, str | bytes | bytearray | list | tuple | dict | set | frozenset):
         return f"len {len(value):,}"
