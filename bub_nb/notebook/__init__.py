@@ -13,6 +13,7 @@ def load_ipython_extension(ipython: Any) -> None:
     magics = BubMagics(shell=ipython, parent=ipython)
     ipython.register_magics(magics)
     magics.origin.start()
+    magics.kernel.start()
     if magics not in ipython.configurables:
         ipython.configurables.append(magics)
     comma_cells.install(ipython)
@@ -27,6 +28,7 @@ def unload_ipython_extension(ipython: Any) -> None:
         if type(configurable).__name__ == "BubMagics":
             configurable.recorder.stop()
             configurable.origin.stop()
+            configurable.kernel.stop()
             ipython.configurables.remove(configurable)
             _unregister_magics(ipython, configurable)
 

@@ -20,11 +20,12 @@ from IPython.core.interactiveshell import InteractiveShell
 from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class, no_var_expand
 from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import display
-from traitlets import Bool, Dict, Int, List, TraitError, Unicode, default, observe, validate
+from traitlets import Bool, Dict, Enum, Int, List, TraitError, Unicode, Union, default, observe, validate
 
 from bub_nb.errors import BubNbError
 from bub_nb.notebook.display import AnswerDisplay, show
 from bub_nb.notebook.interpolate import interpolate
+from bub_nb.notebook.kernel import NotebookKernel
 from bub_nb.notebook.magic_line import split_line_prompt, split_words
 from bub_nb.notebook.memory_commands import MemoryCommands
 from bub_nb.notebook.origin import NotebookOrigin
@@ -118,6 +119,12 @@ class BubMagics(Magics):
         help="Send each turn to this OTLP/HTTP endpoint as OpenTelemetry GenAI spans as it ends; "
         "empty: only when OTEL_EXPORTER_OTLP_ENDPOINT is set.",
     ).tag(config=True)
+    allow_code = Union(
+        [Bool(), Enum(["always"])],
+        default_value=False,
+        help="Offer python.run: False (only with --tools python.run), True (approve each call), 'always' (no asking).",
+    ).tag(config=True)
+    tool_budget = Int(2000, help="Cut every tool result to about this many tokens (0: no limit).").tag(config=True)
     prices = Dict(
         help='Prices per million tokens per model, e.g. {"gpt-4o-mini": {"input": 0.15, "output": 0.6}}.'
     ).tag(config=True)
@@ -149,7 +156,8 @@ class BubMagics(Magics):
 
     def __init__(self, shell: Any = None, **kwargs: Any) -> None:
         super().__init__(shell=shell, **kwargs)
-        self.session = NotebookSession(self, lambda: self.ip.user_ns)
+        self.kernel = NotebookKernel(self.shell, self, self._cell_number)
+        self.session = NotebookSession(self, lambda: self.ip.user_ns, self.kernel)
         self.recorder = CellRecorder(self.shell, lambda: self.session.tape)
         self.origin = NotebookOrigin(self.shell, self.session)
         self.tape_commands = TapeCommands(self.session, self.recorder)
@@ -160,6 +168,13 @@ class BubMagics(Magics):
         if proposal["value"] < 0:
             raise TraitError(f"BubMagics.budget must be 0 (no budget) or a number of tokens, got {proposal['value']}")
         return int(proposal["value"])
+
+    @validate("tool_budget")
+    def _valid_tool_budget(self, proposal: Any) -> int:
+        value = proposal["value"]
+        if value != 0 and value < 50:
+            raise TraitError(f"BubMagics.tool_budget must be 0 (no limit) or at least 50 tokens, got {value}")
+        return int(value)
 
     @validate("prices")
     def _valid_prices(self, proposal: Any) -> dict[str, Any]:

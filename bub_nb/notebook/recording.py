@@ -9,7 +9,7 @@ from bub_nb.tape import Tape
 from bub_nb.tape.events import NOTEBOOK_CELL
 
 CELL_EVENT = NOTEBOOK_CELL
-_SKIPPED_PREFIXES = (",", "%%bub", "%bub", "%tape record", "%handoff", "%context", "%memory", "%anchors")
+SKIPPED_PREFIXES = (",", "%%bub", "%bub", "%tape record", "%handoff", "%context", "%memory", "%anchors")
 _MAX_SOURCE = 8000
 
 
@@ -45,7 +45,7 @@ class CellRecorder:
 
     def post_run_cell(self, result: Any) -> None:
         source = (getattr(result.info, "raw_cell", None) or "").strip()
-        if not source or source.startswith(_SKIPPED_PREFIXES):
+        if not source or source.startswith(SKIPPED_PREFIXES):
             return
         error = result.error_in_exec or result.error_before_exec
         count = result.execution_count
