@@ -1,0 +1,53 @@
+"""Token estimates calibrated per model: the offline estimate scaled by what the model's server counted.
+
+A server's tokenizer can count several times the offline estimate (a small vocabulary, a chat template's
+framing). Each time a server reports the prompt tokens of a request bub_nb estimated, the model's scale
+moves to that ratio, so the checks made before a request (does it fit the window, how much room an overflow
+summary gets, how long an answer may be) use counts near the server's own.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from bub_nb.context.tokens import count_messages_tokens, count_tools_tokens
+
+__all__ = ["TokenScale", "estimate_request", "scale_of"]
+
+_LOWEST, _HIGHEST = 0.25, 16.0
+
+
+@dataclass
+class TokenScale:
+    """Server tokens per estimated token for one model, learned from the prompt tokens its server reports."""
+
+    ratio: float = 1.0
+    samples: int = 0
+
+    def observe(self, estimated: int, counted: int) -> None:
+        """Learn from one request: ``estimated`` offline, ``counted`` by the server (both whole prompts)."""
+        if estimated <= 0 or counted <= 0:
+            return
+        seen = min(_HIGHEST, max(_LOWEST, counted / estimated))
+        # The newest count weighs most (a server may change), but one odd request does not undo the rest.
+        self.ratio = seen if self.samples == 0 else (self.ratio + seen) / 2
+        self.samples += 1
+
+    def scaled(self, estimated: int) -> int:
+        return math.ceil(estimated * self.ratio)
+
+
+def scale_of(model: object) -> TokenScale:
+    """The model's scale; a model that keeps none (offline, scripted) gets 1:1."""
+    scale = getattr(model, "token_scale", None)
+    return scale if isinstance(scale, TokenScale) else TokenScale()
+
+
+def estimate_request(
+    model: object, messages: Iterable[dict[str, Any]], tools: Iterable[dict[str, Any]] | None = None
+) -> int:
+    """The tokens ``model``'s server would count for a request of ``messages`` and ``tools``."""
+    return scale_of(model).scaled(count_messages_tokens(messages) + count_tools_tokens(tools))
