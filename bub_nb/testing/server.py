@@ -103,6 +103,15 @@ class OpenAICompatibleServer:
         return self._script.model
 
     @property
+    def default_text(self) -> str:
+        """What a request gets when the script is empty."""
+        return self._script.default_text
+
+    @default_text.setter
+    def default_text(self, text: str) -> None:
+        self._script.default_text = text
+
+    @property
     def context_window(self) -> int | None:
         """Prompts estimated above this many tokens get OpenAI's 400 ``context_length_exceeded``."""
         return self._script.context_window

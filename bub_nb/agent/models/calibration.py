@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from bub_nb.context.tokens import count_messages_tokens, count_tools_tokens
+from bub_nb.context.tokens import count_messages_tokens
 
 __all__ = ["TokenScale", "estimate_request", "scale_of"]
 
@@ -46,8 +46,10 @@ def scale_of(model: object) -> TokenScale:
     return scale if isinstance(scale, TokenScale) else TokenScale()
 
 
-def estimate_request(
-    model: object, messages: Iterable[dict[str, Any]], tools: Iterable[dict[str, Any]] | None = None
-) -> int:
-    """The tokens ``model``'s server would count for a request of ``messages`` and ``tools``."""
-    return scale_of(model).scaled(count_messages_tokens(messages) + count_tools_tokens(tools))
+def estimate_request(model: object, messages: Iterable[dict[str, Any]]) -> int:
+    """The tokens ``model``'s server would count for a request of ``messages`` (and the tools it is sent with).
+
+    The scale is learned from whole requests against their messages' estimate, so it carries the tools'
+    share too (a server that counts none of them, as the local test server, keeps it lower).
+    """
+    return scale_of(model).scaled(count_messages_tokens(messages))

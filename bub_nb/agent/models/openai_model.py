@@ -15,7 +15,7 @@ from bub_nb.agent.models.refusals import (
     read_refusal,
     reported_window,
 )
-from bub_nb.context.tokens import count_messages_tokens, count_text_tokens, count_tools_tokens
+from bub_nb.context.tokens import count_messages_tokens, count_text_tokens
 from bub_nb.errors import ContextLengthError, ModelError
 
 if TYPE_CHECKING:
@@ -111,19 +111,19 @@ class OpenAIModel:
             request["tools"] = tools
         if self.context_window is not None:
             # A server that knows no end (llama.cpp's sends none) lets an answer run into the end of its window.
-            room = self.context_window - estimate_request(self, messages, tools)
+            room = self.context_window - estimate_request(self, messages)
             if room > 0:
                 request["max_tokens"] = room
         return request
 
-    def _observe(self, messages: list[Message], tools: list[ToolSchema] | None, usage: Usage | None) -> None:
+    def _observe(self, messages: list[Message], usage: Usage | None) -> None:
         if usage is not None and not usage.estimated:
-            self.token_scale.observe(count_messages_tokens(messages) + count_tools_tokens(tools), usage.prompt_tokens)
+            self.token_scale.observe(count_messages_tokens(messages), usage.prompt_tokens)
 
-    def _estimated_usage(self, messages: list[Message], tools: list[ToolSchema] | None, text: str) -> Usage:
+    def _estimated_usage(self, messages: list[Message], text: str) -> Usage:
         """The usage of a call whose endpoint reported none, from calibrated estimates (marked ``estimated``)."""
         completion = self.token_scale.scaled(count_text_tokens(text))
-        return Usage.of(estimate_request(self, messages, tools), completion, estimated=True)
+        return Usage.of(estimate_request(self, messages), completion, estimated=True)
 
     async def complete(self, messages: list[Message], tools: list[ToolSchema] | None = None) -> Completion:
         try:
@@ -145,9 +145,9 @@ class OpenAIModel:
         )
         text = choice.message.content or ""
         usage = Usage.from_openai(response.usage)
-        self._observe(messages, tools, usage)
+        self._observe(messages, usage)
         if usage is None:
-            usage = self._estimated_usage(messages, tools, text)
+            usage = self._estimated_usage(messages, text)
         return Completion(text, calls, usage, choice.finish_reason, response.model or self.model)
 
     async def stream(
@@ -211,9 +211,9 @@ class OpenAIModel:
             for index, call in sorted(calls.items())
         )
         answer = "".join(text)
-        self._observe(messages, tools, usage)
+        self._observe(messages, usage)
         if usage is None:  # a server that ignores stream_options.include_usage
-            usage = self._estimated_usage(messages, tools, answer)
+            usage = self._estimated_usage(messages, answer)
         yield Completion(answer, tool_calls, usage, finish_reason, model)
 
     # -- errors ----------------------------------------------------------------------------------
@@ -259,7 +259,7 @@ class OpenAIModel:
                 # Remember the window the endpoint named, so the next too-long prompt is refused before it is written.
                 self.context_window = refusal.window or self.context_window
                 if refusal.sent and messages is not None:
-                    self.token_scale.observe(count_messages_tokens(messages) + count_tools_tokens(tools), refusal.sent)
+                    self.token_scale.observe(count_messages_tokens(messages), refusal.sent)
                 return ContextLengthError(self._scrub(text))
             advice = lasting_failure(refusal.message)
             if advice is not None:
