@@ -115,6 +115,9 @@ def closing_phase(tape: Tape) -> Phase:
 class _TooLong(Exception):
     """A request that does not fit the model's window (known ahead, or reported by the endpoint)."""
 
+    def __str__(self) -> str:
+        return "the summarising request did not fit the model's context window"
+
 
 @dataclass
 class _Run:

@@ -130,14 +130,30 @@ class OpenAICompatibleServer:
         delay: float = 0.0,
         chunk_delay: float = 0.0,
         finish_reason: str | None = None,
+        stream_usage: bool = True,
     ) -> OpenAICompatibleServer:
         """Answer the next request with ``text``, streamed one word per chunk.
 
         ``usage`` is a usage mapping (or a ``Usage``); without it the reply reports token
         estimates. ``delay`` holds the whole answer back; ``chunk_delay`` paces a stream.
+        ``stream_usage=False`` leaves usage out of a stream even when the request asks for it.
         """
-        reply = ScriptedReply(text, (), usage_dict(usage), delay, chunk_delay, finish_reason=finish_reason)
+        reply = ScriptedReply(
+            text, (), usage_dict(usage), delay, chunk_delay, finish_reason=finish_reason, stream_usage=stream_usage
+        )
         return self._push(reply)
+
+    def refuse(self, status: int, body: Mapping[str, Any]) -> OpenAICompatibleServer:
+        """Answer the next request with HTTP ``status`` and exactly ``body``, as a server other than OpenAI words it."""
+        return self._push(ScriptedReply(status=status, error=dict(body)))
+
+    def empty_stream(self) -> OpenAICompatibleServer:
+        """Answer the next request, if it streams, with 200 and no event at all (then the script goes on)."""
+        return self._push(ScriptedReply(empty_stream=True))
+
+    def ping_only(self, every: float = 0.1) -> OpenAICompatibleServer:
+        """Answer the next request with SSE ``: ping`` comments every ``every`` seconds and nothing else."""
+        return self._push(ScriptedReply(ping_every=every))
 
     def reply_tool_calls(
         self,
