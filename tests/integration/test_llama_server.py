@@ -1,0 +1,219 @@
+"""bub_nb against llama.cpp's own ``llama-server``, serving a tiny random-weights GGUF on 127.0.0.1.
+
+The binary comes from ``.ci/build-llama-server`` (or ``BUB_NB_LLAMA_SERVER``). Without it these tests skip
+with the reason, and fail under ``CI=true``.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bub_nb.agent import Agent
+from bub_nb.agent.eventloop import run_sync
+from bub_nb.agent.models import OpenAIModel
+from bub_nb.context.tokens import count_messages_tokens
+from bub_nb.errors import BubNbError, ContextLengthError, ModelError
+from bub_nb.tape import MemoryTapeStore, Tape
+from bub_nb.testing.gguf_model import write_tiny_gguf
+from bub_nb.testing.llama_server import LlamaServer, llama_server_binary
+
+pytestmark = pytest.mark.llama_server
+
+WINDOW = 2048
+"""Tokens of the server's context: the system prompt and the tools (about 1,600 of this tokenizer's) fit once."""
+
+
+def binary() -> Path:
+    found = llama_server_binary()
+    if found is None:
+        reason = "llama-server is not built: run .ci/build-llama-server (or set BUB_NB_LLAMA_SERVER)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(reason)
+        pytest.skip(reason)
+    return found
+
+
+@pytest.fixture(scope="module")
+def gguf(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_tiny_gguf(tmp_path_factory.mktemp("gguf") / "tiny.gguf")
+
+
+@pytest.fixture(scope="module")
+def llama(gguf: Path) -> Iterator[LlamaServer]:
+    with LlamaServer(gguf, context=WINDOW, binary=binary(), args=("--jinja",)) as server:
+        yield server
+
+
+@pytest.fixture
+def model(llama: LlamaServer) -> Iterator[OpenAIModel]:
+    made = OpenAIModel("tiny", base_url=llama.base_url, api_key="none", timeout=60, max_retries=2)
+    yield made
+    run_sync(made.aclose())
+
+
+def fresh_tape() -> Tape:
+    tape = Tape("llama", MemoryTapeStore())
+    tape.ensure_bootstrap_anchor()
+    return tape
+
+
+def grow(tape: Tape, characters: int) -> None:
+    """Exchanges written straight to the tape until its view holds about ``characters`` characters."""
+    for number in range(max(1, characters // 400)):
+        tape.append_message({"role": "user", "content": f"Part {number}: " + "the tape keeps every cell " * 15})
+        tape.append_message({"role": "assistant", "content": f"Noted part {number}."})
+
+
+# -- plain turns ---------------------------------------------------------------------------------------------
+
+
+def test_a_plain_turn_streams_an_answer_that_ends(model: OpenAIModel) -> None:
+    turn = Agent(fresh_tape(), model, builtin_tools=False).run("Say something.", stream=True)
+    assert turn.ok and turn.usage is not None and not turn.usage.estimated
+    assert turn.usage.prompt_tokens > 0
+
+
+# -- 1 and 9: the window and the server's counts -------------------------------------------------------------
+
+
+def test_an_overflow_teaches_the_window_and_the_servers_token_counts(model: OpenAIModel) -> None:
+    messages = [{"role": "user", "content": "the tape keeps every cell " * 200}]
+    with pytest.raises(ContextLengthError, match="exceeds the available context size"):
+        run_sync(model.complete(messages))
+    assert model.context_window == WINDOW
+    assert model.token_scale.samples == 1 and model.token_scale.ratio > 1.5  # this tokenizer counts more
+
+
+def test_turns_calibrate_the_estimates_to_the_servers_counts(model: OpenAIModel) -> None:
+    agent = Agent(fresh_tape(), model, builtin_tools=False)
+    turn = agent.run("Hello there.")
+    messages = [{"role": "system", "content": agent.system_prompt("Hello there.")}, *turn.view.messages]  # type: ignore[union-attr]
+    estimate = count_messages_tokens(messages)
+    assert turn.usage is not None and turn.usage.prompt_tokens > estimate * 1.5
+    assert abs(model.token_scale.scaled(estimate) - turn.usage.prompt_tokens) <= turn.usage.prompt_tokens * 0.1
+
+
+# -- 4: a model that cites nothing --------------------------------------------------------------------------
+
+
+def test_the_tiny_models_summary_cites_nothing_and_is_refused(model: OpenAIModel) -> None:
+    tape = fresh_tape()
+    grow(tape, 800)
+    before = len(tape)
+    with pytest.raises(BubNbError, match="cites no entry"):
+        Agent(tape, model).handoff("phase/x", summarize=True)
+    assert len(tape) == before
+
+
+# -- 5: a session past the window ---------------------------------------------------------------------------
+
+
+def test_a_session_past_the_window_hands_off_once_and_then_fits(model: OpenAIModel) -> None:
+    tape = fresh_tape()
+    agent = Agent(tape, model, builtin_tools=False)
+    assert agent.run("Start.").ok  # calibrates the estimates
+    grow(tape, 6000)
+    requests_before = len(tape.read(kinds=("anchor",)))
+    turn = agent.run("What next?")
+    assert turn.ok, turn.error
+    anchors = [e.name for e in tape.read(kinds=("anchor",))][requests_before:]
+    assert anchors == ["auto_handoff/context_overflow"]
+    assert "extractive" in turn.notices[0]  # the tiny model's summary cites nothing
+    again = agent.run("And then?")
+    assert again.ok and not again.notices
+
+
+# -- 6: tools without --jinja -------------------------------------------------------------------------------
+
+
+def test_tools_without_jinja_are_refused_once_with_advice(gguf: Path) -> None:
+    with LlamaServer(gguf, context=WINDOW, binary=binary(), args=("--no-jinja",)) as plain:
+        model = OpenAIModel("tiny", base_url=plain.base_url, api_key="none", timeout=60, max_retries=2)
+        with pytest.raises(ModelError, match="jinja.*not retried.*--tools none") as caught:
+            Agent(fresh_tape(), model).run("Hello.")
+        run_sync(model.aclose())
+        assert plain.output().count("POST /v1/chat/completions") <= 1 or "not retried" in str(caught.value)
+
+
+# -- 8: an answer that runs to the end of the window --------------------------------------------------------
+
+
+def test_an_answer_is_bounded_by_the_learned_window(tmp_path: Path) -> None:
+    rambling = write_tiny_gguf(tmp_path / "rambling.gguf", ends=-20.0)  # the end-of-text token never comes
+    with LlamaServer(rambling, context=WINDOW, binary=binary(), args=("--jinja",)) as server:
+        model = OpenAIModel("tiny", base_url=server.base_url, api_key="none", timeout=60, max_retries=0)
+        model.context_window = WINDOW
+        turn = Agent(fresh_tape(), model, builtin_tools=False).run("Go on forever.")
+        run_sync(model.aclose())
+    assert turn.ok and turn.usage is not None
+    assert turn.usage.prompt_tokens + turn.usage.completion_tokens <= WINDOW
+
+
+# -- a real kernel ------------------------------------------------------------------------------------------
+
+
+class Kernel:
+    """One kernel, a cell at a time: each reply with its status, error line and what it showed."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+
+    def run(self, code: str) -> dict[str, Any]:
+        msg_id = self.client.execute(code)
+        reply = self.client.get_shell_msg(timeout=180)
+        while reply["parent_header"].get("msg_id") != msg_id:
+            reply = self.client.get_shell_msg(timeout=180)
+        shown: list[str] = []
+        while True:
+            try:
+                message = self.client.get_iopub_msg(timeout=5)
+            except queue.Empty:
+                break
+            if message["parent_header"].get("msg_id") != msg_id:
+                continue
+            kind, content = message["msg_type"], message["content"]
+            if kind == "stream":
+                shown.append(content["text"])
+            elif kind in ("display_data", "execute_result", "update_display_data"):
+                shown.append(content["data"].get("text/markdown") or content["data"].get("text/plain", ""))
+            elif kind == "status" and content["execution_state"] == "idle":
+                break
+        return {**reply["content"], "shown": "\n".join(shown)}
+
+    def ok(self, code: str) -> str:
+        reply = self.run(code)
+        assert reply["status"] == "ok", f"{code[:60]!r}: {reply.get('ename')}: {reply.get('evalue')}"
+        return str(reply["shown"])
+
+
+def test_a_bub_session_in_a_kernel_grown_past_the_window_hands_off_once(llama: LlamaServer, tmp_path: Path) -> None:
+    from jupyter_client.manager import start_new_kernel
+
+    env = {**os.environ, "BUB_HOME": str(tmp_path / "home"), "BUB_API_BASE": llama.base_url}
+    env["BUB_MODEL"] = "openai:tiny"
+    env.pop("JPY_SESSION_NAME", None)
+    manager, client = start_new_kernel(kernel_name="python3", cwd=str(tmp_path), env=env)
+    try:
+        kernel = Kernel(client)
+        kernel.ok("%load_ext bub_nb")
+        kernel.ok("%%bub --tools none\nHello.")
+        shown = ""
+        for number in range(40):
+            shown = kernel.ok(f"%%bub --tools none\nPart {number}: " + "the tape keeps every cell " * 12)
+            if "auto_handoff/context_overflow" in shown:
+                break
+        assert "⚠️ The prompt did not fit the model's context: handoff ⚓ auto_handoff/context_overflow" in shown
+        after = kernel.ok("%%bub --tools none\nAnd then?")
+        assert "auto_handoff" not in after
+        count = "tape = get_ipython().find_magic('tape').__self__.session.tape\n"
+        count += "print(sum(1 for e in tape.read(kinds=('anchor',)) if e.name.startswith('auto_handoff')))"
+        assert kernel.ok(count).strip() == "1"
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
