@@ -54,7 +54,7 @@ def vocabulary() -> tuple[list[str], list[float], list[int]]:
 def write_tiny_gguf(
     path: str | Path,
     *,
-    ends: float = 4.0,
+    ends: float = 1.5,
     embedding: int = 64,
     layers: int = 2,
     heads: int = 4,

@@ -16,6 +16,7 @@ from IPython.core.interactiveshell import InteractiveShell
 from bub_nb.agent import Agent
 from bub_nb.agent.eventloop import run_sync
 from bub_nb.agent.models import OpenAIModel
+from bub_nb.agent.models.calibration import TokenScale
 from bub_nb.agent.summarize import FALLBACK
 from bub_nb.context.tokens import count_messages_tokens
 from bub_nb.errors import BubNbError, ContextLengthError, ModelError
@@ -121,6 +122,16 @@ def test_llama_servers_count_of_the_refused_prompt_calibrates_the_estimates(
     with pytest.raises(ContextLengthError):
         run_sync(endpoint.complete(messages))
     assert endpoint.token_scale.ratio == pytest.approx(452 / count_messages_tokens(messages))
+
+
+def test_the_scale_is_the_highest_of_the_latest_ratios() -> None:
+    scale = TokenScale()
+    scale.observe(100, 400)
+    scale.observe(100, 80)
+    assert scale.ratio == 4.0 and scale.scaled(10) == 40
+    for _ in range(16):
+        scale.observe(100, 200)
+    assert scale.ratio == 2.0  # the oldest ratios are forgotten
 
 
 # -- 2. an empty 200 stream -----------------------------------------------------------------------------------
@@ -234,7 +245,11 @@ def test_the_cell_says_what_an_overflow_wrote_even_when_the_retry_fails(
     cell: Cell, openai_server: OpenAICompatibleServer
 ) -> None:
     cell.run("%%bub -m openai:tiny\n" + "A long paragraph about tapes. " * 40)
-    openai_server.refuse(400, OPENAI_OVERFLOW).reply("Summary:\nTapes [#3].").refuse(400, OPENAI_OVERFLOW)
+    # The window alone: the scripted counts would not match what the local server counts of these requests.
+    refusal = {
+        "error": {"message": "This model's maximum context length is 8192 tokens.", "code": "context_length_exceeded"}
+    }
+    openai_server.refuse(400, refusal).reply("Summary:\nTapes [#3].").refuse(400, refusal)
     with pytest.raises(UsageError, match="maximum context length is 8192"):
         cell.run("%%bub -m openai:tiny\nWhat next?")
     assert "⚠️ The prompt did not fit the model's context: handoff ⚓ auto_handoff/context_overflow #" in cell.text()

@@ -2,7 +2,7 @@
 
 A server's tokenizer can count several times the offline estimate (a small vocabulary, a chat template's
 framing). Each time a server reports the prompt tokens of a request bub_nb estimated, the model's scale
-moves to that ratio, so the checks made before a request (does it fit the window, how much room an overflow
+learns that ratio, so the checks made before a request (does it fit the window, how much room an overflow
 summary gets, how long an answer may be) use counts near the server's own.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from bub_nb.context.tokens import count_messages_tokens
@@ -18,22 +18,30 @@ from bub_nb.context.tokens import count_messages_tokens
 __all__ = ["TokenScale", "estimate_request", "scale_of"]
 
 _LOWEST, _HIGHEST = 0.25, 16.0
+_KEPT = 16
 
 
 @dataclass
 class TokenScale:
-    """Server tokens per estimated token for one model, learned from the prompt tokens its server reports."""
+    """Server tokens per estimated token for one model, learned from the prompt tokens its server reports.
 
-    ratio: float = 1.0
+    The ratio differs with the text (words a vocabulary holds whole count less than code or noise), and the
+    scale guards a window, so it is the highest ratio among the latest requests: an estimate may come out
+    a little high, rarely low.
+    """
+
+    recent: list[float] = field(default_factory=list)
     samples: int = 0
+
+    @property
+    def ratio(self) -> float:
+        return max(self.recent) if self.recent else 1.0
 
     def observe(self, estimated: int, counted: int) -> None:
         """Learn from one request: ``estimated`` offline, ``counted`` by the server (both whole prompts)."""
         if estimated <= 0 or counted <= 0:
             return
-        seen = min(_HIGHEST, max(_LOWEST, counted / estimated))
-        # The newest count weighs most (a server may change), but one odd request does not undo the rest.
-        self.ratio = seen if self.samples == 0 else (self.ratio + seen) / 2
+        self.recent = [*self.recent[-(_KEPT - 1) :], min(_HIGHEST, max(_LOWEST, counted / estimated))]
         self.samples += 1
 
     def scaled(self, estimated: int) -> int:

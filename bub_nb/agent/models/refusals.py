@@ -59,6 +59,10 @@ LASTING_FAILURES: tuple[tuple[str, str], ...] = (
         "this server cannot take tools: run the cell with --tools none, or start llama-server with --jinja",
     ),
     (
+        "try using --jinja",
+        "this server cannot apply the model's chat template: start llama-server with --jinja",
+    ),
+    (
         "llama_decode returned",
         "the answer ran to the end of the server's context window: hand off so the view starts smaller, "
         "or start the server with a larger --ctx-size",
