@@ -7,6 +7,7 @@ summarising handoff writes a ``summary`` event (what the summary cost), then the
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -70,6 +71,7 @@ async def overflow_summary(model: Model, tape: Tape, room: int | None = None) ->
     return fitted(summary, room, overflow_summary_state)
 
 
+_ANSWERED = re.compile(r"^Model '.*?' at \S+ answered \d+: ")
 _ERROR_LIMIT = 160
 _SOURCES_LIMIT = 16
 _UNCITED_LIMIT = 3
@@ -77,7 +79,7 @@ _UNCITED_LIMIT = 3
 
 def overflow_state(error: Exception) -> dict[str, Any]:
     """The auto-handoff anchor's own keys: why it was written, and the endpoint's refusal cut to one short line."""
-    text = " ".join(str(error).split())
+    text = _ANSWERED.sub("", " ".join(str(error).split()), count=1)  # which endpoint said it is not for the model
     cut = text if len(text) <= _ERROR_LIMIT else text[: _ERROR_LIMIT - 1] + "…"
     return {"reason": "context_length_exceeded", "error": cut}
 

@@ -194,7 +194,8 @@ class TurnRecorder:
         head: list[TapeEntry] = []
         if summary is not None:
             head.append(TapeEntry.event(SUMMARY, summary.event_data(AUTO_HANDOFF_ANCHOR)))
-            state = {**overflow_summary_state(summary), **state}
+            if summary.summary:  # a summary cut to nothing leaves its bookkeeping out too: the retry must fit
+                state = {**overflow_summary_state(summary), **state}
         head.extend(handoff_entries(AUTO_HANDOFF_ANCHOR, state))
         self._write(
             *head,

@@ -35,6 +35,8 @@ class ScriptedReply:
     """False: a stream brings no usage even when asked for it (llama-cpp-python's server)."""
     empty_stream: bool = False
     """A streamed request gets 200 and no event at all (llama-cpp-python's server, when the request fails)."""
+    overflow_limit: int | None = None
+    """Refuse as over this window, naming the request's own count (``error`` is then made per request)."""
     ping_every: float | None = None
     """Seconds between SSE ``: ping`` comments sent instead of an answer, until the client or the server stops."""
 

@@ -211,8 +211,13 @@ class OpenAICompatibleServer:
         return self._push(ScriptedReply(status=status, error=error, headers=headers, delay=delay))
 
     def fail_context_length(self, limit: int = 8192, requested: int | None = None) -> OpenAICompatibleServer:
-        """Answer the next request with OpenAI's 400 ``context_length_exceeded`` error."""
-        requested = requested if requested is not None else limit + 1000
+        """Answer the next request with OpenAI's 400 ``context_length_exceeded`` error.
+
+        Without ``requested`` the error names the server's own count of that request, as OpenAI's does (a client
+        that calibrates its estimates on the count is not misled by a number made up for the script).
+        """
+        if requested is None:
+            return self._push(ScriptedReply(status=400, overflow_limit=limit))
         return self._push(ScriptedReply(status=400, error=context_length_error(limit, requested)))
 
     def delay(self, seconds: float, text: str | None = None) -> OpenAICompatibleServer:

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from bub_nb.testing.refusals import STATUS_MESSAGES, error_body, request_problem
+from bub_nb.testing.refusals import STATUS_MESSAGES, context_length_error, error_body, request_problem
 from bub_nb.testing.script import ReplyScript, ScriptedReply, usage_dict
 
 THREAD_PREFIX = "bub-nb-test-endpoint"
@@ -130,7 +130,12 @@ class ChatHandler(BaseHTTPRequestHandler):
     def _answer(self, body: dict[str, Any], reply: ScriptedReply) -> None:
         if reply.delay and self.server.stopping.wait(reply.delay):
             raise _Dropped
-        if reply.status != 200:
+        if reply.overflow_limit is not None:
+            from bub_nb.context.tokens import count_messages_tokens
+
+            counted = count_messages_tokens(body["messages"])
+            self._send_json(400, context_length_error(reply.overflow_limit, counted))
+        elif reply.status != 200:
             self._send_json(reply.status, dict(reply.error or {}), reply.headers)
         elif reply.ping_every is not None:
             self._ping(reply.ping_every)

@@ -5,13 +5,11 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-from IPython.core.displaypub import CapturingDisplayPublisher
+from harness.shell import Notebook
 from IPython.core.error import UsageError
-from IPython.core.interactiveshell import InteractiveShell
 
 from bub_nb.agent import Agent
 from bub_nb.agent.eventloop import run_sync
@@ -212,47 +210,19 @@ def test_an_overflow_summary_that_cites_nothing_gives_way_to_the_extractive_one(
 # -- 5. the overflow's notice and size ------------------------------------------------------------------------
 
 
-class Cell:
-    """A real IPython shell with bub_nb loaded, keeping what cells display."""
-
-    def __init__(self) -> None:
-        InteractiveShell.clear_instance()
-        self.shell = InteractiveShell.instance()
-        self.shown = CapturingDisplayPublisher()
-        self.shell.display_pub = self.shown
-        self.run("%load_ext bub_nb")
-
-    def run(self, source: str) -> None:
-        self.shell.run_cell(source, store_history=True).raise_error()
-
-    def text(self) -> str:
-        return "\n".join(o["data"].get("text/markdown") or o["data"].get("text/plain", "") for o in self.shown.outputs)
-
-
-@pytest.fixture
-def cell(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, openai_server: OpenAICompatibleServer) -> Iterator[Cell]:
-    monkeypatch.setenv("BUB_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("BUB_API_BASE", openai_server.base_url)
-    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
-    monkeypatch.chdir(tmp_path)
-    shell = Cell()
-    yield shell
-    shell.run("%unload_ext bub_nb")
-    InteractiveShell.clear_instance()
-
-
 def test_the_cell_says_what_an_overflow_wrote_even_when_the_retry_fails(
-    cell: Cell, openai_server: OpenAICompatibleServer
+    nb: Notebook, openai_server: OpenAICompatibleServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    cell.run("%%bub -m openai:tiny\n" + "A long paragraph about tapes. " * 40)
+    monkeypatch.setenv("BUB_API_BASE", openai_server.base_url)
+    nb.run("%%bub -m openai:tiny\n" + "A long paragraph about tapes. " * 40)
     # The window alone: the scripted counts would not match what the local server counts of these requests.
     refusal = {
         "error": {"message": "This model's maximum context length is 8192 tokens.", "code": "context_length_exceeded"}
     }
     openai_server.refuse(400, refusal).reply("Summary:\nTapes [#3].").refuse(400, refusal)
     with pytest.raises(UsageError, match="maximum context length is 8192"):
-        cell.run("%%bub -m openai:tiny\nWhat next?")
-    assert "⚠️ The prompt did not fit the model's context: handoff ⚓ auto_handoff/context_overflow #" in cell.text()
+        nb.run("%%bub -m openai:tiny\nWhat next?")
+    assert "⚠️ The prompt did not fit the model's context: handoff ⚓ auto_handoff/context_overflow #" in nb.shown()
 
 
 def test_the_retry_after_an_overflow_is_smaller_than_the_request_that_overflowed(
@@ -269,6 +239,7 @@ def test_the_retry_after_an_overflow_is_smaller_than_the_request_that_overflowed
     assert count_messages_tokens(retried["messages"]) < count_messages_tokens(overflowed["messages"])
     state = json.loads(retried["messages"][1]["content"].split("]: ", 1)[1])
     assert len(state["error"]) <= 160 and state["reason"] == "context_length_exceeded"
+    assert state["error"].startswith("request (452 tokens) exceeds")  # the refusal, not which endpoint said it
 
 
 # -- 6 and 8. server errors the same request always gets ------------------------------------------------------

@@ -6,13 +6,13 @@ with the reason, and fail under ``CI=true``.
 
 from __future__ import annotations
 
-import os
-import queue
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from harness.kernel import kernel_environment, running_kernel
+from harness.llama import llama_binary
 
 from bub_nb.agent import Agent
 from bub_nb.agent.eventloop import run_sync
@@ -21,22 +21,14 @@ from bub_nb.context.tokens import count_messages_tokens
 from bub_nb.errors import BubNbError, ContextLengthError, ModelError
 from bub_nb.tape import MemoryTapeStore, Tape
 from bub_nb.testing.gguf_model import write_tiny_gguf
-from bub_nb.testing.llama_server import LlamaServer, llama_server_binary
+from bub_nb.testing.llama_server import LlamaServer
 
 pytestmark = pytest.mark.llama_server
 
 WINDOW = 2048
 """Tokens of the server's context: the system prompt and the tools (about 1,600 of this tokenizer's) fit once."""
-
-
-def binary() -> Path:
-    found = llama_server_binary()
-    if found is None:
-        reason = "llama-server is not built: run .ci/build-llama-server (or set BUB_NB_LLAMA_SERVER)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(reason)
-        pytest.skip(reason)
-    return found
+SMALL_WINDOW = 900
+"""A window the system prompt alone (about 600 of this tokenizer's tokens) fills two thirds of."""
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +38,7 @@ def gguf(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def llama(gguf: Path) -> Iterator[LlamaServer]:
-    with LlamaServer(gguf, context=WINDOW, binary=binary(), args=("--jinja",)) as server:
+    with LlamaServer(gguf, context=WINDOW, binary=llama_binary(), args=("--jinja",)) as server:
         yield server
 
 
@@ -135,7 +127,7 @@ def test_a_session_past_the_window_hands_off_once_and_then_fits(model: OpenAIMod
 def test_tools_without_jinja_are_refused_once_with_advice(gguf: Path) -> None:
     # Without --jinja the server applies only templates it knows by name, so it is given one.
     args = ("--no-jinja", "--chat-template", "chatml")
-    with LlamaServer(gguf, context=WINDOW, binary=binary(), args=args) as plain:
+    with LlamaServer(gguf, context=WINDOW, binary=llama_binary(), args=args) as plain:
         model = OpenAIModel("tiny", base_url=plain.base_url, api_key="sk-local", timeout=60, max_retries=2)
         with pytest.raises(ModelError, match=r"500: tools param requires --jinja flag \(not retried.*--tools none"):
             Agent(fresh_tape(), model).run("Hello.")
@@ -160,7 +152,7 @@ class SpiedModel(OpenAIModel):
 
 def test_an_answer_is_bounded_by_the_learned_window(tmp_path: Path) -> None:
     rambling = write_tiny_gguf(tmp_path / "rambling.gguf", ends=-20.0)  # the end-of-text token never comes
-    with LlamaServer(rambling, context=WINDOW, binary=binary(), args=("--jinja",)) as server:
+    with LlamaServer(rambling, context=WINDOW, binary=llama_binary(), args=("--jinja",)) as server:
         model = SpiedModel("tiny", base_url=server.base_url, api_key="sk-local", timeout=60, max_retries=0)
         unbounded = Agent(fresh_tape(), model, builtin_tools=False).run("Go on forever.")
         with pytest.raises(ContextLengthError):  # teaches the window
@@ -177,62 +169,20 @@ def test_an_answer_is_bounded_by_the_learned_window(tmp_path: Path) -> None:
 # -- a real kernel ------------------------------------------------------------------------------------------
 
 
-class Kernel:
-    """One kernel, a cell at a time: each reply with its status, error line and what it showed."""
-
-    def __init__(self, client: Any) -> None:
-        self.client = client
-
-    def run(self, code: str) -> dict[str, Any]:
-        msg_id = self.client.execute(code)
-        reply = self.client.get_shell_msg(timeout=180)
-        while reply["parent_header"].get("msg_id") != msg_id:
-            reply = self.client.get_shell_msg(timeout=180)
-        shown: list[str] = []
-        while True:
-            try:
-                message = self.client.get_iopub_msg(timeout=5)
-            except queue.Empty:
-                break
-            if message["parent_header"].get("msg_id") != msg_id:
-                continue
-            kind, content = message["msg_type"], message["content"]
-            if kind == "stream":
-                shown.append(content["text"])
-            elif kind in ("display_data", "execute_result", "update_display_data"):
-                shown.append(content["data"].get("text/markdown") or content["data"].get("text/plain", ""))
-            elif kind == "status" and content["execution_state"] == "idle":
-                break
-        return {**reply["content"], "shown": "\n".join(shown)}
-
-    def ok(self, code: str) -> str:
-        reply = self.run(code)
-        assert reply["status"] == "ok", f"{code[:60]!r}: {reply.get('ename')}: {reply.get('evalue')}"
-        return str(reply["shown"])
-
-
-def test_a_bub_session_in_a_kernel_grown_past_the_window_hands_off_once(llama: LlamaServer, tmp_path: Path) -> None:
-    from jupyter_client.manager import start_new_kernel
-
-    env = {**os.environ, "BUB_HOME": str(tmp_path / "home"), "BUB_API_BASE": llama.base_url}
-    env["BUB_MODEL"] = "openai:tiny"
-    env.pop("JPY_SESSION_NAME", None)
-    manager, client = start_new_kernel(kernel_name="python3", cwd=str(tmp_path), env=env)
-    try:
-        kernel = Kernel(client)
-        kernel.ok("%load_ext bub_nb")
+def test_a_bub_session_in_a_kernel_grown_past_the_window_hands_off_once(gguf: Path, tmp_path: Path) -> None:
+    # A window the system prompt fills two thirds of: a retry fits only with the summary cut to what is left.
+    llama = LlamaServer(gguf, context=SMALL_WINDOW, binary=llama_binary(), args=("--jinja",)).start()
+    env = kernel_environment(tmp_path / "home", BUB_API_BASE=llama.base_url, BUB_MODEL="openai:tiny")
+    with running_kernel(tmp_path, env) as kernel:
         kernel.ok("%%bub --tools none\nHello.")
         shown = ""
         for number in range(40):
-            shown = kernel.ok(f"%%bub --tools none\nPart {number}: " + "the tape keeps every cell " * 12)
+            shown = kernel.ok(f"%%bub --tools none\nPart {number}: " + "the tape keeps every cell " * 12, timeout=180)
             if "auto_handoff/context_overflow" in shown:
                 break
         assert "⚠️ The prompt did not fit the model's context: handoff ⚓ auto_handoff/context_overflow" in shown
-        after = kernel.ok("%%bub --tools none\nAnd then?")
+        after = kernel.ok("%%bub --tools none\nAnd then?", timeout=180)
         assert "did not fit" not in after and "view from ⚓ auto_handoff/context_overflow" in after
-        count = "tape = get_ipython().find_magic('tape').__self__.session.tape\n"
-        count += "print(sum(1 for e in tape.read(kinds=('anchor',)) if e.name.startswith('auto_handoff')))"
-        assert kernel.ok(count).strip() == "1"
-    finally:
-        client.stop_channels()
-        manager.shutdown_kernel(now=True)
+        handoffs = [e for e in kernel.tape.read(kinds=("anchor",)) if e.name.startswith("auto_handoff")]
+        assert len(handoffs) == 1
+    llama.stop()
