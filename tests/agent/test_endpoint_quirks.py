@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -272,6 +273,24 @@ def test_max_tokens_is_bounded_by_the_learned_window(
     endpoint.context_window = 2000
     sent = _sent(openai_server, endpoint)
     assert sent["max_tokens"] == 2000 - count_messages_tokens(sent["messages"])
+
+
+def test_openai_itself_is_sent_max_completion_tokens(openai_server: OpenAICompatibleServer) -> None:
+    model = OpenAIModel("tiny", api_key="test", timeout=5)
+    model.context_window = 2000
+    request = model._request([{"role": "user", "content": "Hello"}], None)
+    assert "max_tokens" not in request and 0 < request["max_completion_tokens"] < 2000
+
+
+def test_a_turn_waiting_on_pings_stops_when_interrupted(openai_server: OpenAICompatibleServer) -> None:
+    model = OpenAIModel("tiny", base_url=openai_server.base_url, api_key="test", timeout=30, total_timeout=60)
+    agent = Agent(long_tape(1), model)
+    openai_server.ping_only(every=0.1)
+    threading.Timer(0.5, agent.abort).start()
+    started = time.monotonic()
+    turn = agent.run("Go", stream=True)
+    assert turn.status == "interrupted" and time.monotonic() - started < 5
+    run_sync(model.aclose())
 
 
 def _sent(server: OpenAICompatibleServer, model: OpenAIModel) -> Any:

@@ -113,7 +113,8 @@ class OpenAIModel:
             # A server that knows no end (llama.cpp's sends none) lets an answer run into the end of its window.
             room = self.context_window - estimate_request(self, messages)
             if room > 0:
-                request["max_tokens"] = room
+                # OpenAI's reasoning models refuse max_tokens; the servers that copy its API know max_tokens.
+                request["max_tokens" if self.base_url else "max_completion_tokens"] = room
         return request
 
     def _observe(self, messages: list[Message], usage: Usage | None) -> None:
