@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from textwrap import shorten
 from typing import TYPE_CHECKING, Any
 
 from bub_nb.agent.models.calibration import scale_of
@@ -80,8 +81,7 @@ _UNCITED_LIMIT = 3
 def overflow_state(error: Exception) -> dict[str, Any]:
     """The auto-handoff anchor's own keys: why it was written, and the endpoint's refusal cut to one short line."""
     text = _ANSWERED.sub("", " ".join(str(error).split()), count=1)  # which endpoint said it is not for the model
-    cut = text if len(text) <= _ERROR_LIMIT else text[: _ERROR_LIMIT - 1] + "…"
-    return {"reason": "context_length_exceeded", "error": cut}
+    return {"reason": "context_length_exceeded", "error": shorten(text, _ERROR_LIMIT, placeholder=" …")}
 
 
 def overflow_summary_state(summary: Summary) -> dict[str, Any]:
@@ -91,7 +91,7 @@ def overflow_summary_state(summary: Summary) -> dict[str, Any]:
     """
     state = summary.state()
     state["sources"] = state["sources"][-_SOURCES_LIMIT:]
-    state["uncited"] = [line if len(line) <= 80 else line[:79] + "…" for line in state["uncited"][:_UNCITED_LIMIT]]
+    state["uncited"] = [shorten(line, 80, placeholder=" …") for line in state["uncited"][:_UNCITED_LIMIT]]
     return state
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from textwrap import shorten
 from typing import TYPE_CHECKING, Any, Final
 
 from bub_nb.agent.models.base import Completion, Model, Usage
@@ -226,14 +227,9 @@ async def summarise_phase(model: Model, phase: Phase) -> Summary:
     if not checked.sources:
         raise BubNbError(
             f"Model {model.name!r} answered the summarising request with a summary that cites no entry of "
-            f"#{phase.range[0]}-#{phase.range[1]} ({_quoted(summary)}); nothing was written"
+            f"#{phase.range[0]}-#{phase.range[1]} ({shorten(summary, 60, placeholder=' …')!r}); nothing was written"
         )
     return checked
-
-
-def _quoted(text: str, limit: int = 60) -> str:
-    line = " ".join(text.split())
-    return repr(line if len(line) <= limit else line[: limit - 1] + "…")
 
 
 def extractive_phase_summary(phase: Phase, error: str | None = None) -> Summary:

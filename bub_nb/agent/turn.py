@@ -9,6 +9,7 @@ import time
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from textwrap import shorten
 from typing import TYPE_CHECKING, Any
 
 from bub_nb.agent.handoff import AUTO_HANDOFF_ANCHOR, overflow_state, overflow_summary_state
@@ -59,11 +60,6 @@ class Turn:
 
     def _repr_markdown_(self) -> str:
         return self.text
-
-
-def _short(text: str, limit: int = 120) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 def error_kind(exc: BaseException) -> str:
@@ -210,7 +206,7 @@ class TurnRecorder:
             parts = f" in {summary.parts} parts" if summary.parts > 1 else ""
             carried = f" with a summary of #{first}-#{last} by {summary.summarized_by}{parts}"
             if summary.error:
-                carried += f" because the model's summary failed ({_short(summary.error)})"
+                carried += f" because the model's summary failed ({shorten(summary.error, 120, placeholder=' …')})"
             if not summary.summary:
                 carried = f" (the summary of #{first}-#{last} did not fit the window)"
         self.notices.append(

@@ -12,6 +12,7 @@ from bub_nb.agent.models.refusals import (
     CONTEXT_LENGTH_PATTERNS,
     is_context_length_error,
     lasting_failure,
+    mark_lasting_failure,
     read_refusal,
     reported_window,
 )
@@ -88,7 +89,7 @@ class OpenAIModel:
                 base_url=self.base_url,
                 timeout=self.timeout,
                 max_retries=self.max_retries,
-                http_client=openai.DefaultAsyncHttpxClient(event_hooks={"response": [_mark_lasting_failure]}),
+                http_client=openai.DefaultAsyncHttpxClient(event_hooks={"response": [mark_lasting_failure]}),
             )
             closer = _close_at_loop_shutdown(client)
             # A started async generator is registered with its loop, and asyncio.run closes those
@@ -132,7 +133,7 @@ class OpenAIModel:
                 client = await self.client()
                 response = await client.chat.completions.create(**self._request(messages, tools))
         except Exception as exc:
-            error = self._translate(exc, messages=messages, tools=tools)
+            error = self._translate(exc, messages=messages)
             if error is None:
                 raise
             raise error from exc
@@ -190,13 +191,12 @@ class OpenAIModel:
                             text.append(delta.content)
                             yield TextDelta(delta.content)
         except Exception as exc:
-            error = self._translate(exc, chunks=chunks, messages=messages, tools=tools)
+            error = self._translate(exc, chunks=chunks, messages=messages)
             if error is None:
                 raise
             raise error from exc
         if chunks == 0:
-            # Some servers (llama-cpp-python's) answer a failed streamed request with 200 and nothing
-            # else, the real error only in their log: the same request once without streaming gets it.
+            # llama-cpp-python's server fails a stream with 200 and nothing else; unstreamed, it says why.
             completion = await self.complete(messages, tools)
             if completion.text:
                 yield TextDelta(completion.text)
@@ -220,11 +220,7 @@ class OpenAIModel:
     # -- errors ----------------------------------------------------------------------------------
 
     def _translate(
-        self,
-        exc: BaseException,
-        chunks: int = 0,
-        messages: list[Message] | None = None,
-        tools: list[ToolSchema] | None = None,
+        self, exc: BaseException, chunks: int = 0, messages: list[Message] | None = None
     ) -> ModelError | None:
         """The bub_nb error for a failure of the openai client; None for anything else."""
         import openai
@@ -299,12 +295,3 @@ def _add_call_delta(calls: dict[int, dict[str, str]], part: Any) -> None:
         call["name"] += function.name
     if function.arguments:
         call["arguments"] += function.arguments
-
-
-async def _mark_lasting_failure(response: Any) -> None:
-    """Tell the client not to retry a server error that the same request always gets again."""
-    if response.status_code < 500:
-        return
-    await response.aread()
-    if lasting_failure(response.text) is not None:
-        response.headers["x-should-retry"] = "false"  # a header the openai client obeys

@@ -23,6 +23,7 @@ __all__ = [
     "Refusal",
     "is_context_length_error",
     "lasting_failure",
+    "mark_lasting_failure",
     "read_refusal",
     "reported_window",
 ]
@@ -139,6 +140,15 @@ def lasting_failure(text: str) -> str | None:
     """The advice for a server error the same request would always get again; None for one worth retrying."""
     lowered = text.lower()
     return next((advice for wording, advice in LASTING_FAILURES if wording.lower() in lowered), None)
+
+
+async def mark_lasting_failure(response: Any) -> None:
+    """An HTTP response hook telling the openai client not to retry a server error the same request gets again."""
+    if response.status_code < 500:
+        return
+    await response.aread()
+    if lasting_failure(response.text) is not None:
+        response.headers["x-should-retry"] = "false"  # a header the openai client obeys
 
 
 def _whole(value: Any) -> int | None:
