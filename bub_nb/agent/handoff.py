@@ -100,8 +100,8 @@ def overflow_room(
 ) -> int | None:
     """Tokens (offline estimate) an overflow anchor's summary may take so the retry fits.
 
-    The retry (system, anchor, prompt) must fit the window with a quarter of it left for the answer, and be
-    smaller than ``overflowed``, the estimate of the request that overflowed.
+    The retry (system, anchor, prompt) must fit the window (its answer gets what is left, as ``max_tokens``),
+    and be smaller than ``overflowed``, the estimate of the request that overflowed.
     """
     anchor = anchor_message(AUTO_HANDOFF_ANCHOR, overflow_state(error))
     sent = [{"role": "system", "content": system_prompt}, anchor, {"role": "user", "content": prompt}]
@@ -109,7 +109,7 @@ def overflow_room(
     limits = []
     window = context_window_of(model)
     if window is not None:
-        limits.append(int((window - max(window // 4, 16)) / scale_of(model).ratio) - base)
+        limits.append(int(window / scale_of(model).ratio) - base)
     if overflowed is not None:
         limits.append(overflowed - base - 1)
     return min(limits) if limits else None
