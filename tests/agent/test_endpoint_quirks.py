@@ -10,12 +10,15 @@ from typing import Any
 
 import pytest
 from harness.shell import Notebook
+from hypothesis import given
+from hypothesis import strategies as st
 from IPython.core.error import UsageError
 
 from bub_nb.agent import Agent
 from bub_nb.agent.eventloop import run_sync
 from bub_nb.agent.models import OpenAIModel
 from bub_nb.agent.models.calibration import TokenScale
+from bub_nb.agent.models.refusals import read_refusal
 from bub_nb.agent.summarize import FALLBACK
 from bub_nb.context.tokens import count_messages_tokens
 from bub_nb.errors import BubNbError, ContextLengthError, ModelError
@@ -329,3 +332,24 @@ def test_the_servers_prompt_counts_scale_the_estimates_that_guard_the_window(
     with pytest.raises(ContextLengthError, match="prompt alone"):
         agent.run("Hi")
     assert len(openai_server.requests) == 1
+
+
+# -- every wording, any numbers -------------------------------------------------------------------------------
+
+WORDINGS = (
+    "request ({sent} tokens) exceeds the available context size ({window} tokens), try increasing it",
+    "This model's maximum context length is {window} tokens. However, your messages resulted in {sent} tokens.",
+    "This model's maximum context length is {window} tokens. However, you requested {sent} tokens "
+    "({sent} in the messages, None in the completion). Please reduce the length of the messages or completion.",
+    "The decoder prompt (length {sent}) is longer than the maximum model length of {window}.",
+)
+
+
+@given(
+    wording=st.sampled_from(WORDINGS),
+    window=st.integers(min_value=1, max_value=10**7),
+    extra=st.integers(min_value=1, max_value=10**6),
+)
+def test_each_wording_names_its_window_and_count_whatever_the_numbers(wording: str, window: int, extra: int) -> None:
+    refusal = read_refusal({"error": {"message": wording.format(window=window, sent=window + extra)}}, "")
+    assert refusal.context_length and (refusal.window, refusal.sent) == (window, window + extra)
