@@ -185,4 +185,6 @@ def test_a_bub_session_in_a_kernel_grown_past_the_window_hands_off_once(gguf: Pa
         assert "did not fit" not in after and "view from ⚓ auto_handoff/context_overflow" in after
         handoffs = [e for e in kernel.tape.read(kinds=("anchor",)) if e.name.startswith("auto_handoff")]
         assert len(handoffs) == 1
+        # The tiny model's summary cites nothing: %handoff --summarize is refused and writes nothing.
+        kernel.refused("%handoff phase/x --summarize", "cites no entry")
     llama.stop()
