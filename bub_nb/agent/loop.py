@@ -19,6 +19,7 @@ from bub_nb.agent.state import TurnState
 from bub_nb.agent.tools import Tool, ToolCallError, ToolContext, ToolRegistry, builtin_registry
 from bub_nb.agent.turn import RunningTurn, Turn, TurnRecorder
 from bub_nb.context.messages import result_text
+from bub_nb.context.tokens import count_messages_tokens
 from bub_nb.errors import BubNbError, ContextLengthError, ModelError
 from bub_nb.memory.cache import memory_of
 from bub_nb.tape import LAST_ANCHOR
@@ -243,9 +244,8 @@ class Agent:
                     raise
                 check_prompt_fits(self, prompt)  # a new phase cannot help a prompt that alone is too long
                 overflows -= 1
-                summary = await overflow_summary(
-                    self.model, self.tape, overflow_room(self.model, recorder.system_prompt, prompt, exc)
-                )
+                room = overflow_room(self.model, recorder.system_prompt, prompt, exc, count_messages_tokens(messages))
+                summary = await overflow_summary(self.model, self.tape, room)
                 recorder.auto_handoff(exc, recorder.steps + 1, prompt, left_view=len(view.entry_ids), summary=summary)
                 continue
             if recorder.closed:

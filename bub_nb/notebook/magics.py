@@ -271,6 +271,9 @@ class BubMagics(Magics):
         except BubNbError as exc:
             if answer.text:
                 answer.finish(f"{answer.text}\n\n{CUT_SHORT}")
+            failed = getattr(exc, "turn", None)
+            for notice in failed.notices if failed is not None else ():  # what the turn wrote before it failed
+                show(f"⚠️ {notice}")
             raise UsageError(_one_line(exc)) from None
         anchor = turn.view.anchor.name if turn.view is not None and turn.view.anchor is not None else None
         metadata = {"bub_nb": {"tape": agent.tape.name, "entry_ids": turn.entry_ids, "anchor": anchor}}

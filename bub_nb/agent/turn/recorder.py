@@ -7,15 +7,16 @@ import time
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from textwrap import shorten
 from typing import TYPE_CHECKING, Any
 
-from bub_nb.agent.handoff import AUTO_HANDOFF_ANCHOR, summary_entries
+from bub_nb.agent.handoff import AUTO_HANDOFF_ANCHOR, overflow_state, overflow_summary_state
 from bub_nb.agent.models.base import Completion, Usage
 from bub_nb.agent.tools import ToolCallError
 from bub_nb.agent.turn.outcome import Turn, error_kind
 from bub_nb.context.tokens import count_message_tokens
 from bub_nb.tape import TapeEntry
-from bub_nb.tape.events import LOOP_STEP, RUN, RecordedView, handoff_entries
+from bub_nb.tape.events import LOOP_STEP, RUN, SUMMARY, RecordedView, handoff_entries
 
 if TYPE_CHECKING:
     from bub_nb.agent.summarize import Summary
@@ -172,10 +173,13 @@ class TurnRecorder:
         carries it, so the retry knows what came before. The new phase starts at the anchor, so the
         retry needs the user's prompt after it. A notice says so in one line: an overflow is never silent.
         """
-        state: dict[str, Any] = {"reason": "context_length_exceeded", "error": str(error)}
-        head = handoff_entries(AUTO_HANDOFF_ANCHOR, state)
+        state = overflow_state(error)
+        head: list[TapeEntry] = []
         if summary is not None:
-            head = summary_entries(AUTO_HANDOFF_ANCHOR, summary, state, {})
+            head.append(TapeEntry.event(SUMMARY, summary.event_data(AUTO_HANDOFF_ANCHOR)))
+            if summary.summary:  # a summary cut to nothing leaves its bookkeeping out too: the retry must fit
+                state = {**overflow_summary_state(summary), **state}
+        head.extend(handoff_entries(AUTO_HANDOFF_ANCHOR, state))
         self._write(
             *head,
             TapeEntry.event(LOOP_STEP, {"step": step, "status": "auto_handoff", "error": str(error)}),
@@ -188,6 +192,8 @@ class TurnRecorder:
             first, last = summary.range
             parts = f" in {summary.parts} parts" if summary.parts > 1 else ""
             carried = f" with a summary of #{first}-#{last} by {summary.summarized_by}{parts}"
+            if summary.error:
+                carried += f" because the model's summary failed ({shorten(summary.error, 120, placeholder=' …')})"
             if not summary.summary:
                 carried = f" (the summary of #{first}-#{last} did not fit the window)"
         self.notices.append(
