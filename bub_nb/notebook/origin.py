@@ -5,21 +5,35 @@ from __future__ import annotations
 from typing import Any
 
 from bub_nb.errors import BubNbError
-from bub_nb.tape import Tape, current_notebook
+from bub_nb.tape import Tape, TapeEntry, current_notebook
 from bub_nb.tape.events import NOTEBOOK
-from bub_nb.tape.locations import recorded_notebook
+
+
+def _names_notebook(entries: list[TapeEntry], path: str) -> bool:
+    data = entries[0].payload.get("data") if entries and entries[0].name == NOTEBOOK else None
+    return isinstance(data, dict) and data.get("path") == path
+
+
+def _notebook_event(tape: Tape, path: str) -> int:
+    """The id of the newest ``notebook`` event on ``tape``, if it names ``path``; else 0."""
+    for entry in tape.iter_reverse(kinds=("event",)):
+        if entry.name == NOTEBOOK:
+            return entry.id if _names_notebook([entry], path) else 0
+    return 0
 
 
 class NotebookOrigin:
     """Listens to IPython's ``pre_run_cell``/``post_run_cell``: when a cell wrote to the current tape
     and the tape does not yet name this notebook, one event records the notebook's path after the
-    cell's own entries (so a refused command still writes nothing)."""
+    cell's own entries (so a refused command still writes nothing). Once it does, each cell reads
+    only that one entry back, so a tape that started over (``%tape reset``) is named again."""
 
     def __init__(self, shell: Any, session: Any) -> None:
         self._shell = shell
         self._session = session
         self._seen: dict[tuple[str, str], int] = {}
-        self._marked: set[tuple[str, str]] = set()
+        # Each tape that names this notebook -> the id of that event and the path it names.
+        self._marked: dict[tuple[str, str], tuple[int, str]] = {}
         self.active = False
 
     def start(self) -> None:
@@ -35,14 +49,20 @@ class NotebookOrigin:
             self.active = False
 
     def _tape(self) -> tuple[Tape, int] | None:
-        """The session's tape and its last id, unless it already names this notebook (then nothing is read,
-        so a cell pays nothing once the event is written); a tape file not yet made is not touched."""
+        """The session's tape and its last id, unless it still names this notebook (then only the event is
+        read back); a tape file not yet made is not touched."""
         try:
             tape: Tape = self._session.tape  # opening writes nothing
-            if (tape.name, str(tape.path)) in self._marked:
-                return None
-            path = tape.path
-            return tape, 0 if path is not None and not path.exists() else tape.last_id
+            key = (tape.name, str(tape.path))
+            marked = self._marked.get(key)
+            if marked is not None:
+                event_id, path = marked
+                if _names_notebook(tape.read(event_id, event_id + 1), path):
+                    return None
+                del self._marked[key]  # the tape started over: the notebook is named again after this cell
+                self._seen[key] = 0
+            file = tape.path
+            return tape, 0 if file is not None and not file.exists() else tape.last_id
         except (BubNbError, OSError):
             return None  # a tape setting that cannot be used is reported by the magic that uses it
 
@@ -65,9 +85,10 @@ class NotebookOrigin:
         notebook = current_notebook()
         if notebook.source == "cwd":
             return  # no notebook is known, only a folder
-        self._marked.add(key)
         path = str(notebook.workspace / notebook.session_id)
-        if recorded_notebook(tape) != path:
-            self._seen[key] = tape.append_event(
-                NOTEBOOK, {"path": path, "source": notebook.source}, source="notebook"
-            ).id
+        event_id = _notebook_event(tape, path)
+        if not event_id:
+            data = {"path": path, "source": notebook.source}
+            event_id = tape.append_event(NOTEBOOK, data, source="notebook").id
+        self._marked[key] = (event_id, path)
+        self._seen[key] = tape.last_id
