@@ -8,7 +8,6 @@ from typing import Any
 from bub_nb.tape import Tape
 from bub_nb.tape.events import NOTEBOOK_CELL
 
-CELL_EVENT = NOTEBOOK_CELL
 _SKIPPED_PREFIXES = (",", "%%bub", "%bub", "%tape record", "%handoff", "%context", "%memory", "%anchors")
 _MAX_SOURCE = 8000
 
@@ -49,4 +48,4 @@ class CellRecorder:
             return
         error = result.error_in_exec or result.error_before_exec
         count = result.execution_count
-        self._tape().append_event(CELL_EVENT, cell_event(count, source, error), cell=count, source="notebook")
+        self._tape().append_event(NOTEBOOK_CELL, cell_event(count, source, error), cell=count, source="notebook")
