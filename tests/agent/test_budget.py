@@ -101,6 +101,7 @@ def test_prices_come_from_the_file_bub_prices_names(tmp_path: Path, monkeypatch:
         ({"m": {"input": -1, "output": 0}}, "the input price -1"),
         ({"m": {"input": "cheap", "output": 0}}, "the input price 'cheap'"),
         ({"m": {"input": 1, "output": float("inf")}}, "the output price inf"),
+        ({"m": {"input": 10**400, "output": 1}}, "the input price 1000.*0000; a price is a finite number"),
         ({"": {"input": 1, "output": 1}}, "names model ''"),
     ],
 )
