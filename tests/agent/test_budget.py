@@ -170,7 +170,8 @@ def test_prices_are_configured_on_the_magics_and_checked(nb: Notebook, capsys: p
         (usage["tokens_in"].iloc[0] * 1 + usage["tokens_out"].iloc[0] * 2) / 1_000_000
     )
     nb.run('%config BubMagics.prices = {"offline": {"in": 1}}')
-    assert "BubMagics.prices gives 'offline' the price {'in': 1}; give exactly 'input' and 'output'" in capsys.readouterr().err
+    said = capsys.readouterr().err
+    assert "BubMagics.prices gives 'offline' the price {'in': 1}; give exactly 'input' and 'output'" in said
     assert nb.magics.prices == {"offline": {"input": 1.0, "output": 2.0}}
     assert current_prices() == {"offline": {"input": 1.0, "output": 2.0}}
     nb.run("%config BubMagics.prices = {}")
