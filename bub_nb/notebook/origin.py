@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bub_nb.errors import BubNbError
 from bub_nb.tape import Tape, TapeEntry, current_notebook
 from bub_nb.tape.events import NOTEBOOK
+
+if TYPE_CHECKING:
+    from bub_nb.notebook.session import NotebookSession
 
 
 def _names_notebook(entries: list[TapeEntry], path: str) -> bool:
@@ -28,7 +31,7 @@ class NotebookOrigin:
     cell's own entries (so a refused command still writes nothing). Once it does, each cell reads
     only that one entry back, so a tape that started over (``%tape reset``) is named again."""
 
-    def __init__(self, shell: Any, session: Any) -> None:
+    def __init__(self, shell: Any, session: NotebookSession) -> None:
         self._shell = shell
         self._session = session
         self._seen: dict[tuple[str, str], int] = {}
@@ -52,7 +55,7 @@ class NotebookOrigin:
         """The session's tape and its last id, unless it still names this notebook (then only the event is
         read back); a tape file not yet made is not touched."""
         try:
-            tape: Tape = self._session.tape  # opening writes nothing
+            tape = self._session.tape  # opening writes nothing
             key = (tape.name, str(tape.path))
             marked = self._marked.get(key)
             if marked is not None:
