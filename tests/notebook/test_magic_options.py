@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 from harness.shell import Notebook
+from hypothesis import HealthCheck, assume, example, given, settings
+from hypothesis import strategies as st
 
 from bub_nb.notebook.magic_line import split_line_prompt, takes_value
 from bub_nb.notebook.tape_commands import SUBCOMMANDS
@@ -47,6 +49,21 @@ def test_a_question_on_a_bub_line_reaches_the_model_as_typed(nb: Notebook, capsy
     assert "Run one agent turn on this notebook's tape" in capsys.readouterr().out
     nb.run("%bub??")
     assert len(nb.tape) == before
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    text=st.text(st.characters(blacklist_categories=("Cc", "Cs", "Zl", "Zp")), min_size=1),
+    marks=st.sampled_from(["?", "??"]),
+)
+@example(text="what's a (tape", marks="?")
+@example(text='json {"a": 1} # and $x', marks="??")
+@example(text='"""unclosed', marks="?")
+def test_any_question_on_a_bub_line_is_the_magic_s_argument_as_typed(nb: Notebook, text: str, marks: str) -> None:
+    text = text.strip()
+    assume(text.strip("?").strip() and not text.endswith("\\"))  # "%bub ??" asks nothing; "\\" continues the line
+    code = nb.shell.transform_cell(f"%bub {text}{marks}")
+    assert code == f"get_ipython().run_line_magic('bub', {text + marks!r})\n"
 
 
 def test_tape_help_lists_each_subcommand_from_the_registry(nb: Notebook) -> None:
