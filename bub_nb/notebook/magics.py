@@ -86,7 +86,11 @@ class BubMagics(Magics, MagicSettings):
         if not hasattr(self, "recorder"):
             return
         if change["new"]:
-            self.recorder.start()
+            try:
+                self.recorder.start()
+            except BubNbError:
+                self.set_trait("record", False)  # not recording, so not set
+                raise
         else:
             self.recorder.stop()
         if self.shell is not None:  # the shell's config outlives this instance: %reload_ext keeps recording

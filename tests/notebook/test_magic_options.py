@@ -149,3 +149,19 @@ def test_reload_ext_keeps_recording_cells(nb: Notebook) -> None:
     nb.run("%reload_ext bub_nb")
     nb.run("not_recorded = 1")
     assert [e.payload["data"]["source"] for e in nb.tape.read() if e.name == "notebook.cell"] == cells
+
+
+def test_recording_on_a_tape_that_cannot_take_it_is_refused_and_stays_off(nb: Notebook, capsys: Any) -> None:
+    nb.run("%bub hello")
+    archived = nb.tape.reset(archive=True)[0].payload["state"]["archived"]
+    nb.run(f"%tape use {Path(archived).name}")
+    nb.refused("%tape record on", "opens read-only; cells cannot be recorded on it")
+    nb.run("%config BubMagics.record = True")
+    assert "cells cannot be recorded on it" in capsys.readouterr().err
+    assert not nb.magics.record and not nb.magics.recorder.active
+    nb.run("%tape use --new elsewhere")
+    nb.run("%tape record on")
+    nb.run(f"%tape use {Path(archived).name}")
+    capsys.readouterr()
+    nb.run("x = 1")  # recording waits while the archive is open
+    assert "Error in callback" not in capsys.readouterr().err
