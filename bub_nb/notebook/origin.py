@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from bub_nb.errors import BubNbError
@@ -17,6 +18,20 @@ def _names_notebook(entries: list[TapeEntry], path: str) -> bool:
     return isinstance(data, dict) and data.get("path") == path
 
 
+@dataclass(frozen=True)
+class _Mark:
+    """A tape that names this notebook: the event that does, and the tape's size when that was last seen."""
+
+    event_id: int
+    path: str
+    size: tuple[int, int | None]
+
+
+def _size(tape: Tape) -> tuple[int, int | None]:
+    stats = tape.stats()
+    return stats.last_id, stats.size_bytes
+
+
 def _notebook_event(tape: Tape, path: str) -> int:
     """The id of the newest ``notebook`` event on ``tape``, if it names ``path``; else 0."""
     for entry in tape.iter_reverse(kinds=("event",)):
@@ -28,15 +43,15 @@ def _notebook_event(tape: Tape, path: str) -> int:
 class NotebookOrigin:
     """Listens to IPython's ``pre_run_cell``/``post_run_cell``: when a cell wrote to the current tape
     and the tape does not yet name this notebook, one event records the notebook's path after the
-    cell's own entries (so a refused command still writes nothing). Once it does, each cell reads
-    only that one entry back, so a tape that started over (``%tape reset``) is named again."""
+    cell's own entries (so a refused command still writes nothing). Once it does, a cell that changed
+    the tape reads that one entry back, so a tape that started over (``%tape reset``) is named again;
+    a cell that did not costs one look at the tape's size."""
 
     def __init__(self, shell: Any, session: NotebookSession) -> None:
         self._shell = shell
         self._session = session
         self._seen: dict[tuple[str, str], int] = {}
-        # Each tape that names this notebook -> the id of that event and the path it names.
-        self._marked: dict[tuple[str, str], tuple[int, str]] = {}
+        self._marked: dict[tuple[str, str], _Mark] = {}
         self.active = False
 
     def start(self) -> None:
@@ -51,16 +66,21 @@ class NotebookOrigin:
             self._shell.events.unregister("post_run_cell", self.post_run_cell)
             self.active = False
 
-    def _tape(self) -> tuple[Tape, int] | None:
-        """The session's tape and its last id, unless it still names this notebook (then only the event is
-        read back); a tape file not yet made is not touched."""
+    def _tape(self, *, verify: bool = True) -> tuple[Tape, int] | None:
+        """The session's tape and its last id, unless it still names this notebook (told by its size, or by
+        reading the event back once it changed); a tape file not yet made is not touched."""
         try:
             tape = self._session.tape  # opening writes nothing
             key = (tape.name, str(tape.path))
-            marked = self._marked.get(key)
-            if marked is not None:
-                event_id, path = marked
-                if _names_notebook(tape.read(event_id, event_id + 1), path):
+            mark = self._marked.get(key)
+            if mark is not None:
+                if not verify:
+                    return None  # before a cell: whether it still names the notebook is seen after
+                size = _size(tape)
+                if size == mark.size:
+                    return None  # unchanged since the event was seen: a reset would have changed it
+                if _names_notebook(tape.read(mark.event_id, mark.event_id + 1), mark.path):
+                    self._marked[key] = _Mark(mark.event_id, mark.path, size)
                     return None
                 del self._marked[key]  # the tape started over: the notebook is named again after this cell
                 self._seen[key] = 0
@@ -70,7 +90,7 @@ class NotebookOrigin:
             return None  # a tape setting that cannot be used is reported by the magic that uses it
 
     def pre_run_cell(self, info: Any = None) -> None:
-        found = self._tape()
+        found = self._tape(verify=False)
         if found is not None:
             tape, last_id = found
             self._seen[(tape.name, str(tape.path))] = last_id
@@ -93,5 +113,5 @@ class NotebookOrigin:
         if not event_id:
             data = {"path": path, "source": notebook.source}
             event_id = tape.append_event(NOTEBOOK, data, source="notebook").id
-        self._marked[key] = (event_id, path)
+        self._marked[key] = _Mark(event_id, path, _size(tape))
         self._seen[key] = tape.last_id
