@@ -28,6 +28,7 @@ def load_ipython_extension(ipython: Any) -> None:
         try:
             magics.recorder.start()
         except BubNbError as exc:
+            magics.record = False
             print(f"Cells are not recorded: {one_line(exc)}", file=sys.stderr)
 
 
