@@ -5,8 +5,9 @@ from __future__ import annotations
 import fnmatch
 import os
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bub_nb.agent import Agent
 from bub_nb.agent.builtin_tools import builtin_registry
@@ -21,6 +22,10 @@ from bub_nb.context import parse_mode
 from bub_nb.errors import BubNbError, ToolError
 from bub_nb.tape import Tape, current_notebook, open_tape
 from bub_nb.tape.stores.archive import is_archive_name
+
+if TYPE_CHECKING:
+    from bub_nb.context.modes import Mode
+    from bub_nb.notebook.settings import Settings
 
 
 def resolve_tools(
@@ -73,10 +78,27 @@ def _matches(item: Tool, pattern: str) -> bool:
     return fnmatch.fnmatchcase(item.name, pattern) or fnmatch.fnmatchcase(item.model_name, pattern)
 
 
+@dataclass(frozen=True)
+class AgentOptions:
+    """How a notebook turn runs, from a cell's options over the magics' settings: ``%%bub``, the comma
+    commands, ``%handoff --summarize`` and ``%tape replay`` all take them from here."""
+
+    model: Model
+    tools: tuple[Tool, ...]
+    builtin_tools: bool | list[str]
+    max_steps: int
+    context: Mode
+    instructions: str | None
+    budget: int | None
+    result_budget: int | None
+
+
 class NotebookSession:
     """State the magics share: the current tape, and how turns are run."""
 
-    def __init__(self, settings: Any, namespace: Callable[[], Mapping[str, Any]], kernel: Kernel | None = None) -> None:
+    def __init__(
+        self, settings: Settings, namespace: Callable[[], Mapping[str, Any]], kernel: Kernel | None = None
+    ) -> None:
         self._settings = settings
         self._namespace = namespace
         self._kernel = kernel
@@ -85,7 +107,7 @@ class NotebookSession:
         self.last_agent: Agent | None = None
 
     @property
-    def settings(self) -> Any:
+    def settings(self) -> Settings:
         """The magics' configuration (``BubMagics`` traits)."""
         return self._settings
 
@@ -105,7 +127,7 @@ class NotebookSession:
             return open_tape(name_or_path, home=home)
         if name_or_path and (name_or_path.endswith(".jsonl") or os.sep in name_or_path):
             return open_tape(Path(name_or_path).expanduser(), create=create)
-        store = getattr(self._settings, "store", "") or None
+        store = self._settings.store or None
         if store is not None:
             return open_tape(name_or_path, store=store, create=create)
         return open_tape(name_or_path, home=home, create=create)
@@ -137,6 +159,34 @@ class NotebookSession:
         # BUB_API_BASE / OPENAI_BASE_URL or key reaches the next turn while the client is still reused.
         return resolve_model(spec)
 
+    def agent_options(
+        self,
+        *,
+        model: str | None = None,
+        context: str | None = None,
+        tools: str | None = None,
+        budget: int | None = None,
+    ) -> AgentOptions:
+        """A cell's options over the settings; ``budget=0`` turns a configured budget off for that cell."""
+        settings = self._settings
+        own, builtins = resolve_tools(
+            tools or (settings.tools or None),
+            self._namespace(),
+            self.kernel_tools(),
+            allow_code=bool(settings.allow_code),
+        )
+        budget = settings.budget if budget is None else budget
+        return AgentOptions(
+            model=self.model(model),
+            tools=tuple(own),
+            builtin_tools=builtins,
+            max_steps=settings.max_steps,
+            context=parse_mode(context or settings.context or "last"),
+            instructions=settings.system_prompt or None,
+            budget=budget or None,
+            result_budget=settings.tool_budget or None,
+        )
+
     def agent(
         self,
         *,
@@ -146,25 +196,21 @@ class NotebookSession:
         cell: int | None = None,
         budget: int | None = None,
     ) -> Agent:
-        own, builtins = resolve_tools(
-            tools or (self._settings.tools or None),
-            self._namespace(),
-            self.kernel_tools(),
-            allow_code=bool(getattr(self._settings, "allow_code", False)),
-        )
-        result_budget = getattr(self._settings, "tool_budget", 0)
+        """An agent on the current tape with :meth:`agent_options`, run as a notebook's turn (through the
+        plugin pipeline, its events marked with the cell)."""
+        options = self.agent_options(model=model, context=context, tools=tools, budget=budget)
         return Agent(
             self.tape,
-            model=self.model(model),
-            tools=own,
-            max_steps=self._settings.max_steps,
-            context=parse_mode(context or self._settings.context or "last"),
-            instructions=self._settings.system_prompt or None,
-            builtin_tools=builtins,
+            model=options.model,
+            tools=list(options.tools),
+            max_steps=options.max_steps,
+            context=options.context,
+            instructions=options.instructions,
+            builtin_tools=options.builtin_tools,
             pipeline=default_pipeline(),
             meta={"cell": cell, "source": "notebook"} if cell is not None else {"source": "notebook"},
-            budget=budget if budget is not None else getattr(self._settings, "budget", 0) or None,
-            result_budget=result_budget if result_budget else None,
+            budget=options.budget,
+            result_budget=options.result_budget,
         )
 
     def kernel_tools(self) -> list[Tool]:

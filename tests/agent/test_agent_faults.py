@@ -188,9 +188,9 @@ def test_a_second_overflow_in_the_same_turn_is_an_error_with_everything_on_the_t
 def assert_interrupted(tape: Tape, partial: str) -> None:
     system = max(entry.id for entry in tape.read() if entry.kind == "system")
     entries = tape.read(system)
-    assert kinds(entries) == ["system", "message", "error", "message", "event"]
-    assert entries[2].payload["kind"] == "interrupted"
-    assert entries[3].payload == {"role": "assistant", "content": partial} and entries[3].meta["partial"] is True
+    assert kinds(entries) == ["system", "message", "message", "error", "event"]  # the answer, then the error
+    assert entries[3].payload["kind"] == "interrupted"
+    assert entries[2].payload == {"role": "assistant", "content": partial} and entries[2].meta["partial"] is True
     assert entries[4].payload["data"]["status"] == "interrupted"
 
 

@@ -167,7 +167,7 @@ class TurnRecorder:
     def auto_handoff(
         self, error: Exception, step: int, prompt: str, *, left_view: int = 0, summary: Summary | None = None
     ) -> None:
-        """Seed 000's recovery from a context overflow: an anchor, a ``loop.step`` event, the prompt again.
+        """Recover from a context overflow as Bub does: an anchor, a ``loop.step`` event, the prompt again.
 
         With ``summary`` (of the phase that overflowed) a ``summary`` event comes first and the anchor
         carries it, so the retry knows what came before. The new phase starts at the anchor, so the
@@ -205,9 +205,16 @@ class TurnRecorder:
         self._write(TapeEntry.error(kind, message, details))
 
     def finish(
-        self, status: str, text: str, *, error: str | None = None, partial: bool = False, answer: bool = True
+        self,
+        status: str,
+        text: str,
+        *,
+        error: str | None = None,
+        partial: bool = False,
+        answer: bool = True,
+        after_answer: TapeEntry | None = None,
     ) -> Turn:
-        """Write the answer (unless ``answer`` is false or there is none) and the ``run`` event."""
+        """Write the answer (unless ``answer`` is false or there is none), ``after_answer`` and the ``run`` event."""
         with self._lock:
             if self.finished is not None:
                 return self.finished
@@ -222,6 +229,8 @@ class TurnRecorder:
             if self.last_view is not None:
                 data["view"] = self.recorded_view(self.last_view).as_data()
             closing = [TapeEntry.event(RUN, data)]
+            if after_answer is not None:
+                closing.insert(0, after_answer)
             if text and answer:
                 meta = {"partial": True} if partial else {}
                 closing.insert(0, TapeEntry.message({"role": "assistant", "content": text}, **meta))
@@ -251,10 +260,13 @@ class TurnRecorder:
             return self.finish("error", self.partial, error=message, partial=bool(self.partial))
 
     def interrupt(self) -> Turn:
-        """Close a turn the user stopped: the partial answer is kept, marked partial."""
+        """Close a turn the user stopped: the partial answer is kept, marked partial, then the ``error``
+        ``interrupted`` and the ``run`` event."""
         with self._lock:
             if self.finished is not None:
                 return self.finished
             self._abandon_tools()
-            self.error("interrupted", "The turn was interrupted; the partial answer is kept")
-            return self.finish("interrupted", self.partial, error="interrupted", partial=bool(self.partial))
+            stopped = TapeEntry.error("interrupted", "The turn was interrupted; the partial answer is kept")
+            return self.finish(
+                "interrupted", self.partial, error="interrupted", partial=bool(self.partial), after_answer=stopped
+            )
