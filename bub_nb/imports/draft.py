@@ -1,0 +1,262 @@
+"""A tape drafted from another agent's log: entries in order, each naming the source records it came from."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Final
+
+from bub_nb.tape.entries import TapeEntry
+from bub_nb.tape.events import RUN
+
+UNMAPPED: Final = "import.unmapped"
+"""A source record the importer does not understand, kept whole: ``{"record", "type", "reason", "raw"}``."""
+
+SOURCE: Final = "import.source"
+"""The first entry of an imported tape: which log it came from (``{"format", "path", "session", ...}``)."""
+
+RECORD_EVENT_PREFIX: Final = "import."
+"""Records understood but not conversation (a session header, a turn's settings) become ``import.<type>`` events."""
+
+
+def iso_date(value: Any) -> str | None:
+    """``value`` as Bub writes a date (ISO-8601 in UTC, with its offset); ``None`` when it is no time.
+
+    Strings are read as ISO-8601 (a ``Z`` suffix or no offset means UTC); numbers are Unix seconds, or
+    milliseconds when they are too large to be seconds.
+    """
+    when: datetime | None = None
+    if isinstance(value, str) and value.strip():
+        try:
+            when = datetime.fromisoformat(value.strip())
+        except ValueError:
+            return None
+    elif isinstance(value, int | float) and not isinstance(value, bool):
+        seconds = value / 1000 if abs(value) > 1e11 else value
+        try:
+            when = datetime.fromtimestamp(seconds, UTC)
+        except (OverflowError, OSError, ValueError):
+            return None
+    if when is None:
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    try:
+        return when.astimezone(UTC).isoformat()
+    except (OverflowError, ValueError):
+        return None
+
+
+def mapping(value: Any) -> dict[str, Any]:
+    """``value`` when it is a JSON object, else an empty one: logs leave fields out or null."""
+    return value if isinstance(value, dict) else {}
+
+
+def arguments_text(arguments: Any) -> str:
+    """A call's arguments as the JSON text an OpenAI tool call carries."""
+    if isinstance(arguments, str):
+        return arguments
+    return json.dumps({} if arguments is None else arguments, ensure_ascii=False)
+
+
+def openai_call(call_id: str, name: str, arguments: Any) -> dict[str, Any]:
+    """One OpenAI chat ``tool_calls`` item."""
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments_text(arguments)}}
+
+
+def openai_usage(prompt: Any, completion: Any, total: Any = None, cached: Any = None) -> dict[str, Any] | None:
+    """Token counts in the shape bub_nb's ``run`` events hold (OpenAI's); ``None`` when there is no count."""
+    counts = [value if type(value) is int else None for value in (prompt, completion, total, cached)]
+    prompt_tokens, completion_tokens, total_tokens, cached_tokens = counts
+    if prompt_tokens is None and completion_tokens is None:
+        return None
+    prompt_tokens, completion_tokens = prompt_tokens or 0, completion_tokens or 0
+    usage: dict[str, Any] = {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "total_tokens": total_tokens if total_tokens is not None else prompt_tokens + completion_tokens,
+    }
+    if cached_tokens:
+        usage["prompt_tokens_details"] = {"cached_tokens": cached_tokens}
+    return usage
+
+
+@dataclass
+class _OpenCalls:
+    """A ``tool_call`` entry of the draft whose results are still arriving."""
+
+    position: int
+    ids: list[str]
+    results: dict[str, Any] = field(default_factory=dict)
+    records: list[int] = field(default_factory=list)
+
+
+@dataclass
+class TapeDraft:
+    """Entries built from a log's records before anything is written.
+
+    Every source record is taken with :meth:`take`; what the importer then adds carries that record's
+    number (in ``meta.records``) and date. A record nothing was made from is kept whole as an
+    ``import.unmapped`` event by :meth:`finish`, so none is ever dropped.
+
+    Tool calls made one after another with nothing between them are one ``tool_call`` entry, as a
+    model's parallel calls are; their results become one ``tool_result`` entry in call order once all
+    have arrived, or as soon as the conversation moves on (a missing result is then an error result,
+    as an interrupted turn records it). Each ``thread`` (a sub-agent's, say) has its own open calls.
+    """
+
+    source: str
+    entries: list[TapeEntry] = field(default_factory=list)
+    raw: list[tuple[Any, str]] = field(default_factory=list)
+    dates: list[str | None] = field(default_factory=list)
+    kept: Counter[str] = field(default_factory=Counter)
+    kept_records: set[int] = field(default_factory=set)
+    undated: int = 0
+    current: int = 0
+    _date: str | None = None
+    _open: dict[str, _OpenCalls] = field(default_factory=dict)
+
+    @property
+    def record(self) -> int:
+        """The number of the record entries are made from now (1 for the first)."""
+        return self.current
+
+    def focus(self, number: int) -> None:
+        """Make entries from an earlier record again (one whose parts were read in between)."""
+        self.current = number
+
+    def take(self, raw: Any, kind: str, date: Any = None) -> int:
+        """Start reading the next source record; ``date`` is its time in any form :func:`iso_date` reads."""
+        self.raw.append((raw, kind))
+        parsed = iso_date(date)
+        if parsed is not None:
+            self._date = parsed
+        elif date is not None:
+            self.undated += 1
+        self.dates.append(self._date)
+        self.current = len(self.raw)
+        return self.current
+
+    def _meta(self, meta: dict[str, Any], records: list[int] | None = None) -> dict[str, Any]:
+        return {"source": self.source, "records": records if records is not None else [self.record], **meta}
+
+    def _add(self, kind: str, payload: dict[str, Any], meta: dict[str, Any], records: list[int] | None = None) -> None:
+        date = self._date or datetime.now(UTC).isoformat()
+        self.entries.append(TapeEntry(0, kind, payload, self._meta(meta, records), date))
+
+    def also(self, position: int = -1) -> None:
+        """The current record is a copy of what an entry already holds (a log that writes a message twice)."""
+        entry = self.entries[position]
+        records = [*entry.meta.get("records", []), self.record]
+        self.entries[position] = TapeEntry(0, entry.kind, entry.payload, {**entry.meta, "records": records}, entry.date)
+
+    # -- the conversation --------------------------------------------------------------------------
+
+    def message(self, message: dict[str, Any], *, thread: str = "", **meta: Any) -> None:
+        self.settle(thread)
+        self._add("message", dict(message), meta)
+
+    def system(self, content: str, *, thread: str = "", **meta: Any) -> None:
+        self.settle(thread)
+        self._add("system", {"content": content}, meta)
+
+    def call(self, call_id: str, name: str, arguments: Any, *, text: str = "", thread: str = "", **meta: Any) -> None:
+        """A tool call; one right after another call of the same thread joins its entry."""
+        open_calls = self._open.get(thread)
+        if open_calls is not None and open_calls.position == len(self.entries) - 1 and not open_calls.results:
+            entry = self.entries[-1]
+            joined = {**entry.payload, "calls": [*entry.payload["calls"], openai_call(call_id, name, arguments)]}
+            if text:
+                joined["content"] = "\n\n".join(part for part in (joined.get("content"), text) if part)
+            records = [*entry.meta.get("records", []), self.record]
+            self.entries[-1] = TapeEntry(0, "tool_call", joined, {**entry.meta, "records": records}, entry.date)
+            open_calls.ids.append(call_id)
+            return
+        self.settle(thread)
+        payload: dict[str, Any] = {"calls": [openai_call(call_id, name, arguments)]}
+        if text:
+            payload["content"] = text
+        self._add("tool_call", payload, meta)
+        self._open[thread] = _OpenCalls(len(self.entries) - 1, [call_id])
+
+    def result(self, call_id: str, output: Any, *, error: bool = False, thread: str = "", **meta: Any) -> None:
+        """The result of a call; the ``tool_result`` entry is written when every call of its entry has one."""
+        value = {"kind": "tool_error", "message": _text(output)} if error else output
+        open_calls = self._open.get(thread)
+        if open_calls is None or call_id not in open_calls.ids or call_id in open_calls.results:
+            self.settle(thread)  # a result whose call this log does not hold: kept on its own
+            self._add("tool_result", {"results": [value]}, {"call_ids": [call_id], **meta})
+            return
+        open_calls.results[call_id] = value
+        open_calls.records.append(self.record)
+        if len(open_calls.results) == len(open_calls.ids):
+            self.settle(thread)
+
+    def settle(self, thread: str = "") -> None:
+        """Write the open calls' results of ``thread``; a call without one gets an error result."""
+        open_calls = self._open.pop(thread, None)
+        if open_calls is None:
+            return
+        results = [
+            open_calls.results.get(
+                call_id,
+                {"kind": "missing_result", "message": f"The log holds no result for call {call_id!r}"},
+            )
+            for call_id in open_calls.ids
+        ]
+        records = open_calls.records or [self.record]
+        self._add("tool_result", {"results": results}, {}, records)
+
+    def run(self, usage: dict[str, Any] | None, model: str | None, *, status: str = "ok", **data: Any) -> None:
+        """A ``run`` event as bub_nb closes a turn with: the model's usage and name."""
+        run_id = data.pop("run_id", None)
+        payload = {"name": RUN, "data": {"status": status, "usage": usage, "model": model, "elapsed_ms": None, **data}}
+        self._add("event", payload, {"run_id": run_id} if run_id else {})
+
+    def anchor(self, name: str, state: dict[str, Any] | None = None, *, thread: str = "", **meta: Any) -> None:
+        self.settle(thread)
+        payload: dict[str, Any] = {"name": name}
+        if state is not None:
+            payload["state"] = state
+        self._add("anchor", payload, meta)
+
+    def event(self, name: str, data: Any = None, **meta: Any) -> None:
+        payload: dict[str, Any] = {"name": name}
+        if data is not None:
+            payload["data"] = data
+        self._add("event", payload, meta)
+
+    def keep(self, reason: str) -> None:
+        """Keep the current record whole, as an ``import.unmapped`` event: the importer does not understand it."""
+        raw, kind = self.raw[self.record - 1]
+        self.kept[kind] += 1
+        self.kept_records.add(self.record)
+        self.event(UNMAPPED, {"record": self.record, "type": kind, "reason": reason, "raw": raw})
+
+    # -- the end -----------------------------------------------------------------------------------
+
+    def finish(self) -> list[TapeEntry]:
+        """Settle every open call, keep any record nothing was made from, and hand the entries over."""
+        for thread in list(self._open):
+            self.settle(thread)
+        used = {number for entry in self.entries for number in entry.meta.get("records", ())}
+        for number, (raw, kind) in enumerate(self.raw, start=1):
+            if number not in used:
+                self.kept[kind] += 1
+                self.kept_records.add(number)
+                data = {"record": number, "type": kind, "reason": "nothing was made of it", "raw": raw}
+                date = self.dates[number - 1] or self._date or datetime.now(UTC).isoformat()
+                payload = {"name": UNMAPPED, "data": data}
+                self.entries.append(TapeEntry(0, "event", payload, self._meta({}, [number]), date))
+        return self.entries
+
+    @property
+    def mapped(self) -> int:
+        """Records that became entries (rather than being kept whole)."""
+        return len(self.raw) - len(self.kept_records)
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
