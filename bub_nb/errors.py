@@ -164,4 +164,4 @@ class InterpolationError(BubNbError, KeyError):
 
 
 class LogImportError(BubNbError, ValueError):
-    """Another agent's log cannot be imported: its format cannot be told or read, or the tape it would go to is taken."""
+    """Another agent's log cannot be imported: its format is unknown or unreadable, or its tape is taken."""

@@ -57,7 +57,10 @@ def _item(draft: TapeDraft, row: dict[str, Any]) -> None:
         item = None
     kind = item.get("type", "message" if "role" in item else None) if isinstance(item, dict) else None
     draft.take(row if item is None else item, f"item/{kind}", row.get("created_at"))
-    meta = {"item": row["id"], "session": row["session_id"]}
+    meta = {"row": row["id"], "session": row["session_id"]}
+    provider = item.get("provider_data") if isinstance(item, dict) else None
+    if isinstance(provider, dict) and isinstance(provider.get("model"), str):
+        meta["model"] = provider["model"]
     if not isinstance(item, dict):
         draft.keep("the item is not a JSON object")
     elif kind == "compaction":

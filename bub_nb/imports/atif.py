@@ -52,16 +52,22 @@ def read(document: dict[str, Any], draft: TapeDraft) -> dict[str, Any]:
 
 
 def anchor_of(step: dict[str, Any]) -> dict[str, Any] | None:
-    """The anchor a step's ``extra.bub`` names, as ``{"name", "state"}``; ``None`` when it names none."""
-    extra = step.get("extra")
-    bub = extra.get("bub") if isinstance(extra, dict) else None
-    if not isinstance(bub, dict):
-        return None
-    anchor = bub.get("anchor")
-    if isinstance(anchor, dict) and isinstance(anchor.get("name"), str):
-        return {"name": anchor["name"], "state": anchor.get("state")}
-    if bub.get("kind") == "anchor" and isinstance(bub.get("name"), str):
-        return {"name": bub["name"], "state": bub.get("state")}
+    """The anchor a step's ``extra`` names under Bub's namespace, as ``{"name", "state"}``; else ``None``.
+
+    Read as ``extra.bub.anchor``, ``extra.bub`` with ``kind: anchor``, ``extra["bub.anchor"]``, or the
+    flat ``extra["bub.anchor.name"]`` and ``extra["bub.anchor.state"]``.
+    """
+    extra = mapping(step.get("extra"))
+    bub = mapping(extra.get("bub"))
+    candidates = [
+        mapping(bub.get("anchor")),
+        bub if bub.get("kind") == "anchor" else {},
+        mapping(extra.get("bub.anchor")),
+        {"name": extra.get("bub.anchor.name"), "state": extra.get("bub.anchor.state")},
+    ]
+    for anchor in candidates:
+        if isinstance(anchor.get("name"), str) and anchor["name"]:
+            return {"name": anchor["name"], "state": anchor.get("state")}
     return None
 
 

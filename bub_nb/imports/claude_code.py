@@ -103,7 +103,8 @@ def _user(draft: TapeDraft, record: dict[str, Any], message: dict[str, Any], thr
             continue
         if block.get("type") == "tool_result":
             output = _result_content(block.get("content"))
-            draft.result(str(block.get("tool_use_id")), output, error=block.get("is_error") is True, thread=thread)
+            failed = block.get("is_error") is True
+            draft.result(str(block.get("tool_use_id")), output, error=failed, thread=thread, **meta)
         elif block.get("type") == "text" and isinstance(block.get("text"), str):
             parts.append({"type": "text", "text": block["text"]})
         elif block.get("type") == "image":

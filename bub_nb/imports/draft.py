@@ -17,6 +17,9 @@ UNMAPPED: Final = "import.unmapped"
 SOURCE: Final = "import.source"
 """The first entry of an imported tape: which log it came from (``{"format", "path", "session", ...}``)."""
 
+CARRIED: Final = ("context", "sidechain", "run_id")
+"""Meta a call's ``tool_result`` entry takes from the call: hidden with it, in its run."""
+
 RECORD_EVENT_PREFIX: Final = "import."
 """Records understood but not conversation (a session header, a turn's settings) become ``import.<type>`` events."""
 
@@ -89,6 +92,7 @@ class _OpenCalls:
 
     position: int
     ids: list[str]
+    carry: dict[str, Any] = field(default_factory=dict)
     results: dict[str, Any] = field(default_factory=dict)
     records: list[int] = field(default_factory=list)
 
@@ -179,7 +183,8 @@ class TapeDraft:
         if text:
             payload["content"] = text
         self._add("tool_call", payload, meta)
-        self._open[thread] = _OpenCalls(len(self.entries) - 1, [call_id])
+        carry: dict[str, Any] = {key: meta[key] for key in CARRIED if key in meta}
+        self._open[thread] = _OpenCalls(len(self.entries) - 1, [call_id], carry)
 
     def result(self, call_id: str, output: Any, *, error: bool = False, thread: str = "", **meta: Any) -> None:
         """The result of a call; the ``tool_result`` entry is written when every call of its entry has one."""
@@ -207,7 +212,7 @@ class TapeDraft:
             for call_id in open_calls.ids
         ]
         records = open_calls.records or [self.record]
-        self._add("tool_result", {"results": results}, {}, records)
+        self._add("tool_result", {"results": results}, open_calls.carry, records)
 
     def run(self, usage: dict[str, Any] | None, model: str | None, *, status: str = "ok", **data: Any) -> None:
         """A ``run`` event as bub_nb closes a turn with: the model's usage and name."""

@@ -10,7 +10,7 @@ CALLS = ("function_call", "custom_tool_call", "local_shell_call")
 OUTPUTS = ("function_call_output", "custom_tool_call_output", "local_shell_call_output")
 
 
-def add_item(draft: TapeDraft, item: dict[str, Any], **meta: Any) -> bool:
+def add_item(draft: TapeDraft, item: dict[str, Any], /, **meta: Any) -> bool:
     """Add one item; ``False`` when it is of a type this reading does not know (the caller keeps it)."""
     kind = item.get("type", "message" if "role" in item else None)
     if kind == "message":
