@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import DATA
+from harness.logs import DATA
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import DATA
+from harness.logs import DATA
 
 from bub_nb import import_log, open_tape
 from bub_nb.tape import Tape, TapeEntry

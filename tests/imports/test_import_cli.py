@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import DATA
+from harness.logs import DATA
 
 from bub_nb.cli import main
 from bub_nb.tape import open_tape

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import DATA
+from harness.logs import DATA
 
 from bub_nb import import_log, open_tape
 from bub_nb.imports.draft import UNMAPPED
