@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final
 
+import orjson
+
 from bub_nb.tape.entries import TapeEntry
 from bub_nb.tape.events import RUN
 
@@ -61,7 +63,7 @@ def arguments_text(arguments: Any) -> str:
     """A call's arguments as the JSON text an OpenAI tool call carries."""
     if isinstance(arguments, str):
         return arguments
-    return json.dumps({} if arguments is None else arguments, ensure_ascii=False)
+    return _text({} if arguments is None else arguments)
 
 
 def openai_call(call_id: str, name: str, arguments: Any) -> dict[str, Any]:
@@ -264,4 +266,10 @@ class TapeDraft:
 
 
 def _text(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    """``value`` as text: strings as they are, anything else as compact JSON."""
+    if isinstance(value, str):
+        return value
+    try:
+        return orjson.dumps(value).decode()
+    except (TypeError, orjson.JSONEncodeError):  # integers beyond 64 bits, keys that are not strings
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)

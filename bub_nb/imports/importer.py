@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import re
 from collections import Counter
+from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -42,8 +45,9 @@ def import_log(
         raise LogImportError(f"Format {format!r} is not one an import reads; the formats: {', '.join(FORMATS)}")
     chosen = format or detect_format(source)
     draft = TapeDraft(chosen)
-    session = read_log(chosen, source, draft)
-    entries = draft.finish()
+    with _collector_paused():
+        session = read_log(chosen, source, draft)
+        entries = draft.finish()
     tape_name = _tape_name(name, chosen, session, source)
     tape = open_tape(tape_name, home=home, store=store)
     if len(tape):
@@ -55,7 +59,8 @@ def import_log(
     entries = [TapeEntry(0, "event", {"name": SOURCE, "data": heading}, {"source": chosen, "records": []}, first)]
     entries += draft.entries
     _check_dates(entries)
-    stored = tape.extend(entries)
+    with _collector_paused():
+        stored = tape.extend(entries)
     dates = sorted(entry.date for entry in stored)
     return ImportReport(
         tape=tape.name,
@@ -73,6 +78,22 @@ def import_log(
         undated=draft.undated,
         session=session,
     )
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Hold the cyclic garbage collector while a log is read and written.
+
+    Records and entries are acyclic dicts and lists, but the collector walks them again and again as they pile
+    up: on a log of 100k records that is more than half the time of the import.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _tape_name(name: str | None, format: str, session: dict[str, Any], source: Path) -> str:

@@ -20,7 +20,7 @@ def test_a_logs_db_maps_threads_messages_and_turns_and_keeps_the_rest(llm_logs: 
     [anchor] = tape.anchors()
     assert anchor.name == "conversation" and anchor.state is not None and anchor.state["name"] == "What is 2 + 3?"
     call = tape.read(kinds=["tool_call"])[0].payload["calls"][0]
-    assert call["function"] == {"name": "add", "arguments": '{"a": 2, "b": 3}'}
+    assert call["function"] == {"name": "add", "arguments": '{"a":2,"b":3}'}
     assert tape.read(kinds=["tool_result"])[0].payload["results"] == ["5"]
     assert tape.read(kinds=["system"])[0].payload["content"] == "Answer briefly."
     contents = [m["content"] for m in tape.view().messages if m["role"] != "tool"]
