@@ -48,6 +48,10 @@ def test_usage_counts_cache_reads_and_writes_once_per_model_reply(home: Path) ->
     assert last["model"] == "claude-sonnet-4-5-20250929"
     assert last["usage"]["prompt_tokens_details"] == {"cached_tokens": 141272}
     assert last["source_usage"]["cache_creation_input_tokens"] == 2952
+    budget = frame.tape.usage(by="model")  # the usage helpers read imported runs as they read bub_nb's own
+    assert budget.loc["claude-sonnet-4-5-20250929", ["turns", "tokens_in", "tokens_out"]].tolist() == [
+        3, 3 + 141272 + 3 + 19830 + 3 + 2952 + 141272, 365 + 183 + 190,
+    ]  # fmt: skip
 
 
 def test_a_result_whose_call_is_missing_and_a_call_without_result_are_both_kept(home: Path) -> None:
