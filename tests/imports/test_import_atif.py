@@ -102,3 +102,23 @@ def test_a_tape_exported_to_atif_and_imported_back_keeps_messages_calls_and_anch
     imported = open_tape(import_log(path, format="atif", name="round-trip-back", home=home).tape, home=home)
 
     assert conversation(imported) == conversation(original)
+
+
+def test_a_real_harbor_run_pairs_results_without_call_ids_and_keeps_screenshots(home: Path) -> None:
+    """A computer-use run Harbor recorded (ATIF-v1.6): 51 steps, parallel calls, results without source_call_id."""
+    report = import_log(DATA / "atif" / "harbor-oncall-debug.trajectory.json", home=home)
+
+    assert (report.records, report.mapped, report.kept) == (51, 51, 0)
+    assert report.kinds == {"event": 51, "message": 10, "tool_call": 41, "tool_result": 41}
+    tape = open_tape(report.tape, home=home)
+    calls = [c for e in tape.read(kinds=["tool_call"]) for c in e.payload["calls"]]
+    results = [r for e in tape.read(kinds=["tool_result"]) for r in e.payload["results"]]
+    assert len(calls) == len(results) == 54
+    assert not [r for r in results if isinstance(r, dict)]  # every call has its own result: none is missing
+    screenshot = results[0][0]
+    assert screenshot["type"] == "image" and screenshot["source"]["path"] == "images/step_2_computer_screenshot_2.png"
+    view = tape.view(None)
+    assert view.dropped == () and len(view.messages) == 105
+    runs = tape.to_frame().query("name == 'run'")
+    assert (len(runs), runs["prompt_tokens"].sum(), runs["completion_tokens"].sum()) == (50, 789477, 3079)
+    assert tape.read()[1].date == "2026-02-09T08:20:01.128714+00:00"
