@@ -1,19 +1,21 @@
-"""Harbor's Agent Trajectory Interchange Format (ATIF, ``ATIF-v1.0`` to ``v1.6``) as tape entries.
+"""Harbor's Agent Trajectory Interchange Format (ATIF, any ``ATIF-v1.x``) as tape entries.
 
 A trajectory is one JSON document; each of its ``steps`` is a record. A ``system`` step is the system
 prompt, a ``user`` step the user's message, an ``agent`` step one model call: its message, its
 ``tool_calls``, the ``observation`` holding their results, and ``metrics`` with the call's tokens.
-ATIF's extension point is ``extra``: a step whose ``extra.bub`` names an anchor (``{"anchor": {"name",
-"state"}}``, or ``{"kind": "anchor", "name", "state"}``) becomes that anchor, which is how a tape's
-anchors travel through ATIF and back.
+ATIF's extension point is ``extra``: what bub_nb's own export keeps there (anchors, events, errors, runs, see
+``atif_extension``) comes back as those entries, so a tape travels through ATIF and back.
 """
 
 from __future__ import annotations
 
 from typing import Any, Final
 
+from bub_nb.imports.atif_extension import add_bub_step, extension, restored_meta, result_value
 from bub_nb.imports.draft import RECORD_EVENT_PREFIX, TapeDraft, mapping, openai_usage
 from bub_nb.imports.responses import message_content
+from bub_nb.tape.entries import ROLES
+from bub_nb.tape.events import RUN
 
 FORMAT: Final = "atif"
 SOURCES: Final = ("system", "user", "agent")
@@ -51,45 +53,27 @@ def read(document: dict[str, Any], draft: TapeDraft) -> dict[str, Any]:
     return session
 
 
-def anchor_of(step: dict[str, Any]) -> dict[str, Any] | None:
-    """The anchor a step's ``extra`` names under Bub's namespace, as ``{"name", "state"}``; else ``None``.
-
-    Read as ``extra.bub.anchor``, ``extra.bub`` with ``kind: anchor``, ``extra["bub.anchor"]``, or the
-    flat ``extra["bub.anchor.name"]`` and ``extra["bub.anchor.state"]``.
-    """
-    extra = mapping(step.get("extra"))
-    bub = mapping(extra.get("bub"))
-    candidates = [
-        mapping(bub.get("anchor")),
-        bub if bub.get("kind") == "anchor" else {},
-        mapping(extra.get("bub.anchor")),
-        {"name": extra.get("bub.anchor.name"), "state": extra.get("bub.anchor.state")},
-    ]
-    for anchor in candidates:
-        if isinstance(anchor.get("name"), str) and anchor["name"]:
-            return {"name": anchor["name"], "state": anchor.get("state")}
-    return None
-
-
 def _add(draft: TapeDraft, step: dict[str, Any], default_model: Any) -> bool:
-    meta: dict[str, Any] = {"step_id": step.get("step_id")}
-    if isinstance(step.get("extra"), dict):
+    bub = extension(step)
+    meta: dict[str, Any] = {"step_id": step.get("step_id"), **restored_meta(bub)}
+    if not bub and isinstance(step.get("extra"), dict):
         meta["extra"] = step["extra"]
-    anchor = anchor_of(step)
-    if anchor is not None:
-        state = anchor["state"]
-        draft.anchor(anchor["name"], state if isinstance(state, dict) else None, **meta)
+    if add_bub_step(draft, step, meta):
         return True
     source = step["source"]
     text = message_content(step.get("message"))
     if source == "system":
-        draft.system(text if isinstance(text, str) else str(text), **meta)
+        role = bub.get("role")
+        if isinstance(role, str) and role in ROLES and role != "system":
+            draft.message({"role": role, "content": text}, **meta)
+        else:
+            draft.system(text if isinstance(text, str) else str(text), **meta)
         _observe(draft, step)
         return True
     if source == "user":
         draft.message({"role": "user", "content": text}, **meta)
         return True
-    meta["run_id"] = f"step-{step.get('step_id')}"
+    meta.setdefault("run_id", f"step-{step.get('step_id')}")
     if isinstance(step.get("reasoning_content"), str):
         meta["reasoning"] = step["reasoning_content"]
     calls = [c for c in step.get("tool_calls") or () if isinstance(c, dict)]
@@ -101,15 +85,24 @@ def _add(draft: TapeDraft, step: dict[str, Any], default_model: Any) -> bool:
     if not calls:
         draft.message({"role": "assistant", "content": text}, **meta)
     _observe(draft, step)
-    metrics = step.get("metrics") if isinstance(step.get("metrics"), dict) else None
-    model = step.get("model_name") or default_model
-    if metrics is not None:
-        usage = openai_usage(
-            metrics.get("prompt_tokens"), metrics.get("completion_tokens"), None, metrics.get("cached_tokens")
-        )
-        extra = {"cost_usd": metrics["cost_usd"]} if isinstance(metrics.get("cost_usd"), int | float) else {}
-        draft.run(usage, model, run_id=meta["run_id"], source_usage=metrics, **extra)
+    _run(draft, step, bub, default_model, meta["run_id"])
     return True
+
+
+def _run(draft: TapeDraft, step: dict[str, Any], bub: dict[str, Any], default_model: Any, run_id: str) -> None:
+    """The step's ``run`` event: the one bub_nb exported, as it was, else one made of the step's metrics."""
+    exported = bub.get("run")
+    if isinstance(exported, dict):
+        draft.event(RUN, exported, run_id=run_id)
+        return
+    metrics = step.get("metrics") if isinstance(step.get("metrics"), dict) else None
+    if metrics is None:
+        return
+    usage = openai_usage(
+        metrics.get("prompt_tokens"), metrics.get("completion_tokens"), None, metrics.get("cached_tokens")
+    )
+    extra = {"cost_usd": metrics["cost_usd"]} if isinstance(metrics.get("cost_usd"), int | float) else {}
+    draft.run(usage, step.get("model_name") or default_model, run_id=run_id, source_usage=metrics, **extra)
 
 
 def _observe(draft: TapeDraft, step: dict[str, Any]) -> None:
@@ -130,6 +123,6 @@ def _observe(draft: TapeDraft, step: dict[str, Any]) -> None:
             call_id = calls[position]
         content = message_content(result.get("content"))
         if isinstance(call_id, str) and call_id:
-            draft.result(call_id, content)
+            draft.result(call_id, result_value(result, content))
         else:
             draft.event(RECORD_EVENT_PREFIX + "observation", result)

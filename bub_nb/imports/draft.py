@@ -219,7 +219,8 @@ class TapeDraft:
     def run(self, usage: dict[str, Any] | None, model: str | None, *, status: str = "ok", **data: Any) -> None:
         """A ``run`` event as bub_nb closes a turn with: the model's usage and name."""
         run_id = data.pop("run_id", None)
-        payload = {"name": RUN, "data": {"status": status, "usage": usage, "model": model, "elapsed_ms": None, **data}}
+        data = {"status": status, "usage": usage, "model": model, "elapsed_ms": None, **data}
+        payload = {"name": RUN, "data": data}
         self._add("event", payload, {"run_id": run_id} if run_id else {})
 
     def anchor(self, name: str, state: dict[str, Any] | None = None, *, thread: str = "", **meta: Any) -> None:
@@ -228,6 +229,12 @@ class TapeDraft:
         if state is not None:
             payload["state"] = state
         self._add("anchor", payload, meta)
+
+    def entry(self, kind: str, payload: dict[str, Any], **meta: Any) -> None:
+        """An entry of any kind, its payload as the log gives it (a log that holds Bub's own entries)."""
+        if kind in ("message", "system", "anchor", "tool_call"):
+            self.settle(str(meta.pop("thread", "")))
+        self._add(kind, dict(payload), meta)
 
     def event(self, name: str, data: Any = None, **meta: Any) -> None:
         payload: dict[str, Any] = {"name": name}

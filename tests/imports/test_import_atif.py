@@ -10,6 +10,7 @@ import pytest
 from harness.logs import DATA
 
 from bub_nb import import_log, open_tape
+from bub_nb.imports.draft import SOURCE
 from bub_nb.tape import Tape, TapeEntry
 
 EXAMPLE = DATA / "atif" / "rfc-0001-example.json"
@@ -69,7 +70,7 @@ def exported_trajectory(tape: Tape) -> dict[str, Any]:
 
 
 def conversation(tape: Tape) -> dict[str, Any]:
-    """What a round trip must keep: the messages, the tool calls with their results, and the anchors."""
+    """What a round trip must keep: messages, tool calls and results, anchors, events, system prompts and errors."""
     entries = tape.read()
     return {
         "messages": [(e.payload["role"], e.payload["content"]) for e in entries if e.kind == "message"],
@@ -79,6 +80,9 @@ def conversation(tape: Tape) -> dict[str, Any]:
         ],
         "results": [r for e in entries if e.kind == "tool_result" for r in e.payload["results"]],
         "anchors": [(a.name, a.state) for a in tape.anchors(limit=None)],
+        "events": [(e.name, e.payload.get("data")) for e in entries if e.kind == "event" and e.name != SOURCE],
+        "system": [e.payload["content"] for e in entries if e.kind == "system"],
+        "errors": [e.payload for e in entries if e.kind == "error"],
     }  # fmt: skip
 
 
@@ -90,6 +94,7 @@ def test_a_tape_exported_to_atif_and_imported_back_keeps_messages_calls_and_anch
     call = {"id": "call_1", "type": "function", "function": {"name": "add", "arguments": '{"a": 2, "b": 3}'}}
     original.append_tool_call([call])
     original.append_tool_result(["5"])
+    original.append_error("tool.failed", "The second call failed", {"tool": "add"})
     original.append_message({"role": "assistant", "content": "2 + 3 is 5."})
     original.append(TapeEntry.event("run", {"status": "ok", "usage": {"prompt_tokens": 9, "completion_tokens": 4,
                                                                       "total_tokens": 13}, "model": "m"}))  # fmt: skip
