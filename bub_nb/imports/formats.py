@@ -5,12 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Final
 
-import orjson
-
 from bub_nb.errors import LogImportError
 from bub_nb.imports import agents_sdk, atif, claude_code, codex, llm_db
 from bub_nb.imports.draft import TapeDraft
-from bub_nb.imports.records import NotJson, is_sqlite, jsonl_records, table_names
+from bub_nb.imports.records import NotJson, is_sqlite, jsonl_records, load_json, table_names
 
 FORMATS: Final = {
     claude_code.FORMAT: "Claude Code session JSONL (~/.claude/projects/…/<session>.jsonl)",
@@ -43,7 +41,7 @@ def detect_format(path: Path) -> str:
             return claude_code.FORMAT
         if codex.looks_like(record):
             return codex.FORMAT
-    if atif.looks_like(_document(path, quiet=True)):
+    if _starts_an_object(path) and atif.looks_like(_document(path, quiet=True)):
         return atif.FORMAT
     raise LogImportError(
         f"Log {str(path)!r} is in no format this import knows ({', '.join(FORMATS)}); pass format= if it is one"
@@ -70,10 +68,16 @@ def read_log(format: str, path: Path, draft: TapeDraft) -> dict[str, Any]:
     return agents_sdk.read(path, draft)
 
 
+def _starts_an_object(path: Path) -> bool:
+    """Whether the file's first character (after blanks) opens a JSON object: only then is it read whole."""
+    with path.open("rb") as handle:
+        return handle.read(4096).lstrip()[:1] == b"{"
+
+
 def _document(path: Path, *, quiet: bool = False) -> Any:
     try:
-        return orjson.loads(path.read_bytes())
-    except orjson.JSONDecodeError as exc:
+        return load_json(path.read_bytes())
+    except (ValueError, RecursionError) as exc:
         if quiet:
             return None
         raise LogImportError(f"Log {str(path)!r} is not one JSON document: {exc}") from exc

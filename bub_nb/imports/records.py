@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Iterator
 from contextlib import closing
@@ -18,6 +19,17 @@ NOT_JSON: Final = "not-json"
 SQLITE_HEADER: Final = b"SQLite format 3\x00"
 
 
+def load_json(data: bytes) -> Any:
+    """One JSON value; what orjson refuses but Python writes (``NaN``, ``Infinity``, integers beyond 64 bits) too.
+
+    Raises ``ValueError`` when it is not JSON at all.
+    """
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return json.loads(data)  # raises JSONDecodeError (a ValueError), or RecursionError when too deep
+
+
 def jsonl_records(path: Path) -> Iterator[Any]:
     """Every non-blank line of a JSON Lines file, decoded; a line that is not JSON comes as ``NotJson``."""
     with path.open("rb") as handle:
@@ -25,8 +37,8 @@ def jsonl_records(path: Path) -> Iterator[Any]:
             if not line.strip():
                 continue
             try:
-                yield orjson.loads(line)
-            except orjson.JSONDecodeError:
+                yield load_json(line)
+            except (ValueError, RecursionError):  # JSONDecodeError and UnicodeDecodeError are ValueErrors
                 yield NotJson(line.decode("utf-8", "replace").rstrip("\r\n"))
 
 

@@ -173,3 +173,57 @@ def test_a_file_in_no_known_format_is_refused_with_the_formats_named(tmp_path: P
         import_log(path, store=MemoryTapeStore())
     with pytest.raises(LogImportError, match="Format 'jsonl' is not one an import reads"):
         import_log(path, "jsonl", store=MemoryTapeStore())
+
+
+atif_steps = st.one_of(
+    st.fixed_dictionaries(
+        {
+            "step_id": st.integers(1, 9),
+            "source": st.sampled_from(["system", "user", "agent", "tool", ""]),
+            "message": st.text(max_size=8) | json_values,
+        },
+        optional={
+            "timestamp": times,
+            "tool_calls": st.lists(
+                st.fixed_dictionaries(
+                    {"tool_call_id": ids, "function_name": st.text(max_size=4), "arguments": json_values}
+                )
+                | json_values,
+                max_size=3,
+            ),
+            "observation": st.fixed_dictionaries(
+                {
+                    "results": st.lists(
+                        st.fixed_dictionaries({}, optional={"source_call_id": ids, "content": json_values}), max_size=3
+                    )
+                }
+            )
+            | json_values,
+            "metrics": st.fixed_dictionaries(
+                {}, optional={"prompt_tokens": st.integers(0, 9), "cached_tokens": json_values}
+            ),
+            "extra": st.fixed_dictionaries(
+                {
+                    "bub": json_values
+                    | st.fixed_dictionaries({"anchor": json_values, "event": json_values, "run": json_values})
+                }
+            ),
+        },
+    ),
+    json_values,
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=st.lists(atif_steps, max_size=10))
+def test_every_step_of_any_trajectory_is_mapped_or_kept(tmp_path: Path, steps: list[Any]) -> None:
+    path = tmp_path / "trajectory.json"
+    path.write_text(json.dumps({"schema_version": "ATIF-v1.6", "session_id": "s", "agent": {}, "steps": steps}))
+    store = MemoryTapeStore()
+
+    report = import_log(path, name="trajectory", store=store)
+
+    assert report.format == "atif"
+    assert report.records == len(steps) == report.mapped + report.kept
+    entries = open_tape("trajectory", store=store).read()
+    assert {n for e in entries for n in e.meta.get("records", ())} == set(range(1, len(steps) + 1))
