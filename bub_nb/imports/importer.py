@@ -15,10 +15,7 @@ from bub_nb.errors import LogImportError, TapeNameError
 from bub_nb.imports.draft import SOURCE, TapeDraft
 from bub_nb.imports.formats import FORMATS, detect_format, read_log
 from bub_nb.imports.report import ImportReport
-from bub_nb.tape.entries import TapeEntry
-from bub_nb.tape.locations import validate_tape_name
-from bub_nb.tape.open import open_tape
-from bub_nb.tape.stores.protocol import TapeStore
+from bub_nb.tape import TapeEntry, TapeStore, open_tape, validate_tape_name
 
 _NAME_CHARACTERS = re.compile(r"[^A-Za-z0-9._-]+")
 
