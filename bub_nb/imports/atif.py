@@ -12,8 +12,9 @@ from __future__ import annotations
 from typing import Any, Final
 
 from bub_nb.imports.atif_extension import add_bub_step, extension, restored_meta, result_value
-from bub_nb.imports.draft import RECORD_EVENT_PREFIX, TapeDraft, mapping, openai_usage
+from bub_nb.imports.draft import RECORD_EVENT_PREFIX, TapeDraft
 from bub_nb.imports.responses import message_content
+from bub_nb.imports.values import mapping, openai_usage
 from bub_nb.tape.entries import ROLES
 from bub_nb.tape.events import RUN
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from bub_nb.imports.draft import TapeDraft, mapping
+from bub_nb.imports.draft import TapeDraft
+from bub_nb.imports.values import mapping
 from bub_nb.tape.entries import KINDS
 from bub_nb.tape.events import HANDOFF, RUN, SUMMARY
 

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from bub_nb.imports.draft import TapeDraft, mapping, openai_usage
+from bub_nb.imports.draft import TapeDraft
 from bub_nb.imports.records import NotJson
+from bub_nb.imports.values import mapping, openai_usage
 
 FORMAT: Final = "claude-code"
 COMPACTION_ANCHOR: Final = "compaction"

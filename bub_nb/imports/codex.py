@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from bub_nb.imports.draft import RECORD_EVENT_PREFIX, TapeDraft, mapping, openai_usage
+from bub_nb.imports.draft import RECORD_EVENT_PREFIX, TapeDraft
 from bub_nb.imports.records import NotJson
 from bub_nb.imports.responses import add_item
+from bub_nb.imports.values import mapping, openai_usage
 
 FORMAT: Final = "codex"
 COMPACTION_ANCHOR: Final = "compaction"

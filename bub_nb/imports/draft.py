@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final
 
-import orjson
-
+from bub_nb.imports.values import iso_date, openai_call, text
 from bub_nb.tape.entries import TapeEntry
 from bub_nb.tape.events import RUN
 
@@ -24,68 +22,6 @@ CARRIED: Final = ("context", "sidechain", "run_id")
 
 RECORD_EVENT_PREFIX: Final = "import."
 """Records understood but not conversation (a session header, a turn's settings) become ``import.<type>`` events."""
-
-
-def iso_date(value: Any) -> str | None:
-    """``value`` as Bub writes a date (ISO-8601 in UTC, with its offset); ``None`` when it is no time.
-
-    Strings are read as ISO-8601 (a ``Z`` suffix or no offset means UTC); numbers are Unix seconds, or
-    milliseconds when they are too large to be seconds.
-    """
-    when: datetime | None = None
-    if isinstance(value, str) and value.strip():
-        try:
-            when = datetime.fromisoformat(value.strip())
-        except ValueError:
-            return None
-    elif isinstance(value, int | float) and not isinstance(value, bool):
-        seconds = value / 1000 if abs(value) > 1e11 else value
-        try:
-            when = datetime.fromtimestamp(seconds, UTC)
-        except (OverflowError, OSError, ValueError):
-            return None
-    if when is None:
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    try:
-        return when.astimezone(UTC).isoformat()
-    except (OverflowError, ValueError):
-        return None
-
-
-def mapping(value: Any) -> dict[str, Any]:
-    """``value`` when it is a JSON object, else an empty one: logs leave fields out or null."""
-    return value if isinstance(value, dict) else {}
-
-
-def arguments_text(arguments: Any) -> str:
-    """A call's arguments as the JSON text an OpenAI tool call carries."""
-    if isinstance(arguments, str):
-        return arguments
-    return _text({} if arguments is None else arguments)
-
-
-def openai_call(call_id: str, name: str, arguments: Any) -> dict[str, Any]:
-    """One OpenAI chat ``tool_calls`` item."""
-    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments_text(arguments)}}
-
-
-def openai_usage(prompt: Any, completion: Any, total: Any = None, cached: Any = None) -> dict[str, Any] | None:
-    """Token counts in the shape bub_nb's ``run`` events hold (OpenAI's); ``None`` when there is no count."""
-    counts = [value if type(value) is int else None for value in (prompt, completion, total, cached)]
-    prompt_tokens, completion_tokens, total_tokens, cached_tokens = counts
-    if prompt_tokens is None and completion_tokens is None:
-        return None
-    prompt_tokens, completion_tokens = prompt_tokens or 0, completion_tokens or 0
-    usage: dict[str, Any] = {
-        "prompt_tokens": prompt_tokens,
-        "completion_tokens": completion_tokens,
-        "total_tokens": total_tokens if total_tokens is not None else prompt_tokens + completion_tokens,
-    }
-    if cached_tokens:
-        usage["prompt_tokens_details"] = {"cached_tokens": cached_tokens}
-    return usage
 
 
 @dataclass
@@ -190,7 +126,7 @@ class TapeDraft:
 
     def result(self, call_id: str, output: Any, *, error: bool = False, thread: str = "", **meta: Any) -> None:
         """The result of a call; the ``tool_result`` entry is written when every call of its entry has one."""
-        value = {"kind": "tool_error", "message": _text(output)} if error else output
+        value = {"kind": "tool_error", "message": text(output)} if error else output
         open_calls = self._open.get(thread)
         if open_calls is None or call_id not in open_calls.ids or call_id in open_calls.results:
             self.settle(thread)  # a result whose call this log does not hold: kept on its own
@@ -270,13 +206,3 @@ class TapeDraft:
     def mapped(self) -> int:
         """Records that became entries (rather than being kept whole)."""
         return len(self.raw) - len(self.kept_records)
-
-
-def _text(value: Any) -> str:
-    """``value`` as text: strings as they are, anything else as compact JSON."""
-    if isinstance(value, str):
-        return value
-    try:
-        return orjson.dumps(value).decode()
-    except (TypeError, orjson.JSONEncodeError):  # integers beyond 64 bits, keys that are not strings
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)

@@ -16,8 +16,9 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any, Final
 
-from bub_nb.imports.draft import RECORD_EVENT_PREFIX, TapeDraft, iso_date, openai_usage
+from bub_nb.imports.draft import RECORD_EVENT_PREFIX, TapeDraft
 from bub_nb.imports.records import connect, other_rows, rows
+from bub_nb.imports.values import iso_date, openai_usage
 
 FORMAT: Final = "llm"
 CONVERSATION_ANCHOR: Final = "conversation"
