@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sqlite3
 from pathlib import Path
@@ -227,3 +228,38 @@ def test_every_step_of_any_trajectory_is_mapped_or_kept(tmp_path: Path, steps: l
     assert report.records == len(steps) == report.mapped + report.kept
     entries = open_tape("trajectory", store=store).read()
     assert {n for e in entries for n in e.meta.get("records", ())} == set(range(1, len(steps) + 1))
+
+
+responses_items = st.one_of(
+    codex_items,
+    st.fixed_dictionaries({"role": st.sampled_from(["user", "assistant", "system"]), "content": st.text(max_size=8)}),
+    st.fixed_dictionaries({"type": st.sampled_from(["compaction", "computer_call", "mcp_call"])}),
+    st.dictionaries(st.text(max_size=5), json_values, max_size=3),
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(sessions=st.lists(st.lists(responses_items, max_size=6), min_size=1, max_size=3))
+def test_every_item_an_agents_sdk_session_holds_is_mapped_or_kept(tmp_path: Path, sessions: list[list[Any]]) -> None:
+    """The SDK's own ``SQLiteSession.add_items`` writes whatever items; each one is accounted for."""
+    agents = pytest.importorskip("agents", reason="the Agents SDK writes these sessions (pip install bub_nb[imports])")
+    path = tmp_path / f"sessions-{len(list(tmp_path.iterdir()))}.db"
+
+    async def write() -> None:
+        for number, items in enumerate(sessions):
+            session = agents.SQLiteSession(f"session-{number}", path)
+            if items:
+                await session.add_items(items)
+            else:
+                await session.get_items()  # a session row with no items
+            session.close()
+
+    asyncio.run(write())
+    store = MemoryTapeStore()
+
+    report = import_log(path, name="sessions", store=store)
+
+    rows = sqlite3.connect(path).execute("SELECT (SELECT count(*) FROM agent_sessions) + count(*) FROM agent_messages")
+    assert report.records == rows.fetchone()[0] == report.mapped + report.kept
+    entries = open_tape("sessions", store=store).read()
+    assert {n for e in entries for n in e.meta.get("records", ())} == set(range(1, report.records + 1))
