@@ -20,6 +20,8 @@ FORMAT: Final = "claude-code"
 COMPACTION_ANCHOR: Final = "compaction"
 SUMMARY_ANCHOR: Final = "summary"
 TYPES: Final = ("user", "assistant", "system", "summary")
+USER_BLOCKS: Final = ("text", "image", "tool_result")
+ASSISTANT_BLOCKS: Final = ("text", "thinking", "tool_use")
 
 
 def looks_like(record: Any) -> bool:
@@ -99,6 +101,7 @@ def _user(draft: TapeDraft, record: dict[str, Any], message: dict[str, Any], thr
     if not isinstance(content, list):
         return False
     parts: list[dict[str, Any]] = []
+    other = [b for b in content if not (isinstance(b, dict) and b.get("type") in USER_BLOCKS)]
     for block in content:
         if not isinstance(block, dict):
             continue
@@ -110,11 +113,16 @@ def _user(draft: TapeDraft, record: dict[str, Any], message: dict[str, Any], thr
             parts.append({"type": "text", "text": block["text"]})
         elif block.get("type") == "image":
             parts.append(_image(block))
+    results = any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
+    if not parts and not results:
+        return False  # nothing this reading knows: the record is kept whole
     if parts:
         text_only = all(part["type"] == "text" for part in parts)
         body: Any = "\n\n".join(part["text"] for part in parts) if text_only else parts
-        draft.message({"role": "user", "content": body}, thread=thread, **meta)
-    return bool(parts) or any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
+        draft.message({"role": "user", "content": body}, thread=thread, **({"blocks": other} if other else {}), **meta)
+    elif other:
+        draft.event("import.content", {"blocks": other}, **meta)
+    return True
 
 
 def _assistant(
@@ -135,6 +143,11 @@ def _assistant(
     text = "\n\n".join(b["text"] for b in blocks if b.get("type") == "text" and isinstance(b.get("text"), str))
     thinking = [b.get("thinking") for b in blocks if b.get("type") == "thinking"]
     calls = [b for b in blocks if b.get("type") == "tool_use"]
+    other = [b for b in blocks if b.get("type") not in ASSISTANT_BLOCKS]
+    if not (text or thinking or calls):
+        return False  # nothing this reading knows: the record is kept whole
+    if other:
+        meta["blocks"] = other  # blocks this reading does not know (server tools, say) stay on the entry
     if thinking:
         meta["reasoning"] = "\n\n".join(t for t in thinking if isinstance(t, str))
     if calls:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from harness.logs import DATA
@@ -79,3 +80,25 @@ def test_a_compaction_becomes_the_anchor_the_next_view_starts_at(home: Path) -> 
     assert contents[2:] == ["After compaction", "Final answer"]
     summary = tape.read(kinds=["message"])[-3]
     assert summary.meta["compact_summary"] is True
+
+
+def test_content_blocks_the_reading_does_not_know_stay_on_the_tape(tmp_path: Path, home: Path) -> None:
+    """A server-side tool's blocks beside a reply ride on its entry; a record of nothing but such blocks is kept."""
+    search = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "bub"}}
+    found = {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": []}
+    records = [
+        {"type": "assistant", "sessionId": "s", "timestamp": "2025-11-19T22:53:34.908Z",
+         "message": {"id": "m1", "role": "assistant", "content": [search, found, {"type": "text", "text": "Found."}]}},
+        {"type": "user", "sessionId": "s", "timestamp": "2025-11-19T22:53:35.000Z",
+         "message": {"role": "user", "content": [{"type": "document", "source": {}}]}},
+    ]  # fmt: skip
+    path = tmp_path / "session.jsonl"
+    path.write_text("".join(json.dumps(record) + "\n" for record in records))
+
+    report = import_log(path, home=home)
+
+    assert (report.records, report.mapped, report.kept) == (2, 1, 1)
+    assert report.kept_types == {"user": 1}
+    reply = open_tape(report.tape, home=home).read(kinds=["message"])[0]
+    assert reply.payload == {"role": "assistant", "content": "Found."}
+    assert reply.meta["blocks"] == [search, found]
