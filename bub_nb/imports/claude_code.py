@@ -4,8 +4,9 @@ A ``user`` record is the user's text or the results of tools; an ``assistant`` r
 block of a model reply (text, thinking or a ``tool_use``), the reply's usage repeated on each. A
 ``system`` record of subtype ``compact_boundary`` marks a compaction and becomes an anchor; the
 summary Claude Code writes after it stays a user message, as the model read it. A ``summary``
-record (the session's title) becomes an anchor too. Sub-agent records (``isSidechain``) are kept,
-hidden from the model's view, so the main conversation stays the one a view sends.
+record (the session's title) becomes an anchor too. Sub-agent records (``isSidechain``) beside a main
+conversation are kept hidden from the model's view, so the main conversation stays the one a view sends; in a
+sub-agent's own file (``subagents/agent-*.jsonl``) they are the conversation.
 """
 
 from __future__ import annotations
@@ -39,6 +40,11 @@ def read(records: Any, draft: TapeDraft) -> dict[str, Any]:
     """Add every record to ``draft``; returns what the log says of its session."""
     session: dict[str, Any] = {}
     usage_seen: set[str] = set()
+    records = list(records)
+    # A sub-agent's own file (every record a sidechain) is that agent's conversation: nothing is hidden in it.
+    main = any(
+        isinstance(r, dict) and r.get("type") in ("user", "assistant") and not r.get("isSidechain") for r in records
+    )
     for record in records:
         if isinstance(record, NotJson):
             draft.take(str(record), "not-json")
@@ -53,20 +59,22 @@ def read(records: Any, draft: TapeDraft) -> dict[str, Any]:
         for key, field in (("session", "sessionId"), ("version", "version"), ("cwd", "cwd")):
             if key not in session and isinstance(record.get(field), str):
                 session[key] = record[field]
-        if kind not in TYPES or not _add(draft, record, usage_seen):
+        if kind not in TYPES or not _add(draft, record, usage_seen, hide_sidechains=main):
             draft.keep(f"Claude Code record type {kind!r} is not part of the conversation this reading knows")
     return session
 
 
-def _add(draft: TapeDraft, record: dict[str, Any], usage_seen: set[str]) -> bool:
+def _add(draft: TapeDraft, record: dict[str, Any], usage_seen: set[str], *, hide_sidechains: bool) -> bool:
     kind = record["type"]
     meta: dict[str, Any] = {}
     if isinstance(record.get("uuid"), str):
         meta["uuid"] = record["uuid"]
     thread = ""
-    if record.get("isSidechain"):
+    if record.get("isSidechain") and hide_sidechains:
         thread = f"sidechain:{record.get('agentId') or ''}"
         meta.update(sidechain=True, context=False)
+    elif record.get("isSidechain"):
+        meta["sidechain"] = True
     if kind == "summary":
         if not isinstance(record.get("summary"), str):
             return False

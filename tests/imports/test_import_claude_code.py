@@ -102,3 +102,15 @@ def test_content_blocks_the_reading_does_not_know_stay_on_the_tape(tmp_path: Pat
     reply = open_tape(report.tape, home=home).read(kinds=["message"])[0]
     assert reply.payload == {"role": "assistant", "content": "Found."}
     assert reply.meta["blocks"] == [search, found]
+
+
+def test_a_sub_agents_own_file_is_its_conversation_not_hidden(tmp_path: Path, home: Path) -> None:
+    lines = SIDECHAIN.read_text(encoding="utf-8").splitlines()
+    path = tmp_path / "agent-e1c84ba5.jsonl"
+    path.write_text("\n".join(line for line in lines if '"isSidechain": true' in line) + "\n", encoding="utf-8")
+
+    tape = open_tape(import_log(path, home=home).tape, home=home)
+
+    entries = [e for e in tape.read() if e.kind in ("message", "tool_call", "tool_result")]
+    assert entries and all(e.meta["sidechain"] is True and "context" not in e.meta for e in entries)
+    assert [m["role"] for m in tape.view(None).messages] == ["assistant", "assistant", "tool"]
