@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from bub_nb.imports.values import iso_date, openai_call, text
+from bub_nb.imports.values import entry_date, openai_call, text
 from bub_nb.tape.entries import TapeEntry
 from bub_nb.tape.events import RUN
 
@@ -53,6 +53,7 @@ class TapeDraft:
     entries: list[TapeEntry] = field(default_factory=list)
     raw: list[tuple[Any, str]] = field(default_factory=list)
     dates: list[str | None] = field(default_factory=list)
+    source_dates: dict[int, Any] = field(default_factory=dict)
     kept: Counter[str] = field(default_factory=Counter)
     kept_records: set[int] = field(default_factory=set)
     undated: int = 0
@@ -72,9 +73,11 @@ class TapeDraft:
     def take(self, raw: Any, kind: str, date: Any = None) -> int:
         """Start reading the next source record; ``date`` is its time in any form :func:`iso_date` reads."""
         self.raw.append((raw, kind))
-        parsed = iso_date(date)
+        parsed, original = entry_date(date)
         if parsed is not None:
             self._date = parsed
+            if original is not None:
+                self.source_dates[len(self.raw)] = original
         elif date is not None:
             self.undated += 1
         self.dates.append(self._date)
@@ -82,17 +85,15 @@ class TapeDraft:
         return self.current
 
     def _meta(self, meta: dict[str, Any], records: list[int] | None = None) -> dict[str, Any]:
-        return {"source": self.source, "records": records if records is not None else [self.record], **meta}
+        numbers = records if records is not None else [self.record]
+        made = {"source": self.source, "records": numbers, **meta}
+        if numbers and numbers[0] in self.source_dates:
+            made["source_date"] = self.source_dates[numbers[0]]  # the log's own time, where the date had to change
+        return made
 
     def _add(self, kind: str, payload: dict[str, Any], meta: dict[str, Any], records: list[int] | None = None) -> None:
         date = self._date or datetime.now(UTC).isoformat()
         self.entries.append(TapeEntry(0, kind, payload, self._meta(meta, records), date))
-
-    def also(self, position: int = -1) -> None:
-        """The current record is a copy of what an entry already holds (a log that writes a message twice)."""
-        entry = self.entries[position]
-        records = [*entry.meta.get("records", []), self.record]
-        self.entries[position] = TapeEntry(0, entry.kind, entry.payload, {**entry.meta, "records": records}, entry.date)
 
     # -- the conversation --------------------------------------------------------------------------
 

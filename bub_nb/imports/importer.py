@@ -58,7 +58,7 @@ def import_log(
     _check_dates(entries)
     with _collector_paused():
         stored = tape.extend(entries)
-    dates = sorted(entry.date for entry in stored)
+    dates = sorted((datetime.fromisoformat(entry.date), entry.date) for entry in stored)
     return ImportReport(
         tape=tape.name,
         location=tape.location,
@@ -70,8 +70,8 @@ def import_log(
         entries=len(stored),
         kinds=dict(Counter(entry.kind for entry in stored)),
         kept_types=dict(draft.kept),
-        first_date=dates[0] if dates else None,
-        last_date=dates[-1] if dates else None,
+        first_date=dates[0][1] if dates else None,
+        last_date=dates[-1][1] if dates else None,
         undated=draft.undated,
         session=session,
     )

@@ -3,10 +3,27 @@
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime
 from typing import Any
 
 import orjson
+
+_UTC_ISO = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z|\+00:00)")
+"""An ISO-8601 time in UTC, as Bub's ``date`` is: a log's own such text is kept as it is."""
+
+
+def entry_date(value: Any) -> tuple[str | None, Any]:
+    """The ``date`` of entries made from a record whose time is ``value``, and the original when it had to change.
+
+    A log's own ISO-8601 UTC text (``…Z`` or ``…+00:00``) is kept character for character; any other time (another
+    offset, no offset, Unix seconds) is written in UTC and its original returned beside it. ``(None, None)`` when
+    ``value`` is no time.
+    """
+    if isinstance(value, str) and _UTC_ISO.fullmatch(value.strip()) and iso_date(value) is not None:
+        return value.strip(), None
+    converted = iso_date(value)
+    return (converted, value) if converted is not None else (None, None)
 
 
 def iso_date(value: Any) -> str | None:

@@ -27,3 +27,13 @@ def test_a_session_maps_every_item_in_order_under_an_anchor_per_session(agents_s
     call = tape.read(kinds=["tool_call"])[0]
     assert call.payload["calls"][0]["function"] == {"name": "add", "arguments": '{"a": 2, "b": 3}'}
     assert call.meta["model"] == "bub-nb-test"
+
+
+def test_a_time_without_offset_is_written_in_utc_and_kept_as_the_log_gave_it(agents_session: Path, home: Path) -> None:
+    """SQLite's CURRENT_TIMESTAMP has no offset (it is UTC): the date says so, ``meta.source_date`` keeps the text."""
+    report = import_log(agents_session, home=home)
+
+    first = open_tape(report.tape, home=home).read(kinds=["message"])[0]
+    original = first.meta["source_date"]
+    assert len(original) == 19 and original[10] == " "  # "YYYY-MM-DD HH:MM:SS", as SQLite writes it
+    assert first.date == original.replace(" ", "T") + "+00:00"

@@ -28,7 +28,7 @@ def test_the_specification_example_maps_steps_parallel_calls_and_metrics(home: P
     assert [c["id"] for c in call.payload["calls"]] == ["call_price_1", "call_volume_2"]
     assert json.loads(call.payload["calls"][1]["function"]["arguments"]) == {"ticker": "GOOGL", "metric": "volume"}
     assert call.meta["reasoning"].startswith("The request requires two data points")
-    assert call.date == "2025-10-11T10:30:02+00:00"
+    assert call.date == "2025-10-11T10:30:02Z"
     [results] = tape.read(kinds=["tool_result"])
     assert results.payload["results"] == [
         "GOOGL is currently trading at $185.35 (Close: 10/11/2025)",

@@ -26,7 +26,7 @@ def test_a_session_with_a_sub_agent_maps_every_record_and_hides_the_sub_agent(ho
     task = entries[1]
     assert task.payload["calls"][0]["function"]["name"] == "Task"
     assert task.payload["calls"][0]["id"] == "toolu_01JA2mLseQCAW3MdwPE4qWEk"
-    assert task.date == "2025-11-19T22:53:34.908000+00:00"  # the source's own time, kept
+    assert task.date == "2025-11-19T22:53:34.908Z"  # the source's own time, kept
     sidechain = [e for e in entries if e.meta.get("sidechain")]
     assert {e.kind for e in sidechain} == {"message", "tool_call", "tool_result"}
     assert all(e.meta["context"] is False for e in sidechain)
@@ -73,7 +73,7 @@ def test_a_compaction_becomes_the_anchor_the_next_view_starts_at(home: Path) -> 
     [anchor] = tape.anchors()
     assert anchor.name == "compaction"
     assert anchor.state == {"trigger": "auto", "pre_tokens": 150000, "from": "claude-code"}
-    assert anchor.date == "2025-07-01T10:30:00+00:00"
+    assert anchor.date == "2025-07-01T10:30:00.000Z"
     contents = [m["content"] for m in tape.view().messages]
     assert contents[0].startswith("[Anchor created: compaction]")
     assert contents[1].startswith("This session is being continued from a previous conversation")

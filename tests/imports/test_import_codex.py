@@ -30,7 +30,7 @@ def test_a_real_rollout_keeps_what_the_model_was_sent_and_the_interface_records_
         messages[0].payload["content"].startswith("# AGENTS.md instructions for /Users/macmini/Code/homelab-migration")
     )
     assert messages[2].payload["content"].startswith("can you analyse the MD files")
-    assert messages[2].date == "2025-12-28T12:21:44.491000+00:00"
+    assert messages[2].date == "2025-12-28T12:21:44.491Z"
     names = [e.name for e in tape.read(kinds=["event"])]
     assert names.count("import.turn_context") == 6 and "import.user_message" in names
     assert tape.view(None).messages[-1]["content"].startswith("can you analyse")
