@@ -71,7 +71,7 @@ class TapeDraft:
         self.current = number
 
     def take(self, raw: Any, kind: str, date: Any = None) -> int:
-        """Start reading the next source record; ``date`` is its time in any form :func:`iso_date` reads."""
+        """Start reading the next source record; ``date`` is its time, in any form ``entry_date`` reads."""
         self.raw.append((raw, kind))
         parsed, original = entry_date(date)
         if parsed is not None:
