@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -127,3 +128,18 @@ def test_a_real_harbor_run_pairs_results_without_call_ids_and_keeps_screenshots(
     runs = tape.to_frame().query("name == 'run'")
     assert (len(runs), runs["prompt_tokens"].sum(), runs["completion_tokens"].sum()) == (50, 789477, 3079)
     assert tape.read()[1].date == "2026-02-09T08:20:01.128714+00:00"
+
+
+@pytest.mark.parametrize("sample", ["rfc-0001-example.json", "harbor-oncall-debug.trajectory.json"])
+def test_the_samples_are_trajectories_harbors_own_models_accept(sample: str) -> None:
+    """The ATIF samples are what Harbor itself validates (its models are vendored for the export's tests)."""
+    harbor = DATA.parent / "harbor_atif"
+    sys.path.insert(0, str(harbor))
+    try:
+        from harbor.models.trajectories import Trajectory
+    finally:
+        sys.path.remove(str(harbor))
+
+    trajectory = Trajectory.model_validate_json((DATA / "atif" / sample).read_text(encoding="utf-8"))
+
+    assert len(trajectory.steps) == {"rfc-0001-example.json": 3}.get(sample, 51)
