@@ -63,10 +63,9 @@ def owner_and_append_path(schema: str) -> list[str]:
                 END IF;
                 IF EXISTS (SELECT 1 FROM unnest(kinds, payloads, metas) AS x (k, p, m)
                         WHERE p IS NULL OR m IS NULL OR p ~ '[\\n\\r]' OR m ~ '[\\n\\r]'
-                        OR jsonb_typeof(p::jsonb) <> 'object' OR jsonb_typeof(m::jsonb) <> 'object'
-                        OR (k IN ('anchor', 'event') AND jsonb_typeof(p::jsonb -> 'name') IS DISTINCT FROM 'string'))
+                        OR jsonb_typeof(p::jsonb) <> 'object' OR jsonb_typeof(m::jsonb) <> 'object')
                 THEN
-                    RAISE EXCEPTION 'A payload and a meta are JSON objects on one line; an anchor or event has a name'
+                    RAISE EXCEPTION 'A payload and a meta are JSON objects, each on one line'
                         USING ERRCODE = '22023';
                 END IF;
                 RETURN n;
