@@ -1,4 +1,4 @@
-"""A class on one database: its own database and schema, students and a teacher with roles and passwords of their own."""
+"""A class on one database: a database and schema of its own, students and a teacher with their own roles."""
 
 from __future__ import annotations
 

@@ -46,6 +46,16 @@ def _shows(password: str, text: str) -> bool:
     return password in text or quote(password, safe="") in text
 
 
+def _set_password(room: Classroom, role: str, password: str) -> None:
+    statement = sql.SQL("ALTER ROLE {} PASSWORD {}").format(sql.Identifier(role), sql.Literal(password))
+    room.sql(statement.as_string(None))
+
+
+def _lines(room: Classroom, role: str) -> list[tuple[Any, ...]]:
+    """The stored lines of every tape ``role`` owns, read as the database's owner."""
+    return room.sql(f"SELECT e.line FROM {S}.entries e JOIN {S}.tapes t ON t.key = e.tape WHERE t.owner = %s", (role,))
+
+
 @pytest.fixture(scope="module")
 def room() -> Classroom:
     return classroom(students=1)
