@@ -40,7 +40,7 @@ def classroom(students: int = 3, passwords: dict[str, str] | None = None) -> Cla
     admin = server.create_database(tag)
     names = [f"{tag}_student{n}" for n in range(1, students + 1)]
     teacher = f"{tag}_teacher"
-    room = Classroom(admin, "class_tapes", names, teacher)
+    room = Classroom(admin, "bub_nb", names, teacher)  # the default schema, as a hub would use
     for role in [*names, teacher]:
         password = (passwords or {}).get(role, f"pw-{role}-x")
         server.create_role(role, password)

@@ -15,7 +15,7 @@ from bub_nb import class_overview, open_tape
 from bub_nb.tape import session_tape_name
 from bub_nb.tape.stores.postgres import PostgresTapeStore
 
-S = "class_tapes"
+S = "bub_nb"
 HUB_NOTEBOOK = "/home/jovyan/lesson.ipynb"  # every user's notebook has this path on a hub image
 SHARED_NAME = session_tape_name("/home/jovyan", "lesson.ipynb")
 

@@ -12,7 +12,7 @@ from harness.classroom import Classroom, classroom
 from bub_nb.tape import TapeEntry
 from bub_nb.tape.stores.postgres import PostgresTapeStore
 
-S = "class_tapes"
+S = "bub_nb"
 _FUTURE = "2999-01-01T00:00:00+00:00"
 
 #: What a student might type into psql, one statement each; ``{key}`` is their own tape's key, ``{next}``

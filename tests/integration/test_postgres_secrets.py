@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -20,7 +21,7 @@ from bub_nb.tape import open_tape
 from bub_nb.tape.stores.dsn import redact_dsn
 from bub_nb.tape.stores.postgres import PostgresTapeStore
 
-S = "class_tapes"
+S = "bub_nb"
 EXAMPLES = int(os.environ.get("BUB_SECRET_EXAMPLES", "25"))
 
 #: Letters, the characters a DSN gives meaning to, quotes, backslashes and other scripts.
@@ -37,13 +38,16 @@ def _forms(room: Classroom, role: str, password: str, database: str) -> dict[str
     port = room.admin.rsplit(":", 1)[1].split("/")[0]
     return {
         "url": f"postgresql://{role}:{quote(password, safe='')}@127.0.0.1:{port}/{database}",
-        "url as typed": f"postgresql://{role}:{password}@127.0.0.1:{port}/{database}",
+        # hostaddr: however libpq splits what was typed, it never looks a host name up
+        "url as typed": f"postgresql://{role}:{password}@127.0.0.1:{port}/{database}?hostaddr=127.0.0.1",
         "key=value": f"host=127.0.0.1 port={port} user={role} password={_keyword(password)} dbname={database}",
     }
 
 
 def _shows(password: str, text: str) -> bool:
-    return password in text or quote(password, safe="") in text
+    """The password, encoded or not, or a piece of it a parser might quote back (split at '@', ':' or '/')."""
+    pieces = {piece for piece in re.split(r"[@:/]", password) if len(piece.strip()) >= 6}
+    return any(secret in text for secret in {password, quote(password, safe=""), *pieces})
 
 
 def _set_password(room: Classroom, role: str, password: str) -> None:

@@ -19,13 +19,34 @@ _MIN_REMEMBERED = 6  # shorter secrets are hidden where they stand in a DSN, not
 _URL_PASSWORD = re.compile(r"\b([a-z][a-z0-9+.-]*://[^:/@\s]*):([^\n]*)@", re.IGNORECASE)
 _KEYWORD_PASSWORD = re.compile(r"(\bpassword\s*=\s*)('(?:[^'\\\n]|\\.)*'?|\S+)", re.IGNORECASE)
 _QUERY_PASSWORD = re.compile(r"([?&]password=)[^&#\n]*", re.IGNORECASE)
+_USERINFO = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~!$&'()*+,;=:")
+_PERCENT = re.compile(r"%[0-9A-Fa-f]{2}")
+_QUOTED = re.compile(r'"([^"\n]*)"')
 _remembered: set[str] = set()
+DSN_UNPARSED = (
+    "the DSN cannot be parsed (in a URL, a password with spaces, '@', ':', '/' or '%' must be percent-encoded; "
+    "in key=value form, quoted)"
+)
 _lock = threading.Lock()
 
 
 def is_dsn(value: object) -> bool:
     """Whether ``value`` names a PostgreSQL database rather than a folder or a tape."""
     return isinstance(value, str) and value.strip().lower().startswith(SCHEMES)
+
+
+def unencoded_password(dsn: str) -> str | None:
+    """Which characters of a URL's password must be percent-encoded to be read as typed, or ``None``.
+
+    libpq ends the password at the first ``@`` or ``/`` and refuses spaces; what follows would be read
+    as the host, the port or the database, and quoted back in its errors.
+    """
+    match = _URL_PASSWORD.match(dsn.strip())
+    if match is None:
+        return None
+    password = match.group(2)
+    bad = sorted({c for c in _PERCENT.sub("", password) if c.isascii() and c not in _USERINFO})
+    return "".join(bad) or None
 
 
 def dsn_secrets(dsn: str) -> set[str]:
@@ -88,8 +109,20 @@ def error_reason(error: BaseException) -> str:
     if text.startswith(("invalid dsn", "invalid connection option", 'missing "="', "unterminated quoted")) or (
         "connection info string" in text or "invalid URI" in text or "invalid percent-encoded" in text
     ):
-        return (
-            "the DSN cannot be parsed (in a URL, a password with spaces, '@', ':', '/' or '%' must be "
-            "percent-encoded; in key=value form, quoted)"
-        )
-    return redact_dsn(text)
+        return DSN_UNPARSED
+    return _quoted_fragments(redact_dsn(text))
+
+
+def _quoted_fragments(text: str) -> str:
+    """A quoted piece of a remembered password (libpq quotes what it could not parse) replaced too."""
+    if '"' not in text or not _remembered:
+        return text
+    secrets = list(_remembered)
+    return _QUOTED.sub(
+        lambda match: (
+            f'"{REDACTED}"'
+            if len(match.group(1)) >= 3 and any(match.group(1) in s for s in secrets)
+            else match.group(0)
+        ),
+        text,
+    )

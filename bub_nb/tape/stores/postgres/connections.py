@@ -20,7 +20,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from bub_nb.errors import TapeAccessError, TapeError
 from bub_nb.tape._lines import dumps
-from bub_nb.tape.stores.dsn import error_reason
+from bub_nb.tape.stores.dsn import DSN_UNPARSED, error_reason, unencoded_password
 
 POOL_PREFIX = "bub_nb "
 _GETCONN_TIMEOUT = 10.0
@@ -47,11 +47,24 @@ def _configure(conn: psycopg.Connection) -> None:
     set_json_loads(orjson.loads, conn)
 
 
+def check_password_encoded(dsn: str, what: str) -> None:
+    """Refuse, before connecting, a URL whose password libpq would split into host, port or database."""
+    bad = unencoded_password(dsn)
+    if bad is not None:
+        raise TapeError(
+            f"{what} cannot be used: its password holds {bad!r}, which must be percent-encoded in a URL "
+            "(urllib.parse.quote(password, safe=''))"
+        )
+
+
 def probe(dsn: str, location: str) -> None:
     """One direct connection, closed at once; a ``TapeError`` saying why when the server cannot be reached."""
+    check_password_encoded(dsn, f"Tape store {location}")
     try:
         psycopg.connect(dsn, connect_timeout=_PROBE_TIMEOUT).close()
-    except psycopg.Error as error:
+    except psycopg.ProgrammingError:  # libpq could not parse the DSN, and would quote part of the password
+        raise TapeError(f"Tape store {location} cannot be reached: {DSN_UNPARSED}") from None
+    except (psycopg.Error, OSError, ValueError) as error:  # an address libpq parsed oddly fails in name lookup
         raise TapeError(f"Tape store {location} cannot be reached: {error_reason(error)}") from None
 
 
