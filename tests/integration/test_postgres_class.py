@@ -77,8 +77,8 @@ def test_a_class_of_three_students_and_a_teacher_in_real_kernels_with_the_same_n
 
     rows = {row["tape_name"]: row for row in json.loads(overview)}
     for number, student in enumerate(room.students, start=1):
-        session, fork = rows[f"{student}/{SHARED_NAME}"], rows[f"{student}/side-{number}"]
-        assert session["owner"] == fork["owner"] == student and session["turns"] == 2 and fork["turns"] == 1
+        session, fork = rows[f"{student}/{SHARED_NAME}"], rows[f"{student}/side-{number}"]  # a fork copies the runs
+        assert session["owner"] == fork["owner"] == student and session["turns"] == 2 and fork["turns"] == 3
         assert session["last_anchor"] == "phase/one"
     assert rows[SHARED_NAME]["owner"] == room.teacher and rows[SHARED_NAME]["turns"] == 1
     # Each student's tapes hold only their own words, with ids 1..n and counters that agree.
