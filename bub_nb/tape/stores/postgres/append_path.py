@@ -24,10 +24,8 @@ def _literal(value: object) -> str:
     return sql.Literal(value).as_string(None)
 
 
-def owner_and_append_path(schema: str) -> list[str]:
-    from bub_nb.tape.stores.postgres.schema import users_role
-
-    group = sql.Identifier(users_role(schema)).as_string(None)
+def owner_and_append_path(schema: str, group: str) -> list[str]:
+    """The statements of this step for ``schema``, granting to the (quoted) ``group`` role."""
     kinds = ", ".join(_literal(kind) for kind in KINDS)
     # Literal braces are doubled: each statement is formatted with the schema's name.
     prefix = _literal(f"{schema}.")

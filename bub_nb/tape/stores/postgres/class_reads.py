@@ -7,15 +7,25 @@ entry again, so a class of two hundred students answers in well under a second.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from psycopg import rows
+from psycopg import rows, sql
 
 from bub_nb.tape.entries import MEMORY_ANCHOR_PREFIX
 from bub_nb.tape.events import RUN
 
-if TYPE_CHECKING:
-    from bub_nb.tape.stores.postgres.store import PostgresTapeStore
+
+class ClassStore(Protocol):
+    """What these reads need of a database store (``ClassStore`` has it)."""
+
+    role: str
+
+    def connection(self, tape: str | None) -> Any: ...
+
+    def query(self, text: str) -> sql.Composed: ...
+
+    def display_name(self, owner: str, name: str) -> str: ...
+
 
 # Doubled braces: the statement is formatted with the schema's name afterwards.
 _NUMBER = (
@@ -24,13 +34,8 @@ _NUMBER = (
 )
 
 
-def summary_statements(schema: str) -> list[str]:
-    """The ``class_summary()`` function and who may call it (part of schema version 3)."""
-    from psycopg import sql
-
-    from bub_nb.tape.stores.postgres.schema import users_role
-
-    group = sql.Identifier(users_role(schema)).as_string(None)
+def summary_statements(group: str) -> list[str]:
+    """The ``class_summary()`` function and who may call it (part of schema version 3); ``group`` is quoted."""
     run = sql.Literal(f'"{RUN}"').as_string(None)
     memory = sql.Literal(MEMORY_ANCHOR_PREFIX + "%").as_string(None)
     tokens = f"{_NUMBER.replace('FIELD', 'prompt_tokens')} + {_NUMBER.replace('FIELD', 'completion_tokens')}"
@@ -63,11 +68,11 @@ def summary_statements(schema: str) -> list[str]:
     ]
 
 
-def tape_details(store: PostgresTapeStore) -> dict[str, dict[str, Any]]:
+def tape_details(store: ClassStore) -> dict[str, dict[str, Any]]:
     """Each live tape the store's role may see, by the name it uses: owner, notebook, creation and last write."""
-    with store._connect(None) as conn:
+    with store.connection(None) as conn:
         found = conn.execute(
-            store._q(
+            store.query(
                 "SELECT owner, name, notebook, created, updated, entries, last_id FROM {s}.tapes "
                 "WHERE archived IS NULL AND entries > 0"
             )
@@ -77,10 +82,10 @@ def tape_details(store: PostgresTapeStore) -> dict[str, dict[str, Any]]:
     return dict(sorted(details.items()))
 
 
-def overview_rows(store: PostgresTapeStore) -> list[dict[str, Any]]:
+def overview_rows(store: ClassStore) -> list[dict[str, Any]]:
     """``class_overview``'s rows, sorted by tape name, counted inside the database."""
-    with store._connect(None) as conn:
-        found = conn.execute(store._q("SELECT * FROM {s}.class_summary()")).fetchall()
+    with store.connection(None) as conn:
+        found = conn.execute(store.query("SELECT * FROM {s}.class_summary()")).fetchall()
     result = []
     for owner, name, notebook, entries, anchors, turns, tokens, errors, last_date in found:
         phases = list(dict.fromkeys(anchors or []))
@@ -101,10 +106,10 @@ def overview_rows(store: PostgresTapeStore) -> list[dict[str, Any]]:
     return sorted(result, key=lambda row: row["tape_name"])
 
 
-def record_lineage(store: PostgresTapeStore, record: dict[str, Any]) -> None:
-    with store._connect(record.get("child")) as conn:
+def record_lineage(store: ClassStore, record: dict[str, Any]) -> None:
+    with store.connection(record.get("child")) as conn:
         conn.execute(
-            store._q(
+            store.query(
                 "INSERT INTO {s}.lineage (parent, child, from_anchor, from_id, date, replay) "
                 "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING"
             ),
@@ -119,12 +124,12 @@ def record_lineage(store: PostgresTapeStore, record: dict[str, Any]) -> None:
         )
 
 
-def lineage(store: PostgresTapeStore) -> list[dict[str, Any]]:
+def lineage(store: ClassStore) -> list[dict[str, Any]]:
     """Every fork this role may read; ``replay`` only where the fork replayed turns, as the lineage file has it."""
-    with store._connect(None) as conn:
+    with store.connection(None) as conn:
         cursor = conn.cursor(row_factory=rows.dict_row)
         found = cursor.execute(
-            store._q(
+            store.query(
                 "SELECT parent, child, from_anchor, from_id, date, replay, owner FROM {s}.lineage ORDER BY date, child"
             )
         ).fetchall()

@@ -130,7 +130,8 @@ def _v2(schema: str) -> list[str]:
 
 
 def _v3(schema: str) -> list[str]:
-    return [*owner_and_append_path(schema), *summary_statements(schema)]
+    group = sql.Identifier(users_role(schema)).as_string(None)
+    return [*owner_and_append_path(schema, group), *summary_statements(group)]
 
 
 MIGRATIONS: tuple[Callable[[str], list[str]], ...] = (_v1, _v2, _v3)

@@ -46,7 +46,7 @@ class PostgresTapeStore:
         self._lock = threading.Lock()
         self._pool = TapePool(dsn, self.location, pool_size)
         self._ensure_schema(migrate_schema)
-        with self._connect(None) as conn:
+        with self.connection(None) as conn:
             row = conn.execute("SELECT session_user").fetchone()
         self.role: str = str(row[0]) if row else ""
 
@@ -65,7 +65,7 @@ class PostgresTapeStore:
     def _ensure_schema(self, allowed: bool) -> None:
         import psycopg
 
-        with self._connect("open") as conn:
+        with self.connection("open") as conn:
             version = schema_version(conn, self.schema)
             if version >= VERSION:
                 return
@@ -98,17 +98,21 @@ class PostgresTapeStore:
         owner, name = self.owner_and_name(tape)
         return channel(self.schema, f"{owner}/{name}")
 
-    def _connect(self, tape: str | None) -> Any:
+    def connection(self, tape: str | None) -> Any:
+        """A pooled connection whose database errors are one-line ``TapeError``s naming ``tape``."""
         return self._pool.connection(tape)
 
-    def _q(self, text: str) -> sql.Composed:
+    def query(self, text: str) -> sql.Composed:
+        """``text`` with ``{s}`` standing for the schema."""
         return sql.SQL(text).format(s=self._s)
 
     def _live(self, conn: Any, tape: str) -> tuple[int, int, int] | None:
         """The tape's (key, entries, last_id), or ``None`` when it does not exist (or is not ours to see)."""
         owner, name = self.owner_and_name(tape)
         row = conn.execute(
-            self._q("SELECT key, entries, last_id FROM {s}.tapes WHERE owner = %s AND name = %s AND archived IS NULL"),
+            self.query(
+                "SELECT key, entries, last_id FROM {s}.tapes WHERE owner = %s AND name = %s AND archived IS NULL"
+            ),
             (owner, name),
         ).fetchone()
         return (int(row[0]), int(row[1]), int(row[2])) if row else None
@@ -123,14 +127,14 @@ class PostgresTapeStore:
     # -- the TapeStore protocol -------------------------------------------------------------------
 
     def list_tapes(self) -> list[str]:
-        with self._connect(None) as conn:
+        with self.connection(None) as conn:
             rows = conn.execute(
-                self._q("SELECT owner, name FROM {s}.tapes WHERE archived IS NULL AND entries > 0")
+                self.query("SELECT owner, name FROM {s}.tapes WHERE archived IS NULL AND entries > 0")
             ).fetchall()
         return sorted(self.display_name(owner, name) for owner, name in rows)
 
     def exists(self, tape: str) -> bool:
-        with self._connect(tape) as conn:
+        with self.connection(tape) as conn:
             live = self._live(conn, tape)
         return live is not None and live[1] > 0
 
@@ -140,11 +144,11 @@ class PostgresTapeStore:
             return []
         name = self._own_name(tape)
         stored: list[TapeEntry] = []
-        with self._connect(tape) as conn, conn.transaction():
+        with self.connection(tape) as conn, conn.transaction():
             for start in range(0, len(entries), _BATCH):
                 batch = entries[start : start + _BATCH]
                 row = conn.execute(
-                    self._q("SELECT first_id, stamped FROM {s}.append_entries(%s, %s, %s, %s, %s)"),
+                    self.query("SELECT first_id, stamped FROM {s}.append_entries(%s, %s, %s, %s, %s)"),
                     (name, [e.kind for e in batch], *_texts(batch), self._notebooks.get(name)),
                 ).fetchone()
                 if row is None or row[0] is None:
@@ -156,13 +160,13 @@ class PostgresTapeStore:
     def import_entries(self, tape: str, entries: Sequence[TapeEntry], *, notebook: str | None = None) -> int:
         """Copy entries with their own ids and dates (a tape moving in from files); the ids past the last."""
         name = self._own_name(tape)
-        with self._connect(tape) as conn, conn.transaction():
+        with self.connection(tape) as conn, conn.transaction():
             live = self._live(conn, name)
             new = [e for e in entries if e.id > (live[2] if live else 0)]
             for start in range(0, len(new), _BATCH):
                 batch = new[start : start + _BATCH]
                 conn.execute(
-                    self._q("SELECT {s}.import_entries(%s, %s, %s, %s, %s, %s, %s)"),
+                    self.query("SELECT {s}.import_entries(%s, %s, %s, %s, %s, %s, %s)"),
                     (name, batch[0].id, [e.kind for e in batch], *_texts(batch), [e.date for e in batch], notebook),
                 )
         return len(new)
@@ -171,12 +175,12 @@ class PostgresTapeStore:
         """Entries with ``start <= id < stop`` as decoded ``{id, kind, payload, meta, date}`` dicts."""
         if stop is not None and stop <= start:
             return []
-        with self._connect(tape) as conn:
+        with self.connection(tape) as conn:
             live = self._live(conn, tape)
             if live is None or start > live[2]:
                 return []
             rows = conn.execute(
-                self._q("SELECT line FROM {s}.entries WHERE tape = %s AND id >= %s AND id < %s ORDER BY id"),
+                self.query("SELECT line FROM {s}.entries WHERE tape = %s AND id >= %s AND id < %s ORDER BY id"),
                 (live[0], start, stop if stop is not None else live[2] + 1),
             ).fetchall()
         with gc_paused():
@@ -186,7 +190,7 @@ class PostgresTapeStore:
         return [TapeEntry.of_record(record) for record in self.records(tape, start, stop)]
 
     def iter_reverse(self, tape: str) -> Iterator[TapeEntry]:
-        with self._connect(tape) as conn:
+        with self.connection(tape) as conn:
             live = self._live(conn, tape)
         if live is None:
             return
@@ -199,7 +203,7 @@ class PostgresTapeStore:
             below = batch[0].id
 
     def anchors(self, tape: str) -> Sequence[AnchorRef]:
-        with self._connect(tape) as conn:
+        with self.connection(tape) as conn:
             live = self._live(conn, tape)
             if live is None:
                 return ()
@@ -208,7 +212,7 @@ class PostgresTapeStore:
                 ids, names = self._anchor_cache.get(key, ([], []))
             after = ids[-1] if ids else 0
             rows = conn.execute(
-                self._q(
+                self.query(
                     f"SELECT id, {_ANCHOR_NAME} FROM {{s}}.entries "
                     "WHERE tape = %s AND kind = 'anchor' AND id > %s AND id <= %s ORDER BY id"
                 ),
@@ -224,7 +228,7 @@ class PostgresTapeStore:
             return AnchorList(ids, names, length)
 
     def stats(self, tape: str) -> StoreStats:
-        with self._connect(tape) as conn:
+        with self.connection(tape) as conn:
             live = self._live(conn, tape)
         entries, last_id = (live[1], live[2]) if live else (0, 0)
         return StoreStats(entries, last_id, location=f"{self.location}#{self.schema}/{tape}")
@@ -234,8 +238,8 @@ class PostgresTapeStore:
         owner, name = self.owner_and_name(tape)
         if owner != self.role:
             raise TapeAccessError(f"Tape {tape!r} belongs to another role; it was not reset")
-        with self._connect(tape) as conn:
-            row = conn.execute(self._q("SELECT {s}.archive_tape(%s)"), (name,)).fetchone()
+        with self.connection(tape) as conn:
+            row = conn.execute(self.query("SELECT {s}.archive_tape(%s)"), (name,)).fetchone()
         if row is None or row[0] is None:
             return None
         return f"{self.location}#{self.schema}/{tape}@{row[0].strftime('%Y%m%dT%H%M%S.%fZ')}"
