@@ -75,10 +75,15 @@ def remember_dsn_secrets(dsn: str) -> None:
             _remembered.update(secrets)
 
 
+_seen_environment: list[str | None] = [None]
+
+
 def _environment_store() -> None:
     store = os.environ.get("BUB_STORE")
-    if store and is_dsn(store):
-        remember_dsn_secrets(store)
+    if store != _seen_environment[0]:  # once per value: this runs for every string a tape stores
+        _seen_environment[0] = store
+        if store and is_dsn(store):
+            remember_dsn_secrets(store)
 
 
 def has_secrets(text: str) -> bool:
