@@ -16,7 +16,8 @@ from urllib.parse import quote, unquote
 SCHEMES = ("postgresql://", "postgres://")
 REDACTED = "[redacted]"
 _MIN_REMEMBERED = 6  # shorter secrets are hidden where they stand in a DSN, not in every word of a text
-_URL_PASSWORD = re.compile(r"\b([a-z][a-z0-9+.-]*://[^:/@\s]*):([^\n]*)@", re.IGNORECASE)
+# An already redacted password is left as it is, so a later '@' on the line (an archive's stamp) stays.
+_URL_PASSWORD = re.compile(r"\b([a-z][a-z0-9+.-]*://[^:/@\s]*):(?!\[redacted\]@)([^\n]*)@", re.IGNORECASE)
 _KEYWORD_PASSWORD = re.compile(r"(\bpassword\s*=\s*)('(?:[^'\\\n]|\\.)*'?|\S+)", re.IGNORECASE)
 _QUERY_PASSWORD = re.compile(r"([?&]password=)[^&#\n]*", re.IGNORECASE)
 _USERINFO = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~!$&'()*+,;=:")
