@@ -35,6 +35,10 @@ def test_students_whose_notebooks_share_a_path_get_their_own_tapes(monkeypatch: 
     for student in (ann, ben):
         (entry,) = open_tape(f"{student}/{SHARED_NAME}", store=teacher).read()
         assert entry.payload["content"] == f"{student} was here"
+    with teacher.follow(f"{ben}/{SHARED_NAME}") as follower:  # the teacher follows one of the two, live
+        open_tape(store=room.dsn[ann]).append_message({"role": "user", "content": "ann again"})
+        open_tape(store=room.dsn[ben]).append_message({"role": "user", "content": "ben again"})
+        assert [e.payload["content"] for e in follower.poll(timeout=10)] == ["ben again"]
     teacher.close()
 
 
