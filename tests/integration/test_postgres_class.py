@@ -102,3 +102,21 @@ def test_a_class_of_three_students_and_a_teacher_in_real_kernels_with_the_same_n
     forks = room.sql(f"SELECT owner, child FROM {S}.lineage ORDER BY owner")
     assert forks == [(student, f"side-{n}") for n, student in enumerate(room.students, start=1)]
     print(f"class of 3 students and a teacher: {elapsed:.1f} s")
+
+
+def test_a_teacher_pulls_the_class_into_a_folder_per_student(tmp_path: Path) -> None:
+    from harness.tapes import bub_read
+
+    from bub_nb.tape.stores.postgres.sync import pull
+
+    room = classroom(students=2)
+    for student in room.students:
+        open_tape("lesson", store=room.dsn[student]).append_message({"role": "user", "content": f"{student}'s"})
+    teacher = PostgresTapeStore(room.dsn[room.teacher], schema=S)
+    copied = pull(teacher, tmp_path)
+    assert copied.entries == {f"{s}/lesson": 1 for s in room.students} and copied.left_alone == {}
+    for student in room.students:
+        (line,) = bub_read(tmp_path / "tapes" / student / "lesson.jsonl")
+        assert line["payload"]["content"] == f"{student}'s"
+    assert pull(teacher, tmp_path).total == 0  # the second time, nothing is new
+    teacher.close()
