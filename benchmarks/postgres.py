@@ -2,10 +2,11 @@
 
     python benchmarks/postgres.py            # append latency, from_last_anchor on 1M entries, read_tapes 30 x 10k
     python benchmarks/postgres.py --quick    # a 100k-entry tape instead of 1M
+    python benchmarks/postgres.py --class-only   # a teacher's class_overview() of 200 students x 500 entries
 
 It starts its own server in a temporary folder (Debian's ``postgresql`` package). The database
-tapes are loaded from the cached benchmark corpus with ``import_entries`` (COPY), so loading is
-not what is timed.
+tapes are loaded from the cached benchmark corpus with ``import_entries``, so loading is not what
+is timed.
 """
 
 from __future__ import annotations
@@ -113,6 +114,60 @@ def read_tapes_rows(dsn: str, tapes: int, size: int) -> list[list[Any]]:
     return [[label, f"{ours:.2f} s", f"{base:.2f} s", f"{ours / base:.1f}x", ""]]
 
 
+def class_rows(server: Any, students: int = 200, entries: int = 500) -> list[list[Any]]:
+    """A teacher's ``class_overview()`` of ``students`` tapes of ``entries`` each, beside ``read_tapes(store=...)``."""
+    import psycopg
+    from psycopg import sql
+
+    from bub_nb import class_overview
+    from bub_nb.tape.stores.postgres import PostgresTapeStore
+    from bub_nb.tape.stores.postgres.roles import enroll, init_database
+
+    admin = server.create_database("bench_class")
+    init_database(admin)
+    roles = [f"bench_student{n:03d}" for n in range(students)]
+    with psycopg.connect(admin, autocommit=True) as conn:
+        for role in [*roles, "bench_teacher"]:
+            conn.execute(sql.SQL("CREATE ROLE {} LOGIN PASSWORD 'bench-pw'").format(sql.Identifier(role)))
+    enroll(admin, "bench", roles)
+    enroll(admin, "bench", ["bench_teacher"], teacher=True)
+    template = PostgresTapeStore(admin)
+    started = time.perf_counter()
+    _load(template, "lesson", corpus.cached_tape(entries))
+    template.close()
+    with psycopg.connect(admin, autocommit=True) as conn:  # one tape per student, copied by the database's owner
+        conn.execute(
+            "INSERT INTO bub_nb.tapes (name, owner, notebook, entries, last_id) "
+            "SELECT t.name, r, '/home/jovyan/lesson.ipynb', t.entries, t.last_id "
+            "FROM bub_nb.tapes t, unnest(%s::name[]) AS r WHERE t.owner = current_user",
+            (roles,),
+        )
+        conn.execute(
+            "INSERT INTO bub_nb.entries (tape, id, kind, payload, meta, date, line, pushed) "
+            "SELECT s.key, e.id, e.kind, e.payload, e.meta, e.date, e.line, e.pushed FROM bub_nb.entries e "
+            "JOIN bub_nb.tapes t ON t.key = e.tape AND t.owner = current_user "
+            "JOIN bub_nb.tapes s ON s.name = t.name AND s.owner <> current_user"
+        )
+        conn.execute("ANALYZE")
+    print(f"  loaded {students} x {entries} entries in {time.perf_counter() - started:.0f} s", file=sys.stderr)
+    teacher = PostgresTapeStore(server.dsn("bench_teacher", "bench-pw", "bench_class"), migrate_schema=False)
+    frames = {}
+
+    def overview() -> None:
+        frames["overview"] = class_overview(teacher)
+
+    def every_entry() -> None:
+        frames["entries"] = read_tapes(store=teacher)
+
+    ours = median_time(overview, runs=5, warmup=1)
+    base = median_time(every_entry, runs=3, warmup=1)
+    assert len(frames["overview"]) == students and len(frames["entries"]) == students * entries
+    assert set(frames["overview"]["owner"]) == set(roles) and frames["overview"]["turns"].min() > 0
+    teacher.close()
+    label = f"class_overview(), teacher, {students} students x {entries}"
+    return [[label, f"{ours:.3f} s", f"{base:.2f} s", f"{ours / base:.2f}x", "< 1 s (baseline: read_tapes)"]]
+
+
 def rows(*, size: int = 1_000_000, appends: int = 2000, tapes: int = 30, tape_size: int = 10_000) -> list[list[Any]]:
     """Every database figure beside its file-store baseline; none when the server binaries are missing."""
     if server_binaries() is None:
@@ -120,17 +175,23 @@ def rows(*, size: int = 1_000_000, appends: int = 2000, tapes: int = 30, tape_si
         return []
     with PostgresServer() as server:
         dsn = server.dsn()
-        return append_rows(dsn, appends) + slice_rows(dsn, size) + read_tapes_rows(dsn, tapes, tape_size)
+        figures = append_rows(dsn, appends) + slice_rows(dsn, size) + read_tapes_rows(dsn, tapes, tape_size)
+        return figures + class_rows(server)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a 100k-entry tape instead of 1M")
     parser.add_argument("--appends", type=int, default=2000)
+    parser.add_argument("--class-only", action="store_true", help="only the teacher's overview of 200 students")
     args = parser.parse_args(argv)
     started = time.perf_counter()
-    table = rows(size=100_000 if args.quick else 1_000_000, appends=args.appends)
-    print_table(["figure (PostgreSQL)", "postgres", "file store", "ratio", "target"], table)
+    if args.class_only:
+        with PostgresServer() as server:
+            table = class_rows(server)
+    else:
+        table = rows(size=100_000 if args.quick else 1_000_000, appends=args.appends)
+    print_table(["figure (PostgreSQL)", "postgres", "baseline", "ratio", "target"], table)
     print(f"\n{len(table)} figures in {time.perf_counter() - started:.0f} s; median of warm runs")
     return 0
 

@@ -76,27 +76,40 @@ def _database(dsn: str, schema: str) -> Any:
     return database_store(dsn, schema)
 
 
-def _push(args: argparse.Namespace) -> int:
-    from bub_nb.tape.stores.postgres.sync import push
+def _postgres(module: str) -> Any:
+    """A module of the database store; without the postgres extra, the one line ``open_tape`` gives."""
+    import importlib
 
+    try:
+        return importlib.import_module(f"bub_nb.tape.stores.postgres.{module}")
+    except ImportError as error:
+        if (error.name or "").partition(".")[0] not in ("psycopg", "psycopg_pool"):
+            raise
+        raise BubNbError("A postgresql:// store needs the postgres extra: pip install 'bub_nb[postgres]'") from None
+
+
+def _push(args: argparse.Namespace) -> int:
+    push = _postgres("sync").push
     *home, dsn = args.places
     if len(home) > 1:
         raise BubNbError("bub-nb tapes push takes [HOME] DSN")
     store = _database(dsn, args.schema)
-    print(push(home[0] if home else None, store).describe("Pushed", f"to {store.location}"))
-    return 0
+    copied = push(home[0] if home else None, store)
+    print(copied.describe("Pushed", f"to {store.location}"))
+    return 1 if copied.left_alone else 0
 
 
 def _pull(args: argparse.Namespace) -> int:
     from bub_nb.tape.locations import tapes_home
-    from bub_nb.tape.stores.postgres.sync import pull
 
+    pull = _postgres("sync").pull
     dsn, *home = args.places
     if len(home) > 1:
         raise BubNbError("bub-nb tapes pull takes DSN [HOME]")
     store = _database(dsn, args.schema)
-    print(pull(store, home[0] if home else None).describe("Pulled", f"into {tapes_home(home[0] if home else None)}"))
-    return 0
+    copied = pull(store, home[0] if home else None)
+    print(copied.describe("Pulled", f"into {tapes_home(home[0] if home else None)}"))
+    return 1 if copied.left_alone else 0
 
 
 def _import(args: argparse.Namespace) -> int:
@@ -110,9 +123,8 @@ def _import(args: argparse.Namespace) -> int:
 
 def _db_init(args: argparse.Namespace) -> int:
     from bub_nb.tape.stores.dsn import redact_dsn
-    from bub_nb.tape.stores.postgres.roles import init_database
-    from bub_nb.tape.stores.postgres.schema import users_role
 
+    init_database, users_role = _postgres("roles").init_database, _postgres("schema").users_role
     before, after = init_database(args.dsn, schema=args.schema)
     done = "is already at" if before == after else f"went from version {before} to"
     print(
@@ -122,8 +134,7 @@ def _db_init(args: argparse.Namespace) -> int:
 
 
 def _db_enroll(args: argparse.Namespace) -> int:
-    from bub_nb.tape.stores.postgres.roles import enroll
-
+    enroll = _postgres("roles").enroll
     enroll(args.dsn, args.class_name, args.roles, teacher=args.teacher, schema=args.schema)
     who = "teachers" if args.teacher else "students"
     print(f"Class {args.class_name!r}: {', '.join(args.roles)} enrolled as {who}")

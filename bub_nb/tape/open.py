@@ -10,7 +10,7 @@ from bub_nb.tape.locations import current_notebook, tapes_home
 from bub_nb.tape.names import check_file_name, check_tape_file_name, validate_tape_name
 from bub_nb.tape.stores.archive import ArchiveTapeStore, is_archive_name
 from bub_nb.tape.stores.file import FileTapeStore
-from bub_nb.tape.stores.protocol import TapeStore
+from bub_nb.tape.stores.protocol import KnowsOwners, TapeStore
 from bub_nb.tape.stores.resolve import check_folder, file_store, resolve_store
 from bub_nb.tape.tape import Tape
 
@@ -56,8 +56,18 @@ def open_tape(
         check_tape_file_name(name)
         given = resolve_store(store) if store is not None else None
         return _existing(Tape(name, given or file_store(check_folder(path.parent))), create)
-    name = current_notebook().tape_name if name_or_path is None else validate_tape_name(name_or_path)
     chosen = resolve_store(store) if home is None or store is not None else None
+    if name_or_path is None:
+        notebook = current_notebook()
+        name = notebook.tape_name
+        if isinstance(chosen, KnowsOwners) and notebook.source != "cwd":  # the database records the notebook
+            chosen.note_notebook(name, str(notebook.workspace / notebook.session_id))
+    elif isinstance(chosen, KnowsOwners) and "/" in name_or_path:  # another role's tape: owner/name
+        owner, plain = chosen.owner_and_name(name_or_path)
+        validate_tape_name(plain)
+        name = name_or_path if owner and plain else validate_tape_name(name_or_path)
+    else:
+        name = validate_tape_name(name_or_path)
     return _existing(Tape(name, chosen or file_store(check_folder(tapes_home(home)))), create)
 
 

@@ -6,7 +6,7 @@ import os
 import re
 from typing import Any
 
-from bub_nb.tape.stores.dsn import redact_dsn
+from bub_nb.tape.stores.dsn import has_secrets, redact_dsn
 
 REDACTED = "[redacted]"
 _KEY_VARIABLES = ("BUB_API_KEY", "OPENAI_API_KEY")
@@ -24,7 +24,7 @@ def redact_text(text: str, keys: list[str] | None = None) -> str:
             text = text.replace(key, REDACTED)
     if "sk-" in text:
         text = _KEY_PATTERN.sub(REDACTED, text)
-    if "postgres" in text or "password" in text.lower():  # database passwords in DSNs
+    if has_secrets(text):  # database passwords: in DSNs, password= keywords, or of a DSN in use
         text = redact_dsn(text)
     return text
 

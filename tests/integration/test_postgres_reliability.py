@@ -100,3 +100,36 @@ def test_a_server_restart_mid_session_reconnects_and_no_turn_is_half_written(own
         assert [e.id for e in tape.read()] == list(range(1, len(tape) + 1))
     finally:
         store.close()
+
+
+def test_after_a_long_outage_the_first_use_works_and_each_failure_is_one_quiet_line(
+    own_server: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Down long enough for the pool's reconnect backoff to pass half a minute, as a lunch-break restart is."""
+    import logging
+    import time
+
+    store = PostgresTapeStore(own_server.dsn(), pool_size=2)
+    try:
+        tape = open_tape("outage", store=store)
+        tape.append_message({"role": "user", "content": "before"})
+        caplog.set_level(logging.INFO)
+        own_server.stop()
+        down = time.monotonic()
+        for _ in range(2):
+            started = time.monotonic()
+            with pytest.raises(TapeError) as caught:
+                tape.append_message({"role": "user", "content": "while down"})
+            assert time.monotonic() - started < 8 and "\n" not in str(caught.value)
+        time.sleep(max(0.0, 36 - (time.monotonic() - down)))
+        own_server.start()
+        started = time.monotonic()
+        tape.append_message({"role": "user", "content": "after"})
+        assert time.monotonic() - started < 8
+        assert [e.payload["content"] for e in tape.read()] == ["before", "after"]
+        noise = [
+            r.getMessage() for r in caplog.records if r.name.startswith("psycopg") and r.levelno >= logging.WARNING
+        ]
+        assert noise == []
+    finally:
+        store.close()

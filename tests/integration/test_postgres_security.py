@@ -48,18 +48,18 @@ def classroom() -> Iterator[dict[str, PostgresTapeStore]]:
 def test_a_student_sees_only_their_own_tapes(classroom: dict[str, PostgresTapeStore]) -> None:
     ben = classroom["ben"]
     assert ben.list_tapes() == ["ben-tape"]
-    assert ben.read("ann-tape") == [] and not ben.exists("ann-tape") and list(ben.anchors("ann-tape")) == []
-    assert ben.stats("ann-tape").entries == 0
+    assert ben.read("ann/ann-tape") == [] and not ben.exists("ann/ann-tape")
+    assert list(ben.anchors("ann/ann-tape")) == [] and ben.stats("ann/ann-tape").entries == 0
 
 
 def test_a_student_cannot_append_to_another_students_tape(classroom: dict[str, PostgresTapeStore]) -> None:
     before = classroom["ann"].read("ann-tape")
-    with pytest.raises(TapeAccessError, match="Tape 'ann-tape'") as caught:
-        classroom["ben"].append("ann-tape", [message("ben was here")])
+    with pytest.raises(TapeAccessError, match="Tape 'ann/ann-tape'") as caught:
+        classroom["ben"].append("ann/ann-tape", [message("ben was here")])
     assert "\n" not in str(caught.value) and "nothing was written" in str(caught.value)
     assert classroom["ann"].read("ann-tape") == before
-    with pytest.raises(TapeAccessError, match="Tape 'ann-tape'"):
-        open_tape("ann-tape", store=classroom["ben"]).reset(archive=True)
+    with pytest.raises(TapeAccessError, match="Tape 'ann/ann-tape'"):
+        open_tape("ann/ann-tape", store=classroom["ben"]).reset(archive=True)
     assert classroom["ann"].read("ann-tape") == before
 
 
@@ -76,12 +76,12 @@ def test_raw_sql_as_a_student_finds_nothing_of_anyone_else(classroom: dict[str, 
 
 def test_a_teacher_reads_every_tape_of_the_class_and_no_other(classroom: dict[str, PostgresTapeStore]) -> None:
     tess = classroom["tess"]
-    assert tess.list_tapes() == ["ann-tape", "ben-tape"]
-    assert [e.payload["content"] for e in tess.read("ann-tape", 2)] == ["ann's work"]
-    assert [a.name for a in tess.anchors("ann-tape")] == ["session/start"]
-    assert tess.read("cleo-tape") == []
-    with pytest.raises(TapeAccessError, match="Tape 'ben-tape'"):
-        tess.append("ben-tape", [message("a teacher reads, and does not write")])
+    assert tess.list_tapes() == ["ann/ann-tape", "ben/ben-tape"]
+    assert [e.payload["content"] for e in tess.read("ann/ann-tape", 2)] == ["ann's work"]
+    assert [a.name for a in tess.anchors("ann/ann-tape")] == ["session/start"]
+    assert tess.read("cleo/cleo-tape") == []
+    with pytest.raises(TapeAccessError, match="Tape 'ben/ben-tape'"):
+        tess.append("ben/ben-tape", [message("a teacher reads, and does not write")])
     assert len(classroom["ben"].read("ben-tape")) == 1
 
 
@@ -89,7 +89,7 @@ def test_the_class_overview_shows_the_teacher_who_wrote_what(classroom: dict[str
     from bub_nb import class_overview
 
     frame = class_overview(classroom["tess"])
-    assert list(frame["tape_name"]) == ["ann-tape", "ben-tape"] and list(frame["owner"]) == ["ann", "ben"]
+    assert list(frame["tape_name"]) == ["ann/ann-tape", "ben/ben-tape"] and list(frame["owner"]) == ["ann", "ben"]
     assert list(frame["entries"]) == [2, 1] and list(frame["anchors"]) == [["session/start"], []]
 
 
@@ -108,5 +108,5 @@ def test_no_role_rewrites_an_entry_even_its_own(classroom: dict[str, PostgresTap
             with pytest.raises(psycopg.errors.InsufficientPrivilege):
                 conn.execute(statement)
     assert [e.kind for e in cleo.read("cleo-tape")] == ["message"]
-    assert cleo.reset("cleo-scratch") is None  # starting one's own tape over still works
+    assert cleo.reset("cleo-scratch") is not None  # starting one's own tape over works, and keeps the old one
     assert cleo.list_tapes() == ["cleo-tape"] and cleo.read("cleo-scratch") == []

@@ -82,11 +82,67 @@ def test_fork_lineage_moves_both_ways(tmp_path: Path) -> None:
     assert [r["child"] for r in open_tape("parent", home=tmp_path / "b").lineage()] == ["child"]
 
 
-def test_copies_that_disagree_are_left_alone(tmp_path: Path) -> None:
+def test_copies_that_disagree_are_left_alone_and_everything_else_is_copied(tmp_path: Path, capsys: Any) -> None:
     store = postgres_store()
     store.append("lesson", [TapeEntry.message({"role": "user", "content": "database"})])
     open_tape("lesson", home=tmp_path / "a").append_message({"role": "user", "content": "files"})
-    with pytest.raises(Exception, match="Tape 'lesson' differs between the two copies at entry 1"):
-        push(tmp_path / "a", store)
-    assert main(["tapes", "pull", store.dsn, str(tmp_path / "a"), "--schema", store.schema]) == 2
+    later = open_tape("zebra", home=tmp_path / "a")  # sorts after the conflict
+    later.ensure_bootstrap_anchor()
+    later.fork_session("zebra-fork")
+    copied = push(tmp_path / "a", store)
+    assert copied.left_alone == {"lesson": "differs between the two copies at entry 1"}
+    assert copied.entries == {"zebra": 2, "zebra-fork": 2} and copied.lineage == 1
+    said = copied.describe("Pushed", "to the class")
+    assert said == (
+        "Pushed 4 new entries in 2 of 2 tapes to the class, and 1 fork records. "
+        "Not copied: 'lesson' differs between the two copies at entry 1"
+    )
+    assert main(["tapes", "pull", store.dsn, str(tmp_path / "a"), "--schema", store.schema]) == 1
+    assert "Not copied: 'lesson' differs" in capsys.readouterr().out
     assert len(store.read("lesson")) == 1 and len(open_tape("lesson", home=tmp_path / "a").read()) == 1
+
+
+def test_a_copy_that_is_behind_is_brought_up_to_date_in_either_direction(tmp_path: Path) -> None:
+    store = postgres_store()
+    local = open_tape("lesson", home=tmp_path / "a")
+    local.ensure_bootstrap_anchor()
+    assert push(tmp_path / "a", store).entries == {"lesson": 2}
+    for number in range(11):  # the database goes on without the files
+        open_tape("lesson", store=store).append_message({"role": "user", "content": f"in class {number}"})
+    assert push(tmp_path / "a", store).left_alone == {}  # the files are behind: nothing to push, no conflict
+    copied = pull(store, tmp_path / "a")
+    assert copied.entries == {"lesson": 11} and copied.left_alone == {}
+    local.append_message({"role": "user", "content": "at home"})
+    assert push(tmp_path / "a", store).entries == {"lesson": 1}
+    assert [e.id for e in store.read("lesson")] == list(range(1, 15))
+    assert store.read("lesson") == local.read()
+
+
+def test_a_replay_fork_keeps_its_model_on_a_round_trip(tmp_path: Path) -> None:
+    from bub_nb.tape.stores.lineage import record_lineage
+
+    record = {"parent": "lesson", "child": "lesson__replay__offline", "from_anchor": None, "from_id": 1}
+    record_lineage(tmp_path / "a" / "tapes", {**record, "replay": "offline"})
+    store = postgres_store()
+    assert push(tmp_path / "a", store).lineage == 1
+    assert [r.get("replay") for r in store.lineage()] == ["offline"]
+    assert pull(store, tmp_path / "b").lineage == 1
+    (pulled,) = open_tape("lesson", home=tmp_path / "b").lineage()
+    assert pulled["replay"] == "offline" and pulled["child"] == record["child"]
+
+
+def test_the_cli_without_the_postgres_extra_says_so_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    import sys
+
+    for name in list(sys.modules):
+        if name.startswith(("psycopg", "bub_nb.tape.stores.postgres")):
+            monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # as if the extra were not installed
+    dsn = "postgresql://ann:secret-pw@127.0.0.1:1/class"
+    for argv in (["tapes", "push", str(tmp_path), dsn], ["tapes", "pull", dsn], ["db", "init", dsn]):
+        assert main(argv) == 2
+        said = capsys.readouterr()
+        assert said.err == "bub-nb: A postgresql:// store needs the postgres extra: pip install 'bub_nb[postgres]'\n"
+        assert said.out == ""

@@ -87,8 +87,11 @@ def class_overview(store: TapeStore | str | None = None) -> pd.DataFrame:
     ``store`` is a store or a ``postgresql://`` DSN; ``None`` means ``$BUB_STORE``, else the Bub home's files.
     """
     chosen = _store(store)
-    details = _details(chosen)
-    rows = [_tape_row(name, details.get(name, {}), _records(chosen, name)) for name in chosen.list_tapes()]
+    if isinstance(chosen, KnowsOwners):  # a database counts its tapes itself, without sending their entries
+        rows = chosen.overview_rows()
+    else:
+        details = _details(chosen)
+        rows = [_tape_row(name, details.get(name, {}), _records(chosen, name)) for name in chosen.list_tapes()]
     frame = pd.DataFrame(rows, columns=list(OVERVIEW_COLUMNS))
     frame["last_activity"] = pd.to_datetime(frame["last_activity"], utc=True, format="ISO8601", errors="coerce")
     for column in ("entries", "turns", "tokens", "errors"):

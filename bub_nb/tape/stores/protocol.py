@@ -165,3 +165,15 @@ class KnowsOwners(Protocol):
     """A store that knows each tape's owner and notebook (a database)."""
 
     def tape_details(self) -> dict[str, dict[str, Any]]: ...
+
+    def owner_and_name(self, tape: str) -> tuple[str, str]:
+        """``(owner, name)``: ``owner/name`` names another role's tape, a plain name one's own."""
+        ...
+
+    def note_notebook(self, tape: str, notebook: str) -> None:
+        """Remember which notebook writes ``tape``, for the tape's record when it is made."""
+        ...
+
+    def overview_rows(self) -> list[dict[str, Any]]:
+        """One summary per tape this role reads, counted by the store (``class_overview``'s rows)."""
+        ...

@@ -45,13 +45,14 @@ def database_store(dsn: str, schema: str = "bub_nb") -> TapeStore:
 
 def resolve_store(store: TapeStore | str | None) -> TapeStore | None:
     """A store from what the caller gave: a store, a ``postgresql://`` DSN, else ``$BUB_STORE`` (or ``None``)."""
-    from bub_nb.tape.stores.dsn import is_dsn, redact_dsn
+    from bub_nb.tape.stores.dsn import is_dsn, redact_dsn, remember_dsn_secrets
 
     if store is None:
         store = os.environ.get("BUB_STORE") or None
         if store is None:
             return None
     if isinstance(store, str):
+        remember_dsn_secrets(store)
         if not is_dsn(store):
             raise TapeError(f"Store {redact_dsn(store)!r} is not a postgresql:// DSN")
         return database_store(store.strip())

@@ -10,7 +10,6 @@ from psycopg import sql
 from bub_nb.errors import TapeError
 from bub_nb.tape.entries import TapeEntry
 from bub_nb.tape.stores.dsn import error_reason
-from bub_nb.tape.stores.postgres.schema import channel
 from bub_nb.tape.stores.protocol import StoreStats
 
 
@@ -22,6 +21,8 @@ class DatabaseTapes(Protocol):
     location: str
 
     def stats(self, tape: str) -> StoreStats: ...
+
+    def channel_of(self, tape: str) -> str: ...
 
     def read(self, tape: str, start: int = 1, stop: int | None = None) -> list[TapeEntry]: ...
 
@@ -36,7 +37,7 @@ class TapeFollower:
         self.store, self.tape = store, tape
         try:
             self._conn = psycopg.connect(store.dsn, autocommit=True)
-            self._conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel(store.schema, tape))))
+            self._conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(store.channel_of(tape))))
         except psycopg.Error as error:
             raise TapeError(f"Tape {tape!r} cannot be followed at {store.location}: {error_reason(error)}") from None
         self.last_id = store.stats(tape).last_id if after is None else after

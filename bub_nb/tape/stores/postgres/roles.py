@@ -12,15 +12,18 @@ import psycopg
 from psycopg import sql
 
 from bub_nb.errors import TapeError
-from bub_nb.tape.stores.dsn import redact_dsn
+from bub_nb.tape.stores.dsn import error_reason, redact_dsn, remember_dsn_secrets
+from bub_nb.tape.stores.postgres.connections import check_password_encoded
 from bub_nb.tape.stores.postgres.schema import VERSION, check_schema_name, migrate, users_role
 
 
 def _connect(dsn: str) -> psycopg.Connection:
+    remember_dsn_secrets(dsn)
+    check_password_encoded(dsn, f"Database {redact_dsn(dsn)}")
     try:
         return psycopg.connect(dsn, autocommit=True)
-    except psycopg.Error as error:
-        raise TapeError(f"Database {redact_dsn(dsn)} cannot be reached: {_line(error)}") from None
+    except (psycopg.Error, OSError, ValueError) as error:
+        raise TapeError(f"Database {redact_dsn(dsn)} cannot be reached: {error_reason(error)}") from None
 
 
 def _line(error: BaseException) -> str:

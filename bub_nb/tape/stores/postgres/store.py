@@ -1,76 +1,54 @@
 """``PostgresTapeStore``: tapes shared by a class or a team in one PostgreSQL database.
 
-Ids are assigned inside the insert's transaction from a counter on the tape's row: the row lock
-orders concurrent writers, and a rolled-back transaction rolls its ids back with it, so ids stay
-gap-free, increasing and never reused. Every append is one transaction, so a crash or a lost
-connection leaves either the whole batch or none of it.
+A tape is found by its owner and its name, so two people whose notebooks share a path get two tapes.
+A plain name is one of this role's own tapes; another role's tape, as a teacher reads it, is
+``owner/name`` (``/`` never occurs in a tape's name). Entries are written only by the schema's
+functions (``append_path``), which take ids from a counter on the tape's row inside the insert's
+transaction: ids stay gap-free, increasing and never reused, and an append is all of its batch or none.
 """
 
 from __future__ import annotations
 
-import itertools
 import threading
 from bisect import bisect_right
 from collections.abc import Iterator, Sequence
-from datetime import UTC, datetime
 from typing import Any
 
-import orjson
-import psycopg
 from psycopg import sql
-from psycopg.types.json import Jsonb, set_json_dumps, set_json_loads
-from psycopg_pool import ConnectionPool, PoolTimeout
 
 from bub_nb.errors import TapeAccessError, TapeError
 from bub_nb.tape._lines import Record, decode_records, dumps, gc_paused
 from bub_nb.tape.entries import TapeEntry
-from bub_nb.tape.locations import current_notebook
 from bub_nb.tape.names import check_file_name
-from bub_nb.tape.stores.dsn import error_reason, redact_dsn
+from bub_nb.tape.stores.dsn import redact_dsn, remember_dsn_secrets
+from bub_nb.tape.stores.postgres import class_reads
+from bub_nb.tape.stores.postgres.connections import TapePool
 from bub_nb.tape.stores.postgres.follow import TapeFollower
 from bub_nb.tape.stores.postgres.schema import VERSION, channel, check_schema_name, migrate, schema_version
 from bub_nb.tape.stores.protocol import AnchorList, AnchorRef, StoreStats
 
 _REVERSE_BATCH = 500
-_COPY_FROM = 64  # batches this large go in with COPY, smaller ones as one multi-row INSERT
+_BATCH = 1_000  # entries per call of the append functions
 _ANCHOR_NAME = "CASE WHEN jsonb_typeof(payload -> 'name') = 'string' THEN payload ->> 'name' ELSE '' END"
-
-
-def _configure(conn: psycopg.Connection) -> None:
-    set_json_dumps(dumps, conn)
-    set_json_loads(orjson.loads, conn)
 
 
 class PostgresTapeStore:
     """Tapes in the ``schema`` of one PostgreSQL database, behind the ``TapeStore`` protocol."""
 
     def __init__(self, dsn: str, *, schema: str = "bub_nb", pool_size: int = 4, migrate_schema: bool = True) -> None:
+        remember_dsn_secrets(dsn)
         self.dsn = dsn
         self.schema = check_schema_name(schema)
         self.location = redact_dsn(dsn)
         self._s = sql.Identifier(schema)
         self._anchor_cache: dict[int, tuple[list[int], list[str]]] = {}
+        self._notebooks: dict[str, str] = {}
         self._lock = threading.Lock()
-        try:  # one direct try first: an unreachable server or a wrong password is one clear line, at once
-            psycopg.connect(dsn, connect_timeout=10).close()
-        except psycopg.Error as error:
-            raise TapeError(f"Tape store {self.location} cannot be reached: {error_reason(error)}") from None
-        self._pool = ConnectionPool(
-            dsn,
-            min_size=1,
-            max_size=max(1, pool_size),
-            kwargs={"autocommit": True},
-            configure=_configure,
-            check=ConnectionPool.check_connection,  # a restarted server: reconnect, not a stale error
-            open=False,
-            name=f"bub_nb {self.location}",
-        )
-        try:
-            self._pool.open(wait=True, timeout=10)
-        except Exception as error:
-            self._pool.close()
-            raise TapeError(f"Tape store {self.location} cannot be reached: {error_reason(error)}") from None
+        self._pool = TapePool(dsn, self.location, pool_size)
         self._ensure_schema(migrate_schema)
+        with self.connection(None) as conn:
+            row = conn.execute("SELECT session_user").fetchone()
+        self.role: str = str(row[0]) if row else ""
 
     def __repr__(self) -> str:
         return f"PostgresTapeStore({self.location!r}, schema={self.schema!r})"
@@ -85,7 +63,9 @@ class PostgresTapeStore:
         self.close()
 
     def _ensure_schema(self, allowed: bool) -> None:
-        with self._connect("open") as conn:
+        import psycopg
+
+        with self.connection("open") as conn:
             version = schema_version(conn, self.schema)
             if version >= VERSION:
                 return
@@ -99,159 +79,118 @@ class PostgresTapeStore:
                     f"upgrade it to {VERSION}; run `bub-nb db init` as the database's owner"
                 ) from None
 
-    # -- connections and errors -------------------------------------------------------------------
+    # -- names, connections -----------------------------------------------------------------------
 
-    def _connect(self, tape: str | None) -> Any:
-        return _Connection(self, tape)
+    def owner_and_name(self, tape: str) -> tuple[str, str]:
+        """``(owner, name)`` of ``tape``: ``owner/name``, or a plain name of this role's own."""
+        owner, slash, name = tape.partition("/")
+        return (owner, name) if slash and owner and "/" not in name else (self.role, tape)
 
-    def _q(self, text: str) -> sql.Composed:
+    def display_name(self, owner: str, name: str) -> str:
+        """How this role names a tape: plainly when it is its own, ``owner/name`` otherwise."""
+        return name if owner == self.role else f"{owner}/{name}"
+
+    def note_notebook(self, tape: str, notebook: str) -> None:
+        """Record which notebook writes ``tape`` when its row is made (the caller knows the notebook)."""
+        self._notebooks[tape] = notebook
+
+    def channel_of(self, tape: str) -> str:
+        owner, name = self.owner_and_name(tape)
+        return channel(self.schema, f"{owner}/{name}")
+
+    def connection(self, tape: str | None) -> Any:
+        """A pooled connection whose database errors are one-line ``TapeError``s naming ``tape``."""
+        return self._pool.connection(tape)
+
+    def query(self, text: str) -> sql.Composed:
+        """``text`` with ``{s}`` standing for the schema."""
         return sql.SQL(text).format(s=self._s)
 
-    def _live(self, conn: psycopg.Connection, tape: str) -> tuple[int, int, int] | None:
+    def _live(self, conn: Any, tape: str) -> tuple[int, int, int] | None:
         """The tape's (key, entries, last_id), or ``None`` when it does not exist (or is not ours to see)."""
+        owner, name = self.owner_and_name(tape)
         row = conn.execute(
-            self._q("SELECT key, entries, last_id FROM {s}.tapes WHERE name = %s AND archived IS NULL"), (tape,)
+            self.query(
+                "SELECT key, entries, last_id FROM {s}.tapes WHERE owner = %s AND name = %s AND archived IS NULL"
+            ),
+            (owner, name),
         ).fetchone()
         return (int(row[0]), int(row[1]), int(row[2])) if row else None
+
+    def _own_name(self, tape: str) -> str:
+        """The plain name of a tape this role may write; another role's tape is refused, nothing written."""
+        owner, name = self.owner_and_name(tape)
+        if owner != self.role:
+            raise TapeAccessError(f"Tape {tape!r} belongs to another role; nothing was written")
+        return check_file_name(name)  # the same names a file store takes, so tapes move both ways
 
     # -- the TapeStore protocol -------------------------------------------------------------------
 
     def list_tapes(self) -> list[str]:
-        with self._connect(None) as conn:
+        with self.connection(None) as conn:
             rows = conn.execute(
-                self._q("SELECT name FROM {s}.tapes WHERE archived IS NULL AND entries > 0 ORDER BY name")
+                self.query("SELECT owner, name FROM {s}.tapes WHERE archived IS NULL AND entries > 0")
             ).fetchall()
-        return [row[0] for row in rows]
+        return sorted(self.display_name(owner, name) for owner, name in rows)
 
     def exists(self, tape: str) -> bool:
-        with self._connect(tape) as conn:
+        with self.connection(tape) as conn:
             live = self._live(conn, tape)
         return live is not None and live[1] > 0
 
     def append(self, tape: str, entries: Sequence[TapeEntry]) -> list[TapeEntry]:
+        """Append through the schema's function: the database assigns each entry's id and date."""
         if not entries:
             return []
-        if len(entries) >= _COPY_FROM:
-            return self._write(tape, [(0, e) for e in entries])
-        check_file_name(tape)
-        query, params = self._append_statement(tape, entries)
-        with self._connect(tape) as conn:
-            row = conn.execute(query, params).fetchone()
-            if row is None:  # a new tape: make its row, then append
-                conn.execute(
-                    self._q(
-                        "INSERT INTO {s}.tapes (name, notebook) VALUES (%s, %s) "
-                        "ON CONFLICT (name) WHERE archived IS NULL DO NOTHING"
-                    ),
-                    (tape, _notebook_of(tape)),
-                )
-                row = conn.execute(query, params).fetchone()
-            if row is None:
-                raise TapeAccessError(f"Tape {tape!r} belongs to another role; nothing was written")
-        return [entry.with_id(int(row[0]) + n) for n, entry in enumerate(entries, start=1)]
-
-    def _append_statement(self, tape: str, entries: Sequence[TapeEntry]) -> tuple[sql.Composed, list[Any]]:
-        """One statement, so one round trip and its own transaction: take ids from the tape's counter
-        (its row lock orders concurrent writers), insert the entries, and wake the followers."""
-        count = len(entries)
-        values = sql.SQL(", ").join([sql.SQL("(%s::int, %s, %s::jsonb, %s::jsonb, %s, %s)")] * count)
-        query = self._q(
-            "WITH t AS (UPDATE {s}.tapes SET last_id = last_id + %s, entries = entries + %s, updated = now() "
-            "WHERE name = %s AND archived IS NULL RETURNING key, last_id - %s AS base), "
-            "e AS (INSERT INTO {s}.entries (tape, id, kind, payload, meta, date, line) "
-            "SELECT t.key, t.base + v.ord, v.kind, v.payload, v.meta, v.date, "
-            "'{{\"id\":' || (t.base + v.ord) || substr(v.line, 8) "  # the line was made with "id":0
-            "FROM t CROSS JOIN (VALUES "
-        )
-        query = query + values + sql.SQL(") AS v (ord, kind, payload, meta, date, line)) SELECT base, ")
-        query = query + sql.SQL("pg_notify(%s, (base + %s)::text) FROM t")
-        params: list[Any] = [count, count, tape, count]
-        for n, e in enumerate(entries, start=1):
-            params += [n, e.kind, Jsonb(e.payload), Jsonb(e.meta), e.date, _line(e.with_id(0))]
-        params += [channel(self.schema, tape), count]
-        return query, params
-
-    def import_entries(self, tape: str, entries: Sequence[TapeEntry], *, notebook: str | None = None) -> int:
-        """Copy entries with their own ids (a tape moving in from files); only ids past the last are taken."""
-        return len(self._write(tape, [(e.id, e) for e in entries], keep_ids=True, notebook=notebook))
-
-    def _write(
-        self, tape: str, items: list[tuple[int, TapeEntry]], *, keep_ids: bool = False, notebook: str | None = None
-    ) -> list[TapeEntry]:
-        check_file_name(tape)  # the same names a file store takes, so tapes move both ways
-        with self._connect(tape) as conn, conn.transaction():
-            conn.execute(
-                self._q(
-                    "INSERT INTO {s}.tapes (name, notebook) VALUES (%s, %s) "
-                    "ON CONFLICT (name) WHERE archived IS NULL DO NOTHING"
-                ),
-                (tape, notebook or _notebook_of(tape)),
-            )
-            # The row lock taken here orders every writer of this tape until the commit.
-            row = conn.execute(
-                self._q(
-                    "UPDATE {s}.tapes SET updated = now() WHERE name = %s AND archived IS NULL RETURNING key, last_id"
-                ),
-                (tape,),
-            ).fetchone()
-            if row is None:
-                raise TapeAccessError(f"Tape {tape!r} belongs to another role; nothing was written")
-            key, last_id = int(row[0]), int(row[1])
-            if keep_ids:
-                stored = [e.with_id(i) for i, e in items if i > last_id]
-                if any(b.id <= a.id for a, b in itertools.pairwise(stored)):
-                    raise TapeError(f"Tape {tape!r}: entries to copy are not in increasing id order")
-            else:
-                stored = [e.with_id(last_id + n) for n, (_, e) in enumerate(items, start=1)]
-            if not stored:
-                return []
-            self._insert(conn, key, stored)
-            conn.execute(
-                self._q("UPDATE {s}.tapes SET entries = entries + %s, last_id = %s WHERE key = %s"),
-                (len(stored), stored[-1].id, key),
-            )
-            conn.execute("SELECT pg_notify(%s, %s)", (channel(self.schema, tape), str(stored[-1].id)))
+        name = self._own_name(tape)
+        stored: list[TapeEntry] = []
+        with self.connection(tape) as conn, conn.transaction():
+            for start in range(0, len(entries), _BATCH):
+                batch = entries[start : start + _BATCH]
+                row = conn.execute(
+                    self.query("SELECT first_id, stamped FROM {s}.append_entries(%s, %s, %s, %s, %s)"),
+                    (name, [e.kind for e in batch], *_texts(batch), self._notebooks.get(name)),
+                ).fetchone()
+                if row is None or row[0] is None:
+                    raise TapeAccessError(f"Tape {tape!r} cannot be written by this role; nothing was written")
+                first, date = int(row[0]), str(row[1])
+                stored += [TapeEntry(first + n, e.kind, e.payload, e.meta, date) for n, e in enumerate(batch)]
         return stored
 
-    def _insert(self, conn: psycopg.Connection, key: int, stored: list[TapeEntry]) -> None:
-        if len(stored) >= _COPY_FROM:
-            with conn.cursor().copy(
-                self._q("COPY {s}.entries (tape, id, kind, payload, meta, date, line) FROM STDIN")
-            ) as copy:
-                for e in stored:
-                    copy.write_row((key, e.id, e.kind, Jsonb(e.payload), Jsonb(e.meta), e.date, _line(e)))
-            return
-        values = sql.SQL(", ").join([sql.SQL("(%s, %s, %s, %s, %s, %s, %s)")] * len(stored))
-        params: list[Any] = []
-        for e in stored:
-            params += [key, e.id, e.kind, Jsonb(e.payload), Jsonb(e.meta), e.date, _line(e)]
-        conn.execute(
-            sql.SQL("INSERT INTO {}.entries (tape, id, kind, payload, meta, date, line) VALUES ").format(self._s)
-            + values,
-            params,
-        )
+    def import_entries(self, tape: str, entries: Sequence[TapeEntry], *, notebook: str | None = None) -> int:
+        """Copy entries with their own ids and dates (a tape moving in from files); the ids past the last."""
+        name = self._own_name(tape)
+        with self.connection(tape) as conn, conn.transaction():
+            live = self._live(conn, name)
+            new = [e for e in entries if e.id > (live[2] if live else 0)]
+            for start in range(0, len(new), _BATCH):
+                batch = new[start : start + _BATCH]
+                conn.execute(
+                    self.query("SELECT {s}.import_entries(%s, %s, %s, %s, %s, %s, %s)"),
+                    (name, batch[0].id, [e.kind for e in batch], *_texts(batch), [e.date for e in batch], notebook),
+                )
+        return len(new)
 
     def records(self, tape: str, start: int = 1, stop: int | None = None) -> list[Record]:
         """Entries with ``start <= id < stop`` as decoded ``{id, kind, payload, meta, date}`` dicts."""
         if stop is not None and stop <= start:
             return []
-        with self._connect(tape) as conn:
+        with self.connection(tape) as conn:
             live = self._live(conn, tape)
             if live is None or start > live[2]:
                 return []
             rows = conn.execute(
-                self._q("SELECT line FROM {s}.entries WHERE tape = %s AND id >= %s AND id < %s ORDER BY id"),
+                self.query("SELECT line FROM {s}.entries WHERE tape = %s AND id >= %s AND id < %s ORDER BY id"),
                 (live[0], start, stop if stop is not None else live[2] + 1),
             ).fetchall()
         with gc_paused():
             return [r for r in decode_records([row[0].encode() for row in rows]) if r is not None]
 
     def read(self, tape: str, start: int = 1, stop: int | None = None) -> list[TapeEntry]:
-        records = self.records(tape, start, stop)
-        return [TapeEntry.of_record(record) for record in records]
+        return [TapeEntry.of_record(record) for record in self.records(tape, start, stop)]
 
     def iter_reverse(self, tape: str) -> Iterator[TapeEntry]:
-        with self._connect(tape) as conn:
+        with self.connection(tape) as conn:
             live = self._live(conn, tape)
         if live is None:
             return
@@ -264,7 +203,7 @@ class PostgresTapeStore:
             below = batch[0].id
 
     def anchors(self, tape: str) -> Sequence[AnchorRef]:
-        with self._connect(tape) as conn:
+        with self.connection(tape) as conn:
             live = self._live(conn, tape)
             if live is None:
                 return ()
@@ -273,7 +212,7 @@ class PostgresTapeStore:
                 ids, names = self._anchor_cache.get(key, ([], []))
             after = ids[-1] if ids else 0
             rows = conn.execute(
-                self._q(
+                self.query(
                     f"SELECT id, {_ANCHOR_NAME} FROM {{s}}.entries "
                     "WHERE tape = %s AND kind = 'anchor' AND id > %s AND id <= %s ORDER BY id"
                 ),
@@ -289,106 +228,47 @@ class PostgresTapeStore:
             return AnchorList(ids, names, length)
 
     def stats(self, tape: str) -> StoreStats:
-        with self._connect(tape) as conn:
+        with self.connection(tape) as conn:
             live = self._live(conn, tape)
         entries, last_id = (live[1], live[2]) if live else (0, 0)
         return StoreStats(entries, last_id, location=f"{self.location}#{self.schema}/{tape}")
 
     def reset(self, tape: str, *, archive: bool = False) -> str | None:
-        with self._connect(tape) as conn, conn.transaction():
-            row = conn.execute(
-                self._q("SELECT key FROM {s}.tapes WHERE name = %s AND archived IS NULL FOR UPDATE"), (tape,)
-            ).fetchone()
-            if row is None:
-                return None
-            stamp = datetime.now(UTC)
-            if archive:
-                done = conn.execute(self._q("UPDATE {s}.tapes SET archived = %s WHERE key = %s"), (stamp, row[0]))
-            else:
-                done = conn.execute(self._q("DELETE FROM {s}.tapes WHERE key = %s"), (row[0],))
-            if done.rowcount != 1:
-                raise TapeAccessError(f"Tape {tape!r} belongs to another role; it was not reset")
-            conn.execute("SELECT pg_notify(%s, %s)", (channel(self.schema, tape), "reset"))
-        if not archive:
+        """Start ``tape`` over. On a database the old tape is always kept, archived, where teachers read it."""
+        owner, name = self.owner_and_name(tape)
+        if owner != self.role:
+            raise TapeAccessError(f"Tape {tape!r} belongs to another role; it was not reset")
+        with self.connection(tape) as conn:
+            row = conn.execute(self.query("SELECT {s}.archive_tape(%s)"), (name,)).fetchone()
+        if row is None or row[0] is None:
             return None
-        return f"{self.location}#{self.schema}/{tape}@{stamp.strftime('%Y%m%dT%H%M%S.%fZ')}"
+        return f"{self.location}#{self.schema}/{tape}@{row[0].strftime('%Y%m%dT%H%M%S.%fZ')}"
 
     # -- what only a database has ---------------------------------------------------------------
 
     def tape_details(self) -> dict[str, dict[str, Any]]:
         """Each live tape this role may see: its owner, notebook, creation and last write."""
-        with self._connect(None) as conn:
-            rows = conn.execute(
-                self._q(
-                    "SELECT name, owner, notebook, created, updated, entries, last_id FROM {s}.tapes "
-                    "WHERE archived IS NULL AND entries > 0 ORDER BY name"
-                )
-            ).fetchall()
-        keys = ("owner", "notebook", "created", "updated", "entries", "last_id")
-        return {row[0]: dict(zip(keys, row[1:], strict=True)) for row in rows}
+        return class_reads.tape_details(self)
+
+    def overview_rows(self) -> list[dict[str, Any]]:
+        """One summary per live tape, counted by the database: what ``class_overview`` shows."""
+        return class_reads.overview_rows(self)
 
     def record_lineage(self, record: dict[str, Any]) -> None:
-        """Keep one fork's lineage (parent, child, from_anchor, from_id, date); a known one is kept once."""
-        with self._connect(record.get("child")) as conn:
-            conn.execute(
-                self._q(
-                    "INSERT INTO {s}.lineage (parent, child, from_anchor, from_id, date) VALUES (%s, %s, %s, %s, %s) "
-                    "ON CONFLICT DO NOTHING"
-                ),
-                (record["parent"], record["child"], record.get("from_anchor"), record["from_id"], record["date"]),
-            )
+        """Keep one fork's lineage (parent, child, from_anchor, from_id, date, replay); a known one is kept once."""
+        class_reads.record_lineage(self, record)
 
     def lineage(self) -> list[dict[str, Any]]:
-        with self._connect(None) as conn:
-            cursor = conn.cursor(row_factory=psycopg.rows.dict_row)
-            rows = cursor.execute(
-                self._q("SELECT parent, child, from_anchor, from_id, date FROM {s}.lineage ORDER BY date, child")
-            ).fetchall()
-        return [dict(row) for row in rows]
+        return class_reads.lineage(self)
 
     def follow(self, tape: str, after: int | None = None) -> TapeFollower:
         """A ``TapeFollower`` that waits for ``NOTIFY`` and hands over what ``tape`` gained."""
         return TapeFollower(self, tape, after)
 
 
-def _line(entry: TapeEntry) -> str:
-    """The entry as Bub's line, without its line break."""
-    return entry.to_line()[:-1].decode("utf-8", "surrogatepass")
-
-
-def _notebook_of(tape: str) -> str | None:
-    """The notebook this kernel runs, when ``tape`` is that notebook's tape."""
-    notebook = current_notebook()
-    if notebook.source == "cwd" or notebook.tape_name != tape:
-        return None
-    return str(notebook.workspace / notebook.session_id)
-
-
-class _Connection:
-    """A pooled connection whose database errors become one-line ``TapeError``s naming the tape."""
-
-    def __init__(self, store: PostgresTapeStore, tape: str | None) -> None:
-        self._store, self._tape = store, tape
-        self._context: Any = None
-
-    def __enter__(self) -> psycopg.Connection:
-        try:
-            self._context = self._store._pool.connection(timeout=10)
-            return self._context.__enter__()  # type: ignore[no-any-return]
-        except Exception as error:
-            raise self._error(error) from None
-
-    def __exit__(self, kind: Any, error: Any, trace: Any) -> None:
-        try:
-            self._context.__exit__(kind, error, trace)
-        except Exception as closing:  # the connection broke while being handed back
-            if error is None:
-                raise self._error(closing) from None
-        if isinstance(error, psycopg.Error | PoolTimeout):
-            raise self._error(error) from None
-
-    def _error(self, error: BaseException) -> TapeError:
-        what = f"Tape {self._tape!r}" if self._tape else "Tape store"
-        if isinstance(error, psycopg.errors.InsufficientPrivilege):
-            return TapeAccessError(f"{what} is not open to this role at {self._store.location}; nothing was written")
-        return TapeError(f"{what} at {self._store.location} failed: {error_reason(error)}")
+def _texts(entries: Sequence[TapeEntry]) -> tuple[list[str], list[str]]:
+    """Payloads and metas as the JSON text a tape line holds, so the database's line is Bub's."""
+    return (
+        [dumps(e.payload).decode("utf-8", "surrogatepass") for e in entries],
+        [dumps(e.meta).decode("utf-8", "surrogatepass") for e in entries],
+    )

@@ -1,7 +1,8 @@
 """Moving tapes between a Bub home's files and a database, in Bub's format, ids and lineage intact.
 
-Both directions copy only what the other side lacks, so running them again is cheap and safe. A tape
-whose two copies disagree on an entry they both hold is left alone with an error naming it.
+Both directions copy only what the other side lacks, so running them again is cheap and safe, and a copy
+that is behind is brought up to date. A tape whose two copies disagree on an entry they both hold is left
+alone and named; every other tape, and the fork lineage, is still copied.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 from filelock import FileLock
@@ -17,17 +18,18 @@ from filelock import FileLock
 from bub_nb.errors import TapeError
 from bub_nb.tape.entries import TapeEntry
 from bub_nb.tape.locations import tapes_home
-from bub_nb.tape.names import LINEAGE_FILE
+from bub_nb.tape.names import LINEAGE_FILE, check_file_name
 from bub_nb.tape.stores.lineage import read_lineage
 from bub_nb.tape.stores.postgres.store import PostgresTapeStore
-from bub_nb.tape.stores.protocol import TapeStore
+from bub_nb.tape.stores.protocol import StoreStats, TapeStore
 
 
 @dataclass
 class Copied:
-    """What one push or pull moved: new entries per tape, and fork records."""
+    """What one push or pull moved: new entries per tape, the tapes left alone and why, and fork records."""
 
     entries: dict[str, int] = field(default_factory=dict)
+    left_alone: dict[str, str] = field(default_factory=dict)
     lineage: int = 0
 
     @property
@@ -36,65 +38,103 @@ class Copied:
 
     def describe(self, verb: str, where: str) -> str:
         changed = sum(1 for count in self.entries.values() if count)
-        return f"{verb} {self.total} new entries in {changed} of {len(self.entries)} tapes {where}" + (
-            f", and {self.lineage} fork records" if self.lineage else ""
-        )
+        text = f"{verb} {self.total} new entries in {changed} of {len(self.entries)} tapes {where}"
+        text += f", and {self.lineage} fork records" if self.lineage else ", and no fork records"
+        if self.left_alone:
+            reasons = "; ".join(f"{name!r} {why}" for name, why in sorted(self.left_alone.items()))
+            text += f". Not copied: {reasons}"
+        return text
 
 
 def _same(a: TapeEntry, b: TapeEntry) -> bool:
     return (a.kind, a.payload, a.meta, a.date) == (b.kind, b.payload, b.meta, b.date)
 
 
-def _check_agree(name: str, source: TapeStore, target: TapeStore, last_id: int) -> None:
-    """Both copies hold the entry at ``last_id`` (the target's last) and it is the same entry."""
-    if last_id == 0:
-        return
-    mine, theirs = target.read(name, last_id, last_id + 1), source.read(name, last_id, last_id + 1)
-    if not mine or not theirs or not _same(mine[0], theirs[0]):
-        raise TapeError(f"Tape {name!r} differs between the two copies at entry {last_id}; nothing was copied")
+class _Copy(Protocol):
+    def stats(self, tape: str) -> StoreStats: ...
+
+    def read(self, tape: str, start: int = 1, stop: int | None = None) -> list[TapeEntry]: ...
+
+
+def _new_entries(name: str, source: _Copy, target: _Copy, copied: Copied) -> list[TapeEntry]:
+    """What ``target`` lacks of ``name``: nothing when it is as far or further, or when the copies disagree
+    on the last entry both hold (then the tape is noted as left alone)."""
+    source_last, target_last = source.stats(name).last_id, target.stats(name).last_id
+    shared = min(source_last, target_last)
+    if shared:
+        mine, theirs = target.read(name, shared, shared + 1), source.read(name, shared, shared + 1)
+        if not mine or not theirs or not _same(mine[0], theirs[0]):
+            copied.left_alone[name] = f"differs between the two copies at entry {shared}"
+            return []
+    return source.read(name, target_last + 1) if source_last > target_last else []
 
 
 def _lineage_key(record: dict[str, Any]) -> tuple[Any, ...]:
-    return (record.get("parent"), record.get("child"), record.get("from_id"))
+    return (record.get("owner"), record.get("parent"), record.get("child"), record.get("from_id"))
 
 
 def push(home: str | Path | None, store: PostgresTapeStore) -> Copied:
-    """Copy the tapes under ``<home>/tapes`` and their fork lineage into ``store``."""
+    """Copy the tapes under ``<home>/tapes`` and their fork lineage into ``store``, as this role's tapes."""
     from bub_nb.tape.stores.resolve import file_store
 
     files = file_store(tapes_home(home))
     copied = Copied()
     for name in files.list_tapes():
-        last_id = store.stats(name).last_id
-        _check_agree(name, files, store, last_id)
-        new = files.read(name, last_id + 1)
-        copied.entries[name] = store.import_entries(name, new) if new else 0
+        try:
+            new = _new_entries(name, files, store, copied)
+            if name not in copied.left_alone:
+                copied.entries[name] = store.import_entries(name, new) if new else 0
+        except TapeError as error:
+            copied.left_alone[name] = f"was refused: {error}"
     known = {_lineage_key(r) for r in store.lineage()}
     for record in read_lineage(files.directory):
-        if _lineage_key(record) not in known and {"parent", "child", "from_id"} <= record.keys():
+        if (
+            {"parent", "child", "from_id"} <= record.keys()
+            and "owner" not in record
+            and _lineage_key(record) not in known
+        ):
             store.record_lineage({**record, "date": str(record.get("date", ""))})
             copied.lineage += 1
     return copied
 
 
 def pull(store: PostgresTapeStore, home: str | Path | None) -> Copied:
-    """Copy every tape this role may read from ``store`` into ``<home>/tapes`` as Bub's files."""
+    """Copy every tape this role may read from ``store`` into ``<home>/tapes`` as Bub's files; another
+    role's tape ``owner/name`` (a teacher's class) goes to ``<home>/tapes/<owner>/<name>.jsonl``."""
     from bub_nb.tape.stores.resolve import file_store
 
-    files = file_store(tapes_home(home))
-    files.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    top = file_store(tapes_home(home))
+    top.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
     copied = Copied()
     for name in store.list_tapes():
-        last_id = files.stats(name).last_id
-        _check_agree(name, store, files, last_id)
-        new = store.read(name, last_id + 1)
-        copied.entries[name] = _append_lines(files.path_for(name), new) if new else 0
-    known = {_lineage_key(r) for r in read_lineage(files.directory)}
+        owner, plain = store.owner_and_name(name)
+        try:
+            folder = top if owner == store.role else file_store(top.directory / check_file_name(owner))
+            folder.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+            new = _new_entries(name, store, _Renamed(folder, name, plain), copied)
+            if name not in copied.left_alone:
+                copied.entries[name] = _append_lines(folder.path_for(plain), new) if new else 0
+        except TapeError as error:
+            copied.left_alone[name] = f"was refused: {error}"
+    known = {_lineage_key(r) for r in read_lineage(top.directory)}
     lines = [orjson.dumps(r) + b"\n" for r in store.lineage() if _lineage_key(r) not in known]
     if lines:
-        _append_bytes(files.directory / LINEAGE_FILE, b"".join(lines))
+        _append_bytes(top.directory / LINEAGE_FILE, b"".join(lines))
         copied.lineage = len(lines)
     return copied
+
+
+class _Renamed:
+    """A folder's tape ``plain`` read under the name the database gives it (``owner/name``)."""
+
+    def __init__(self, folder: TapeStore, name: str, plain: str) -> None:
+        self.folder, self.name, self.plain = folder, name, plain
+
+    def stats(self, tape: str) -> StoreStats:
+        return self.folder.stats(self.plain)
+
+    def read(self, tape: str, start: int = 1, stop: int | None = None) -> list[TapeEntry]:
+        return self.folder.read(self.plain, start, stop)
 
 
 def _append_lines(path: Path, entries: list[TapeEntry]) -> int:
