@@ -19,7 +19,7 @@ from bub_nb.agent.tools import Tool, ToolRegistry
 from bub_nb.context.modes import Mode, as_strategy, parse_mode
 from bub_nb.errors import BubNbError, ReplayError
 from bub_nb.tape import LAST_ANCHOR
-from bub_nb.tape.address import entry_address
+from bub_nb.tape.citations import entry_address
 from bub_nb.tape.entries import TapeEntry
 from bub_nb.tape.events import run_data, run_usage
 from bub_nb.tape.fork import check_fork, forked_entries, memory_before

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from bub_nb.tape.address import TapeAddress
 from bub_nb.tape.anchors import LAST_ANCHOR, AnchorSummary
+from bub_nb.tape.citations import TapeAddress
 from bub_nb.tape.entries import KINDS, TapeEntry, is_phase_anchor
 from bub_nb.tape.info import TapeInfo
 from bub_nb.tape.locations import current_notebook, tapes_home

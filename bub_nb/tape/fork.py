@@ -11,8 +11,8 @@ from typing import Any, Protocol
 
 from bub_nb.errors import BubNbError, TapeError
 from bub_nb.tape._lines import anchor_name
-from bub_nb.tape.address import entry_address
 from bub_nb.tape.anchors import AnchorSummary
+from bub_nb.tape.citations import entry_address
 from bub_nb.tape.entries import TapeEntry, is_phase_anchor
 from bub_nb.tape.events import HANDOFF, handoff_entries
 from bub_nb.tape.names import validate_tape_name

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 from bub_nb.errors import EntryNotFoundError, TapeError
 from bub_nb.tape import anchors, seams
-from bub_nb.tape.address import TapeAddress, anchor_address, entry_address
 from bub_nb.tape.anchors import LAST_ANCHOR, AnchorSummary
+from bub_nb.tape.citations import TapeAddress, anchor_address, entry_address
 from bub_nb.tape.entries import TapeEntry, is_phase_anchor, plain_json
 from bub_nb.tape.events import handoff_entries
 from bub_nb.tape.fork import ForkBlock, ForkedStore, check_fork, copy_session
