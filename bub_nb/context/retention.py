@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
     from bub_nb.tape import Tape
 
-_READ_KINDS = ("message", "tool_call", "tool_result", "error", "system")
+_READ_KINDS = ("message", "tool_call", "tool_result", "error")
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,9 +125,12 @@ def report(entries: list[TapeEntry], state: dict[str, Any], *, anchor: str = "",
     return Retention(anchor, anchor_id, span, found)
 
 
-def anchor_retention(tape: Tape, anchor: str | int | AnchorSummary) -> Retention:
-    """The retention report of an anchor (a name, its last anchor of that name; an id; or an ``AnchorSummary``)."""
-    anchors = tape.anchors(limit=None)
+def anchor_retention(
+    tape: Tape, anchor: str | int | AnchorSummary, anchors: list[AnchorSummary] | None = None
+) -> Retention:
+    """The retention report of an anchor (a name, its last anchor of that name; an id; or an ``AnchorSummary``);
+    ``anchors`` is the tape's anchor list when the caller has it already."""
+    anchors = tape.anchors(limit=None) if anchors is None else anchors
     found = _resolve(anchors, anchor, tape.name)
     if not has_summary(found.state):
         raise BubNbError(f"Anchor {found.name!r} (#{found.id}) has no summary; only a summarising handoff has one")
@@ -141,3 +144,9 @@ def retention(tape: Tape, anchor: str | int | AnchorSummary) -> pd.DataFrame:
     """What the summary of ``anchor`` kept of the phase it closed: one row per artifact (``kind``, ``artifact``,
     ``kept``, ``entry``); ``frame.attrs["counts"]`` holds ``kind -> (kept, total)``."""
     return anchor_retention(tape, anchor).frame()
+
+
+def retention_lines(tape: Tape) -> dict[int, str]:
+    """``anchor id -> "number 3/4 · path 1/1 ..."`` for every anchor with a summary, for an anchor table."""
+    anchors = tape.anchors(limit=None)
+    return {a.id: anchor_retention(tape, a, anchors).short() for a in anchors if has_summary(a.state)}

@@ -215,11 +215,15 @@ class BubMagics(Magics, MagicSettings):
     @usage_errors
     def anchors_magic(self, line: str) -> Any:
         """The tape's anchors as a DataFrame: name, id, date, state, entries since, and what each summary cites
-        (``sources``) and how many of its sentences cite nothing (``uncited``)."""
+        (``sources``), how many of its sentences cite nothing (``uncited``) and what it kept of its phase
+        (``retention``: kept/total per kind of artifact, see ``bub_nb.retention``)."""
+        from bub_nb.context.retention import retention_lines
         from bub_nb.tape.reports.transcript import anchors_frame
 
         args = parse_line(self.anchors_magic, line)
         frame = anchors_frame(self.session.tape)
+        lines = retention_lines(self.session.tape)
+        frame["retention"] = frame["id"].map(lines).astype("string")
         return frame if args.limit is None else frame.tail(args.limit)
 
     @magic_arguments("context")
