@@ -107,9 +107,14 @@ _STOP: Final = frozenset(
         "at",
         "by",
         "from",
+        "them",
+        "they",
+        "our",
+        "us",
+        "my",
     ]
 )
-DECISION_OVERLAP: Final = 0.6
+DECISION_OVERLAP: Final = 0.75
 """A decision is kept when a sentence of the summary holds this share of its content words."""
 
 
@@ -138,50 +143,87 @@ def content_words(sentence: str) -> frozenset[str]:
     return frozenset(w for w in (m.lower() for m in _WORD.findall(sentence)) if w not in _STOP)
 
 
-def _decisions(text: str) -> list[Artifact]:
+def _decisions(text: str) -> list[tuple[int, Artifact]]:
     found = []
+    cursor = 0
     for sentence in sentences(text):
-        if DECISION.search(sentence) and content_words(sentence):
-            found.append(Artifact("decision", sentence, " ".join(sorted(content_words(sentence)))))
+        at = text.find(sentence[:24], cursor)
+        cursor = at if at != -1 else cursor
+        if DECISION.search(sentence) and (words := content_words(sentence)):
+            found.append((cursor, Artifact("decision", sentence, " ".join(sorted(words)))))
     return found
+
+
+def _blank(match: re.Match[str]) -> str:
+    return " " * len(match.group(0))
+
+
+def located(text: str) -> list[tuple[int, Artifact]]:
+    """The artifacts of ``text`` with where each starts, in the order of :data:`KINDS`, each kind in reading order.
+
+    Texts joined by blank lines give each text's artifacts: no artifact spans a line break.
+    """
+    if "[#" in text:
+        text = CITATION.sub(_blank, text)
+    found: list[tuple[int, Artifact]] = []
+    rest = text
+    if "://" in rest:
+        found.extend((m.start(), Artifact("url", m.group(0), m.group(0).rstrip("/"))) for m in URL.finditer(rest))
+        rest = URL.sub(_blank, rest)
+    commands: list[tuple[int, int, str]] = []
+    if "$" in rest:
+        commands.extend((m.start(1), m.end(), m.group(1)) for m in _PROMPT_COMMAND.finditer(rest))
+    if "`" in rest:
+        for match in _BACKTICK.finditer(rest):
+            inner = match.group(1).strip()
+            if _COMMAND_START.match(inner):
+                commands.append((match.start(), match.end(), inner))
+    for start, end, command in sorted(commands):
+        found.append((start, Artifact("command", command, " ".join(command.split()))))
+        rest = _mask(rest, start, end)
+    for kind, pattern in (("path", PATH), ("identifier", IDENTIFIER)):
+        matches = list(pattern.finditer(rest))
+        if matches:
+            found.extend((m.start(), Artifact(kind, m.group(0), m.group(0).removesuffix("()"))) for m in matches)
+            rest = pattern.sub(_blank, rest)
+    rest = _CURRENCY_FIRST.sub(" ", rest)
+    found.extend((m.start(), Artifact("number", m.group(0), _number_key(m))) for m in NUMBER.finditer(rest))
+    found.extend(_decisions(text))
+    order = {kind: index for index, kind in enumerate(KINDS)}
+    return sorted(found, key=lambda pair: (order[pair[1].kind], pair[0]))
 
 
 def extract(text: str) -> list[Artifact]:
     """The artifacts of ``text`` in the order of :data:`KINDS`, each kind in reading order."""
-    text = CITATION.sub(lambda match: " " * len(match.group(0)), text)
-    found: list[Artifact] = []
-    rest = text
-    for match in URL.finditer(rest):
-        found.append(Artifact("url", match.group(0), match.group(0).rstrip("/")))
-        rest = _mask(rest, match.start(), match.end())
-    commands: list[tuple[int, int, str]] = []
-    for match in _PROMPT_COMMAND.finditer(rest):
-        commands.append((match.start(), match.end(), match.group(1)))
-    for match in _BACKTICK.finditer(rest):
-        inner = match.group(1).strip()
-        if _COMMAND_START.match(inner):
-            commands.append((match.start(), match.end(), inner))
-    for start, end, command in sorted(commands):
-        found.append(Artifact("command", command, " ".join(command.split())))
-        rest = _mask(rest, start, end)
-    for kind, pattern in (("path", PATH), ("identifier", IDENTIFIER)):
-        for match in pattern.finditer(rest):
-            found.append(Artifact(kind, match.group(0), match.group(0).removesuffix("()")))
-        rest = pattern.sub(lambda match: " " * len(match.group(0)), rest)
-    rest = _CURRENCY_FIRST.sub(" ", rest)
-    found.extend(Artifact("number", m.group(0), _number_key(m)) for m in NUMBER.finditer(rest))
-    found.extend(_decisions(text))
-    order = {kind: index for index, kind in enumerate(KINDS)}
-    return sorted(found, key=lambda artifact: order[artifact.kind])
+    return [artifact for _, artifact in located(text)]
 
 
-def is_kept(artifact: Artifact, summary: str, found: set[tuple[str, str]], summary_sentences: list[str]) -> bool:
+def _word_character(char: str) -> bool:
+    return char.isalnum() or char == "_"
+
+
+def stands_in(text: str, summary: str) -> bool:
+    """Whether ``text`` occurs in ``summary`` as written, not inside a longer word, name or number."""
+    start = summary.find(text)
+    while start != -1:
+        before = summary[start - 1 : start]
+        after = summary[start + len(text) : start + len(text) + 2]
+        glued_before = bool(before) and (_word_character(before) or before == ".")
+        glued_after = bool(after) and (_word_character(after[0]) or (after[:1] == "." and after[1:2].isalnum()))
+        if not glued_before and not glued_after:
+            return True
+        start = summary.find(text, start + 1)
+    return False
+
+
+def is_kept(
+    artifact: Artifact, summary: str, found: set[tuple[str, str]], sentence_words: list[frozenset[str]]
+) -> bool:
     """Whether ``artifact`` survives in ``summary``: its key is among the summary's artifacts of its kind, or
-    its text stands in the summary as written (not inside a longer word or number); a decision survives when
-    one sentence of the summary holds :data:`DECISION_OVERLAP` of its content words."""
+    its text stands in the summary as written (:func:`stands_in`); a decision survives when one sentence of
+    the summary (``sentence_words``: each sentence's :func:`content_words`) holds :data:`DECISION_OVERLAP` of
+    its content words."""
     if artifact.kind == "decision":
         wanted = content_words(artifact.text)
-        return any(len(wanted & content_words(s)) >= DECISION_OVERLAP * len(wanted) for s in summary_sentences)
-    if (artifact.kind, artifact.key) in found:
-        return True
-    return re.search(rf"(?<![\w.]){re.escape(artifact.text)}(?![\w]|\.\w)", summary) is not None
+        return any(len(wanted & words) >= DECISION_OVERLAP * len(wanted) for words in sentence_words)
+    return (artifact.kind, artifact.key) in found or stands_in(artifact.text, summary)

@@ -9,10 +9,11 @@ at the first entry it appears in.
 from __future__ import annotations
 
 import json
+from bisect import bisect_right
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from bub_nb.context.artifacts import KINDS, Artifact, extract, is_kept
+from bub_nb.context.artifacts import KINDS, Artifact, content_words, extract, is_kept, located
 from bub_nb.errors import BubNbError
 from bub_nb.tape.anchors import AnchorSummary
 from bub_nb.tape.citations import BOOKKEEPING_KEYS, sentences
@@ -110,15 +111,20 @@ def report(entries: list[TapeEntry], state: dict[str, Any], *, anchor: str = "",
     """The retention report of ``state`` over the phase ``entries``."""
     summary = state_text(state)
     summary_found = {(a.kind, a.key) for a in extract(summary)}
-    summary_sentences = sentences(summary)
+    sentence_words = [content_words(sentence) for sentence in sentences(summary)]
+    # One pass over the phase's texts joined by blank lines; bisecting a position finds its entry.
+    read = [entry for entry in entries if entry.kind in _READ_KINDS]
+    texts = [payload_text(entry.kind, entry.payload).replace("\r", "") for entry in read]
+    starts, position = [], 0
+    for text in texts:
+        starts.append(position)
+        position += len(text) + 2
     seen: dict[tuple[str, str], Found] = {}
-    for entry in entries:
-        if entry.kind not in _READ_KINDS:
-            continue
-        for artifact in extract(payload_text(entry.kind, entry.payload)):
-            if (artifact.kind, artifact.key) not in seen:
-                kept = is_kept(artifact, summary, summary_found, summary_sentences)
-                seen[(artifact.kind, artifact.key)] = Found(artifact, entry.id, kept)
+    for at, artifact in located("\n\n".join(texts)):
+        if (artifact.kind, artifact.key) not in seen:
+            entry_id = read[bisect_right(starts, at) - 1].id
+            kept = is_kept(artifact, summary, summary_found, sentence_words)
+            seen[(artifact.kind, artifact.key)] = Found(artifact, entry_id, kept)
     order = {kind: index for index, kind in enumerate(KINDS)}
     found = tuple(sorted(seen.values(), key=lambda f: (order[f.artifact.kind], f.entry)))
     span = (entries[0].id, entries[-1].id) if entries else (0, 0)
