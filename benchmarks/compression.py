@@ -49,7 +49,8 @@ def prompt(turn: int) -> str:
     return (
         f"Step {turn}: look at the {topic} table in data/{topic}/month-{turn % 12 + 1}.csv; "
         f"it loaded {turn * 37 % 900 + 100} rows in {turn * 13 % 80 + 5} ms. "
-        f"We decided to keep the {topic} outliers and note them. Next, compare with step {turn - 1}."
+        f"We decided to keep the {topic} outliers and note them. Next, run `python clean.py --month {turn % 12 + 1}` "
+        f"and compare with step {turn - 1}."
     )
 
 
@@ -185,7 +186,9 @@ def rows(turns: int = 200, every: int = 10, window: int = 1500) -> list[list[str
         *[
             [
                 f"offline summary kept: {kind}s ({kept[f'total_{kind}']:.0f} over {turns // every} phases)",
-                f"{kept[f'kept_{kind}']:.1%} (worst phase {kept[f'min_{kind}']:.1%})",
+                f"{kept[f'kept_{kind}']:.1%} (worst phase {kept[f'min_{kind}']:.1%})"
+                if kept[f"total_{kind}"]
+                else "none",
                 f"{DEJA_VU[kind]:.1%} (deja-vu, other corpus)" if kind in DEJA_VU else "",
                 "",
                 ">= 90% each phase" if kind in ("number", "path") else "",

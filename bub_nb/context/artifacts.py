@@ -127,10 +127,6 @@ class Artifact:
     key: str
 
 
-def _mask(text: str, start: int, end: int) -> str:
-    return text[:start] + " " * (end - start) + text[end:]
-
-
 def _number_key(match: re.Match[str]) -> str:
     number = match.group(0)
     unit = match.group("unit") or ""
@@ -178,9 +174,15 @@ def located(text: str) -> list[tuple[int, Artifact]]:
             inner = match.group(1).strip()
             if _COMMAND_START.match(inner):
                 commands.append((match.start(), match.end(), inner))
-    for start, end, command in sorted(commands):
-        found.append((start, Artifact("command", command, " ".join(command.split()))))
-        rest = _mask(rest, start, end)
+    if commands:
+        pieces, position = [], 0
+        for start, end, command in sorted(commands):
+            if start < position:  # a `command` quoted inside a $ line is part of it
+                continue
+            found.append((start, Artifact("command", command, " ".join(command.split()))))
+            pieces += [rest[position:start], " " * (end - start)]
+            position = end
+        rest = "".join([*pieces, rest[position:]])
     for kind, pattern in (("path", PATH), ("identifier", IDENTIFIER)):
         matches = list(pattern.finditer(rest))
         if matches:
