@@ -203,10 +203,16 @@ class BubMagics(Magics, MagicSettings):
             state = anchor.payload.get("state") or {}
         else:
             anchor, _event = self.session.tape.handoff(args.name, state or None, source="notebook")
-        shown = json.dumps(state, indent=2, ensure_ascii=False, default=str) if state else "(no state)"
+        from bub_nb.notebook.summary_text import is_summary, summary_markdown
+
+        if is_summary(state):
+            shown = summary_markdown(self.session.tape, state)
+        else:
+            dumped = json.dumps(state, indent=2, ensure_ascii=False, default=str) if state else "(no state)"
+            shown = f"```json\n{dumped}\n```"
         show(
             f"⚓ Handoff **{anchor.name}** written as entry #{anchor.id} on tape `{self.session.tape.name}`. "
-            f"The next turn's view starts here and carries:\n\n```json\n{shown}\n```"
+            f"The next turn's view starts here and carries:\n\n{shown}"
         )
 
     @magic_arguments("anchors")
