@@ -184,10 +184,12 @@ def located(text: str) -> list[tuple[int, Artifact]]:
             position = end
         rest = "".join([*pieces, rest[position:]])
     for kind, pattern in (("path", PATH), ("identifier", IDENTIFIER)):
-        matches = list(pattern.finditer(rest))
-        if matches:
-            found.extend((m.start(), Artifact(kind, m.group(0), m.group(0).removesuffix("()"))) for m in matches)
-            rest = pattern.sub(_blank, rest)
+        pieces, position = [], 0
+        for match in pattern.finditer(rest):
+            found.append((match.start(), Artifact(kind, match.group(0), match.group(0).removesuffix("()"))))
+            pieces += [rest[position : match.start()], " " * (match.end() - match.start())]
+            position = match.end()
+        rest = "".join([*pieces, rest[position:]]) if pieces else rest
     rest = _CURRENCY_FIRST.sub(" ", rest)
     found.extend((m.start(), Artifact("number", m.group(0), _number_key(m))) for m in NUMBER.finditer(rest))
     found.extend(_decisions(text))
