@@ -140,13 +140,20 @@ def content_words(sentence: str) -> frozenset[str]:
 
 
 def _decisions(text: str) -> list[tuple[int, Artifact]]:
+    """The decision sentences of ``text``: only the lines holding a decision word are split into sentences."""
     found = []
-    cursor = 0
-    for sentence in sentences(text):
-        at = text.find(sentence[:24], cursor)
-        cursor = at if at != -1 else cursor
-        if DECISION.search(sentence) and (words := content_words(sentence)):
-            found.append((cursor, Artifact("decision", sentence, " ".join(sorted(words)))))
+    done = -1
+    for match in DECISION.finditer(text):
+        if match.start() <= done:
+            continue
+        start = text.rfind("\n", 0, match.start()) + 1
+        end = text.find("\n", match.end())
+        done = end = len(text) if end == -1 else end
+        line = text[start:end]
+        for sentence in sentences(line):
+            if DECISION.search(sentence) and (words := content_words(sentence)):
+                at = line.find(sentence[:24])
+                found.append((start + max(at, 0), Artifact("decision", sentence, " ".join(sorted(words)))))
     return found
 
 
