@@ -29,6 +29,7 @@ from bub_nb.tape import (
 if TYPE_CHECKING:
     from bub_nb.agent import Agent, Turn, hookimpl, register_plugin, tool, unregister_plugin
     from bub_nb.agent.replay import replay
+    from bub_nb.context.retention import retention
     from bub_nb.imports import ImportReport, import_log
     from bub_nb.tape.frames.overview import class_overview
     from bub_nb.tape.frames.tapes import read_tapes
@@ -68,6 +69,7 @@ __all__ = [
     "read_tapes",
     "register_plugin",
     "replay",
+    "retention",
     "session_tape_name",
     "set_prices",
     "tool",
@@ -87,6 +89,7 @@ _LAZY = {
     "register_plugin": "bub_nb.agent",
     "unregister_plugin": "bub_nb.agent",
     "replay": "bub_nb.agent.replay",
+    "retention": "bub_nb.context.retention",
     "set_prices": "bub_nb.tape.reports.prices",
     "import_log": "bub_nb.imports",
     "ImportReport": "bub_nb.imports",

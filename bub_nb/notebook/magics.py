@@ -203,10 +203,16 @@ class BubMagics(Magics, MagicSettings):
             state = anchor.payload.get("state") or {}
         else:
             anchor, _event = self.session.tape.handoff(args.name, state or None, source="notebook")
-        shown = json.dumps(state, indent=2, ensure_ascii=False, default=str) if state else "(no state)"
+        from bub_nb.notebook.summary_text import is_summary, summary_markdown
+
+        if is_summary(state):
+            shown = summary_markdown(self.session.tape, state)
+        else:
+            dumped = json.dumps(state, indent=2, ensure_ascii=False, default=str) if state else "(no state)"
+            shown = f"```json\n{dumped}\n```"
         show(
             f"⚓ Handoff **{anchor.name}** written as entry #{anchor.id} on tape `{self.session.tape.name}`. "
-            f"The next turn's view starts here and carries:\n\n```json\n{shown}\n```"
+            f"The next turn's view starts here and carries:\n\n{shown}"
         )
 
     @magic_arguments("anchors")
@@ -215,11 +221,15 @@ class BubMagics(Magics, MagicSettings):
     @usage_errors
     def anchors_magic(self, line: str) -> Any:
         """The tape's anchors as a DataFrame: name, id, date, state, entries since, and what each summary cites
-        (``sources``) and how many of its sentences cite nothing (``uncited``)."""
+        (``sources``), how many of its sentences cite nothing (``uncited``) and what it kept of its phase
+        (``retention``: kept/total per kind of artifact, see ``bub_nb.retention``)."""
+        from bub_nb.context.retention import retention_lines
         from bub_nb.tape.reports.transcript import anchors_frame
 
         args = parse_line(self.anchors_magic, line)
         frame = anchors_frame(self.session.tape)
+        lines = retention_lines(self.session.tape)
+        frame["retention"] = frame["id"].map(lines).astype("string")
         return frame if args.limit is None else frame.tail(args.limit)
 
     @magic_arguments("context")

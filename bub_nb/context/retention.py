@@ -1,0 +1,158 @@
+"""What a summarising handoff kept: the artifacts of the phase it closed, each kept in its state or lost.
+
+The phase is the ``range`` the anchor's state records (else the entries between the anchor before it and
+this one). Its entries' text and the state's text (every key but the bookkeeping ones: ``sources``,
+``range``, ...) are read by :func:`~bub_nb.context.artifacts.extract`; an artifact is counted once per phase,
+at the first entry it appears in.
+"""
+
+from __future__ import annotations
+
+import json
+from bisect import bisect_right
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from bub_nb.context.artifacts import KINDS, Artifact, content_words, extract, is_kept, located
+from bub_nb.errors import BubNbError
+from bub_nb.tape.anchors import AnchorSummary
+from bub_nb.tape.citations import BOOKKEEPING_KEYS, sentences
+from bub_nb.tape.entries import TapeEntry
+from bub_nb.tape.text import payload_text
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from bub_nb.tape import Tape
+
+_READ_KINDS = ("message", "tool_call", "tool_result", "error")
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    """An artifact of the phase, the entry it first appears in, and whether the summary kept it."""
+
+    artifact: Artifact
+    entry: int
+    kept: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Retention:
+    """The retention report of one anchor: every artifact of its phase, kept or lost."""
+
+    anchor: str
+    anchor_id: int
+    range: tuple[int, int]
+    found: tuple[Found, ...]
+
+    def counts(self) -> dict[str, tuple[int, int]]:
+        """``kind -> (kept, total)`` for every kind, zeros included."""
+        return {
+            kind: (
+                sum(1 for f in self.found if f.artifact.kind == kind and f.kept),
+                sum(1 for f in self.found if f.artifact.kind == kind),
+            )
+            for kind in KINDS
+        }
+
+    def lost(self) -> tuple[Found, ...]:
+        return tuple(f for f in self.found if not f.kept)
+
+    def short(self) -> str:
+        """One line for a table: ``number 3/4 · path 1/1 ...``, kinds the phase has none of left out."""
+        parts = [f"{kind} {kept}/{total}" for kind, (kept, total) in self.counts().items() if total]
+        return " · ".join(parts) or "nothing to keep"
+
+    def frame(self) -> pd.DataFrame:
+        """One row per artifact: ``kind``, ``artifact`` (as written), ``kept``, ``entry`` (where it lived)."""
+        import pandas as pd
+
+        rows = [(f.artifact.kind, f.artifact.text, f.kept, f.entry) for f in self.found]
+        frame = pd.DataFrame(rows, columns=["kind", "artifact", "kept", "entry"])
+        frame.attrs["counts"] = self.counts()
+        frame.attrs["anchor"] = self.anchor
+        return frame
+
+
+def has_summary(state: Any) -> bool:
+    """Whether an anchor state is a summary's (it holds a ``summary`` text)."""
+    return isinstance(state, dict) and isinstance(state.get("summary"), str)
+
+
+def state_text(state: dict[str, Any]) -> str:
+    """The text of a summary's state that a reader gets: every key but the bookkeeping ones."""
+    parts = []
+    for key, value in state.items():
+        if key in BOOKKEEPING_KEYS:
+            continue
+        parts.append(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str))
+    return "\n".join(parts)
+
+
+def _phase_range(tape: Tape, anchor: AnchorSummary, anchors: list[AnchorSummary]) -> tuple[int, int]:
+    recorded = anchor.state.get("range") if anchor.state else None
+    if isinstance(recorded, list | tuple) and len(recorded) == 2 and all(type(v) is int for v in recorded):
+        return (recorded[0], recorded[1])
+    before = [other.id for other in anchors if other.id < anchor.id]
+    return ((before[-1] + 1) if before else 1, anchor.id - 1)
+
+
+def _resolve(anchors: list[AnchorSummary], anchor: str | int | AnchorSummary, tape: str) -> AnchorSummary:
+    if isinstance(anchor, AnchorSummary):
+        return anchor
+    matching = [a for a in anchors if (a.id == anchor if isinstance(anchor, int) else a.name == anchor)]
+    if not matching:
+        raise BubNbError(f"No anchor {anchor!r} on tape {tape!r}")
+    return matching[-1]
+
+
+def report(entries: list[TapeEntry], state: dict[str, Any], *, anchor: str = "", anchor_id: int = 0) -> Retention:
+    """The retention report of ``state`` over the phase ``entries``."""
+    summary = state_text(state)
+    summary_found = {(a.kind, a.key) for a in extract(summary)}
+    sentence_words = [content_words(sentence) for sentence in sentences(summary)]
+    # One pass over the phase's texts joined by blank lines; bisecting a position finds its entry.
+    read = [entry for entry in entries if entry.kind in _READ_KINDS]
+    texts = [payload_text(entry.kind, entry.payload).replace("\r", "") for entry in read]
+    starts, position = [], 0
+    for text in texts:
+        starts.append(position)
+        position += len(text) + 2
+    seen: dict[tuple[str, str], Found] = {}
+    for at, artifact in located("\n\n".join(texts)):
+        if (artifact.kind, artifact.key) not in seen:
+            entry_id = read[bisect_right(starts, at) - 1].id
+            kept = is_kept(artifact, summary, summary_found, sentence_words)
+            seen[(artifact.kind, artifact.key)] = Found(artifact, entry_id, kept)
+    order = {kind: index for index, kind in enumerate(KINDS)}
+    found = tuple(sorted(seen.values(), key=lambda f: (order[f.artifact.kind], f.entry)))
+    span = (entries[0].id, entries[-1].id) if entries else (0, 0)
+    return Retention(anchor, anchor_id, span, found)
+
+
+def anchor_retention(
+    tape: Tape, anchor: str | int | AnchorSummary, anchors: list[AnchorSummary] | None = None
+) -> Retention:
+    """The retention report of an anchor (a name, its last anchor of that name; an id; or an ``AnchorSummary``);
+    ``anchors`` is the tape's anchor list when the caller has it already."""
+    anchors = tape.anchors(limit=None) if anchors is None else anchors
+    found = _resolve(anchors, anchor, tape.name)
+    if not has_summary(found.state):
+        raise BubNbError(f"Anchor {found.name!r} (#{found.id}) has no summary; only a summarising handoff has one")
+    assert found.state is not None
+    first, last = _phase_range(tape, found, anchors)
+    result = report(tape.read(first, last + 1), found.state, anchor=found.name, anchor_id=found.id)
+    return Retention(found.name, found.id, (first, last), result.found)
+
+
+def retention(tape: Tape, anchor: str | int | AnchorSummary) -> pd.DataFrame:
+    """What the summary of ``anchor`` kept of the phase it closed: one row per artifact (``kind``, ``artifact``,
+    ``kept``, ``entry``); ``frame.attrs["counts"]`` holds ``kind -> (kept, total)``."""
+    return anchor_retention(tape, anchor).frame()
+
+
+def retention_lines(tape: Tape) -> dict[int, str]:
+    """``anchor id -> "number 3/4 · path 1/1 ..."`` for every anchor with a summary, for an anchor table."""
+    anchors = tape.anchors(limit=None)
+    return {a.id: anchor_retention(tape, a, anchors).short() for a in anchors if has_summary(a.state)}
