@@ -15,7 +15,10 @@ from bub_nb.errors import LogImportError, TapeNameError
 from bub_nb.imports.draft import SOURCE, TapeDraft
 from bub_nb.imports.formats import FORMATS, detect_format, read_log
 from bub_nb.imports.report import ImportReport
-from bub_nb.tape import TapeEntry, TapeStore, open_tape, validate_tape_name
+from bub_nb.tape import Tape, TapeEntry, TapeStore, open_tape, validate_tape_name
+from bub_nb.tape.entries import plain_json
+from bub_nb.tape.redact import redact
+from bub_nb.tape.stores.protocol import CopiesEntries
 
 _NAME_CHARACTERS = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -57,7 +60,7 @@ def import_log(
     entries += draft.entries
     _check_dates(entries)
     with _collector_paused():
-        stored = tape.extend(entries)
+        stored = _write(tape, entries)
     dates = sorted((datetime.fromisoformat(entry.date), entry.date) for entry in stored)
     return ImportReport(
         tape=tape.name,
@@ -75,6 +78,20 @@ def import_log(
         undated=draft.undated,
         session=session,
     )
+
+
+def _write(tape: Tape, entries: list[TapeEntry]) -> list[TapeEntry]:
+    """The entries on the new tape, with the log's own dates: a store that dates appends itself (a database) takes
+    them as a copy instead, after the same checks and redaction an append makes."""
+    store = tape.base_store
+    if not isinstance(store, CopiesEntries):
+        return tape.extend(entries)
+    numbered = [
+        TapeEntry(number, e.kind, redact(plain_json(e.payload)), redact(plain_json(e.meta)), e.date)
+        for number, e in enumerate(entries, start=1)
+    ]
+    store.import_entries(tape.name, numbered)
+    return tape.read()
 
 
 @contextlib.contextmanager

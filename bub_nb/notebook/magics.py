@@ -203,7 +203,7 @@ class BubMagics(Magics, MagicSettings):
             state = anchor.payload.get("state") or {}
         else:
             anchor, _event = self.session.tape.handoff(args.name, state or None, source="notebook")
-        from bub_nb.notebook.summary_text import is_summary, summary_markdown
+        from bub_nb.notebook.display import is_summary, summary_markdown
 
         if is_summary(state):
             shown = summary_markdown(self.session.tape, state)

@@ -177,3 +177,10 @@ class KnowsOwners(Protocol):
     def overview_rows(self) -> list[dict[str, Any]]:
         """One summary per tape this role reads, counted by the store (``class_overview``'s rows)."""
         ...
+
+
+@runtime_checkable
+class CopiesEntries(Protocol):
+    """A store that dates appends itself (a database) and takes whole entries, ids and dates kept, another way."""
+
+    def import_entries(self, tape: str, entries: Sequence[TapeEntry], *, notebook: str | None = None) -> int: ...
