@@ -1,5 +1,5 @@
 """IPython magics over the agent and the tape: ``%%bub``, ``%handoff``, ``%anchors``, ``%context``, ``%memory``,
-``%tape``.
+``%tape``, ``%lesson``.
 
 Each magic parses its arguments and calls the plain-Python API; every ``BubNbError`` becomes a
 one-line ``UsageError``.
@@ -25,6 +25,7 @@ from traitlets import Bool, Dict, Int, List, TraitError, Unicode, default, obser
 from bub_nb.errors import BubNbError
 from bub_nb.notebook.display import AnswerDisplay, show
 from bub_nb.notebook.interpolate import interpolate
+from bub_nb.notebook.lesson import LessonCommands
 from bub_nb.notebook.magic_line import split_line_prompt, split_words
 from bub_nb.notebook.memory_commands import MemoryCommands
 from bub_nb.notebook.origin import NotebookOrigin
@@ -154,6 +155,7 @@ class BubMagics(Magics):
         self.origin = NotebookOrigin(self.shell, self.session)
         self.tape_commands = TapeCommands(self.session, self.recorder)
         self.memory_commands = MemoryCommands(self.session)
+        self.lesson_commands = LessonCommands(self.session)
 
     @validate("budget")
     def _valid_budget(self, proposal: Any) -> int:
@@ -356,6 +358,14 @@ class BubMagics(Magics):
         """Work on the tape's memory zone: show it, save long-term memory, add a daily note, clear it."""
         args = parse_line(self.memory_magic, line)
         self.memory_commands.run(args.action, " ".join(args.text).strip(), args.date)
+
+    # -- %lesson -------------------------------------------------------------------------------------
+
+    @line_magic("lesson")  # type: ignore[arg-type]  # IPython types only the bare form
+    @usage_errors
+    def lesson_magic(self, line: str) -> None:
+        """%lesson start NAME: work on a clean tape NAME, emptied on every run (earlier runs are archived)."""
+        self.lesson_commands.run(split_words(line))
 
     # -- %tape --------------------------------------------------------------------------------------
 

@@ -16,9 +16,10 @@ from bub_nb.agent.state import TurnState, turn_state
 from bub_nb.agent.tools import Tool, tool
 from bub_nb.agent.turn import Turn
 from bub_nb.context import parse_mode
-from bub_nb.errors import BubNbError, ToolError
+from bub_nb.errors import BubNbError, TapeError, ToolError
 from bub_nb.tape import Tape, current_notebook, open_tape
 from bub_nb.tape.stores.archive import is_archive_name
+from bub_nb.tape.stores.lineage import store_lineage
 
 
 def resolve_tools(
@@ -50,6 +51,21 @@ def resolve_tools(
             known = ", ".join([*builtins.names, *(k for k, v in namespace.items() if isinstance(v, Tool))])
             raise ToolError(f"Tool {name!r} is neither a builtin tool nor a function in the notebook; known: {known}")
     return own, chosen_builtins or False
+
+
+def lesson_forks(tape: Tape) -> list[str]:
+    """The tapes forked from ``tape``, and from those, as its store's lineage records them."""
+    children: dict[str, list[str]] = {}
+    for record in store_lineage(tape.base_store):
+        children.setdefault(str(record.get("parent")), []).append(str(record.get("child")))
+    found: list[str] = []
+    waiting = [tape.name]
+    while waiting:
+        for child in children.get(waiting.pop(), []):
+            if child not in found and child != tape.name:
+                found.append(child)
+                waiting.append(child)
+    return found
 
 
 class NotebookSession:
@@ -95,6 +111,22 @@ class NotebookSession:
         """
         tape = self.open(name_or_path, create=create)
         tape.stats()  # reads (or creates nothing); a tape that cannot be read fails here, before the switch
+        self._tape = tape
+        return tape
+
+    def start_lesson(self, name: str) -> Tape:
+        """Switch to the tape ``name``, emptied: its entries so far, and the tapes forked from it, are archived.
+
+        The tape is then as a new one and the names its forks took are free again, so a lesson run from the
+        top again shows what it showed the first time.
+        """
+        tape = self.open(name, create=True)
+        if tape.read_only:
+            raise TapeError(f"Tape {name!r} is an archive, which is read-only; a lesson needs a tape of its own")
+        store = tape.base_store
+        for forked in [*lesson_forks(tape), tape.name]:
+            if store.exists(forked):
+                store.reset(forked, archive=True)
         self._tape = tape
         return tape
 
