@@ -244,6 +244,9 @@ class BubMagics(Magics):
             model=args.model, context=args.context, tools=args.tools, cell=self._cell_number(), budget=args.budget
         )
         stream = self.stream and not args.no_stream
+        renamed = self.session.renamed_notice()
+        if renamed:
+            show(renamed)
         if args.output:
             self.ip.user_ns.pop(args.output, None)  # a failed turn must not leave an earlier answer there
         answer = AnswerDisplay(self.shell, stream=stream)

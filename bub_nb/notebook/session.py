@@ -18,6 +18,7 @@ from bub_nb.agent.turn import Turn
 from bub_nb.context import parse_mode
 from bub_nb.errors import BubNbError, TapeError, ToolError
 from bub_nb.tape import Tape, current_notebook, open_tape
+from bub_nb.tape.renamed import left_behind
 from bub_nb.tape.stores.archive import is_archive_name
 from bub_nb.tape.stores.lineage import store_lineage
 
@@ -77,6 +78,7 @@ class NotebookSession:
         self._tape: Tape | None = None
         self.last_turn: Turn | None = None
         self.last_agent: Agent | None = None
+        self._checked_for_rename: set[str] = set()
 
     @property
     def settings(self) -> Any:
@@ -113,6 +115,27 @@ class NotebookSession:
         tape.stats()  # reads (or creates nothing); a tape that cannot be read fails here, before the switch
         self._tape = tape
         return tape
+
+    def renamed_notice(self) -> str | None:
+        """What to say, once per tape, when this notebook's own tape is still empty and its folder holds the tape
+        of a notebook whose file is gone: most likely this notebook before it was renamed."""
+        notebook = current_notebook()
+        tape = self.tape
+        if notebook.source == "cwd" or tape.name != notebook.tape_name or tape.name in self._checked_for_rename:
+            return None
+        self._checked_for_rename.add(tape.name)
+        if tape.stats().entries:
+            return None
+        found = left_behind(tape.base_store, notebook)
+        if not found:
+            return None
+        old, others = found[0], len(found) - 1
+        more = f" ({others} more tape{'s' if others > 1 else ''} of gone notebooks in this folder)" if others else ""
+        return (
+            f"Note: this notebook starts a new, empty tape `{tape.name}`, because a notebook's tape is named after "
+            f"its file. `{Path(old.notebook).name}` in this folder is gone, renamed perhaps, and its tape "
+            f"`{old.tape}` holds {old.entries} entries{more}. `%tape use {old.tape}` continues that tape instead."
+        )
 
     def start_lesson(self, name: str) -> Tape:
         """Switch to the tape ``name``, emptied: its entries so far, and the tapes forked from it, are archived.

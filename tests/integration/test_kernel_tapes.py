@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from harness.kernel import Kernel, running_kernel
+from harness.kernel import Kernel, kernel_environment, running_kernel
 
 from bub_nb.tape import open_tape
 
@@ -94,3 +94,20 @@ def test_a_fork_renumbers_the_citations_of_the_summaries_it_copies(kernel: Kerne
     assert "Fact 1" in str(whole.get(cited).payload)
     part = open_tape("part", home=tmp_path / "home")
     assert f"[{whole.address(cited)}]" in str(part.find_anchor("decision/1").state)  # the fact was not copied
+
+
+def test_a_renamed_notebook_says_its_tape_is_new_and_how_to_continue_the_old_one(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    (tmp_path / "Untitled.ipynb").write_text("{}")
+    with running_kernel(tmp_path, kernel_environment(home, JPY_SESSION_NAME=str(tmp_path / "Untitled.ipynb"))) as k:
+        k.ok("%%bub\nFact 1: the trip starts in Lyon")
+        old = k.value("get_ipython().find_magic('tape').__self__.session.tape.name")
+        entries = len(open_tape(old, home=home))
+    (tmp_path / "Untitled.ipynb").rename(tmp_path / "trip-lesson.ipynb")
+    with running_kernel(tmp_path, kernel_environment(home, JPY_SESSION_NAME=str(tmp_path / "trip-lesson.ipynb"))) as k:
+        shown = k.ok("%%bub\nWhere does the trip start?")
+        assert "new, empty tape" in shown and "`Untitled.ipynb` in this folder is gone" in shown
+        assert f"`%tape use {old}` continues that tape" in shown and f"holds {entries} entries" in shown
+        assert "new, empty tape" not in k.ok("%%bub\nAnd then?")  # said once
+        assert "Now on tape" in k.ok(f"%tape use {old}")
+        assert "Fact 1" in k.ok("%context")
