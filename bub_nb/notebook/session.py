@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import os
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -16,7 +17,7 @@ from bub_nb.agent.state import TurnState, turn_state
 from bub_nb.agent.tools import Tool, tool
 from bub_nb.agent.turn import Turn
 from bub_nb.context import parse_mode
-from bub_nb.errors import BubNbError, TapeError, ToolError
+from bub_nb.errors import BubNbError, ModelConfigError, TapeError, ToolError
 from bub_nb.tape import Tape, current_notebook, open_tape
 from bub_nb.tape.renamed import left_behind
 from bub_nb.tape.stores.archive import is_archive_name
@@ -52,6 +53,11 @@ def resolve_tools(
             known = ", ".join([*builtins.names, *(k for k, v in namespace.items() if isinstance(v, Tool))])
             raise ToolError(f"Tool {name!r} is neither a builtin tool nor a function in the notebook; known: {known}")
     return own, chosen_builtins or False
+
+
+def _no_model(spec: str, variables: list[str]) -> str:
+    known = ", ".join([*variables, "offline"])
+    return f"No notebook variable or known model is named {spec!r} (models: {known})"
 
 
 def lesson_forks(tape: Tape) -> list[str]:
@@ -161,14 +167,33 @@ class NotebookSession:
         return current_notebook().session_id
 
     def model(self, spec: str | None) -> Model:
-        """A model by spec (``offline``, ``openai:<model>``), or a model object named in the notebook."""
+        """A model by spec (``offline``, ``openai:<model>``), or a model object named in the notebook.
+
+        A bare name that is no notebook variable holding a model is most often a typo or a variable a
+        restart lost: a name near a model variable is refused naming it, and one that cannot reach an
+        endpoint is refused naming the notebook's models, instead of asking for an API key.
+        """
         spec = spec or self._settings.model or None
-        named = self._namespace().get(spec) if spec and spec.isidentifier() else None
+        if not spec or not spec.isidentifier() or spec == "offline":
+            return resolve_model(spec)
+        namespace = self._namespace()
+        named = namespace.get(spec)
         if isinstance(named, Model):
             return named
-        # resolve_model keeps one model per model, endpoint, key fingerprint and options, so a changed
-        # BUB_API_BASE / OPENAI_BASE_URL or key reaches the next turn while the client is still reused.
-        return resolve_model(spec)
+        variables = sorted(
+            k
+            for k, v in namespace.items()
+            if isinstance(v, Model) and not isinstance(v, type) and not k.startswith("_")
+        )
+        near = difflib.get_close_matches(spec, variables, n=3, cutoff=0.6)
+        if near:
+            raise ModelConfigError(f"{_no_model(spec, variables)}; did you mean {', '.join(near)}?")
+        try:
+            # resolve_model keeps one model per model, endpoint, key fingerprint and options, so a changed
+            # BUB_API_BASE / OPENAI_BASE_URL or key reaches the next turn while the client is still reused.
+            return resolve_model(spec)
+        except ModelConfigError as exc:
+            raise ModelConfigError(f"{_no_model(spec, variables)}; as an endpoint's model: {exc}") from None
 
     def agent(
         self,

@@ -74,3 +74,18 @@ def test_an_auto_handoff_in_a_kernel_shows_its_notice_in_the_cell(kernel: Kernel
     notice = shown.strip().splitlines()[-1]
     assert notice.startswith("⚠️ The prompt did not fit the model's context: handoff ⚓ auto_handoff/context_overflow #")
     assert "entries left the view" in notice
+
+
+def test_a_mistyped_model_is_refused_naming_the_notebooks_models_not_asking_for_a_key(
+    offline_kernel: Kernel,
+) -> None:
+    offline_kernel.ok("from bub_nb.agent.models import OfflineModel\nsmall = OfflineModel(context_window=800)")
+    before = offline_kernel.entries()
+    status, shown = offline_kernel.outcome("%%bub -m smal\nHello")
+    assert status == "error" and "No notebook variable or known model is named 'smal'" in shown
+    assert "did you mean small?" in shown and "API key" not in shown
+    offline_kernel.ok("del small")  # as a restart loses it
+    status, shown = offline_kernel.outcome("%%bub -m small\nHello")
+    assert status == "error" and "No notebook variable or known model is named 'small' (models: offline)" in shown
+    assert offline_kernel.entries() == before  # refused before the first write
+    assert "offline" in offline_kernel.ok("%%bub -m offline\nHello")
