@@ -105,6 +105,11 @@ def __getattr__(name: str) -> Any:
     return getattr(importlib.import_module(module), name)
 
 
+def __dir__() -> list[str]:
+    """Every public name, the lazy ones included, so tab completion offers them before their first use."""
+    return sorted({*globals(), *__all__})
+
+
 def load_ipython_extension(ipython: Any) -> None:
     """``%load_ext bub_nb``: register the magics (IPython is imported only now)."""
     from bub_nb.notebook import load_ipython_extension as load

@@ -2,92 +2,113 @@
 
 from __future__ import annotations
 
-import difflib
+import fnmatch
 import os
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bub_nb.agent import Agent
 from bub_nb.agent.builtin_tools import builtin_registry
 from bub_nb.agent.hookspecs import Envelope, StreamEvent
-from bub_nb.agent.models import Model, resolve_model
+from bub_nb.agent.kernel_tools import RUNNING, Kernel, Limits, kernel_tools
+from bub_nb.agent.models import Model
 from bub_nb.agent.registry import default_pipeline
 from bub_nb.agent.state import TurnState, turn_state
 from bub_nb.agent.tools import Tool, tool
 from bub_nb.agent.turn import Turn
 from bub_nb.context import parse_mode
-from bub_nb.errors import BubNbError, ModelConfigError, TapeError, ToolError
+from bub_nb.errors import BubNbError, ToolError
+from bub_nb.notebook.model_names import notebook_model
 from bub_nb.tape import Tape, current_notebook, open_tape
-from bub_nb.tape.renamed import left_behind
 from bub_nb.tape.stores.archive import is_archive_name
-from bub_nb.tape.stores.lineage import store_lineage
+
+if TYPE_CHECKING:
+    from bub_nb.context.modes import Mode
+    from bub_nb.notebook.settings import Settings
 
 
 def resolve_tools(
-    spec: str | Iterable[str] | None, namespace: Mapping[str, Any]
+    spec: str | Iterable[str] | None,
+    namespace: Mapping[str, Any],
+    kernel: Iterable[Tool] = (),
+    *,
+    allow_code: bool = False,
 ) -> tuple[list[Tool], bool | list[str]]:
-    """``--tools a,b``: builtin names or globs (``memory.*``), or functions/tools from the notebook.
+    """``--tools a,b``: builtin names or globs (``memory.*``), kernel tools, or functions/tools from the notebook.
 
-    Returns the user's tools and the builtin selection (``True`` for all builtins when no spec).
+    Returns the user's tools (with the chosen kernel tools) and the builtin selection (``True`` for all
+    builtins when no spec). Without a spec the kernel tools that look are offered, and ``python.run``
+    too when ``allow_code``; a glob such as ``*`` never offers ``python.run`` unless code is allowed:
+    only naming it does.
     """
+    kernel = list(kernel)
+    offered = [item for item in kernel if item.name != RUNNING or allow_code]
     if spec is None:
-        return [], True
+        return offered, True
     names = [n.strip() for n in (spec.split(",") if isinstance(spec, str) else spec) if n.strip()]
     if names in (["none"], []):
         return [], False
     builtins = builtin_registry()
     chosen_builtins: list[str] = []
-    own: list[Tool] = []
+    own: dict[str, Tool] = {}
     for name in names:
-        if name in builtins or "*" in name:
-            builtins.select([name])  # raises naming the known tools when a glob matches nothing
-            chosen_builtins.append(name)
+        glob = "*" in name or "?" in name
+        from_builtins = [item for item in builtins if _matches(item, name)]
+        from_kernel = [item for item in (offered if glob else kernel) if _matches(item, name)]
+        if from_builtins or from_kernel:
+            chosen_builtins += [name] if from_builtins else []
+            own.update((item.name, item) for item in from_kernel)
             continue
         value = namespace.get(name)
         if isinstance(value, Tool):
-            own.append(value)
-        elif callable(value):
-            own.append(tool(value))
+            own[value.name] = value
+        elif callable(value) and not glob:
+            made = tool(value)
+            own[made.name] = made
         else:
-            known = ", ".join([*builtins.names, *(k for k, v in namespace.items() if isinstance(v, Tool))])
-            raise ToolError(f"Tool {name!r} is neither a builtin tool nor a function in the notebook; known: {known}")
-    return own, chosen_builtins or False
+            theirs = [key for key, value in namespace.items() if isinstance(value, Tool)]
+            known = ", ".join([*builtins.names, *(item.name for item in kernel), *theirs])
+            what = "matches no tool" if glob else "is neither a builtin tool nor a function in the notebook"
+            raise ToolError(f"Tool {name!r} {what}; known: {known}")
+    return list(own.values()), chosen_builtins or False
 
 
-def _no_model(spec: str, variables: list[str]) -> str:
-    known = ", ".join([*variables, "offline"])
-    return f"No notebook variable or known model is named {spec!r} (models: {known})"
+def _matches(item: Tool, pattern: str) -> bool:
+    return fnmatch.fnmatchcase(item.name, pattern) or fnmatch.fnmatchcase(item.model_name, pattern)
 
 
-def lesson_forks(tape: Tape) -> list[str]:
-    """The tapes forked from ``tape``, and from those, as its store's lineage records them."""
-    children: dict[str, list[str]] = {}
-    for record in store_lineage(tape.base_store):
-        children.setdefault(str(record.get("parent")), []).append(str(record.get("child")))
-    found: list[str] = []
-    waiting = [tape.name]
-    while waiting:
-        for child in children.get(waiting.pop(), []):
-            if child not in found and child != tape.name:
-                found.append(child)
-                waiting.append(child)
-    return found
+@dataclass(frozen=True)
+class AgentOptions:
+    """How a notebook turn runs, from a cell's options over the magics' settings: ``%%bub``, the comma
+    commands, ``%handoff --summarize`` and ``%tape replay`` all take them from here."""
+
+    model: Model
+    tools: tuple[Tool, ...]
+    builtin_tools: bool | list[str]
+    max_steps: int
+    context: Mode
+    instructions: str | None
+    budget: int | None
+    result_budget: int | None
 
 
 class NotebookSession:
     """State the magics share: the current tape, and how turns are run."""
 
-    def __init__(self, settings: Any, namespace: Callable[[], Mapping[str, Any]]) -> None:
+    def __init__(
+        self, settings: Settings, namespace: Callable[[], Mapping[str, Any]], kernel: Kernel | None = None
+    ) -> None:
         self._settings = settings
         self._namespace = namespace
+        self._kernel = kernel
         self._tape: Tape | None = None
         self.last_turn: Turn | None = None
         self.last_agent: Agent | None = None
-        self._checked_for_rename: set[str] = set()
 
     @property
-    def settings(self) -> Any:
+    def settings(self) -> Settings:
         """The magics' configuration (``BubMagics`` traits)."""
         return self._settings
 
@@ -107,7 +128,7 @@ class NotebookSession:
             return open_tape(name_or_path, home=home)
         if name_or_path and (name_or_path.endswith(".jsonl") or os.sep in name_or_path):
             return open_tape(Path(name_or_path).expanduser(), create=create)
-        store = getattr(self._settings, "store", "") or None
+        store = self._settings.store or None
         if store is not None:
             return open_tape(name_or_path, store=store, create=create)
         return open_tape(name_or_path, home=home, create=create)
@@ -122,78 +143,45 @@ class NotebookSession:
         self._tape = tape
         return tape
 
-    def renamed_notice(self) -> str | None:
-        """What to say, once per tape, when this notebook's own tape is still empty and its folder holds the tape
-        of a notebook whose file is gone: most likely this notebook before it was renamed."""
-        notebook = current_notebook()
-        tape = self.tape
-        if notebook.source == "cwd" or tape.name != notebook.tape_name or tape.name in self._checked_for_rename:
-            return None
-        self._checked_for_rename.add(tape.name)
-        if tape.stats().entries:
-            return None
-        found = left_behind(tape.base_store, notebook)
-        if not found:
-            return None
-        old, others = found[0], len(found) - 1
-        more = f" ({others} more tape{'s' if others > 1 else ''} of gone notebooks in this folder)" if others else ""
-        return (
-            f"Note: this notebook starts a new, empty tape `{tape.name}`, because a notebook's tape is named after "
-            f"its file. `{Path(old.notebook).name}` in this folder is gone, renamed perhaps, and its tape "
-            f"`{old.tape}` holds {old.entries} entries{more}. `%tape use {old.tape}` continues that tape instead."
-        )
-
-    def start_lesson(self, name: str) -> Tape:
-        """Switch to the tape ``name``, emptied: its entries so far, and the tapes forked from it, are archived.
-
-        The tape is then as a new one and the names its forks took are free again, so a lesson run from the
-        top again shows what it showed the first time.
-        """
-        tape = self.open(name, create=True)
-        if tape.read_only:
-            raise TapeError(f"Tape {name!r} is an archive, which is read-only; a lesson needs a tape of its own")
-        store = tape.base_store
-        for forked in [*lesson_forks(tape), tape.name]:
-            if store.exists(forked):
-                store.reset(forked, archive=True)
-        self._tape = tape
-        return tape
-
     def forget_tape(self) -> None:
         """Re-resolve the tape on next use (after ``tape`` or ``home`` changed)."""
         self._tape = None
 
+    def model(self, spec: str | None) -> Model:
+        """A model by spec (``offline``, ``openai:<model>``), or a model object named in the notebook
+        (:func:`notebook_model`)."""
+        return notebook_model(spec or self._settings.model or None, self._namespace())
+
     def chat_id(self) -> str:
         return current_notebook().session_id
 
-    def model(self, spec: str | None) -> Model:
-        """A model by spec (``offline``, ``openai:<model>``), or a model object named in the notebook.
-
-        A bare name that is no notebook variable holding a model is most often a typo or a variable a
-        restart lost: a name near a model variable is refused naming it, and one that cannot reach an
-        endpoint is refused naming the notebook's models, instead of asking for an API key.
-        """
-        spec = spec or self._settings.model or None
-        if not spec or not spec.isidentifier() or spec == "offline":
-            return resolve_model(spec)
-        namespace = self._namespace()
-        named = namespace.get(spec)
-        if isinstance(named, Model):
-            return named
-        variables = sorted(
-            k
-            for k, v in namespace.items()
-            if isinstance(v, Model) and not isinstance(v, type) and not k.startswith("_")
+    def agent_options(
+        self,
+        *,
+        model: str | None = None,
+        context: str | None = None,
+        tools: str | None = None,
+        budget: int | None = None,
+    ) -> AgentOptions:
+        """A cell's options over the settings; ``budget=0`` turns a configured budget off for that cell."""
+        settings = self._settings
+        own, builtins = resolve_tools(
+            tools or (settings.tools or None),
+            self._namespace(),
+            self.kernel_tools(),
+            allow_code=bool(settings.allow_code),
         )
-        near = difflib.get_close_matches(spec, variables, n=3, cutoff=0.6)
-        if near:
-            raise ModelConfigError(f"{_no_model(spec, variables)}; did you mean {', '.join(near)}?")
-        try:
-            # resolve_model keeps one model per model, endpoint, key fingerprint and options, so a changed
-            # BUB_API_BASE / OPENAI_BASE_URL or key reaches the next turn while the client is still reused.
-            return resolve_model(spec)
-        except ModelConfigError as exc:
-            raise ModelConfigError(f"{_no_model(spec, variables)}; as an endpoint's model: {exc}") from None
+        budget = settings.budget if budget is None else budget
+        return AgentOptions(
+            model=self.model(model),
+            tools=tuple(own),
+            builtin_tools=builtins,
+            max_steps=settings.max_steps,
+            context=parse_mode(context or settings.context or "last"),
+            instructions=settings.system_prompt or None,
+            budget=budget or None,
+            result_budget=settings.tool_budget or None,
+        )
 
     def agent(
         self,
@@ -204,19 +192,28 @@ class NotebookSession:
         cell: int | None = None,
         budget: int | None = None,
     ) -> Agent:
-        own, builtins = resolve_tools(tools or (self._settings.tools or None), self._namespace())
+        """An agent on the current tape with :meth:`agent_options`, run as a notebook's turn (through the
+        plugin pipeline, its events marked with the cell)."""
+        options = self.agent_options(model=model, context=context, tools=tools, budget=budget)
         return Agent(
             self.tape,
-            model=self.model(model),
-            tools=own,
-            max_steps=self._settings.max_steps,
-            context=parse_mode(context or self._settings.context or "last"),
-            instructions=self._settings.system_prompt or None,
-            builtin_tools=builtins,
+            model=options.model,
+            tools=list(options.tools),
+            max_steps=options.max_steps,
+            context=options.context,
+            instructions=options.instructions,
+            builtin_tools=options.builtin_tools,
             pipeline=default_pipeline(),
             meta={"cell": cell, "source": "notebook"} if cell is not None else {"source": "notebook"},
-            budget=budget if budget is not None else getattr(self._settings, "budget", 0) or None,
+            budget=options.budget,
+            result_budget=options.result_budget,
         )
+
+    def kernel_tools(self) -> list[Tool]:
+        """``notebook.*`` and ``python.run`` over this kernel (none without a kernel)."""
+        if self._kernel is None:
+            return []
+        return kernel_tools(self._kernel, limits=Limits())
 
     def run_turn(self, agent: Agent, prompt: str, *, on_delta: Callable[[str], None] | None) -> Turn:
         """One turn through the pipeline, as a ``notebook`` inbound envelope."""

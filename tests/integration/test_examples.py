@@ -147,7 +147,26 @@ def check_instruments(run: Executed) -> None:
     assert [o.metadata["bub_nb"]["anchor"] for o in after_handoff] == ["lesson/2"]
 
 
+def check_agent_and_data(run: Executed) -> None:
+    call = run.entries("tool_call")[0].payload["calls"][0]["function"]
+    assert (call["name"], json.loads(call["arguments"])) == ("notebook_inspect", {"name": "weather"})
+    inspected = run.entries("tool_result")[0].payload["results"][0]
+    for line in ("8 rows × 4 columns", "- temp_c: float64", "- rain_mm: float64, 1 null"):
+        assert line in inspected and line in run.text("%%bub\nWhat columns")
+    refused, approved, figure = (entry.payload["results"][0] for entry in run.entries("tool_result")[1:])
+    assert refused["kind"] == "refused" and "Nothing ran" in refused["message"]  # headless: no one to click
+    assert "False" in run.text('"temp_f" in weather.columns')
+    assert "stdout:\ncity\nLima    74.5\nOslo    34.7" in approved
+    assert "640×480 px figure with 1 axes [title 'Temperature'; x 'day'; legend 'Lima', 'Oslo'; 2 lines]" in figure
+    assert any("image/png" in output.get("data", {}) for output in run.outputs("%%bub --tools python.run\nrun: ax"))
+    assert "'temp_f'" in run.text("%config BubMagics.allow_code = False")
+    cells = [entry.payload["data"]["source"] for entry in run.entries("event", "notebook.cell")]
+    assert len(cells) == 2 and cells[0].startswith('weather["temp_f"]') and cells[1].startswith("ax = ")
+    assert "notebook.cell" in run.text('frame = %tape df\nframe[frame.name == "notebook.cell"]')
+
+
 CHECKS: dict[str, Callable[[Executed], None]] = {
+    "agent-and-data.ipynb": check_agent_and_data,
     "quickstart.ipynb": check_quickstart,
     "instruments.ipynb": check_instruments,
     "context-and-handoff.ipynb": check_context_and_handoff,
