@@ -135,9 +135,15 @@ def _search(commands: TapeCommands, args: argparse.Namespace) -> Any:
 )
 def _reset(commands: TapeCommands, args: argparse.Namespace) -> None:
     tape = commands.session.tape
+    had = tape.stats().entries
     entries = tape.reset(archive=args.archive)
     archived = (entries[0].payload.get("state") or {}).get("archived")
-    where = f" The old entries are archived at `{archived}`." if archived else " The old entries were discarded."
+    if archived:
+        where = f" The old entries are archived at `{archived}`."
+    elif not had:
+        where = " The tape held no entries, so there was nothing to archive." if args.archive else ""
+    else:
+        where = " The old entries were discarded."
     show(f"🔄 Tape `{tape.name}` starts over at ⚓ session/start.{where}")
 
 

@@ -378,3 +378,10 @@ def test_context_phases_sends_each_earlier_summary_and_anchors_list_what_they_ci
     assert frame.loc["phase/1", "sources"] == [asked] and frame.loc["phase/1", "uncited"] == 1
     assert frame.loc["phase/2", "sources"] == [] and pd.isna(frame.loc["phase/2", "uncited"])
     nb.refused("%%bub -m offline --context phasez\nhi", "phasez")
+
+
+def test_reset_archive_on_a_tape_without_entries_says_there_was_nothing_to_archive(nb: Notebook) -> None:
+    nb.run("%tape use empty-one --new")
+    nb.run("%tape reset --archive")
+    assert "held no entries, so there was nothing to archive" in nb.shown()
+    assert "were discarded" not in nb.shown()
