@@ -226,3 +226,12 @@ def comparable(run: Executed) -> list[str]:
         re.sub(r"\d+(\.\d+)?", "<n>", text) if cell.source.startswith(timed) else text
         for cell, text in zip(run.code_cells, shown, strict=True)
     ]
+
+
+def test_every_example_that_loads_the_magics_starts_a_lesson_of_its_own_name() -> None:
+    for name in NOTEBOOKS:
+        notebook = nbformat.read(EXAMPLES / name, as_version=4)
+        sources = [cell.source for cell in notebook.cells if cell.cell_type == "code"]
+        loads = [source for source in sources if source.startswith("%load_ext bub_nb")]
+        if loads:
+            assert f"%lesson start {name.removesuffix('.ipynb')}" in loads[0], name
