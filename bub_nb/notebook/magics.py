@@ -20,7 +20,7 @@ from IPython.display import display
 from traitlets import TraitError, observe
 from traitlets.config import Config
 
-from bub_nb.errors import BubNbError
+from bub_nb.errors import AnchorNotFoundError, BubNbError
 from bub_nb.notebook.display import AnswerDisplay, show
 from bub_nb.notebook.interpolate import interpolate
 from bub_nb.notebook.kernel import NotebookKernel
@@ -201,6 +201,7 @@ class BubMagics(Magics, MagicSettings):
                 "%handoff needs an anchor NAME: %handoff NAME [key=value ...] [--state JSON] [--summarize]"
             )
         state = parse_state(args.pairs, args.state)
+        earlier = self._anchor_named(args.name)
         if args.summarize:
             if "summarize" in state:
                 raise UsageError("With --summarize, 'summarize' cannot also be a state key; rename it")
@@ -211,10 +212,23 @@ class BubMagics(Magics, MagicSettings):
         else:
             anchor, _event = self.session.tape.handoff(args.name, state or None, source="notebook")
         shown = json.dumps(state, indent=2, ensure_ascii=False, default=str) if state else "(no state)"
+        again = (
+            f" The tape already held an anchor **{anchor.name}** (#{earlier}), from an earlier run of this cell "
+            "perhaps: this is a second one, and the name now means the newest."
+            if earlier is not None
+            else ""
+        )
         show(
             f"⚓ Handoff **{anchor.name}** written as entry #{anchor.id} on tape `{self.session.tape.name}`. "
-            f"The next turn's view starts here and carries:\n\n```json\n{shown}\n```"
+            f"The next turn's view starts here and carries:\n\n```json\n{shown}\n```{again}"
         )
+
+    def _anchor_named(self, name: str) -> int | None:
+        """The id of the newest anchor called ``name`` on the tape, if there is one."""
+        try:
+            return self.session.tape.find_anchor(name).id
+        except AnchorNotFoundError:
+            return None
 
     @magic_arguments("anchors")
     @argument("--limit", type=int, default=None, help="only the last N anchors")

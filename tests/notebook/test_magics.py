@@ -385,3 +385,11 @@ def test_reset_archive_on_a_tape_without_entries_says_there_was_nothing_to_archi
     nb.run("%tape reset --archive")
     assert "held no entries, so there was nothing to archive" in nb.shown()
     assert "were discarded" not in nb.shown()
+
+
+def test_a_handoff_cell_run_again_says_the_tape_already_held_that_anchor(nb: Notebook) -> None:
+    nb.run("%handoff lesson/1 summary='first'")
+    assert "already held" not in nb.shown()
+    first = nb.tape.find_anchor("lesson/1").id
+    nb.run("%handoff lesson/1 summary='first'")
+    assert f"The tape already held an anchor **lesson/1** (#{first})" in nb.shown()
