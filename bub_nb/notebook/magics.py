@@ -163,6 +163,8 @@ class BubMagics(Magics, MagicSettings):
         except BubNbError as exc:
             if answer.text:
                 answer.finish(f"{answer.text}\n\n{CUT_SHORT}")
+            else:
+                answer.discard()
             failed = getattr(exc, "turn", None)
             for notice in failed.notices if failed is not None else ():  # what the turn wrote before it failed
                 show(f"⚠️ {notice}")

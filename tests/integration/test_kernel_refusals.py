@@ -89,3 +89,13 @@ def test_a_mistyped_model_is_refused_naming_the_notebooks_models_not_asking_for_
     assert status == "error" and "No notebook variable or known model is named 'small' (models: offline)" in shown
     assert offline_kernel.entries() == before  # refused before the first write
     assert "offline" in offline_kernel.ok("%%bub -m offline\nHello")
+
+
+def test_a_refused_turn_leaves_no_waiting_placeholder_above_its_error(offline_kernel: Kernel) -> None:
+    content, outputs = offline_kernel.run("%%bub --budget 1\nHello")
+    assert content["status"] == "error"
+    final: dict[str, str] = {}  # what each display shows in the end, as the saved notebook keeps it
+    for output in outputs:
+        if output["type"] in ("display_data", "update_display_data"):
+            final[output.get("transient", {}).get("display_id", "")] = output["data"].get("text/plain", "")
+    assert "…" not in final.values()
