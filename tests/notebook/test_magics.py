@@ -393,3 +393,13 @@ def test_a_handoff_cell_run_again_says_the_tape_already_held_that_anchor(nb: Not
     first = nb.tape.find_anchor("lesson/1").id
     nb.run("%handoff lesson/1 summary='first'")
     assert f"The tape already held an anchor **lesson/1** (#{first})" in nb.shown()
+
+
+def test_confirmations_in_cells_use_no_character_that_needs_an_emoji_font(nb: Notebook) -> None:
+    nb.run("%memory save Prefers pandas")
+    nb.run("%tape use other --new")
+    nb.run("%tape reset")
+    nb.run("%tape fork other-side")
+    shown = nb.shown()
+    assert "Forked" in shown and "Now on tape" in shown and "Long-term memory saved" in shown
+    assert not [char for char in shown if ord(char) >= 0x1F000], "an emoji font is needed to read this"
