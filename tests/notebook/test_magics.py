@@ -403,3 +403,17 @@ def test_confirmations_in_cells_use_no_character_that_needs_an_emoji_font(nb: No
     shown = nb.shown()
     assert "Forked" in shown and "Now on tape" in shown and "Long-term memory saved" in shown
     assert not [char for char in shown if ord(char) >= 0x1F000], "an emoji font is needed to read this"
+
+
+def test_lesson_start_gives_a_clean_tape_of_that_name_each_time_and_archives_the_last_run(nb: Notebook) -> None:
+    nb.run("%lesson start trip")
+    nb.run("%handoff lesson/1 summary='first run'")
+    nb.run("%tape fork trip-side")
+    nb.run("%lesson start trip")
+    assert nb.tape.name == "trip" and len(nb.tape) == 0
+    assert "Lesson `trip` starts on a clean tape `trip`" in nb.shown()
+    tapes = nb.tape.base_store.list_tapes()
+    assert "trip-side" not in tapes  # its forks are archived with it, so their names are free again
+    for line in ("%lesson", "%lesson begin trip", "%lesson start a b"):
+        with pytest.raises(UsageError, match="%lesson start NAME"):
+            nb.run(line)
