@@ -1,15 +1,14 @@
-"""Tapes as ATIF trajectories, validated by Harbor's own pydantic models (vendored in tests/data/harbor_atif)."""
+"""Tapes as ATIF trajectories, validated by Harbor's own pydantic models (see tests/harness/harbor.py)."""
 
 from __future__ import annotations
 
 import contextlib
 import json
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from harness.harbor import harbor_trajectories
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -20,19 +19,11 @@ from bub_nb.export.atif import trajectory
 from bub_nb.tape import FileTapeStore, Tape, TapeEntry
 from bub_nb.tape.events import run_usage
 
-HARBOR = Path(__file__).resolve().parents[1] / "data" / "harbor_atif"
-
 
 @pytest.fixture(scope="module")
-def harbor() -> Iterator[Any]:
-    """Harbor's ``Trajectory`` model, imported from the vendored copy of its package."""
-    sys.path.insert(0, str(HARBOR))
-    try:
-        from harbor.models.trajectories import Trajectory
-
-        yield Trajectory
-    finally:
-        sys.path.remove(str(HARBOR))
+def harbor() -> Any:
+    """Harbor's own ``Trajectory`` model."""
+    return harbor_trajectories().Trajectory
 
 
 def add(a: int, b: int) -> int:
