@@ -10,7 +10,7 @@ from bub_nb import _aliases
 # The layers above the tape plug Tape.view() and Tape.memory in as they are imported.
 from bub_nb import context as _context  # noqa: F401
 from bub_nb import memory as _memory  # noqa: F401
-from bub_nb.context import ContextDiff, TurnView, View, diff_views, window
+from bub_nb.context import CheckFailed, ContextDiff, TurnView, View, check, diff_views, window
 from bub_nb.errors import BubNbError
 from bub_nb.memory import MemoryZone
 from bub_nb.tape import (
@@ -47,6 +47,7 @@ __all__ = [
     "Agent",
     "AnchorSummary",
     "BubNbError",
+    "CheckFailed",
     "ContextDiff",
     "FileTapeStore",
     "ImportReport",
@@ -60,6 +61,7 @@ __all__ = [
     "TurnView",
     "View",
     "__version__",
+    "check",
     "class_overview",
     "diff_views",
     "hookimpl",

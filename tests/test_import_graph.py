@@ -151,6 +151,8 @@ TAPE_ROOMS = {
 TAPE_MODULE_ROOMS = {
     "anchors": "operations",
     "fork": "operations",
+    "renamed": "operations",
+    "renumber": "operations",
     "redact": "operations",
     "info": "operations",
     "seams": "operations",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from bub_nb.context.check import CheckFailed, CheckPassed, check
 from bub_nb.context.diff import SOURCES, ContextDiff, diff_views, tokens_by_source
 from bub_nb.context.messages import Rendering, anchor_message, entries_to_messages, render_entries
 from bub_nb.context.modes import Mode, as_strategy, parse_mode
@@ -26,6 +27,8 @@ __all__ = [
     "LAST_ANCHOR",
     "PHASES",
     "SOURCES",
+    "CheckFailed",
+    "CheckPassed",
     "ContextDiff",
     "ContextStrategy",
     "FullTape",
@@ -44,6 +47,7 @@ __all__ = [
     "anchor_message",
     "as_strategy",
     "build_view",
+    "check",
     "diff_views",
     "entries_to_messages",
     "find_run",

@@ -85,7 +85,11 @@ def find_run(tape: Tape, run: RunSpec) -> TapeEntry:
             raise ContextError(f"Entry #{run} is not on tape {tape.name!r} (last id {tape.last_id})")
         entry = tape.get(run)
         if entry.kind != "event" or entry.name != RUN:
-            raise ContextError(f"Entry #{run} of tape {tape.name!r} is a {entry.kind}, not a turn's run event")
+            what = f"{'an' if entry.kind[:1] in 'aeiou' else 'a'} {entry.kind}"
+            raise ContextError(
+                f"Entry #{run} of tape {tape.name!r} is {what}, not a turn's run event: a positive number is a run "
+                "event's entry id; turns by position count from the end (-1 the last turn, -2 the one before)"
+            )
         return entry
     if run == 0:
         raise ContextError("Turn positions count from the end: -1 is the last turn, -2 the one before")

@@ -14,7 +14,7 @@ from bub_nb.context.strategies import Selection
 from bub_nb.context.tokens import REPLY_PRIMING, count_message_tokens, tokenizer_name
 from bub_nb.tape.anchors import LAST_ANCHOR
 from bub_nb.tape.entries import TapeEntry
-from bub_nb.tape.events import RUN, run_data, run_usage
+from bub_nb.tape.events import RUN, run_data, run_usage, run_view
 
 if TYPE_CHECKING:
     from bub_nb.tape import AnchorSummary, Tape
@@ -29,6 +29,15 @@ class RunUsage:
     total_tokens: int
     model: str | None
     entry_id: int
+    sent_mode: str | None = None
+    """The view mode the turn's request was built with, as its run event recorded it (``None``: not recorded)."""
+    sent_anchor: int | None = None
+    """The id of the anchor that view started at."""
+
+    def sent_with(self, view: View) -> bool:
+        """Whether the turn's request was built as ``view`` is: the same mode from the same anchor."""
+        anchor = view.anchor.id if view.anchor is not None else None
+        return self.sent_mode == view.mode and self.sent_anchor == anchor
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,10 +135,13 @@ def _usage(entry: TapeEntry) -> RunUsage | None:
         return None
     total = reported.get("total_tokens")
     model = (run_data(entry) or {}).get("model")
+    recorded = run_view(entry)
     return RunUsage(
         prompt_tokens=prompt,
         completion_tokens=completion,
         total_tokens=total if isinstance(total, int) else prompt + completion,
         model=model if isinstance(model, str) else None,
         entry_id=entry.id,
+        sent_mode=recorded.mode if recorded is not None else None,
+        sent_anchor=recorded.anchor if recorded is not None else None,
     )

@@ -86,6 +86,11 @@ class AnswerDisplay:
             self._last = now
             update_display(MarkdownText(self.text + _CURSOR, self.text), display_id=self._display_id)
 
+    def discard(self) -> None:
+        """Take the waiting placeholder away: the turn was refused before any answer (the error says why)."""
+        if self._display_id is not None:
+            update_display(MarkdownText("", ""), display_id=self._display_id)
+
     def finish(self, text: str, *, footer: str = "", metadata: dict[str, Any] | None = None) -> None:
         """Show the final answer (``text`` may differ from the stream, e.g. a command's output)."""
         body = text + (f"\n\n{footer}" if footer else "")

@@ -1,5 +1,5 @@
 """IPython magics over the agent and the tape: ``%%bub``, ``%handoff``, ``%anchors``, ``%context``, ``%memory``,
-``%tape``.
+``%tape``, ``%lesson``.
 
 Each magic parses its arguments and calls the plain-Python API; every ``BubNbError`` becomes a
 one-line ``UsageError``.
@@ -20,15 +20,17 @@ from IPython.display import display
 from traitlets import TraitError, observe
 from traitlets.config import Config
 
-from bub_nb.errors import BubNbError
+from bub_nb.errors import AnchorNotFoundError, BubNbError
 from bub_nb.notebook.display import AnswerDisplay, show
 from bub_nb.notebook.interpolate import interpolate
 from bub_nb.notebook.kernel import NotebookKernel
+from bub_nb.notebook.lesson import LessonCommands
 from bub_nb.notebook.magic_line import parse_line, parse_state, parser_of, split_line_prompt, split_words
 from bub_nb.notebook.memory_commands import MemoryCommands
 from bub_nb.notebook.origin import NotebookOrigin
 from bub_nb.notebook.outcome import CUT_SHORT, footer, interrupted
 from bub_nb.notebook.recording import CellRecorder
+from bub_nb.notebook.renamed import RenameNotice
 from bub_nb.notebook.session import NotebookSession
 from bub_nb.notebook.settings import MagicSettings
 from bub_nb.notebook.tape_commands import TapeCommands, with_tape_help
@@ -47,6 +49,8 @@ class BubMagics(Magics, MagicSettings):
         self.origin = NotebookOrigin(self.shell, self.session)
         self.tape_commands = TapeCommands(self.session, self._switch_recording)
         self.memory_commands = MemoryCommands(self.session)
+        self.lesson_commands = LessonCommands(self.session)
+        self.rename_notice = RenameNotice(self.session)
 
     @property
     def ip(self) -> InteractiveShell:
@@ -142,6 +146,9 @@ class BubMagics(Magics, MagicSettings):
             model=args.model, context=args.context, tools=args.tools, cell=self._cell_number(), budget=args.budget
         )
         stream = self.stream and not args.no_stream
+        renamed = self.rename_notice.text()
+        if renamed:
+            show(renamed)
         if args.output:
             self.ip.user_ns.pop(args.output, None)  # a failed turn must not leave an earlier answer there
         answer = AnswerDisplay(self.shell, stream=stream)
@@ -156,6 +163,8 @@ class BubMagics(Magics, MagicSettings):
         except BubNbError as exc:
             if answer.text:
                 answer.finish(f"{answer.text}\n\n{CUT_SHORT}")
+            else:
+                answer.discard()
             failed = getattr(exc, "turn", None)
             for notice in failed.notices if failed is not None else ():  # what the turn wrote before it failed
                 show(f"⚠️ {notice}")
@@ -194,6 +203,7 @@ class BubMagics(Magics, MagicSettings):
                 "%handoff needs an anchor NAME: %handoff NAME [key=value ...] [--state JSON] [--summarize]"
             )
         state = parse_state(args.pairs, args.state)
+        earlier = self._anchor_named(args.name)
         if args.summarize:
             if "summarize" in state:
                 raise UsageError("With --summarize, 'summarize' cannot also be a state key; rename it")
@@ -210,10 +220,23 @@ class BubMagics(Magics, MagicSettings):
         else:
             dumped = json.dumps(state, indent=2, ensure_ascii=False, default=str) if state else "(no state)"
             shown = f"```json\n{dumped}\n```"
+        again = (
+            f" The tape already held an anchor **{anchor.name}** (#{earlier}), from an earlier run of this cell "
+            "perhaps: this is a second one, and the name now means the newest."
+            if earlier is not None
+            else ""
+        )
         show(
             f"⚓ Handoff **{anchor.name}** written as entry #{anchor.id} on tape `{self.session.tape.name}`. "
-            f"The next turn's view starts here and carries:\n\n{shown}"
+            f"The next turn's view starts here and carries:\n\n{shown}{again}"
         )
+
+    def _anchor_named(self, name: str) -> int | None:
+        """The id of the newest anchor called ``name`` on the tape, if there is one."""
+        try:
+            return self.session.tape.find_anchor(name).id
+        except AnchorNotFoundError:
+            return None
 
     @magic_arguments("anchors")
     @argument("--limit", type=int, default=None, help="only the last N anchors")
@@ -269,6 +292,14 @@ class BubMagics(Magics, MagicSettings):
         """Work on the tape's memory zone: show it, save long-term memory, add a daily note, clear it."""
         args = parse_line(self.memory_magic, line)
         self.memory_commands.run(args.action, " ".join(args.text).strip(), args.date)
+
+    # -- %lesson -------------------------------------------------------------------------------------
+
+    @line_magic("lesson")  # type: ignore[arg-type]  # IPython types only the bare form
+    @usage_errors
+    def lesson_magic(self, line: str) -> None:
+        """%lesson start NAME: work on a clean tape NAME, emptied on every run (earlier runs are archived)."""
+        self.lesson_commands.run(split_words(line))
 
     # -- %tape --------------------------------------------------------------------------------------
 

@@ -39,14 +39,14 @@ class MemoryCommands:
             return
         if action == "save":
             snapshot = zone.save_long_term(text)
-            message = f"🧠 Long-term memory saved (zone version {snapshot.version})."
+            message = f"Long-term memory saved (zone version {snapshot.version})."
         elif action == "daily":
             snapshot = zone.append_daily(text, date)
-            message = f"🧠 Daily note added (zone version {snapshot.version})."
+            message = f"Daily note added (zone version {snapshot.version})."
         elif action == "clear":
             snapshot = zone.clear()
-            message = f"🧠 Memory cleared (zone version {snapshot.version}); earlier versions stay on the tape."
+            message = f"Memory cleared (zone version {snapshot.version}); earlier versions stay on the tape."
         else:
             pruned = zone.prune()
-            message = f"🧠 Pruned {pruned} daily notes older than {zone.retention_days} days."
+            message = f"Pruned {pruned} daily notes older than {zone.retention_days} days."
         show(message)

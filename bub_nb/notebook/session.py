@@ -13,13 +13,14 @@ from bub_nb.agent import Agent
 from bub_nb.agent.builtin_tools import builtin_registry
 from bub_nb.agent.hookspecs import Envelope, StreamEvent
 from bub_nb.agent.kernel_tools import RUNNING, Kernel, Limits, kernel_tools
-from bub_nb.agent.models import Model, resolve_model
+from bub_nb.agent.models import Model
 from bub_nb.agent.registry import default_pipeline
 from bub_nb.agent.state import TurnState, turn_state
 from bub_nb.agent.tools import Tool, tool
 from bub_nb.agent.turn import Turn
 from bub_nb.context import parse_mode
 from bub_nb.errors import BubNbError, ToolError
+from bub_nb.notebook.model_names import notebook_model
 from bub_nb.tape import Tape, current_notebook, open_tape
 from bub_nb.tape.stores.archive import is_archive_name
 
@@ -146,18 +147,13 @@ class NotebookSession:
         """Re-resolve the tape on next use (after ``tape`` or ``home`` changed)."""
         self._tape = None
 
+    def model(self, spec: str | None) -> Model:
+        """A model by spec (``offline``, ``openai:<model>``), or a model object named in the notebook
+        (:func:`notebook_model`)."""
+        return notebook_model(spec or self._settings.model or None, self._namespace())
+
     def chat_id(self) -> str:
         return current_notebook().session_id
-
-    def model(self, spec: str | None) -> Model:
-        """A model by spec (``offline``, ``openai:<model>``), or a model object named in the notebook."""
-        spec = spec or self._settings.model or None
-        named = self._namespace().get(spec) if spec and spec.isidentifier() else None
-        if isinstance(named, Model):
-            return named
-        # resolve_model keeps one model per model, endpoint, key fingerprint and options, so a changed
-        # BUB_API_BASE / OPENAI_BASE_URL or key reaches the next turn while the client is still reused.
-        return resolve_model(spec)
 
     def agent_options(
         self,

@@ -135,10 +135,16 @@ def _search(commands: TapeCommands, args: argparse.Namespace) -> Any:
 )
 def _reset(commands: TapeCommands, args: argparse.Namespace) -> None:
     tape = commands.session.tape
+    had = tape.stats().entries
     entries = tape.reset(archive=args.archive)
     archived = (entries[0].payload.get("state") or {}).get("archived")
-    where = f" The old entries are archived at `{archived}`." if archived else " The old entries were discarded."
-    show(f"🔄 Tape `{tape.name}` starts over at ⚓ session/start.{where}")
+    if archived:
+        where = f" The old entries are archived at `{archived}`."
+    elif not had:
+        where = " The tape held no entries, so there was nothing to archive." if args.archive else ""
+    else:
+        where = " The old entries were discarded."
+    show(f"Tape `{tape.name}` starts over at ⚓ session/start.{where}")
 
 
 @subcommand(
@@ -154,7 +160,7 @@ def _fork(commands: TapeCommands, args: argparse.Namespace) -> None:
     child = parent.fork_session(args.name, from_anchor=args.from_anchor, intention=args.intention)
     session.use(child.name if parent.path is None or child.path is None else str(child.path), create=True)
     show(
-        f"🍴 Forked `{parent.name}` into `{child.name}` ({len(child)} entries) and switched to it. "
+        f"Forked `{parent.name}` into `{child.name}` ({len(child)} entries) and switched to it. "
         f"{first_view_text(child)} `%tape use {parent.name}` goes back."
     )
 
@@ -186,7 +192,7 @@ def _replay(commands: TapeCommands, args: argparse.Namespace) -> Any:
     differs = frame.index[frame["first_difference"]]
     first = f"the answers first differ at row {differs[0]}" if len(differs) else "every answer is the same"
     show(
-        f"🔁 Replayed {len(frame)} prompts of `{frame.attrs['source']}` on `{frame.attrs['model']}` into "
+        f"Replayed {len(frame)} prompts of `{frame.attrs['source']}` on `{frame.attrs['model']}` into "
         f"`{frame.attrs['fork']}`: {first}. The source tape is unchanged; `%tape use {frame.attrs['fork']}` "
         "opens the fork."
     )
@@ -228,7 +234,7 @@ def _export(commands: TapeCommands, args: argparse.Namespace) -> None:
             count = len(tape)
     except OSError as exc:
         raise UsageError(f"Cannot write the export to {str(path)!r}: {exc.strerror or exc}") from None
-    show(f"📤 Exported {count} entries of `{tape.name}` to `{path}` ({fmt}).")
+    show(f"Exported {count} entries of `{tape.name}` to `{path}` ({fmt}).")
 
 
 @subcommand(
@@ -240,7 +246,7 @@ def _export(commands: TapeCommands, args: argparse.Namespace) -> None:
 def _use(commands: TapeCommands, args: argparse.Namespace) -> None:
     tape = commands.session.use(args.target, create=args.new)
     fresh = " (a new tape: it is written on the first turn)" if not len(tape) else ""
-    show(f"📼 Now on tape `{tape.name}` ({len(tape)} entries) at `{tape.location}`{fresh}.")
+    show(f"Now on tape `{tape.name}` ({len(tape)} entries) at `{tape.location}`{fresh}.")
 
 
 @subcommand(

@@ -16,6 +16,7 @@ from bub_nb.tape.citations import entry_address
 from bub_nb.tape.entries import TapeEntry, is_phase_anchor
 from bub_nb.tape.events import HANDOFF, handoff_entries
 from bub_nb.tape.names import validate_tape_name
+from bub_nb.tape.renumber import renumber
 from bub_nb.tape.seams import MemoryZone
 from bub_nb.tape.stores.lineage import keep_lineage
 from bub_nb.tape.stores.protocol import AnchorRef, StoreStats, TapeStore
@@ -132,16 +133,34 @@ def check_fork(store: TapeStore, new_name: str, intention: object) -> None:
 
 
 def forked_entries(
-    parent: str, copied: Sequence[TapeEntry], intention: Mapping[str, Any] | str | None
+    parent: str,
+    copied: Sequence[TapeEntry],
+    intention: Mapping[str, Any] | str | None,
+    *,
+    first_id: int | None = None,
 ) -> list[TapeEntry]:
     """The entries a session forked from ``parent`` starts with: ``copied``, each marked ``forked_from``,
     and an ``intention`` handed off right after the last phase anchor copied, carrying that anchor's state.
 
     So the fork's first view holds the anchor's state, the intention and the conversation since the anchor.
+    With ``first_id`` (the id the first of them will get) the ids the copies cite and their turns recorded
+    are renumbered to the fork's ids.
     """
-    entries = [
+    copies = [
         TapeEntry(0, e.kind, e.payload, {**e.meta, "forked_from": entry_address(parent, e.id)}, e.date) for e in copied
     ]
+    entries = _with_intention(parent, copied, copies, intention)
+    if first_id is None:
+        return entries
+    positions = {id(entry): index for index, entry in enumerate(entries)}
+    ids = {old.id: first_id + positions[id(new)] for old, new in zip(copied, copies, strict=True)}
+    return renumber(entries, ids, parent)
+
+
+def _with_intention(
+    parent: str, copied: Sequence[TapeEntry], copies: list[TapeEntry], intention: Mapping[str, Any] | str | None
+) -> list[TapeEntry]:
+    entries = list(copies)
     if intention is None:
         return entries
     base = next((i for i in range(len(copied) - 1, -1, -1) if _phase_anchor(copied[i])), None)
@@ -184,23 +203,35 @@ class _Child(Protocol):
 
     def ensure_bootstrap_anchor(self) -> list[TapeEntry]: ...
 
+    def stats(self) -> StoreStats: ...
+
 
 def copy_session(
     parent: _Parent, child: _Child, from_anchor: str | None = None, intention: Mapping[str, Any] | str | None = None
 ) -> None:
     """What ``Tape.fork_session`` writes: the entries from ``from_anchor`` on, copied onto ``child``.
 
+    With an ``intention`` the copy stops at the next phase anchor: the fork goes back to ``from_anchor``'s
+    decision and tries something else from there. The ids the copies cite and their turns recorded are
+    renumbered to the fork's own ids, so summaries cite and turns rebuild on the fork as on the parent.
+
     The fork keeps its context: the memory zone comes first when it was saved before the anchor, and an
     ``intention`` is handed off right after the phase anchor the copy continues from. The lineage is recorded
     where the store keeps it.
     """
     start = parent.find_anchor(from_anchor).id if from_anchor else 1
-    copied = [*memory_before(parent, start), *parent.read(start)]
-    child.extend(forked_entries(parent.name, copied, intention))
+    stop = _phase_end(parent, start) if from_anchor and intention is not None else None
+    copied = [*memory_before(parent, start), *parent.read(start, stop)]
+    child.extend(forked_entries(parent.name, copied, intention, first_id=child.stats().last_id + 1))
     if intention is None:
         child.ensure_bootstrap_anchor()
     lineage = {"parent": parent.name, "child": child.name, "from_anchor": from_anchor, "from_id": start}
     keep_lineage(parent.base_store, lineage)
+
+
+def _phase_end(tape: _Parent, start: int) -> int | None:
+    """The id of the first phase anchor after ``start``: where the phase that starts there ends."""
+    return next((e.id for e in tape.read(start + 1, kinds=("anchor",)) if is_phase_anchor(e.name)), None)
 
 
 def memory_before(tape: _Parent, start: int) -> list[TapeEntry]:

@@ -234,7 +234,8 @@ class Tape:
         """Copy the entries from ``from_anchor`` on into a new tape that continues on its own.
 
         The fork keeps its context: this tape's memory zone comes first when it was saved before the
-        anchor, and an ``intention`` is handed off right after the phase anchor the copy continues from.
+        anchor, and an ``intention`` is handed off right after the phase anchor the copy continues from (with
+        an intention the copy stops at the next phase anchor). The ids the copies name are renumbered.
         The lineage is recorded where the store keeps it.
         """
         if from_anchor:

@@ -165,6 +165,8 @@ def test_a_turn_that_does_not_exist_is_one_clear_error(
         tape.view_of_turn("nope")
     with pytest.raises(ContextError, match=rf"Entry #{turn.entries[1].id} .* is a message, not a turn's run event"):
         tape.view_of_turn(turn.entries[1].id)
+    with pytest.raises(ContextError, match=r"Entry #1 .* is an anchor, not a turn's run event: .*-1 the last turn"):
+        tape.view_of_turn(1)  # a first turn by position is spelled from the end
     with pytest.raises(ContextError, match="is not on tape"):
         tape.view_of_turn(10_000)
     with pytest.raises(ContextError, match="-1 is the last turn"):

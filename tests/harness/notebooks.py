@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,8 +56,11 @@ class Executed:
 
 
 def execute(name: str, tmp_path: Path) -> Executed:
+    """Run the notebook ``name`` on a copy of ``examples/`` under ``tmp_path``; run again, it reuses that copy
+    and its home, as a second Run All of the same notebook does."""
     folder = tmp_path / "examples"
-    shutil.copytree(EXAMPLES, folder, ignore=shutil.ignore_patterns(".ipynb_checkpoints", "*.idx", "*.lock"))
+    if not folder.exists():
+        shutil.copytree(EXAMPLES, folder, ignore=shutil.ignore_patterns(".ipynb_checkpoints", "*.idx", "*.lock"))
     path = folder / name
     home = tmp_path / "home"
     env = {key: value for key, value in os.environ.items() if key not in UNSET}
@@ -66,4 +70,52 @@ def execute(name: str, tmp_path: Path) -> Executed:
         notebook, timeout=CELL_TIMEOUT, kernel_name="python3", resources={"metadata": {"path": str(folder)}}
     )
     client.execute(env=env, cwd=str(folder))  # raises CellExecutionError, naming the cell, on any error
-    return Executed(name, notebook, open_tape(session_tape_name(folder, name), home=home), folder)
+    return Executed(
+        name, notebook, open_tape(lesson_name(notebook) or session_tape_name(folder, name), home=home), folder
+    )
+
+
+def lesson_name(notebook: Any) -> str | None:
+    """The tape a ``%lesson start NAME`` line of the notebook works on, if it has one."""
+    for cell in notebook.cells:
+        for line in cell.source.splitlines() if cell.cell_type == "code" else ():
+            words = line.split()
+            if words[:2] == ["%lesson", "start"] and len(words) == 3:
+                return words[2]
+    return None
+
+
+#: What differs between two runs of the same cells by the clock or by chance alone: dates, times, durations,
+#: run ids and temporary folders.
+CLOCK = (
+    (re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?([+-]\d{2}:\d{2}|Z)?"), "<date>"),
+    (re.compile(r"\d{2}:\d{2}:\d{2}"), "<time>"),
+    (re.compile(r"(elapsed_ms(&quot;|\"|')?:\s*)[\d.]+"), r"\1<ms>"),
+    (re.compile(r"\b\d+(\.\d+)?\s?(ms|µs|s)\b"), "<duration>"),
+    (re.compile(r"<ms>[^…<\n]*…"), "<ms>…"),  # a shortened text that holds a duration ends where its length says
+    (re.compile(r"\brun [0-9a-f]{16}\b"), "run <id>"),  # a turn's run id is random
+    (re.compile(r"bub-home-[\w-]+"), "bub-home-<temporary>"),  # a notebook's own temporary folder
+)
+
+
+def without_clock(text: str) -> str:
+    for pattern, replacement in CLOCK:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def shown_outputs(run: Executed) -> list[str]:
+    """What each code cell showed, as text, with the clock taken out (:data:`CLOCK`), for comparing two runs."""
+    shown = []
+    for cell in run.code_cells:
+        parts = []
+        for output in cell.outputs:
+            if output.output_type == "stream":
+                parts.append(output.text)
+            elif output.output_type == "error":
+                parts.append(f"{output.ename}: {output.evalue}")
+            elif "data" in output:
+                data = output.data
+                parts.append(data.get("text/markdown") or data.get("text/html") or data.get("text/plain", ""))
+        shown.append(without_clock("\n".join(parts)))
+    return shown

@@ -7,12 +7,13 @@ so the notebooks can run in parallel with each other and with the rest of the su
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import nbformat
 import pytest
-from harness.notebooks import CELL_TIMEOUT, EXAMPLES, NOTEBOOKS, Executed, execute  # noqa: F401
+from harness.notebooks import CELL_TIMEOUT, EXAMPLES, NOTEBOOKS, Executed, execute, shown_outputs  # noqa: F401
 
 from bub_nb import diff_views
 from bub_nb.context.diff import spans
@@ -226,3 +227,33 @@ def test_examples_are_committed_without_outputs() -> None:
                 assert cell.outputs == [] and cell.execution_count is None, (name, cell.source)
         assert notebook.cells[0].cell_type == "markdown" and notebook.cells[0].source.startswith("# "), name
         assert "## Where next" in notebook.cells[-1].source, name
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_an_example_run_twice_from_the_top_shows_the_same_outputs(name: str, tmp_path: Path) -> None:
+    first = execute(name, tmp_path)
+    again = execute(name, tmp_path)  # the same folder and home: Restart Kernel and Run All
+    assert again.tape.name == first.tape.name and len(again.tape) == len(first.tape)
+    assert comparable(again) == comparable(first)
+
+
+#: Cells that show a column of milliseconds a run took, by notebook: their numbers are left out of the comparison.
+TIMED_CELLS = {"instruments.ipynb": ("entries_before = len(tape)", "from bub_nb.notebook.widgets import TapeTimeline")}
+
+
+def comparable(run: Executed) -> list[str]:
+    timed = TIMED_CELLS.get(run.name, ())
+    shown = shown_outputs(run)
+    return [
+        re.sub(r"\d+(\.\d+)?", "<n>", text) if cell.source.startswith(timed) else text
+        for cell, text in zip(run.code_cells, shown, strict=True)
+    ]
+
+
+def test_every_example_that_loads_the_magics_starts_a_lesson_of_its_own_name() -> None:
+    for name in NOTEBOOKS:
+        notebook = nbformat.read(EXAMPLES / name, as_version=4)
+        sources = [cell.source for cell in notebook.cells if cell.cell_type == "code"]
+        loads = [source for source in sources if source.startswith("%load_ext bub_nb")]
+        if loads:
+            assert f"%lesson start {name.removesuffix('.ipynb')}" in loads[0], name

@@ -74,3 +74,28 @@ def test_an_auto_handoff_in_a_kernel_shows_its_notice_in_the_cell(kernel: Kernel
     notice = shown.strip().splitlines()[-1]
     assert notice.startswith("⚠️ The prompt did not fit the model's context: handoff ⚓ auto_handoff/context_overflow #")
     assert "entries left the view" in notice
+
+
+def test_a_mistyped_model_is_refused_naming_the_notebooks_models_not_asking_for_a_key(
+    offline_kernel: Kernel,
+) -> None:
+    offline_kernel.ok("from bub_nb.agent.models import OfflineModel\nsmall = OfflineModel(context_window=800)")
+    before = offline_kernel.entries()
+    status, shown = offline_kernel.outcome("%%bub -m smal\nHello")
+    assert status == "error" and "No notebook variable or known model is named 'smal'" in shown
+    assert "did you mean small?" in shown and "API key" not in shown
+    offline_kernel.ok("del small")  # as a restart loses it
+    status, shown = offline_kernel.outcome("%%bub -m small\nHello")
+    assert status == "error" and "No notebook variable or known model is named 'small' (models: offline)" in shown
+    assert offline_kernel.entries() == before  # refused before the first write
+    assert "offline" in offline_kernel.ok("%%bub -m offline\nHello")
+
+
+def test_a_refused_turn_leaves_no_waiting_placeholder_above_its_error(offline_kernel: Kernel) -> None:
+    content, outputs = offline_kernel.run("%%bub --budget 1\nHello")
+    assert content["status"] == "error"
+    final: dict[str, str] = {}  # what each display shows in the end, as the saved notebook keeps it
+    for output in outputs:
+        if output["type"] in ("display_data", "update_display_data"):
+            final[output.get("transient", {}).get("display_id", "")] = output["data"].get("text/plain", "")
+    assert "…" not in final.values()

@@ -378,3 +378,42 @@ def test_context_phases_sends_each_earlier_summary_and_anchors_list_what_they_ci
     assert frame.loc["phase/1", "sources"] == [asked] and frame.loc["phase/1", "uncited"] == 1
     assert frame.loc["phase/2", "sources"] == [] and pd.isna(frame.loc["phase/2", "uncited"])
     nb.refused("%%bub -m offline --context phasez\nhi", "phasez")
+
+
+def test_reset_archive_on_a_tape_without_entries_says_there_was_nothing_to_archive(nb: Notebook) -> None:
+    nb.run("%tape use empty-one --new")
+    nb.run("%tape reset --archive")
+    assert "held no entries, so there was nothing to archive" in nb.shown()
+    assert "were discarded" not in nb.shown()
+
+
+def test_a_handoff_cell_run_again_says_the_tape_already_held_that_anchor(nb: Notebook) -> None:
+    nb.run("%handoff lesson/1 summary='first'")
+    assert "already held" not in nb.shown()
+    first = nb.tape.find_anchor("lesson/1").id
+    nb.run("%handoff lesson/1 summary='first'")
+    assert f"The tape already held an anchor **lesson/1** (#{first})" in nb.shown()
+
+
+def test_confirmations_in_cells_use_no_character_that_needs_an_emoji_font(nb: Notebook) -> None:
+    nb.run("%memory save Prefers pandas")
+    nb.run("%tape use other --new")
+    nb.run("%tape reset")
+    nb.run("%tape fork other-side")
+    shown = nb.shown()
+    assert "Forked" in shown and "Now on tape" in shown and "Long-term memory saved" in shown
+    assert not [char for char in shown if ord(char) >= 0x1F000], "an emoji font is needed to read this"
+
+
+def test_lesson_start_gives_a_clean_tape_of_that_name_each_time_and_archives_the_last_run(nb: Notebook) -> None:
+    nb.run("%lesson start trip")
+    nb.run("%handoff lesson/1 summary='first run'")
+    nb.run("%tape fork trip-side")
+    nb.run("%lesson start trip")
+    assert nb.tape.name == "trip" and len(nb.tape) == 0
+    assert "Lesson `trip` starts on a clean tape `trip`" in nb.shown()
+    tapes = nb.tape.base_store.list_tapes()
+    assert "trip-side" not in tapes  # its forks are archived with it, so their names are free again
+    for line in ("%lesson", "%lesson begin trip", "%lesson start a b"):
+        with pytest.raises(UsageError, match="%lesson start NAME"):
+            nb.run(line)

@@ -475,3 +475,18 @@ def test_a_widget_must_give_every_form_it_is_displayed_in() -> None:
 
     with pytest.raises(TypeError, match=r"abstract methods? '?_build_widget'?, '?to_html"):
         TextOnly()  # type: ignore[abstract]
+
+
+def test_a_context_view_labels_the_usage_it_shows_by_the_view_that_turn_was_sent_with(tmp_path: Path) -> None:
+    from bub_nb.agent import Agent
+
+    tape = open_tape("usage-label", home=tmp_path)
+    agent = Agent(tape, "offline")
+    agent.run("Fact 1")
+    tape.handoff("lesson/1", {"summary": "fact 1"})
+    agent.run("Fact 2")
+    assert "Last turn sent with this view (#" in ContextView(tape).to_html()
+    wider = ContextView(tape, "session/start")
+    assert "Last turn among these entries, sent with another view ([last-anchor] from #" in wider.to_html()
+    assert "last turn among these entries, sent with another view" in wider.to_text()
+    assert "Last run in this view" not in wider.to_html()

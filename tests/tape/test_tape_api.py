@@ -295,17 +295,19 @@ def test_fork_session_copies_from_an_anchor_and_records_lineage(tmp_path: Path) 
     build_phases(parent)
     child = parent.fork_session("child", from_anchor="phase/two", intention={"next_steps": "investigate"})
     copied = [e for e in child.read() if "forked_from" in e.meta]
-    assert [e.payload for e in copied] == [e.payload for e in parent.read(8)]
+    # with an intention the fork goes back to phase/two's decision: its phase, up to the next phase anchor (#11)
+    assert [e.payload for e in copied] == [e.payload for e in parent.read(8, 11)]
     assert copied[0].meta["forked_from"] == "tape://parent/entry/8"
-    # the copy continues from the last phase anchor it holds (phase/one, #11): the intention follows it
     intention = child.find_anchor("intention")
-    assert intention.state == {"k": 2, "next_steps": "investigate"}
-    assert [e.payload.get("name") for e in child.read(intention.id - 2, intention.id)] == ["phase/one", "handoff"]
+    assert intention.state == {"next_steps": "investigate"}
+    assert [e.payload.get("name") for e in child.read(intention.id - 2, intention.id)] == ["phase/two", "handoff"]
     assert child.from_last_anchor()[0].payload["name"] == "handoff"
-    assert contents(child.from_last_anchor(kinds=["message"])) == ["d", "e"]
+    assert contents(child.from_last_anchor(kinds=["message"])) == ["c"]
+    whole = parent.fork_session("whole", from_anchor="phase/two")  # without one, everything from the anchor on
+    assert [e.payload for e in whole.read() if "forked_from" in e.meta] == [e.payload for e in parent.read(8)]
     lineage = [orjson.loads(line) for line in (tmp_path / "session_graph.jsonl").read_bytes().splitlines()]
-    assert lineage == [{**lineage[0], "parent": "parent", "child": "child", "from_anchor": "phase/two", "from_id": 8}]
-    assert child.lineage() == parent.lineage() == lineage
+    assert lineage[0] == {**lineage[0], "parent": "parent", "child": "child", "from_anchor": "phase/two", "from_id": 8}
+    assert child.lineage() == lineage[:1] and parent.lineage() == lineage
     assert "session_graph" not in FileTapeStore(tmp_path).list_tapes()
 
 

@@ -10,7 +10,7 @@ import mistune
 import pandas as pd
 
 import bub_nb  # noqa: F401  (registers Tape.memory)
-from bub_nb.tape import Tape, open_tape
+from bub_nb.tape import Tape, TapeEntry, open_tape
 from bub_nb.tape.citations import cited_ids, link_citations
 from bub_nb.tape.reports.transcript import anchors_frame, transcript_markdown
 
@@ -138,3 +138,16 @@ def test_anchors_list_sources_and_uncited_in_python_and_in_the_frame(tmp_path: P
     assert frame.loc["phase/2", "sources"] == list(summary.sources) and frame.loc["phase/2", "uncited"] == 1
     assert frame.loc["plain", "sources"] == [] and pd.isna(frame.loc["plain", "uncited"])
     assert str(frame["uncited"].dtype) == "Int64"
+
+
+def test_entries_until_next_counts_the_entries_of_the_anchors_phase_past_memory_anchors(tmp_path: Path) -> None:
+    tape = open_tape("phases", home=tmp_path)
+    tape.ensure_bootstrap_anchor()  # 1, 2
+    tape.append(TapeEntry.anchor("memory/open", {"version": 1}))  # 3
+    tape.append_message({"role": "user", "content": "a"})  # 4
+    tape.handoff("phase/1")  # 5, 6
+    tape.append_message({"role": "user", "content": "b"})  # 7
+    frame = anchors_frame(tape).set_index("name")
+    assert frame.loc["session/start", "entries_until_next"] == 3  # #2-#4: the memory anchor is in its phase
+    assert frame.loc["memory/open", "entries_until_next"] == 1  # #4, up to phase/1
+    assert frame.loc["phase/1", "entries_until_next"] == 2

@@ -20,6 +20,7 @@ from typing import Any
 
 from bub_nb.agent.models._local import LocalModel, message_text
 from bub_nb.agent.models.base import Completion, Message, ToolCall, ToolSchema
+from bub_nb.agent.models.echo import echo_lines
 from bub_nb.agent.models.extractive import extractive_summary, is_summary_request, parse_items, reply_text
 from bub_nb.context.phases import EARLIER_PHASE
 from bub_nb.tape.entries import ROLES
@@ -61,12 +62,15 @@ def _failure(text: str) -> tuple[str, str] | None:
 class OfflineModel(LocalModel):
     """A deterministic local model for teaching; ``context_window`` makes long prompts fail as APIs do."""
 
-    def __init__(self, context_window: int | None = None) -> None:
+    def __init__(self, context_window: int | None = None, *, echo: bool = False, show_tools: bool = False) -> None:
         self.name = "offline"
         self.context_window = context_window
+        self.echo = echo
+        self.show_tools = show_tools
 
     def __repr__(self) -> str:
-        return f"OfflineModel(context_window={self.context_window!r})"
+        echo = ", echo=True" if self.echo else ""
+        return f"OfflineModel(context_window={self.context_window!r}{echo})"
 
     def answer(self, messages: list[Message], tools: list[ToolSchema] | None, prompt_tokens: int) -> Completion:
         if is_summary_request(messages):
@@ -139,6 +143,10 @@ class OfflineModel(LocalModel):
     # -- describing the context ------------------------------------------------------------------
 
     def _describe(self, messages: list[Message], user: str | None, offered: list[str]) -> str:
+        if self.echo:
+            return "\n".join(
+                [LABEL, *(f"- {line}" for line in echo_lines(messages, offered, show_tools=self.show_tools))]
+            )
         counts = Counter(str(m.get("role")) for m in messages)
         ordered = [role for role in ROLES if counts[role]] + sorted(set(counts) - set(ROLES))
         by_role = ", ".join(f"{counts[role]} {role}" for role in ordered)

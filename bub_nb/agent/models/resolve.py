@@ -49,6 +49,8 @@ def resolve_model(spec: str | Model | None = None, **options: Any) -> Model:
     text = (spec if spec is not None else os.environ.get("BUB_MODEL", "")).strip() or "offline"
     if text == "offline":
         return OfflineModel(**options)
+    if text == "offline:echo":  # what each message holds, instead of counts
+        return OfflineModel(echo=True, **options)
     prefix, colon, rest = text.partition(":")
     if not colon:
         return _openai(text, text, options)

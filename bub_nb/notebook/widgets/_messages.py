@@ -114,7 +114,7 @@ def messages_html(view: View, limit: int) -> str:
     if usage is not None:
         model = f", {usage.model}" if usage.model else ""
         note = (
-            f'<div class="bub-note bub-usage" data-prompt-tokens="{usage.prompt_tokens}">Last run in this view '
+            f'<div class="bub-note bub-usage" data-prompt-tokens="{usage.prompt_tokens}">{esc(usage_label(view))} '
             f"(#{usage.entry_id}{esc(model)}): prompt <b>{usage.prompt_tokens}</b> + completion "
             f"<b>{usage.completion_tokens}</b> = {usage.total_tokens} tokens, "
             "exact as the endpoint reported them.</div>"
@@ -124,6 +124,17 @@ def messages_html(view: View, limit: int) -> str:
         ids = ", ".join(f"#{i}" for i in view.dropped)
         dropped = f'<div class="bub-note">Left out to keep the messages valid for the API: {esc(ids)}</div>'
     return table + note + dropped
+
+
+def usage_label(view: View) -> str:
+    """What the usage a view shows is: the last turn sent with this very view, or one sent with another."""
+    usage = view.usage
+    if usage is None or usage.sent_with(view):
+        return "Last turn sent with this view"
+    if usage.sent_mode is None:
+        return "Last turn among these entries, its view not recorded"
+    start = f" from #{usage.sent_anchor}" if usage.sent_anchor is not None else ""
+    return f"Last turn among these entries, sent with another view ([{usage.sent_mode}]{start})"
 
 
 def _gap_row_html(count: int, tokens: int) -> str:
@@ -156,7 +167,7 @@ def messages_text(view: View, limit: int) -> list[str]:
         usage = view.usage
         model = f", {usage.model}" if usage.model else ""
         lines.append(
-            f"  last run in this view (#{usage.entry_id}{model}): prompt {usage.prompt_tokens} + completion "
+            f"  {usage_label(view).lower()} (#{usage.entry_id}{model}): prompt {usage.prompt_tokens} + completion "
             f"{usage.completion_tokens} = {usage.total_tokens} tokens, exact as reported"
         )
     if view.dropped:

@@ -140,7 +140,8 @@ def budget_markdown(phases: list[PhaseUsage]) -> list[str]:
 
 
 def anchors_frame(tape: TranscribedTape) -> pd.DataFrame:
-    """Every anchor with its id, date, state, the entries written since it and in its phase, and what its
+    """Every anchor with its id, date, state, the entries written since it and up to the next phase anchor
+    (``entries_until_next``: for a phase anchor, the entries of its phase), and what its
     summary cites: ``sources`` (the cited ids) and ``uncited`` (how many sentences cite nothing; empty
     when the state does not say, as for a plain handoff)."""
     import pandas as pd
@@ -148,8 +149,13 @@ def anchors_frame(tape: TranscribedTape) -> pd.DataFrame:
     anchors = tape.anchors(limit=None)
     last_id = tape.last_id
     rows = []
-    for index, anchor in enumerate(anchors):
-        next_id = anchors[index + 1].id if index + 1 < len(anchors) else last_id + 1
+    # An anchor's phase runs to the next phase anchor: a memory anchor inside it does not end it.
+    next_phase, following = [], last_id + 1
+    for anchor in reversed(anchors):
+        next_phase.append(following)
+        following = anchor.id if is_phase_anchor(anchor.name) else following
+    next_phase.reverse()
+    for anchor, next_id in zip(anchors, next_phase, strict=True):
         rows.append(
             {
                 "name": anchor.name,
