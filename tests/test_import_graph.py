@@ -143,14 +143,14 @@ def test_no_import_points_up_a_layer() -> None:
 TAPE_ROOMS = {
     "vocabulary": 0,
     "stores": 1,  # the protocol, memory, files and their index, archives, lineage, PostgreSQL
-    "operations": 2,  # anchors and slicing, forks, redaction, info, the seams the layers above fill
+    "operations": 2,  # anchors and slicing, redaction, info, the seams the layers above fill
+    "forks": 2,  # writes that go aside, forked sessions and their renumbered copies
     "reports": 3,  # the transcript, usage per phase, prices
     "frames": 4,  # DataFrames, the df.tape accessor, a home's tapes, a class overview
     "tape": 5,  # the Tape, its queries, opening and following one
 }
 TAPE_MODULE_ROOMS = {
     "anchors": "operations",
-    "fork": "operations",
     "renamed": "operations",
     "renumber": "operations",
     "redact": "operations",

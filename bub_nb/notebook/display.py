@@ -15,7 +15,7 @@ from bub_nb.tape.reports.transcript import entry_target
 from bub_nb.tape.text import payload_text
 
 if TYPE_CHECKING:
-    from bub_nb.tape import Tape
+    from bub_nb.tape import Tape, TapeEntry
 
 
 _UPDATE_EVERY = 0.08  # seconds between in-place redraws; the last one always happens
@@ -161,3 +161,23 @@ def summary_markdown(tape: Tape, state: dict[str, Any]) -> str:
     raw = json.dumps(state, indent=2, ensure_ascii=False, default=str)
     lines += ["", "<details><summary>raw state</summary>", "", f"```json\n{raw}\n```", "", "</details>"]
     return "\n".join(lines)
+
+
+def handoff_confirmation(tape: Tape, anchor: TapeEntry, state: dict[str, Any], earlier: int | None) -> str:
+    """What ``%handoff`` says it wrote: the anchor, then its summary as text (or its state as JSON), and whether the
+    tape already held an anchor of that name (``earlier``, its id)."""
+    if is_summary(state):
+        shown = summary_markdown(tape, state)
+    else:
+        dumped = json.dumps(state, indent=2, ensure_ascii=False, default=str) if state else "(no state)"
+        shown = f"```json\n{dumped}\n```"
+    again = (
+        f" The tape already held an anchor **{anchor.name}** (#{earlier}), from an earlier run of this cell "
+        "perhaps: this is a second one, and the name now means the newest."
+        if earlier is not None
+        else ""
+    )
+    return (
+        f"⚓ Handoff **{anchor.name}** written as entry #{anchor.id} on tape `{tape.name}`. "
+        f"The next turn's view starts here and carries:\n\n{shown}{again}"
+    )

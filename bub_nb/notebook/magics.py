@@ -7,7 +7,6 @@ one-line ``UsageError``.
 
 from __future__ import annotations
 
-import json
 import keyword
 import sys
 from typing import Any
@@ -21,14 +20,14 @@ from traitlets import TraitError, observe
 from traitlets.config import Config
 
 from bub_nb.errors import AnchorNotFoundError, BubNbError
-from bub_nb.notebook.display import AnswerDisplay, show
-from bub_nb.notebook.interpolate import interpolate
+from bub_nb.notebook.display import AnswerDisplay, handoff_confirmation, show
 from bub_nb.notebook.kernel import NotebookKernel
 from bub_nb.notebook.lesson import LessonCommands
-from bub_nb.notebook.magic_line import parse_line, parse_state, parser_of, split_line_prompt, split_words
 from bub_nb.notebook.memory_commands import MemoryCommands
 from bub_nb.notebook.origin import NotebookOrigin
 from bub_nb.notebook.outcome import CUT_SHORT, footer, interrupted
+from bub_nb.notebook.parsing.interpolate import interpolate
+from bub_nb.notebook.parsing.magic_line import parse_line, parse_state, parser_of, split_line_prompt, split_words
 from bub_nb.notebook.recording import CellRecorder
 from bub_nb.notebook.renamed import RenameNotice
 from bub_nb.notebook.session import NotebookSession
@@ -213,23 +212,7 @@ class BubMagics(Magics, MagicSettings):
             state = anchor.payload.get("state") or {}
         else:
             anchor, _event = self.session.tape.handoff(args.name, state or None, source="notebook")
-        from bub_nb.notebook.display import is_summary, summary_markdown
-
-        if is_summary(state):
-            shown = summary_markdown(self.session.tape, state)
-        else:
-            dumped = json.dumps(state, indent=2, ensure_ascii=False, default=str) if state else "(no state)"
-            shown = f"```json\n{dumped}\n```"
-        again = (
-            f" The tape already held an anchor **{anchor.name}** (#{earlier}), from an earlier run of this cell "
-            "perhaps: this is a second one, and the name now means the newest."
-            if earlier is not None
-            else ""
-        )
-        show(
-            f"⚓ Handoff **{anchor.name}** written as entry #{anchor.id} on tape `{self.session.tape.name}`. "
-            f"The next turn's view starts here and carries:\n\n{shown}{again}"
-        )
+        show(handoff_confirmation(self.session.tape, anchor, state, earlier))
 
     def _anchor_named(self, name: str) -> int | None:
         """The id of the newest anchor called ``name`` on the tape, if there is one."""

@@ -14,7 +14,7 @@ from bub_nb.tape.anchors import LAST_ANCHOR, AnchorSummary
 from bub_nb.tape.citations import TapeAddress, anchor_address, entry_address
 from bub_nb.tape.entries import TapeEntry, is_phase_anchor, plain_json
 from bub_nb.tape.events import handoff_entries
-from bub_nb.tape.fork import ForkBlock, ForkedStore, check_fork, copy_session
+from bub_nb.tape.forks import ForkBlock, ForkedStore, check_fork, copy_session
 from bub_nb.tape.info import TapeInfo, last_usage, tape_info
 from bub_nb.tape.names import check_handoff_name, validate_tape_name
 from bub_nb.tape.query import TapeQuery
