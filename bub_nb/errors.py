@@ -10,6 +10,7 @@
     │   ├── TapeAccessError        a tape this database role may not read or write (also a PermissionError)
     │   ├── AnchorNotFoundError    an anchor name the tape does not hold (also a KeyError)
     │   ├── EntryNotFoundError     an entry id or address that resolves to nothing (also a KeyError)
+    │   ├── CitationError          an anchor state citing entries the tape does not hold (also a ValueError)
     │   └── TapeAddressError       a ``tape://`` address that cannot be parsed
     ├── ContextError               a view mode or strategy that cannot be used
     ├── MemoryZoneError            a memory note or date that cannot be stored
@@ -81,6 +82,10 @@ class EntryNotFoundError(TapeError, KeyError):
 
     def __str__(self) -> str:
         return str(self.args[0])
+
+
+class CitationError(TapeError, ValueError):
+    """An anchor state whose text cites an entry past the tape's last id: a citation is bounded by the tape."""
 
 
 class TapeAddressError(TapeError, ValueError):

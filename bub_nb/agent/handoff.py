@@ -21,6 +21,7 @@ from bub_nb.agent.summarize import (
 )
 from bub_nb.context.messages import anchor_message
 from bub_nb.context.tokens import count_messages_tokens
+from bub_nb.tape.citations import check_state_citations
 from bub_nb.tape.entries import TapeEntry, plain_json
 from bub_nb.tape.events import SUMMARY, handoff_entries
 from bub_nb.tape.names import check_handoff_name
@@ -44,6 +45,7 @@ async def write_handoff(
     plain_json(dict(state))  # a state the tape cannot hold is refused before the model is asked
     if not summarize:
         return tape.handoff(name, dict(state) or None, **meta)
+    check_state_citations(dict(state), tape.last_id)  # the user's own summary= is bounded by the tape too
     summary = await summarise_phase(model, closing_phase(tape))
     return tape.extend(summary_entries(name, summary, state, meta))
 

@@ -12,6 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
+from bub_nb.errors import CitationError
+
 CITATION: Final = re.compile(r"\[#(\d{1,19})(?:\s*[-\u2013]\s*#?(\d{1,19}))?\]")
 """``[#12]`` or ``[#12-#15]`` (an en dash and a missing second ``#`` are read too)."""
 
@@ -63,9 +65,44 @@ def find_citations(text: str) -> list[Citation]:
     return found
 
 
-def cited_ids(text: str) -> list[int]:
-    """The ids ``text`` cites, sorted, each once."""
-    return sorted({entry_id for citation in find_citations(text) for entry_id in citation.ids})
+RUN_LIMIT: Final = 100_000
+"""The most ids one citation is read as naming when no bound is given: ``[#1-#99999999999]`` never
+allocates per id it claims."""
+
+
+def cited_ids(text: str, last: int | None = None) -> list[int]:
+    """The ids ``text`` cites, sorted, each once; with ``last`` only ids up to it (the tape's, or the anchor's).
+
+    A run is read clipped to what can exist, so a citation of a huge range costs what the tape holds.
+    """
+    found: set[int] = set()
+    for citation in find_citations(text):
+        end = citation.last if last is None else min(citation.last, last)
+        found.update(range(max(citation.first, 1), min(end, citation.first + RUN_LIMIT - 1) + 1))
+    return sorted(found)
+
+
+def beyond(text: str, last: int) -> Citation | None:
+    """The first citation of ``text`` naming an id past ``last`` (or below 1), else ``None``."""
+    return next((c for c in find_citations(text) if not c.within(1, last)), None)
+
+
+def check_state_citations(state: Any, last: int) -> None:
+    """Refuse an anchor state whose text cites an entry past ``last``, the tape's last id before the anchor.
+
+    A citation is bounded by the tape: nothing can be cited that was not written before the anchor.
+    Raises :class:`~bub_nb.errors.CitationError` naming the citation; a state without text passes.
+    """
+    if not isinstance(state, dict):
+        return
+    for key in CITING_KEYS:
+        value = state.get(key)
+        if isinstance(value, str) and (citation := beyond(value, last)) is not None:
+            shown = value[citation.start : citation.end]
+            raise CitationError(
+                f"The {key} cites {shown}, beyond the tape's entries #1-#{last}; nothing was written: "
+                "cite only entries the tape holds"
+            )
 
 
 def check_citations(text: str, first: int, last: int) -> CheckedText:
@@ -140,17 +177,19 @@ def citing_text(state: dict[str, Any]) -> str:
     return " ".join(value for key in CITING_KEYS if isinstance(value := state.get(key), str))
 
 
-def state_sources(state: Any) -> tuple[int, ...]:
+def state_sources(state: Any, last: int | None = None) -> tuple[int, ...]:
     """The entries an anchor state cites: its ``sources`` when it lists ids, else the ids its text cites.
 
-    A plain handoff cites nothing and gets ``()``; ids that are not positive integers are left out.
+    A plain handoff cites nothing and gets ``()``; ids that are not positive integers are left out, and
+    with ``last`` (the anchor's own id less one, or the tape's last id) so are ids past it.
     """
     if not isinstance(state, dict):
         return ()
     listed = state.get("sources")
     if isinstance(listed, list | tuple):
-        return tuple(sorted({value for value in listed if type(value) is int and value > 0}))
-    return tuple(cited_ids(citing_text(state)))
+        top = last if last is not None else float("inf")
+        return tuple(sorted({value for value in listed if type(value) is int and 0 < value <= top}))
+    return tuple(cited_ids(citing_text(state), last))
 
 
 def state_uncited(state: Any) -> tuple[str, ...] | None:
