@@ -294,8 +294,10 @@ class Agent:
             if recorder.closed:
                 return
         after = self.tape.last_id
-        if after != before:  # the tools wrote (a handoff, a memory zone); a reset starts the count over
-            recorder.written_by_tools(self.tape.read(before + 1 if after > before else 1))
+        if recorder.reset_under_it():  # a tool started the tape over: the turn so far moves onto the new tape
+            recorder.carry_over_reset(self.tape.read(1))
+        elif after != before:  # the tools wrote (a handoff, a memory zone)
+            recorder.written_by_tools(self.tape.read(before + 1))
         recorder.tool_step(completion, results, failures)
 
 

@@ -138,6 +138,29 @@ class TurnRecorder:
             if self.finished is None:
                 self.entries.extend(entries)
 
+    def reset_under_it(self) -> bool:
+        """Whether the tape was started over since the turn began: its first entry is no longer where it was."""
+        first = next((e for e in self.entries if e.meta.get("run_id") == self.run_id), None)
+        if first is None:
+            return False
+        found = self.tape.read(first.id, first.id + 1)
+        return not found or found[0].meta.get("run_id") != self.run_id or found[0].kind != first.kind
+
+    def carry_over_reset(self, written: Iterable[TapeEntry]) -> None:
+        """After a reset (archived, so nothing is lost) the turn goes on on the new tape.
+
+        ``written`` is what the reset and the tools wrote there; the turn's own entries so far (its
+        system prompt, the prompt, earlier tool steps) are copied after them, ``meta.carried`` naming
+        each one's id in the archive, so the prompt is still in the view, the turn can be rebuilt, and
+        every id the turn reports is on the tape it now writes.
+        """
+        with self._lock:
+            if self.finished is not None:
+                return
+            own = [e for e in self.entries if e.meta.get("run_id") == self.run_id and e.kind != "anchor"]
+            self.entries = list(written)
+            self._write(*(TapeEntry(0, e.kind, e.payload, {**e.meta, "carried": e.id}) for e in own))
+
     def tools_started(self, completion: Completion, results: list[Any], failures: list[ToolCallError | None]) -> None:
         """The tools of ``completion`` are running; ``results`` and ``failures`` fill in as calls return.
 
