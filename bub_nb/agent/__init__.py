@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from bub_nb.agent import registry
 from bub_nb.agent.builtin import BuiltinPlugin
+from bub_nb.agent.builtin_tools import builtin_registry
 from bub_nb.agent.hookspecs import Envelope, StreamEvent, hookimpl
 from bub_nb.agent.loop import Agent
 from bub_nb.agent.models import Model, OfflineModel, OpenAIModel, ScriptedModel, resolve_model
@@ -27,6 +28,7 @@ __all__ = [
     "Turn",
     "TurnPipeline",
     "TurnResult",
+    "builtin_registry",
     "default_pipeline",
     "hookimpl",
     "register_plugin",
