@@ -17,6 +17,7 @@
     ├── ModelError                 the model could not be reached or answered badly
     │   ├── ModelConfigError       no model, an unknown model spec or a missing API key
     │   └── ContextLengthError     the prompt is longer than the model's context window
+    │       └── PromptTooLongError the turn's own prompt, with the system prompt, is over the window
     ├── ToolError                  a tool that cannot be made, registered or chosen; inside a tool, a refusal
     │   └── ToolCallError          one call that failed: unknown tool, bad arguments, the tool raised or was stopped
     ├── PipelineError              a plugin that cannot be registered or removed
@@ -110,6 +111,10 @@ class ModelConfigError(ModelError):
 
 class ContextLengthError(ModelError):
     """The endpoint refused the prompt because it is longer than the model's context."""
+
+
+class PromptTooLongError(ContextLengthError):
+    """The turn's prompt alone (with the system prompt) is over the model's window: no handoff can help it."""
 
 
 class ToolError(BubNbError):

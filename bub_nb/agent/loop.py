@@ -13,7 +13,14 @@ from bub_nb.agent.commands import is_command, run_command
 from bub_nb.agent.eventloop import run_sync
 from bub_nb.agent.handoff import overflow_room, overflow_summary, write_handoff
 from bub_nb.agent.models import Completion, Model, TextDelta, resolve_model
-from bub_nb.agent.preflight import check_prompt_fits, check_turn
+from bub_nb.agent.overflow import (
+    bounded_notice,
+    bounded_phases,
+    overflow_error,
+    overflowing_phases,
+    repeated_overflow,
+)
+from bub_nb.agent.preflight import check_recorded_prompt_fits, check_turn
 from bub_nb.agent.registry import default_pipeline
 from bub_nb.agent.state import TurnState
 from bub_nb.agent.tools import Tool, ToolCallError, ToolContext, ToolRegistry
@@ -219,10 +226,16 @@ class Agent:
         tools = self.tools.schemas() or None
         overflows = MAX_AUTO_HANDOFF_RETRIES
         streamed = False
+        context = self.context
         while recorder.steps < self.max_steps:
-            view = self.pipeline.build_tape_context(self.tape, self.context)
+            view = self.pipeline.build_tape_context(self.tape, context)
             recorder.last_view = view
             messages = [{"role": "system", "content": recorder.system_prompt}, *view.messages]
+            bound = overflowing_phases(context, self.model, recorder.system_prompt, view, messages)
+            if bound is not None:  # known ahead: bound the phases chain rather than send what cannot fit
+                recorder.notice(bounded_notice(view, bound))
+                context = bound
+                continue
             recorder.partial = ""
             completion: Completion | None = None
             try:
@@ -239,9 +252,18 @@ class Agent:
                         else:
                             completion = item
             except ContextLengthError as exc:
-                if overflows == 0 or recorder.partial:
+                if recorder.partial:
                     raise
-                check_prompt_fits(self, prompt)  # a new phase cannot help a prompt that alone is too long
+                # A new phase cannot help a prompt that alone is too long (the window may be known only now).
+                check_recorded_prompt_fits(self, prompt, recorder.prompt_id)
+                bound = bounded_phases(context, self.model, recorder.system_prompt, view)
+                if bound is not None:  # the phases chain first: bounding it writes nothing
+                    recorder.notice(bounded_notice(view, bound))
+                    context = bound
+                    continue
+                again = repeated_overflow(self.tape) if overflows else None
+                if overflows == 0 or again is not None:
+                    raise overflow_error(exc, context, view, again) from exc
                 overflows -= 1
                 summary = await overflow_summary(
                     self.model, self.tape, overflow_room(self.model, recorder.system_prompt, prompt, exc)

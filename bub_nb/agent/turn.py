@@ -15,9 +15,9 @@ from bub_nb.agent.handoff import AUTO_HANDOFF_ANCHOR, summary_entries
 from bub_nb.agent.models.base import Completion, Usage
 from bub_nb.agent.tools import ToolCallError
 from bub_nb.context.tokens import count_message_tokens
-from bub_nb.errors import ContextLengthError, ModelError
+from bub_nb.errors import ContextLengthError, ModelError, PromptTooLongError
 from bub_nb.tape import TapeEntry
-from bub_nb.tape.events import LOOP_STEP, RUN, RecordedView, handoff_entries
+from bub_nb.tape.events import LOOP_STEP, PROMPT_TOO_LONG, RUN, RecordedView, handoff_entries
 
 if TYPE_CHECKING:
     from bub_nb.agent.summarize import Summary
@@ -63,6 +63,8 @@ class Turn:
 
 def error_kind(exc: BaseException) -> str:
     """The ``kind`` of the ``error`` entry a failure is recorded as."""
+    if isinstance(exc, PromptTooLongError):
+        return PROMPT_TOO_LONG
     if isinstance(exc, ContextLengthError):
         return "context_length_exceeded"
     if isinstance(exc, ModelError):
@@ -137,6 +139,11 @@ class TurnRecorder:
         with self._lock:
             if self.finished is None:
                 self.entries.extend(entries)
+
+    @property
+    def prompt_id(self) -> int | None:
+        """The id of the turn's prompt on the tape (the first user message it wrote), once written."""
+        return next((e.id for e in self.entries if e.kind == "message" and e.payload.get("role") == "user"), None)
 
     def reset_under_it(self) -> bool:
         """Whether the tape was started over since the turn began: its first entry is no longer where it was."""
@@ -230,6 +237,10 @@ class TurnRecorder:
             f"The prompt did not fit the model's context: handoff ⚓ {AUTO_HANDOFF_ANCHOR}{where} written{carried}, "
             f"{left_view} entries left the view (they stay on the tape)"
         )
+
+    def notice(self, text: str) -> None:
+        """One line the user should see about something the turn did on its own (it writes nothing)."""
+        self.notices.append(text)
 
     def error(self, kind: str, message: str, details: Any = None) -> None:
         self._write(TapeEntry.error(kind, message, details))
