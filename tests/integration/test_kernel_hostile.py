@@ -48,3 +48,34 @@ def test_a_summary_citing_everything_is_refused_and_readers_stay_bounded(
     kernel.ok("%context", timeout=30)
     kernel.ok("%context phases", timeout=30)
     kernel.ok("%tape export out.md", timeout=30)
+
+
+def test_an_oversized_prompt_says_what_it_left_and_the_next_small_turn_runs(
+    kernel: Kernel, openai_server: OpenAICompatibleServer
+) -> None:
+    openai_server.context_window = 400
+    kernel.ok("%%bub\nHello")
+    before = kernel.entries()
+    content, outputs = kernel.run("%%bub\n" + "long words " * 400)
+    assert (content["status"], content["ename"]) == ("error", "UsageError")
+    assert "nothing was written" not in content["evalue"] and "kept on the tape" in content["evalue"]
+    assert kernel.entries() == before + 4  # the system prompt, the prompt, the error, the run event
+    shown = kernel.ok("%%bub\nA small question")
+    assert "did not fit" not in shown and "auto_handoff" not in shown
+    assert "auto_handoff/context_overflow" not in kernel.ok("%anchors")
+
+
+def test_phases_mode_over_the_window_bounds_its_chain_in_a_kernel(
+    kernel: Kernel, openai_server: OpenAICompatibleServer
+) -> None:
+    for number in range(6):
+        kernel.ok(f"%%bub --context phases\nQuestion {number}")
+        kernel.ok(f"%handoff phase/{number} summary='Phase {number} covered {'many things ' * 30}[#2].'")
+    openai_server.context_window = 700
+    for _ in range(2):
+        before = kernel.entries()
+        shown = kernel.ok("%%bub --context phases\nA small question")
+        assert "'phases' mode" in shown and "no handoff was written" in shown
+        assert kernel.entries() == before + 4
+    assert "auto_handoff/context_overflow" not in kernel.ok("%anchors")
+    assert "left out to fit the window" in openai_server.last_request["messages"][1]["content"]
