@@ -18,6 +18,7 @@ from bub_nb.agent.summarize import (
     fitted,
     summarise_phase,
     summarised_state,
+    with_carried,
 )
 from bub_nb.context.messages import anchor_message
 from bub_nb.context.tokens import count_messages_tokens
@@ -65,7 +66,7 @@ async def overflow_summary(model: Model, tape: Tape, room: int | None = None) ->
     """
     phase = closing_phase(tape)
     try:
-        summary = await summarise_phase(model, phase)
+        summary = with_carried(await summarise_phase(model, phase), phase)
     except Exception as exc:  # any failure of the model: the retry must still carry what came before
         summary = extractive_phase_summary(phase, error=f"{type(exc).__name__}: {exc}")
     return fitted(summary, room)

@@ -18,6 +18,7 @@ from bub_nb.agent.models.base import Completion, Model, Usage
 from bub_nb.agent.models.extractive import (
     SUMMARY_INSTRUCTIONS,
     Item,
+    carried_lines,
     extractive_summary,
     request_text,
     split_reply,
@@ -26,7 +27,7 @@ from bub_nb.agent.preflight import context_window_of
 from bub_nb.context.messages import is_hidden
 from bub_nb.context.tokens import count_messages_tokens, count_text_tokens
 from bub_nb.errors import BubNbError, ContextLengthError
-from bub_nb.tape.citations import SUMMARY_KEYS, check_citations
+from bub_nb.tape.citations import SUMMARY_KEYS, check_citations, find_citations
 from bub_nb.tape.text import payload_role, payload_text
 
 if TYPE_CHECKING:
@@ -51,6 +52,11 @@ class Phase:
     @property
     def range(self) -> tuple[int, int]:
         return (self.items[0].first, self.items[-1].last) if self.items else (0, 0)
+
+    @property
+    def ids(self) -> frozenset[int]:
+        """The entries the model was shown (not the events between them, which it never saw)."""
+        return frozenset(entry_id for item in self.items for entry_id in range(item.first, item.last + 1))
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,7 +219,13 @@ async def summarise_phase(model: Model, phase: Phase) -> Summary:
     if not phase.items:
         raise BubNbError("There is nothing to summarise: the phase holds no entries")
     run = _Run(model, [])
-    text, parts = await run.summarise(list(phase.items))
+    try:
+        text, parts = await run.summarise(list(phase.items))
+    except _TooLong:
+        raise BubNbError(
+            f"The summarising request does not fit the context window of {model.name!r} even with one entry cut "
+            "short; nothing was written: use a model with a larger window, or hand off without a summary"
+        ) from None
     summary, next_steps = split_reply(text)
     if not summary:
         raise BubNbError(f"Model {model.name!r} answered the summarising request with no summary")
@@ -238,6 +250,10 @@ def _checked(
     error: str | None = None,
 ) -> Summary:
     first, last = phase.range
+    seen = phase.ids
+    summary, unseen = without_unseen(summary, seen)
+    next_steps, unseen_steps = without_unseen(next_steps, seen)
+    removed += unseen + unseen_steps
     checked_summary = check_citations(summary, first, last)
     checked_steps = check_citations(next_steps, first, last)
     return Summary(
@@ -282,5 +298,59 @@ def fitted(summary: Summary, room: int | None) -> Summary:
 
 
 def summarised_state(summary: Summary, state: Mapping[str, Any]) -> dict[str, Any]:
-    """The anchor's state: the summary's keys, then the user's ``key=value`` (which win)."""
-    return {**summary.state(), **state}
+    """The anchor's state: the summary's keys, then the user's ``key=value`` (which win).
+
+    When the user's own ``summary`` or ``next_steps`` replaces the model's text, the bookkeeping describes the
+    text kept, not the text thrown away: its sources, its uncited sentences and who wrote it.
+    """
+    return {**summary.state(), **own_words_bookkeeping(summary, state), **state}
+
+
+def own_words_bookkeeping(summary: Summary, state: Mapping[str, Any]) -> dict[str, Any]:
+    """``sources``, ``uncited`` and ``summarized_by`` of the texts the state keeps, when the user wrote any."""
+    own = [key for key in ("summary", "next_steps") if isinstance(state.get(key), str)]
+    if not own:
+        return {}
+    kept = {"summary": summary.summary, "next_steps": summary.next_steps, **{key: state[key] for key in own}}
+    first, last = summary.range
+    checked = [check_citations(kept[key], first, last) for key in ("summary", "next_steps")]
+    by = "user" if "summary" in own else f"{summary.summarized_by} and user"
+    return {
+        "sources": sorted({entry_id for text in checked for entry_id in text.sources}),
+        "uncited": [sentence for text in checked for sentence in text.uncited],
+        "summarized_by": by,
+    }
+
+
+def without_unseen(text: str, seen: frozenset[int]) -> tuple[str, int]:
+    """``text`` without the citations naming no entry the model was shown, and how many were removed."""
+    kept, removed, position = [], 0, 0
+    for citation in find_citations(text):
+        if any(entry_id in seen for entry_id in range(citation.first, min(citation.last, citation.first + 10_000) + 1)):
+            continue
+        kept.append(text[position : citation.start].rstrip(" "))
+        position = citation.end
+        removed += 1
+    kept.append(text[position:])
+    return "".join(kept), removed
+
+
+def with_carried(summary: Summary, phase: Phase) -> Summary:
+    """``summary`` with what the anchor the phase starts at carried, whole, when the model's text left it out.
+
+    An auto-handoff replaces that anchor in every later view, so what it carried must go on (the oldest lines
+    of a summary are the first a tight window drops, so carried lines go last).
+    """
+    anchors = [item for item in phase.items if item.role == "anchor"]
+    carried = [line for line in carried_lines(anchors[0]) if line not in summary.summary] if anchors else []
+    if not carried:
+        return summary
+    text = "\n".join([summary.summary.rstrip(), *(f"- {line}" for line in carried)]).strip()
+    first, last = summary.range
+    checked = check_citations(text, first, last)
+    return replace(
+        summary,
+        summary=checked.text,
+        sources=tuple(sorted({*summary.sources, *checked.sources})),
+        uncited=(*checked.uncited, *check_citations(summary.next_steps, first, last).uncited),
+    )

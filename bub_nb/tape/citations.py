@@ -17,7 +17,6 @@ from bub_nb.errors import CitationError
 CITATION: Final = re.compile(r"\[#(\d{1,19})(?:\s*[-\u2013]\s*#?(\d{1,19}))?\]")
 """``[#12]`` or ``[#12-#15]`` (an en dash and a missing second ``#`` are read too)."""
 
-_SENTENCE_END: Final = re.compile(r"(?<=[.!?])\s+|\n+")
 _LIST_MARK: Final = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s+")
 
 
@@ -132,10 +131,46 @@ def check_citations(text: str, first: int, last: int) -> CheckedText:
     return CheckedText(cleaned, tuple(sources), removed, tuple(uncited_sentences(cleaned)))
 
 
+ABBREVIATIONS: Final = frozenset(
+    ["vs", "etc", "e.g", "i.e", "cf", "approx", "fig", "no", "nr", "dr", "mr", "mrs", "ms", "prof", "st"]
+    + ["jr", "sr", "inc", "ltd", "co", "al", "ca", "resp", "incl", "esp"]
+)
+"""Words a full stop ends without ending the sentence (compared without case and without the final dot)."""
+
+_OPENING: Final = {"“": "”", "‘": "’", "«": "»", "„": "“"}
+
+
+def _split_sentences(text: str) -> list[str]:
+    """``text`` cut after ``.``, ``!`` or ``?`` followed by white space, and at line breaks; never inside quotes
+    (“…”, "…") or after an abbreviation (``vs.``, ``e.g.``) or an initial (``J.``)."""
+    pieces: list[str] = []
+    for line in re.split(r"\n+", text):
+        start, closing, straight = 0, [], False
+        for at, char in enumerate(line):
+            if char in _OPENING:
+                closing.append(_OPENING[char])
+            elif closing and char == closing[-1]:
+                closing.pop()
+            elif char == '"':
+                straight = not straight
+            if char not in ".!?" or closing or straight or at + 1 >= len(line) or not line[at + 1].isspace():
+                continue
+            word = line[start:at].rsplit(None, 1)[-1].lstrip("([\"'“‘").lower() if line[start:at].strip() else ""
+            if char == "." and (word in ABBREVIATIONS or (len(word) == 1 and word.isalpha())):
+                continue
+            pieces.append(line[start : at + 1])
+            start = at + 1
+        pieces.append(line[start:])
+    return pieces
+
+
 def sentences(text: str) -> list[str]:
-    """The sentences of ``text``: split after ``.``, ``!`` or ``?`` and at line breaks, list marks dropped."""
+    """The sentences of ``text``: split after ``.``, ``!`` or ``?`` and at line breaks, list marks dropped.
+
+    A full stop inside quotes or after an abbreviation does not end a sentence.
+    """
     found: list[str] = []
-    for part in (_LIST_MARK.sub("", part).strip() for part in _SENTENCE_END.split(text)):
+    for part in (_LIST_MARK.sub("", part).strip() for part in _split_sentences(text)):
         if not any(char.isalnum() for char in CITATION.sub("", part)):
             # "It was decided. [#12]" cites for the sentence before it.
             if found and CITATION.search(part):
