@@ -132,8 +132,7 @@ def check_citations(text: str, first: int, last: int) -> CheckedText:
 
 
 ABBREVIATIONS: Final = frozenset(
-    ["vs", "etc", "e.g", "i.e", "cf", "approx", "fig", "no", "nr", "dr", "mr", "mrs", "ms", "prof", "st"]
-    + ["jr", "sr", "inc", "ltd", "co", "al", "ca", "resp", "incl", "esp"]
+    "vs etc e.g i.e cf approx fig no nr dr mr mrs ms prof st jr sr inc ltd co al ca resp incl esp".split()  # noqa: SIM905
 )
 """Words a full stop ends without ending the sentence (compared without case and without the final dot)."""
 

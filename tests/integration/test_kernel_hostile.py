@@ -56,7 +56,7 @@ def test_an_oversized_prompt_says_what_it_left_and_the_next_small_turn_runs(
     openai_server.context_window = 400
     kernel.ok("%%bub\nHello")
     before = kernel.entries()
-    content, outputs = kernel.run("%%bub\n" + "long words " * 400)
+    content, _ = kernel.run("%%bub\n" + "long words " * 400)
     assert (content["status"], content["ename"]) == ("error", "UsageError")
     assert "nothing was written" not in content["evalue"] and "kept on the tape" in content["evalue"]
     assert kernel.entries() == before + 4  # the system prompt, the prompt, the error, the run event
