@@ -71,7 +71,7 @@ def test_the_offline_summary_whose_every_line_cites_reports_none_uncited() -> No
         Item(3, 3, "assistant", 'You asked: "We compared pandas vs. polars." Polars is faster.'),
         Item(4, 4, "user", "Then we decided to use polars."),
     ]
-    summary, steps = extractive_summary(items)
+    summary, _ = extractive_summary(items)
     assert check_citations(summary, 1, 4).uncited == ()
     decided = [line for line in summary.splitlines() if "Decided:" in line]
     assert decided and all("[#4]" in line for line in decided)  # the user's decision, not the answer's echo
