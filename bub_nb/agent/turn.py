@@ -215,6 +215,8 @@ class TurnRecorder:
         carries it, so the retry knows what came before. The new phase starts at the anchor, so the
         retry needs the user's prompt after it. A notice says so in one line: an overflow is never silent.
         """
+        if summary is not None:
+            self.add_usage(summary.usage)  # summarising is part of what the turn cost
         state: dict[str, Any] = {"reason": "context_length_exceeded", "error": str(error)}
         head = handoff_entries(AUTO_HANDOFF_ANCHOR, state)
         if summary is not None:

@@ -113,3 +113,19 @@ def test_a_window_too_small_for_one_entry_is_one_error_line(tape: Tape) -> None:
     with pytest.raises(BubNbError, match="does not fit the context window") as failed:
         Agent(tape, OfflineModel(context_window=120)).handoff("phase/1", summarize=True)
     assert type(failed.value).__name__ != "_TooLong" and "\n" not in str(failed.value)
+
+
+def test_summaries_count_in_the_turns_usage_and_in_usage_by_phase(tape: Tape) -> None:
+    talk = Agent(tape, ScriptedModel([{"content": "a", "usage": {"prompt_tokens": 10, "completion_tokens": 1}}]))
+    talk.run("hello")
+    summary = {"content": "Summary:\nSaid hello [#4].", "usage": {"prompt_tokens": 100, "completion_tokens": 20}}
+    Agent(tape, ScriptedModel([summary])).handoff("phase/1", summarize=True)
+    overflow = ContextLengthError("too long")
+    auto = {"content": "Summary:\nMore [#9].", "usage": {"prompt_tokens": 300, "completion_tokens": 30}}
+    answer = {"content": "b", "usage": {"prompt_tokens": 5, "completion_tokens": 2}}
+    turn = Agent(tape, ScriptedModel([overflow, auto, answer])).run("go on")
+    assert turn.usage is not None and (turn.usage.prompt_tokens, turn.usage.completion_tokens) == (305, 32)
+    usage = tape.to_frame().tape.usage(by="phase")
+    assert int(usage["tokens_in"].sum()) == 10 + 100 + 300 + 5
+    assert int(usage["tokens_out"].sum()) == 1 + 20 + 30 + 2
+    assert int(usage["turns"].sum()) == 2

@@ -1,4 +1,4 @@
-"""The budget per phase: turns, tokens in and out, and their cost, read from the ``run`` events that close turns."""
+"""The budget per phase: turns, tokens and cost, from the ``run`` events and the ``summary`` events outside turns."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from bub_nb.errors import TapeError
 from bub_nb.tape.entries import TapeEntry, is_phase_anchor
-from bub_nb.tape.events import run_data, run_usage
+from bub_nb.tape.events import RUN, SUMMARY, run_data
 from bub_nb.tape.reports.prices import PER_TOKENS, cost_of, current_prices, price_of
 from bub_nb.tape.stores.columns import TAPE_NAME
 
@@ -47,24 +47,52 @@ def phase_usage(
         if entry.kind == "anchor" and is_phase_anchor(entry.name):
             phases.append((entry.name, entry.id))
             continue
-        data = run_data(entry)
+        data = run_data(entry) or outside_summary_data(entry)
         if data is None:
             continue
-        usage = run_usage(entry)
+        usage = data.get("usage") if isinstance(data.get("usage"), dict) else None
         tokens_in, tokens_out = _tokens(usage, "prompt_tokens"), _tokens(usage, "completion_tokens")
         cost = cost_of(data.get("model"), tokens_in, tokens_out, table)
         row = sums.setdefault(len(phases) - 1, [0, 0, 0, 0.0])
-        row[0] += 1
+        row[0] += 1 if entry.payload.get("name") == RUN else 0
         row[1] += tokens_in
         row[2] += tokens_out
         row[3] = None if cost is None or row[3] is None else row[3] + cost
     return [PhaseUsage(*phases[at], *row) for at, row in sorted(sums.items())]
 
 
+def outside_summary_data(entry: TapeEntry) -> dict[str, Any] | None:
+    """The data of a ``summary`` event written outside a turn (a turn's own is in its ``run`` usage), else None."""
+    if entry.kind != "event" or entry.payload.get("name") != SUMMARY or entry.meta.get("run_id"):
+        return None
+    data = entry.payload.get("data")
+    return data if isinstance(data, dict) else None
+
+
 def _model(payload: Mapping[str, Any]) -> str | None:
     data = payload.get("data")
     model = data.get("model") if isinstance(data, dict) else None
     return model if isinstance(model, str) else None
+
+
+def costing_rows(frame: pd.DataFrame) -> tuple[Any, Any]:
+    """The positions of the rows that cost tokens, and which of them are turns (``run`` events).
+
+    A ``summary`` event costs too: a summarising handoff's model calls. One written inside a turn (an
+    auto-handoff) is already in that turn's usage, so only those outside a turn are added.
+    """
+    import numpy as np
+
+    events = np.array(frame["kind"] == "event", dtype=bool)
+    names = frame["name"].to_numpy(dtype=object)
+    runs = events.copy()
+    runs[events] = names[events] == RUN
+    summaries = events.copy()
+    summaries[events] = names[events] == SUMMARY
+    if "run_id" in frame.columns:
+        summaries &= frame["run_id"].isna().to_numpy(dtype=bool)
+    at = np.flatnonzero(runs | summaries)
+    return at, runs[at]
 
 
 def usage_frame(
@@ -80,11 +108,8 @@ def usage_frame(
     if not keys or unknown:
         raise TapeError(f"usage(by={by!r}) groups by {', '.join(GROUPS)} (one or several); got {unknown or by!r}")
     table = current_prices() if prices is None else prices
-    # Only the run events' columns are taken, by position: copying whole rows of a big frame costs more.
-    events = np.array(frame["kind"] == "event", dtype=bool)
-    names = frame["name"].to_numpy(dtype=object)
-    events[events] = names[events] == "run"
-    at = np.flatnonzero(events)
+    # Only the costing events' columns are taken, by position: copying whole rows of a big frame costs more.
+    at, is_run = costing_rows(frame)
     models = [_model(payload) for payload in frame["payload"].to_numpy(dtype=object)[at]]
     tokens_in = frame["prompt_tokens"].iloc[at].fillna(0).to_numpy(dtype="int64")
     tokens_out = frame["completion_tokens"].iloc[at].fillna(0).to_numpy(dtype="int64")
@@ -101,6 +126,7 @@ def usage_frame(
             "tokens_out": tokens_out,
             "cost": (tokens_in * per_input + tokens_out * per_output) / PER_TOKENS,
             "unpriced": np.isnan(per_input),
+            "turn": is_run,
         }
     )
     if TAPE_NAME in keys:
@@ -109,7 +135,7 @@ def usage_frame(
         rows[TAPE_NAME] = frame[TAPE_NAME].to_numpy(dtype=object)[at]
     grouped = rows.groupby(keys, sort=False, dropna=False)
     result = grouped.agg(
-        turns=("tokens_in", "size"),
+        turns=("turn", "sum"),
         tokens_in=("tokens_in", "sum"),
         tokens_out=("tokens_out", "sum"),
         cost=("cost", "sum"),
