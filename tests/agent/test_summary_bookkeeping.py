@@ -101,6 +101,7 @@ def test_a_citation_of_an_entry_the_model_never_saw_is_no_source(tape: Tape) -> 
     tape.ensure_bootstrap_anchor()
     user = tape.append_message({"role": "user", "content": "hello"}).id
     note = tape.append_event("notebook", {"path": "x.ipynb"}).id
+    tape.append_message({"role": "assistant", "content": "hi"})  # the event lies inside the phase's range
     reply = f"Summary:\nSaid hello [#{user}]. Opened a notebook [#{note}]."
     state = Agent(tape, ScriptedModel([reply])).handoff("phase/1", summarize=True)[1].payload["state"]
     assert state["sources"] == [user] and state["removed_citations"] == 1
