@@ -144,8 +144,8 @@ def model_asked(context: ToolContext) -> bool:
 
 
 def _replaying(context: ToolContext) -> bool:
-    agent = context.state.get("agent")
-    return isinstance(getattr(agent, "meta", None), dict) and "replay_of" in agent.meta
+    meta = getattr(context.state.get("agent"), "meta", None)
+    return isinstance(meta, dict) and "replay_of" in meta
 
 
 # -- memory ------------------------------------------------------------------------------------
