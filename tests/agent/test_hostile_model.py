@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 from harness.tapes import bub_read
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from bub_nb.agent import Agent, ScriptedModel, ToolContext, builtin_registry
@@ -30,7 +30,7 @@ from bub_nb.context import diff_views
 from bub_nb.errors import BubNbError, ToolCallError
 from bub_nb.tape import FileTapeStore, Tape
 from bub_nb.tape.reports.transcript import transcript_markdown
-from bub_nb.testing.hostile import SECRET_KEY, HostileModel, arguments, moves, texts
+from bub_nb.testing.hostile import POINTED_CALLS, SECRET_KEY, HostileModel, Move, arguments, moves, texts
 
 EXAMPLES = int(os.environ.get("HOSTILE_EXAMPLES", "30"))
 SECONDS = 10.0
@@ -139,8 +139,18 @@ def hostile_turns(home: Path, turns: list[list[Any]], prompts: list[str]) -> Non
 prompts = st.lists(st.one_of(st.just("go on"), texts()), min_size=1, max_size=3)
 
 
+def pointed(*calls: tuple[str, str]) -> list[list[Move]]:
+    """One turn whose model makes ``calls``, then answers."""
+    return [[Move("calls", "", tuple(calls)), Move("text", "done")]]
+
+
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck), database=None)
 @given(turns=st.lists(moves(), min_size=1, max_size=3), prompts=prompts)
+# What an injection tries first is played on every run, whatever hypothesis draws besides.
+@example(turns=pointed(*POINTED_CALLS[:2]), prompts=["erase it"])
+@example(turns=pointed(*POINTED_CALLS[2:7]), prompts=["cite everything"])
+@example(turns=pointed(*POINTED_CALLS[7:]), prompts=["leak and flood"])
+@example(turns=[[Move("cut", "x" * 1000), Move("text", "y")], [Move("overflow")]], prompts=["a", "b"])
 def test_no_hostile_reply_loses_history_or_hangs_a_reader(
     turns: list[list[Any]], prompts: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
