@@ -8,7 +8,8 @@ Sections: appends, slicing, anchors and DataFrames (tape.py); views, search and 
 whole-tape reads at scale: first open, frames, read_tapes, search, frame memory (scale.py; the ``bench``
 extra adds pyarrow and polars beside to_frame); turn overhead against an instant local endpoint (turn.py);
 tool calls on their worker thread (tool_calls.py); start-up (startup.py); tokens a long session sends with
-summaries that cite, against the full history (compression.py). Each script
+summaries that cite, against the full history (compression.py); a 10k-entry tape exported to OTLP and to
+ATIF, in spans per second (export.py, with the ``otel`` extra). Each script
 also runs on its own with more options.
 """
 
@@ -20,6 +21,7 @@ import time
 from pathlib import Path
 
 import compression
+import export
 import postgres
 import scale
 import startup
@@ -49,6 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     rows += tool_calls.rows()
     rows += startup.rows()
     rows += compression.rows()
+    rows += export.rows()
     if args.postgres:
         rows += postgres.rows(size=max(sizes))
     print_table(["figure", "bub_nb", "baseline", "ratio", "target"], rows)

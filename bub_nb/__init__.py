@@ -93,6 +93,10 @@ def __getattr__(name: str) -> Any:
         from importlib.metadata import version
 
         return version("bub_nb")
+    if name == "export":  # bub_nb.export.otel(tape), bub_nb.export.atif(tape): a subpackage, loaded when asked
+        import importlib
+
+        return importlib.import_module("bub_nb.export")
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'bub_nb' has no attribute {name!r}")

@@ -1,4 +1,4 @@
-"""``bub-nb``: run a notebook of ``%%bub`` cells headless, list tapes, and move them to and from a database."""
+"""``bub-nb``: run a notebook of ``%%bub`` cells headless, list tapes, move them to and from a database, export them."""
 
 from __future__ import annotations
 
@@ -146,6 +146,16 @@ def _tapes(args: argparse.Namespace) -> int:
     return 0
 
 
+def _export(args: argparse.Namespace) -> int:
+    from bub_nb.export import otel
+    from bub_nb.tape.open import open_tape
+
+    tapes = [open_tape(name, home=args.home, create=False) for name in args.names]  # every name, before sending
+    for tape in tapes:
+        print(otel(tape, args.otlp, content=True if args.content else None, timeout=args.timeout))
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="bub-nb", description="bub_nb: Bub's tape model in Jupyter.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -161,7 +171,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     tapes.add_argument("home_folder", nargs="?", metavar="HOME", help="Bub home (default: $BUB_HOME, else ~/.bub)")
     tapes.add_argument("--home", help="the same, as an option")
     tapes.set_defaults(handler=_tapes)
-    tapes.epilog = "bub-nb tapes push [HOME] DSN and bub-nb tapes pull DSN [HOME] move tapes to and from a database."
+    tapes.epilog = (
+        "bub-nb tapes push [HOME] DSN and bub-nb tapes pull DSN [HOME] move tapes to and from a database; "
+        "bub-nb tapes export --otlp URL NAME... sends tapes to an OpenTelemetry receiver."
+    )
     # push and pull are parsed on their own: a HOME positional and sub-commands cannot share one parser.
     moving = argparse.ArgumentParser(prog="bub-nb tapes", description="Move tapes to and from a database.")
     moves = moving.add_subparsers(dest="move", required=True)
@@ -173,6 +186,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     pull.add_argument("places", nargs="+", metavar="DSN [HOME]", help="a DSN, then a Bub home (default $BUB_HOME)")
     pull.add_argument("--schema", default="bub_nb", help="schema name (default bub_nb)")
     pull.set_defaults(handler=_pull)
+    export = moves.add_parser("export", help="send tapes to an OpenTelemetry receiver as GenAI spans, a trace a turn")
+    export.add_argument("names", nargs="+", metavar="NAME", help="tape names (or .jsonl paths) under the Bub home")
+    export.add_argument("--otlp", required=True, metavar="URL", help="OTLP/HTTP endpoint, e.g. http://127.0.0.1:6006")
+    export.add_argument("--home", help="Bub home (default: $BUB_HOME, else ~/.bub)")
+    export.add_argument("--content", action="store_true", help="include messages, tool arguments and results")
+    export.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for the receiver (default 10)")
+    export.set_defaults(handler=_export)
     db = commands.add_parser("db", help="set up a PostgreSQL database for shared tapes")
     db_commands = db.add_subparsers(dest="db_command", required=True)
     init = db_commands.add_parser("init", help="create or upgrade the schema and its row-level security")
@@ -187,7 +207,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     enroll.add_argument("--schema", default="bub_nb", help="schema name (default bub_nb)")
     enroll.set_defaults(handler=_db_enroll)
     words = list(sys.argv[1:] if argv is None else argv)
-    is_move = words[:1] == ["tapes"] and words[1:2] in (["push"], ["pull"])
+    is_move = words[:1] == ["tapes"] and words[1:2] in (["push"], ["pull"], ["export"])
     args = moving.parse_args(words[1:]) if is_move else parser.parse_args(words)
     try:
         return int(args.handler(args))

@@ -21,6 +21,7 @@
     ├── ToolError                  a tool that cannot be made, registered or chosen; inside a tool, a refusal
     │   └── ToolCallError          one call that failed: unknown tool, bad arguments, the tool raised or was stopped
     ├── PipelineError              a plugin that cannot be registered or removed
+    ├── ExportError                a tape a receiver did not take, or an export whose extra is not installed
     ├── PriceError                 a price table that cannot be read (also a ValueError)
     ├── BudgetError                a turn whose estimated prompt is over the token budget
     ├── ReplayError                a replay with nothing to replay
@@ -142,6 +143,10 @@ class ToolCallError(ToolError):
 
 class PipelineError(BubNbError):
     """A plugin the turn pipeline cannot register or remove."""
+
+
+class ExportError(BubNbError):
+    """A tape could not be exported: the receiver refused it, or the export's extra is not installed."""
 
 
 class PriceError(BubNbError, ValueError):

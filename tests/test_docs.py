@@ -112,3 +112,13 @@ def test_the_package_reports_the_one_version_pyproject_declares() -> None:
 
     declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
     assert bub_nb.__version__ == declared
+
+
+def test_every_module_the_architecture_page_names_exists() -> None:
+    page = (ROOT / "docs" / "architecture.md").read_text("utf-8")
+    named = re.findall(r"`(bub_nb/[\w/]+\.py)`", page)
+    assert len(named) >= 13
+    assert [path for path in named if not (ROOT / path).is_file()] == []
+    concepts = re.findall(r"^#{2,3} (.+)$", (ROOT / "docs" / "concepts.md").read_text("utf-8"), re.MULTILINE)
+    table = set(re.findall(r"^\| (.+?) \| `bub_nb/", page, re.MULTILINE))
+    assert [concept for concept in concepts if concept not in table] == []

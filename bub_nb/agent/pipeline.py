@@ -91,6 +91,10 @@ class TurnPipeline:
             raise PipelineError(f"No plugin {name!r} to remove; registered plugins: {known}")
         self._plugins.unregister(name=name)
 
+    def get_plugin(self, name: str) -> object | None:
+        """The plugin registered as ``name``; ``None`` when there is none."""
+        return self._plugins.get_plugin(name)
+
     @property
     def plugin_names(self) -> list[str]:
         """Registered plugin names, the one that runs first first."""

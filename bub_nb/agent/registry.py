@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
+from bub_nb.agent.live_export import register_from_environment
 from bub_nb.agent.pipeline import TurnPipeline
 
 _pipeline: TurnPipeline | None = None
@@ -24,12 +25,14 @@ def use_builtin_plugin(make: Callable[[], object]) -> None:
 
 
 def default_pipeline() -> TurnPipeline:
-    """The process-wide pipeline: the builtin plugin, then entry-point plugins, then registered ones."""
+    """The process-wide pipeline: the builtin plugin, then entry-point plugins, live export when
+    ``OTEL_EXPORTER_OTLP_ENDPOINT`` is set, then registered ones."""
     global _pipeline
     with _pipeline_lock:
         if _pipeline is None:
             assert _builtin_plugin is not None, "importing bub_nb.agent sets the builtin plugin"
             _pipeline = TurnPipeline(_builtin_plugin())
+            register_from_environment(_pipeline)
         return _pipeline
 
 

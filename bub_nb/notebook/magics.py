@@ -113,6 +113,11 @@ class BubMagics(Magics):
     budget = Int(0, help="Refuse a turn whose prompt is estimated over this many tokens (0: no budget).").tag(
         config=True
     )
+    otlp_endpoint = Unicode(
+        "",
+        help="Send each turn to this OTLP/HTTP endpoint as OpenTelemetry GenAI spans as it ends; "
+        "empty: only when OTEL_EXPORTER_OTLP_ENDPOINT is set.",
+    ).tag(config=True)
     prices = Dict(
         help='Prices per million tokens per model, e.g. {"gpt-4o-mini": {"input": 0.15, "output": 0.6}}.'
     ).tag(config=True)
@@ -170,6 +175,23 @@ class BubMagics(Magics):
         from bub_nb.tape.reports.prices import set_prices
 
         set_prices(change["new"] or None)  # an empty table goes back to BUB_PRICES
+
+    @validate("otlp_endpoint")
+    def _valid_otlp_endpoint(self, proposal: Any) -> str:
+        from bub_nb.export.otlp import traces_url
+
+        value = str(proposal["value"]).strip()
+        try:
+            return traces_url(value) if value else ""
+        except BubNbError as exc:
+            raise TraitError(_one_line(exc)) from None
+
+    @observe("otlp_endpoint")
+    def _otlp_endpoint_changed(self, change: Any) -> None:
+        from bub_nb.agent import default_pipeline
+        from bub_nb.agent.live_export import switch_live_export
+
+        switch_live_export(default_pipeline(), change["new"] or None)
 
     @property
     def ip(self) -> InteractiveShell:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import threading
 from pathlib import Path
 
@@ -21,7 +22,13 @@ def message(text: str, **meta: object) -> TapeEntry:
 
 
 def test_a_store_is_a_tape_store(store: TapeStore) -> None:
-    assert isinstance(store, TapeStore)
+    """Every method of the protocol, with the protocol's parameters: ``isinstance`` alone only compares names."""
+    for name in ("list_tapes", "exists", "append", "read", "iter_reverse", "anchors", "stats", "reset"):
+        wanted = inspect.signature(getattr(TapeStore, name)).parameters
+        given = inspect.signature(getattr(store, name)).parameters
+        assert list(given) == [p for p in wanted if p != "self"], f"{type(store).__name__}.{name}{list(given)}"
+        for parameter in given.values():
+            assert parameter.kind == wanted[parameter.name].kind, f"{type(store).__name__}.{name}: {parameter}"
 
 
 def test_ids_start_at_one_and_count_up_across_appends(store: TapeStore) -> None:
