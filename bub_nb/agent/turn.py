@@ -215,8 +215,6 @@ class TurnRecorder:
         carries it, so the retry knows what came before. The new phase starts at the anchor, so the
         retry needs the user's prompt after it. A notice says so in one line: an overflow is never silent.
         """
-        if summary is not None:
-            self.add_usage(summary.usage)  # summarising is part of what the turn cost
         state: dict[str, Any] = {"reason": "context_length_exceeded", "error": str(error)}
         head = handoff_entries(AUTO_HANDOFF_ANCHOR, state)
         if summary is not None:
@@ -239,6 +237,8 @@ class TurnRecorder:
             f"The prompt did not fit the model's context: handoff ⚓ {AUTO_HANDOFF_ANCHOR}{where} written{carried}, "
             f"{left_view} entries left the view (they stay on the tape)"
         )
+        if summary is not None:
+            self.add_usage(summary.usage)  # summarising is part of what the turn cost
 
     def notice(self, text: str) -> None:
         """One line the user should see about something the turn did on its own (it writes nothing)."""

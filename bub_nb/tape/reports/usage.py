@@ -75,24 +75,17 @@ def _model(payload: Mapping[str, Any]) -> str | None:
     return model if isinstance(model, str) else None
 
 
-def costing_rows(frame: pd.DataFrame) -> tuple[Any, Any]:
-    """The positions of the rows that cost tokens, and which of them are turns (``run`` events).
-
-    A ``summary`` event costs too: a summarising handoff's model calls. One written inside a turn (an
-    auto-handoff) is already in that turn's usage, so only those outside a turn are added.
-    """
+def costing_events(frame: pd.DataFrame, names: Any, events: Any) -> Any:
+    """Which rows cost tokens, from which are events (``events``) and their ``names``: the ``run`` events, and
+    ``summary`` events outside a turn (a summarising handoff's model calls; one inside a turn, an auto-handoff's,
+    is already in that turn's usage)."""
     import numpy as np
 
-    events = np.array(frame["kind"] == "event", dtype=bool)
-    names = frame["name"].to_numpy(dtype=object)
-    runs = events.copy()
-    runs[events] = names[events] == RUN
-    summaries = events.copy()
-    summaries[events] = names[events] == SUMMARY
+    costing = events.copy()
+    costing[events] = np.isin(names[events], [RUN, SUMMARY])
     if "run_id" in frame.columns:
-        summaries &= frame["run_id"].isna().to_numpy(dtype=bool)
-    at = np.flatnonzero(runs | summaries)
-    return at, runs[at]
+        costing &= (names == RUN) | frame["run_id"].isna().to_numpy(dtype=bool)
+    return costing
 
 
 def usage_frame(
@@ -108,8 +101,11 @@ def usage_frame(
     if not keys or unknown:
         raise TapeError(f"usage(by={by!r}) groups by {', '.join(GROUPS)} (one or several); got {unknown or by!r}")
     table = current_prices() if prices is None else prices
-    # Only the costing events' columns are taken, by position: copying whole rows of a big frame costs more.
-    at, is_run = costing_rows(frame)
+    # Only the run events' columns are taken, by position: copying whole rows of a big frame costs more.
+    events = np.array(frame["kind"] == "event", dtype=bool)
+    names = frame["name"].to_numpy(dtype=object)
+    events = costing_events(frame, names, events)  # and summaries outside turns
+    at = np.flatnonzero(events)
     models = [_model(payload) for payload in frame["payload"].to_numpy(dtype=object)[at]]
     tokens_in = frame["prompt_tokens"].iloc[at].fillna(0).to_numpy(dtype="int64")
     tokens_out = frame["completion_tokens"].iloc[at].fillna(0).to_numpy(dtype="int64")
@@ -120,13 +116,13 @@ def usage_frame(
     per_output = np.array([p["output"] if (p := priced[m]) is not None else nan for m in models], dtype=float)
     rows = pd.DataFrame(
         {
+            "turn": names[at] == RUN,
             "phase": frame["phase"].to_numpy(dtype=object)[at] if "phase" in frame.columns else None,
             "model": models,
             "tokens_in": tokens_in,
             "tokens_out": tokens_out,
             "cost": (tokens_in * per_input + tokens_out * per_output) / PER_TOKENS,
             "unpriced": np.isnan(per_input),
-            "turn": is_run,
         }
     )
     if TAPE_NAME in keys:
