@@ -117,6 +117,9 @@ class ContextLengthError(ModelError):
 class PromptTooLongError(ContextLengthError):
     """The turn's prompt alone (with the system prompt) is over the model's window: no handoff can help it."""
 
+    #: The ``kind`` of the ``error`` entry such a turn ends with.
+    kind = "prompt_too_long"
+
 
 class ToolError(BubNbError):
     """A tool that cannot be made, registered or chosen.

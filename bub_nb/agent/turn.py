@@ -17,7 +17,7 @@ from bub_nb.agent.tools import ToolCallError
 from bub_nb.context.tokens import count_message_tokens
 from bub_nb.errors import ContextLengthError, ModelError, PromptTooLongError
 from bub_nb.tape import TapeEntry
-from bub_nb.tape.events import LOOP_STEP, PROMPT_TOO_LONG, RUN, RecordedView, handoff_entries
+from bub_nb.tape.events import LOOP_STEP, RUN, RecordedView, handoff_entries
 
 if TYPE_CHECKING:
     from bub_nb.agent.summarize import Summary
@@ -64,7 +64,7 @@ class Turn:
 def error_kind(exc: BaseException) -> str:
     """The ``kind`` of the ``error`` entry a failure is recorded as."""
     if isinstance(exc, PromptTooLongError):
-        return PROMPT_TOO_LONG
+        return exc.kind
     if isinstance(exc, ContextLengthError):
         return "context_length_exceeded"
     if isinstance(exc, ModelError):

@@ -75,19 +75,6 @@ def _model(payload: Mapping[str, Any]) -> str | None:
     return model if isinstance(model, str) else None
 
 
-def costing_events(frame: pd.DataFrame, names: Any, events: Any) -> Any:
-    """Which rows cost tokens, from which are events (``events``) and their ``names``: the ``run`` events, and
-    ``summary`` events outside a turn (a summarising handoff's model calls; one inside a turn, an auto-handoff's,
-    is already in that turn's usage)."""
-    import numpy as np
-
-    costing = events.copy()
-    costing[events] = np.isin(names[events], [RUN, SUMMARY])
-    if "run_id" in frame.columns:
-        costing &= (names == RUN) | frame["run_id"].isna().to_numpy(dtype=bool)
-    return costing
-
-
 def usage_frame(
     frame: pd.DataFrame, by: str | Sequence[str] = "phase", prices: Mapping[str, Mapping[str, float]] | None = None
 ) -> pd.DataFrame:
@@ -139,3 +126,16 @@ def usage_frame(
     )
     result.loc[result["unpriced"], "cost"] = float("nan")
     return result.drop(columns="unpriced")
+
+
+def costing_events(frame: pd.DataFrame, names: Any, events: Any) -> Any:
+    """Which rows cost tokens, from which are events (``events``) and their ``names``: the ``run`` events, and
+    ``summary`` events outside a turn (a summarising handoff's model calls; one inside a turn, an auto-handoff's,
+    is already in that turn's usage)."""
+    import numpy as np
+
+    costing = events.copy()
+    costing[events] = np.isin(names[events], [RUN, SUMMARY])
+    if "run_id" in frame.columns:
+        costing &= (names == RUN) | frame["run_id"].isna().to_numpy(dtype=bool)
+    return costing
