@@ -245,3 +245,22 @@ def moves(max_moves: int = 6) -> Any:
         st.builds(Move, st.just("error"), st.sampled_from(["ModelError", *_ERRORS])),
     )
     return st.lists(move, min_size=1, max_size=max_moves)
+
+
+def play_on(server: Any, moves: Iterable[Move]) -> None:
+    """Queue ``moves`` on a local :class:`~bub_nb.testing.OpenAICompatibleServer`, so the real ``openai``
+    client meets them on the wire: a cut stream is a dropped connection, an error an HTTP status."""
+    statuses = {"ModelError": 500, "ValueError": 400, "RuntimeError": 503, "TimeoutError": 504}
+    for move in moves:
+        usage = None if move.usage is None else {"prompt_tokens": move.usage[0], "completion_tokens": move.usage[1]}
+        if move.kind == "text":
+            server.reply(move.text, usage=usage)
+        elif move.kind == "calls":
+            calls = [{"name": name or "unnamed", "arguments": arguments} for name, arguments in move.calls]
+            server.reply_tool_calls(calls, content=move.text, usage=usage)
+        elif move.kind == "cut":
+            server.drop_after(max(1, len(move.text.split()) // 2), move.text or "cut short")
+        elif move.kind == "overflow":
+            server.fail_context_length()
+        else:
+            server.fail(statuses.get(move.text, 500), f"hostile failure: {move.text[:200]}")

@@ -25,12 +25,23 @@ from harness.tapes import bub_read
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from bub_nb.agent import Agent, ScriptedModel, ToolContext, builtin_registry
+from bub_nb.agent import Agent, OpenAIModel, ScriptedModel, ToolContext, builtin_registry
+from bub_nb.agent.eventloop import run_sync
 from bub_nb.context import diff_views
 from bub_nb.errors import BubNbError, ToolCallError
 from bub_nb.tape import FileTapeStore, Tape
 from bub_nb.tape.reports.transcript import transcript_markdown
-from bub_nb.testing.hostile import POINTED_CALLS, SECRET_KEY, HostileModel, Move, arguments, moves, texts
+from bub_nb.testing import OpenAICompatibleServer
+from bub_nb.testing.hostile import (
+    POINTED_CALLS,
+    SECRET_KEY,
+    HostileModel,
+    Move,
+    arguments,
+    moves,
+    play_on,
+    texts,
+)
 
 EXAMPLES = int(os.environ.get("HOSTILE_EXAMPLES", "30"))
 SECONDS = 10.0
@@ -182,5 +193,28 @@ def test_a_refused_tool_call_writes_nothing(name: str, raw: str, monkeypatch: py
             builtin_registry().call_sync(name, raw, context)
         except ToolCallError:
             assert (len(tape), tape.last_id) == (count, last), f"{name}({raw[:80]!r}) was refused yet wrote"
+        every_reader_ends(tape)
+        no_secret_on(Path(home))
+
+
+@settings(max_examples=max(5, EXAMPLES // 3), deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@given(turns=st.lists(moves(4), min_size=1, max_size=2), prompts=prompts)
+@example(turns=pointed(*POINTED_CALLS[:2]), prompts=["erase it"])
+def test_hostile_replies_on_the_wire_keep_the_history(
+    turns: list[list[Any]], prompts: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET_KEY)
+    with tempfile.TemporaryDirectory() as home, OpenAICompatibleServer() as server:
+        tape = seeded(Path(home))
+        before = snapshot(tape)
+        model = OpenAIModel("hostile", base_url=server.base_url, api_key=SECRET_KEY, timeout=5, max_retries=0)
+        try:
+            for script, prompt in zip(turns, prompts, strict=False):
+                play_on(server, script)
+                with contextlib.suppress(*FAILURES):
+                    Agent(tape, model, max_steps=4).run(prompt, stream=True)
+        finally:
+            run_sync(model.aclose())
+        assert not readable_somewhere(Path(home), before)
         every_reader_ends(tape)
         no_secret_on(Path(home))
