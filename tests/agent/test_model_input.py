@@ -111,4 +111,5 @@ def test_a_stored_citation_of_a_huge_range_costs_what_the_tape_holds(tape: Tape)
 def test_handoff_magic_citing_past_the_tape_is_refused(nb: Notebook) -> None:
     nb.run("%handoff phase/start")
     nb.refused(f"%handoff phase/a summary='{HUGE}'", r"cites \[#1-#99999999999\]")
+    nb.refused(f"%%bub\n,handoff phase/a summary='{HUGE}'", r"cites \[#1-#99999999999\]")
     nb.run("%anchors")
