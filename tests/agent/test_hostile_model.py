@@ -54,20 +54,20 @@ FAILURES = (BubNbError, ValueError, RuntimeError, TimeoutError)
 
 
 def seeded(home: Path) -> Tape:
-    """A tape with history: two turns, a summarised handoff and a memory zone."""
+    """A tape with history: two turns, a memory zone and a summarised handoff citing the first prompt."""
     tape = Tape("hostile", FileTapeStore(home / "tapes"))
     model = ScriptedModel(
         [
-            "We compared pandas vs. polars [#3].",
+            "We compared pandas vs. polars.",
             {"tool_calls": [{"name": "memory_save", "arguments": {"content": "likes tea"}}]},
             "noted",
-            "- Decided: polars [#4].\nNext steps: benchmark",
         ]
     )
     agent = Agent(tape, model)
-    agent.run("compare pandas and polars")
+    asked = agent.run("compare pandas and polars").entries[1].id
     agent.run("remember I like tea")
-    agent.handoff("phase/one", summarize=True)
+    summary = ScriptedModel([f"- Decided: polars [#{asked}].\nNext steps: benchmark"])
+    Agent(tape, summary).handoff("phase/one", summarize=True)
     return tape
 
 

@@ -40,9 +40,9 @@ def test_six_facts_survive_three_auto_handoffs_in_a_window_of_800(tape: Tape) ->
 
 def test_a_models_summary_that_drops_what_the_anchor_carried_gets_it_back(tape: Tape) -> None:
     tape.ensure_bootstrap_anchor()
-    tape.append_message({"role": "user", "content": "The owner is Mira."})
-    tape.handoff("phase/1", {"summary": "The owner is Mira [#3]."})
-    prompt_id = tape.append_message({"role": "user", "content": "more"}).id
+    told = tape.append_message({"role": "user", "content": "The owner is Mira."}).id
+    tape.handoff("phase/1", {"summary": f"The owner is Mira [#{told}]."})
+    prompt_id = tape.append_message({"role": "user", "content": "more " * 300}).id  # an overflow has a size
     summary = f"Summary:\nWe talked more [#{prompt_id}]."
     overflow = ContextLengthError("too long")
     turn = Agent(tape, ScriptedModel([overflow, summary, "ok"])).run("go on")
@@ -118,11 +118,12 @@ def test_a_window_too_small_for_one_entry_is_one_error_line(tape: Tape) -> None:
 
 def test_summaries_count_in_the_turns_usage_and_in_usage_by_phase(tape: Tape) -> None:
     talk = Agent(tape, ScriptedModel([{"content": "a", "usage": {"prompt_tokens": 10, "completion_tokens": 1}}]))
-    talk.run("hello")
-    summary = {"content": "Summary:\nSaid hello [#4].", "usage": {"prompt_tokens": 100, "completion_tokens": 20}}
-    Agent(tape, ScriptedModel([summary])).handoff("phase/1", summarize=True)
+    hello = talk.run("hello").entries[1].id
+    said = {"content": f"Summary:\nSaid hello [#{hello}].", "usage": {"prompt_tokens": 100, "completion_tokens": 20}}
+    Agent(tape, ScriptedModel([said])).handoff("phase/1", summarize=True)
+    more = tape.append_message({"role": "user", "content": "more " * 300}).id  # an overflow has a size
     overflow = ContextLengthError("too long")
-    auto = {"content": "Summary:\nMore [#9].", "usage": {"prompt_tokens": 300, "completion_tokens": 30}}
+    auto = {"content": f"Summary:\nMore [#{more}].", "usage": {"prompt_tokens": 300, "completion_tokens": 30}}
     answer = {"content": "b", "usage": {"prompt_tokens": 5, "completion_tokens": 2}}
     turn = Agent(tape, ScriptedModel([overflow, auto, answer])).run("go on")
     assert turn.usage is not None and (turn.usage.prompt_tokens, turn.usage.completion_tokens) == (305, 32)
