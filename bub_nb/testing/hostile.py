@@ -23,8 +23,8 @@ from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from bub_nb.agent import builtin_registry
 from bub_nb.agent.models.base import Completion, Message, TextDelta, ToolCall, ToolSchema, Usage
+from bub_nb.agent.tools import builtin_registry
 from bub_nb.context.tokens import count_messages_tokens, count_text_tokens
 from bub_nb.errors import ContextLengthError, ModelError
 

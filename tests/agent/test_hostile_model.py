@@ -25,8 +25,9 @@ from harness.tapes import bub_read
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from bub_nb.agent import Agent, OpenAIModel, ScriptedModel, ToolContext, builtin_registry
+from bub_nb.agent import Agent, OpenAIModel, ScriptedModel, ToolContext
 from bub_nb.agent.eventloop import run_sync
+from bub_nb.agent.tools import builtin_registry
 from bub_nb.context import diff_views
 from bub_nb.errors import BubNbError, ToolCallError
 from bub_nb.tape import FileTapeStore, Tape
