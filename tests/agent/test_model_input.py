@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from pathlib import Path
 
@@ -58,7 +59,7 @@ def test_a_models_reset_carries_earlier_steps_of_the_turn(tmp_path: Path) -> Non
 
 def test_the_footer_range_never_reads_backwards(tape: Tape) -> None:
     turn = Agent(tape, ScriptedModel(["hi"])).run("x")
-    shuffled = type(turn)(turn.text, tuple(reversed(turn.entries)), turn.usage, "ok", "m", "r", 1.0)
+    shuffled = dataclasses.replace(turn, entries=tuple(reversed(turn.entries)))
     assert f"entries #{turn.entry_ids[0]}–#{turn.entry_ids[-1]}" in footer(shuffled, None)
 
 
