@@ -12,13 +12,7 @@ from bub_nb.agent.commands import is_command, run_command
 from bub_nb.agent.eventloop import Closing, closed, next_item, once, run_sync
 from bub_nb.agent.handoff import overflow_room, overflow_summary, write_handoff
 from bub_nb.agent.models import Completion, Model, TextDelta, resolve_model
-from bub_nb.agent.overflow import (
-    bounded_notice,
-    bounded_phases,
-    overflow_error,
-    overflowing_phases,
-    repeated_overflow,
-)
+from bub_nb.agent.overflow import hopeless_overflow, narrowed_phases
 from bub_nb.agent.preflight import check_recorded_prompt_fits, check_turn
 from bub_nb.agent.registry import default_pipeline
 from bub_nb.agent.state import TurnState
@@ -228,9 +222,7 @@ class Agent:
         while recorder.steps < self.max_steps:
             view = self.pipeline.build_tape_context(self.tape, context)
             messages = recorder.begin_step(view)
-            bound = overflowing_phases(context, self.model, recorder.system_prompt, view, messages)
-            if bound is not None:  # known ahead: bound the phases chain rather than send what cannot fit
-                recorder.notice(bounded_notice(view, bound))
+            if bound := narrowed_phases(context, self.model, recorder, view, messages):  # known not to fit
                 context = bound
                 continue
             completion: Completion | None = None
@@ -250,16 +242,11 @@ class Agent:
             except ContextLengthError as exc:
                 if recorder.partial:
                     raise
-                # A new phase cannot help a prompt that alone is too long (the window may be known only now).
-                check_recorded_prompt_fits(self, prompt, recorder.prompt_id)
-                bound = bounded_phases(context, self.model, recorder.system_prompt, view)
-                if bound is not None:  # the phases chain first: bounding it writes nothing
-                    recorder.notice(bounded_notice(view, bound))
+                check_recorded_prompt_fits(self, prompt, recorder.prompt_id)  # no new phase helps a prompt too long
+                if bound := narrowed_phases(context, self.model, recorder, view):  # bounding it writes nothing
                     context = bound
                     continue
-                again = repeated_overflow(self.tape) if overflows else None
-                if overflows == 0 or again is not None:
-                    raise overflow_error(exc, context, view, again) from exc
+                hopeless_overflow(exc, context, view, self.tape, overflows)
                 overflows -= 1
                 summary = await overflow_summary(
                     self.model, self.tape, overflow_room(self.model, recorder.system_prompt, prompt, exc)
@@ -306,9 +293,5 @@ class Agent:
                 recorder.tool_returned(result_text(output))
             if recorder.closed:
                 return
-        after = self.tape.last_id
-        if recorder.reset_under_it():  # a tool started the tape over: the turn so far moves onto the new tape
-            recorder.carry_over_reset(self.tape.read(1))
-        elif after != before:  # the tools wrote (a handoff, a memory zone)
-            recorder.written_by_tools(self.tape.read(before + 1))
+        recorder.tools_wrote(before)  # a handoff, a memory zone; after a reset the turn goes on on the new tape
         recorder.tools_finished()

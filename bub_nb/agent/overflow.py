@@ -14,6 +14,7 @@ from bub_nb.errors import BubNbError, ContextLengthError
 
 if TYPE_CHECKING:
     from bub_nb.agent.models import Model
+    from bub_nb.agent.turn import TurnRecorder
     from bub_nb.context import View
     from bub_nb.tape import AnchorSummary, Tape
 
@@ -100,3 +101,25 @@ def overflow_error(exc: ContextLengthError, context: Any, view: View, anchor: An
     if not reasons:
         return exc
     return ContextLengthError(f"{exc}; {'; '.join(reasons)}")
+
+
+def narrowed_phases(
+    context: Any, model: Model, recorder: TurnRecorder, view: View, messages: list[dict[str, Any]] | None = None
+) -> Phases | None:
+    """The bounded ``phases`` mode to retry with, its notice given to ``recorder``; ``None`` when bounding cannot
+    help. With ``messages`` (the request about to be sent) only when the window is known and they are over it."""
+    if messages is None:
+        bound = bounded_phases(context, model, recorder.system_prompt, view)
+    else:
+        bound = overflowing_phases(context, model, recorder.system_prompt, view, messages)
+    if bound is not None:
+        recorder.notice(bounded_notice(view, bound))
+    return bound
+
+
+def hopeless_overflow(exc: ContextLengthError, context: Any, view: View, tape: Tape, retries: int) -> None:
+    """Raise the overflow, its cause named, when no retry is left or the phase already starts at an auto-handoff
+    nothing answered since (another would only add a phase)."""
+    again = repeated_overflow(tape) if retries else None
+    if retries == 0 or again is not None:
+        raise overflow_error(exc, context, view, again) from exc

@@ -18,7 +18,8 @@ from bub_nb.agent.models.base import Completion, Model, Usage
 from bub_nb.agent.models.extractive import (
     SUMMARY_INSTRUCTIONS,
     Item,
-    carried_lines,
+    carried_into,
+    clipped,
     extractive_summary,
     request_text,
     split_reply,
@@ -27,7 +28,7 @@ from bub_nb.agent.preflight import context_window_of
 from bub_nb.context.messages import is_hidden
 from bub_nb.context.tokens import count_messages_tokens, count_text_tokens
 from bub_nb.errors import BubNbError, ContextLengthError
-from bub_nb.tape.citations import SUMMARY_KEYS, check_citations, find_citations
+from bub_nb.tape.citations import SUMMARY_KEYS, check_citations, own_words_state, without_unseen_citations
 from bub_nb.tape.text import payload_role, payload_text
 
 if TYPE_CHECKING:
@@ -52,11 +53,6 @@ class Phase:
     @property
     def range(self) -> tuple[int, int]:
         return (self.items[0].first, self.items[-1].last) if self.items else (0, 0)
-
-    @property
-    def ids(self) -> frozenset[int]:
-        """The entries the model was shown (not the events between them, which it never saw)."""
-        return frozenset(entry_id for item in self.items for entry_id in range(item.first, item.last + 1))
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,7 +165,7 @@ class _Run:
                     f"The summary of {len(items)} items did not fit {self.model.name!r} after {depth} rounds of parts"
                 ) from None
         if len(items) == 1:
-            return await self.ask([_clipped(items[0], self.budget())], kind), 1
+            return await self.ask([clipped(items[0], self.budget())], kind), 1
         parts = []
         for group in self.groups(items):
             reply, _ = await self.summarise(group, "part", depth + 1)
@@ -201,13 +197,6 @@ class _Run:
             middle = len(items) // 2
             return [items[:middle], items[middle:]]
         return groups
-
-
-def _clipped(item: Item, budget: int | None) -> Item:
-    """One item too long for the window alone, cut to what fits (the tape keeps all of it)."""
-    room = (budget or 400) - count_text_tokens(SUMMARY_INSTRUCTIONS) - 24
-    limit = max(40, room * 3)
-    return item if len(item.text) <= limit else Item(item.first, item.last, item.role, item.text[:limit] + " …")
 
 
 async def summarise_phase(model: Model, phase: Phase) -> Summary:
@@ -250,9 +239,9 @@ def _checked(
     error: str | None = None,
 ) -> Summary:
     first, last = phase.range
-    seen = phase.ids
-    summary, unseen = without_unseen(summary, seen)
-    next_steps, unseen_steps = without_unseen(next_steps, seen)
+    seen = frozenset(i for item in phase.items for i in range(item.first, item.last + 1))  # events are unseen
+    summary, unseen = without_unseen_citations(summary, seen)
+    next_steps, unseen_steps = without_unseen_citations(next_steps, seen)
     removed += unseen + unseen_steps
     checked_summary = check_citations(summary, first, last)
     checked_steps = check_citations(next_steps, first, last)
@@ -298,59 +287,13 @@ def fitted(summary: Summary, room: int | None) -> Summary:
 
 
 def summarised_state(summary: Summary, state: Mapping[str, Any]) -> dict[str, Any]:
-    """The anchor's state: the summary's keys, then the user's ``key=value`` (which win).
-
-    When the user's own ``summary`` or ``next_steps`` replaces the model's text, the bookkeeping describes the
-    text kept, not the text thrown away: its sources, its uncited sentences and who wrote it.
-    """
-    return {**summary.state(), **own_words_bookkeeping(summary, state), **state}
-
-
-def own_words_bookkeeping(summary: Summary, state: Mapping[str, Any]) -> dict[str, Any]:
-    """``sources``, ``uncited`` and ``summarized_by`` of the texts the state keeps, when the user wrote any."""
-    own = [key for key in ("summary", "next_steps") if isinstance(state.get(key), str)]
-    if not own:
-        return {}
-    kept = {"summary": summary.summary, "next_steps": summary.next_steps, **{key: state[key] for key in own}}
-    first, last = summary.range
-    checked = [check_citations(kept[key], first, last) for key in ("summary", "next_steps")]
-    by = "user" if "summary" in own else f"{summary.summarized_by} and user"
-    return {
-        "sources": sorted({entry_id for text in checked for entry_id in text.sources}),
-        "uncited": [sentence for text in checked for sentence in text.uncited],
-        "summarized_by": by,
-    }
-
-
-def without_unseen(text: str, seen: frozenset[int]) -> tuple[str, int]:
-    """``text`` without the citations naming no entry the model was shown, and how many were removed."""
-    kept, removed, position = [], 0, 0
-    for citation in find_citations(text):
-        if any(entry_id in seen for entry_id in range(citation.first, min(citation.last, citation.first + 10_000) + 1)):
-            continue
-        kept.append(text[position : citation.start].rstrip(" "))
-        position = citation.end
-        removed += 1
-    kept.append(text[position:])
-    return "".join(kept), removed
+    """The anchor's state: the summary's keys, then the user's ``key=value`` (which win, bookkeeping included)."""
+    return own_words_state(summary.state(), state)
 
 
 def with_carried(summary: Summary, phase: Phase) -> Summary:
-    """``summary`` with what the anchor the phase starts at carried, whole, when the model's text left it out.
-
-    An auto-handoff replaces that anchor in every later view, so what it carried must go on (the oldest lines
-    of a summary are the first a tight window drops, so carried lines go last).
-    """
-    anchors = [item for item in phase.items if item.role == "anchor"]
-    carried = [line for line in carried_lines(anchors[0]) if line not in summary.summary] if anchors else []
-    if not carried:
-        return summary
-    text = "\n".join([summary.summary.rstrip(), *(f"- {line}" for line in carried)]).strip()
-    first, last = summary.range
-    checked = check_citations(text, first, last)
-    return replace(
-        summary,
-        summary=checked.text,
-        sources=tuple(sorted({*summary.sources, *checked.sources})),
-        uncited=(*checked.uncited, *check_citations(summary.next_steps, first, last).uncited),
-    )
+    """``summary`` with what the anchor the phase starts at carried, when the model's text left it out (an
+    auto-handoff replaces that anchor in every later view, so what it carried must go on)."""
+    text, steps, by = carried_into(summary.summary, phase.items), summary.next_steps, summary.summarized_by
+    old = (summary.removed_citations, summary.parts, list(summary.requests), summary.usage)
+    return summary if text == summary.summary else _checked(text, steps, phase, by, *old)

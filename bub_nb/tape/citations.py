@@ -8,7 +8,7 @@ what a summarising handoff's anchor state cites (defensively: a plain or hand-wr
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -161,6 +161,40 @@ def _split_sentences(text: str) -> list[str]:
             start = at + 1
         pieces.append(line[start:])
     return pieces
+
+
+def without_unseen_citations(text: str, seen: frozenset[int]) -> tuple[str, int]:
+    """``text`` without the citations naming none of the ``seen`` ids (what a model was shown), and how many."""
+    kept, removed, position = [], 0, 0
+    for citation in find_citations(text):
+        if any(entry_id in seen for entry_id in range(citation.first, min(citation.last, citation.first + RUN_LIMIT))):
+            continue
+        kept.append(text[position : citation.start].rstrip(" "))
+        position = citation.end
+        removed += 1
+    kept.append(text[position:])
+    return "".join(kept), removed
+
+
+def own_words_state(summarised: dict[str, Any], state: Mapping[str, Any]) -> dict[str, Any]:
+    """A summarising handoff's state (``summarised``) with the user's ``state`` over it.
+
+    When the user's own ``summary`` or ``next_steps`` replaces the model's text, ``sources``, ``uncited`` and
+    ``summarized_by`` describe the text kept, not the text thrown away.
+    """
+    own = {key: state[key] for key in CITING_KEYS if isinstance(state.get(key), str)}
+    if not own:
+        return {**summarised, **state}
+    first, last = summarised["range"]
+    kept = {**summarised, **own}
+    checked = [check_citations(kept[key], first, last) for key in CITING_KEYS if isinstance(kept.get(key), str)]
+    return {
+        **summarised,
+        "sources": sorted({i for text in checked for i in text.sources}),
+        "uncited": [sentence for text in checked for sentence in text.uncited],
+        "summarized_by": "user" if "summary" in own else f"{summarised.get('summarized_by')} and user",
+        **state,
+    }
 
 
 def sentences(text: str) -> list[str]:

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
+from bub_nb.context.tokens import count_text_tokens
 from bub_nb.tape.citations import CITATION, format_citation, sentences
 
 _LIST_MARK: Final = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s+")
@@ -51,6 +52,13 @@ class Item:
         # Continuation lines are indented, so only a label ever starts a line.
         body = "\n  ".join(self.text.splitlines()) if self.text else ""
         return f"{format_citation(self.first, self.last)} {self.role}: {body}"
+
+
+def clipped(item: Item, budget: int | None) -> Item:
+    """One item too long for the window alone, cut to what fits (the tape keeps all of it)."""
+    room = (budget or 400) - count_text_tokens(SUMMARY_INSTRUCTIONS) - 24
+    limit = max(40, room * 3)
+    return item if len(item.text) <= limit else Item(item.first, item.last, item.role, item.text[:limit] + " …")
 
 
 def is_summary_request(messages: list[dict[str, object]]) -> bool:
@@ -137,6 +145,14 @@ def carried_lines(anchor: Item) -> list[str]:
         text = CITATION.sub(cite, text) if CITATION.search(text) else f"{text.rstrip('.')} {cite}."
         lines.append(f"{_CARRIED} {text}")
     return lines[-_CARRIED_LIMIT:]
+
+
+def carried_into(summary: str, items: list[Item] | tuple[Item, ...]) -> str:
+    """``summary`` with the lines the phase's anchor carried that it lacks, last (the first a tight window drops
+    are a summary's oldest lines, so what was carried goes after the new)."""
+    anchor = next((item for item in items if item.role == "anchor"), None)
+    missing = [line for line in carried_lines(anchor) if line not in summary] if anchor is not None else []
+    return "\n".join([summary.rstrip(), *(f"- {line}" for line in missing)]).strip() if missing else summary
 
 
 def _echoes(sentence: str, quoted: list[str]) -> bool:

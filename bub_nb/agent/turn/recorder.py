@@ -118,6 +118,14 @@ class TurnRecorder:
         """The id of the turn's prompt on the tape (the first user message it wrote), once written."""
         return next((e.id for e in self.entries if e.kind == "message" and e.payload.get("role") == "user"), None)
 
+    def tools_wrote(self, before: int) -> None:
+        """What the tools appended since the tape's last id was ``before`` joins the turn; when a tool started
+        the tape over, the turn so far moves onto the new tape (:meth:`carry_over_reset`)."""
+        if self.reset_under_it():
+            self.carry_over_reset(self.tape.read(1))
+        elif self.tape.last_id != before:
+            self.written_by_tools(self.tape.read(before + 1))
+
     def reset_under_it(self) -> bool:
         """Whether the tape was started over since the turn began: its first entry is no longer where it was."""
         first = next((e for e in self.entries if e.meta.get("run_id") == self.run_id), None)
