@@ -167,7 +167,9 @@ def without_unseen_citations(text: str, seen: frozenset[int]) -> tuple[str, int]
     """``text`` without the citations naming none of the ``seen`` ids (what a model was shown), and how many."""
     kept, removed, position = [], 0, 0
     for citation in find_citations(text):
-        if any(entry_id in seen for entry_id in range(citation.first, min(citation.last, citation.first + RUN_LIMIT))):
+        if any(
+            entry_id in seen for entry_id in range(citation.first, min(citation.last, citation.first + RUN_LIMIT) + 1)
+        ):
             continue
         kept.append(text[position : citation.start].rstrip(" "))
         position = citation.end
