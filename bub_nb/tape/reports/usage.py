@@ -15,7 +15,7 @@ from bub_nb.tape.stores.columns import TAPE_NAME
 if TYPE_CHECKING:
     import pandas as pd
 
-USAGE_COLUMNS = ("turns", "tokens_in", "tokens_out", "cost")
+USAGE_COLUMNS = ("turns", "tokens_in", "tokens_out", "cost", "estimated")
 GROUPS = ("phase", "model", TAPE_NAME)
 
 
@@ -75,11 +75,19 @@ def _model(payload: Mapping[str, Any]) -> str | None:
     return model if isinstance(model, str) else None
 
 
+def _estimated(payload: Mapping[str, Any]) -> bool:
+    """Whether a run's usage is bub_nb's estimate (its endpoint reported none), not the endpoint's count."""
+    data = payload.get("data")
+    usage = data.get("usage") if isinstance(data, dict) else None
+    return isinstance(usage, dict) and usage.get("estimated") is True
+
+
 def usage_frame(
     frame: pd.DataFrame, by: str | Sequence[str] = "phase", prices: Mapping[str, Mapping[str, float]] | None = None
 ) -> pd.DataFrame:
     """Turns, tokens in and out and cost per group of a tape frame's ``run`` events (``by``: phase, model,
-    tape_name, or several); groups keep their tape order, and a group with an unpriced turn costs NaN."""
+    tape_name, or several); groups keep their tape order, and a group with an unpriced turn costs NaN.
+    ``estimated`` counts the turns whose tokens are bub_nb's estimate because their endpoint reported none."""
     import numpy as np
     import pandas as pd
 
@@ -93,7 +101,8 @@ def usage_frame(
     names = frame["name"].to_numpy(dtype=object)
     events = costing_events(frame, names, events)  # and summaries outside turns
     at = np.flatnonzero(events)
-    models = [_model(payload) for payload in frame["payload"].to_numpy(dtype=object)[at]]
+    payloads = frame["payload"].to_numpy(dtype=object)[at]
+    models = [_model(payload) for payload in payloads]
     tokens_in = frame["prompt_tokens"].iloc[at].fillna(0).to_numpy(dtype="int64")
     tokens_out = frame["completion_tokens"].iloc[at].fillna(0).to_numpy(dtype="int64")
     # One price lookup per model, then whole columns: a tape has few models and many runs.
@@ -110,6 +119,7 @@ def usage_frame(
             "tokens_out": tokens_out,
             "cost": (tokens_in * per_input + tokens_out * per_output) / PER_TOKENS,
             "unpriced": np.isnan(per_input),
+            "estimated": np.array([_estimated(payload) for payload in payloads], dtype="int64"),
         }
     )
     if TAPE_NAME in keys:
@@ -123,6 +133,7 @@ def usage_frame(
         tokens_out=("tokens_out", "sum"),
         cost=("cost", "sum"),
         unpriced=("unpriced", "any"),
+        estimated=("estimated", "sum"),
     )
     result.loc[result["unpriced"], "cost"] = float("nan")
     return result.drop(columns="unpriced")
