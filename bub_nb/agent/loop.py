@@ -251,8 +251,7 @@ class Agent:
                 if bound := narrowed_phases(context, self.model, recorder, view):  # bounding it writes nothing
                     context = bound
                     continue
-                hopeless_overflow(exc, context, view, self.tape, overflows)
-                overflows -= 1
+                overflows = hopeless_overflow(exc, context, view, self.tape, overflows)  # or one retry fewer
                 room = overflow_room(self.model, recorder.system_prompt, prompt, exc, count_messages_tokens(messages))
                 summary = await overflow_summary(self.model, self.tape, room)
                 recorder.auto_handoff(exc, recorder.steps + 1, prompt, left_view=len(view.entry_ids), summary=summary)

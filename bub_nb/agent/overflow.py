@@ -117,9 +117,10 @@ def narrowed_phases(
     return bound
 
 
-def hopeless_overflow(exc: ContextLengthError, context: Any, view: View, tape: Tape, retries: int) -> None:
-    """Raise the overflow, its cause named, when no retry is left or the phase already starts at an auto-handoff
-    nothing answered since (another would only add a phase)."""
+def hopeless_overflow(exc: ContextLengthError, context: Any, view: View, tape: Tape, retries: int) -> int:
+    """The retries left after this one; raises the overflow, its cause named, when none is left or the phase
+    already starts at an auto-handoff nothing answered since (another would only add a phase)."""
     again = repeated_overflow(tape) if retries else None
     if retries == 0 or again is not None:
         raise overflow_error(exc, context, view, again) from exc
+    return retries - 1

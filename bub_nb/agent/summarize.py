@@ -10,7 +10,7 @@ docs/concepts.md#summaries-that-cite) and the data of the ``summary`` event that
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from textwrap import shorten
 from typing import TYPE_CHECKING, Any, Final
@@ -20,7 +20,6 @@ from bub_nb.agent.models.calibration import scale_of
 from bub_nb.agent.models.extractive import (
     SUMMARY_INSTRUCTIONS,
     Item,
-    carried_into,
     clipped,
     extractive_summary,
     request_text,
@@ -30,7 +29,7 @@ from bub_nb.agent.preflight import context_window_of
 from bub_nb.context.messages import is_hidden
 from bub_nb.context.tokens import count_messages_tokens, count_text_tokens
 from bub_nb.errors import BubNbError, ContextLengthError
-from bub_nb.tape.citations import SUMMARY_KEYS, check_citations, own_words_state, without_unseen_citations
+from bub_nb.tape.citations import SUMMARY_KEYS, check_citations, without_unseen_citations
 from bub_nb.tape.text import payload_role, payload_text
 
 if TYPE_CHECKING:
@@ -218,8 +217,8 @@ async def summarise_phase(model: Model, phase: Phase) -> Summary:
         text, parts = await run.summarise(list(phase.items))
     except _TooLong:
         raise BubNbError(
-            f"The summarising request does not fit the context window of {model.name!r} even with one entry cut "
-            "short; nothing was written: use a model with a larger window, or hand off without a summary"
+            f"The summarising request does not fit the context window of {model.name!r}, even with "
+            "one entry cut short; nothing was written: use a larger window"
         ) from None
     summary, next_steps = split_reply(text)
     if not summary:
@@ -252,9 +251,8 @@ def _checked(
 ) -> Summary:
     first, last = phase.range
     seen = frozenset(i for item in phase.items for i in range(item.first, item.last + 1))  # events are unseen
-    summary, unseen = without_unseen_citations(summary, seen)
-    next_steps, unseen_steps = without_unseen_citations(next_steps, seen)
-    removed += unseen + unseen_steps
+    (summary, next_steps), unseen = without_unseen_citations((summary, next_steps), seen)
+    removed += unseen
     checked_summary = check_citations(summary, first, last)
     checked_steps = check_citations(next_steps, first, last)
     return Summary(
@@ -296,16 +294,3 @@ def fitted(summary: Summary, room: int | None, state: Callable[[Summary], dict[s
             uncited=(*checked.uncited, *checked_steps.uncited),
         )
     return summary
-
-
-def summarised_state(summary: Summary, state: Mapping[str, Any]) -> dict[str, Any]:
-    """The anchor's state: the summary's keys, then the user's ``key=value`` (which win, bookkeeping included)."""
-    return own_words_state(summary.state(), state)
-
-
-def with_carried(summary: Summary, phase: Phase) -> Summary:
-    """``summary`` with what the anchor the phase starts at carried, when the model's text left it out (an
-    auto-handoff replaces that anchor in every later view, so what it carried must go on)."""
-    text, steps, by = carried_into(summary.summary, phase.items), summary.next_steps, summary.summarized_by
-    old = (summary.removed_citations, summary.parts, list(summary.requests), summary.usage)
-    return summary if text == summary.summary else _checked(text, steps, phase, by, *old)

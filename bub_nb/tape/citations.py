@@ -163,19 +163,20 @@ def _split_sentences(text: str) -> list[str]:
     return pieces
 
 
-def without_unseen_citations(text: str, seen: frozenset[int]) -> tuple[str, int]:
-    """``text`` without the citations naming none of the ``seen`` ids (what a model was shown), and how many."""
-    kept, removed, position = [], 0, 0
-    for citation in find_citations(text):
-        if any(
-            entry_id in seen for entry_id in range(citation.first, min(citation.last, citation.first + RUN_LIMIT) + 1)
-        ):
-            continue
-        kept.append(text[position : citation.start].rstrip(" "))
-        position = citation.end
-        removed += 1
-    kept.append(text[position:])
-    return "".join(kept), removed
+def without_unseen_citations(texts: tuple[str, ...], seen: frozenset[int]) -> tuple[tuple[str, ...], int]:
+    """``texts`` without the citations naming none of the ``seen`` ids (what a model was shown), and how many."""
+    cleaned, removed = [], 0
+    for text in texts:
+        kept, position = [], 0
+        for citation in find_citations(text):
+            named = range(citation.first, min(citation.last, citation.first + RUN_LIMIT - 1) + 1)
+            if any(entry_id in seen for entry_id in named):
+                continue
+            kept.append(text[position : citation.start].rstrip(" "))
+            position = citation.end
+            removed += 1
+        cleaned.append("".join([*kept, text[position:]]))
+    return tuple(cleaned), removed
 
 
 def own_words_state(summarised: dict[str, Any], state: Mapping[str, Any]) -> dict[str, Any]:
