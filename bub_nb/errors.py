@@ -10,12 +10,14 @@
     │   ├── TapeAccessError        a tape this database role may not read or write (also a PermissionError)
     │   ├── AnchorNotFoundError    an anchor name the tape does not hold (also a KeyError)
     │   ├── EntryNotFoundError     an entry id or address that resolves to nothing (also a KeyError)
+    │   ├── CitationError          an anchor state citing entries the tape does not hold (also a ValueError)
     │   └── TapeAddressError       a ``tape://`` address that cannot be parsed
     ├── ContextError               a view mode or strategy that cannot be used
     ├── MemoryZoneError            a memory note or date that cannot be stored
     ├── ModelError                 the model could not be reached or answered badly
     │   ├── ModelConfigError       no model, an unknown model spec or a missing API key
     │   └── ContextLengthError     the prompt is longer than the model's context window
+    │       └── PromptTooLongError the turn's own prompt, with the system prompt, is over the window
     ├── ToolError                  a tool that cannot be made, registered or chosen; inside a tool, a refusal
     │   └── ToolCallError          one call that failed: unknown tool, bad arguments, the tool raised or was stopped
     ├── PipelineError              a plugin that cannot be registered, removed or used
@@ -85,6 +87,10 @@ class EntryNotFoundError(TapeError, KeyError):
         return str(self.args[0])
 
 
+class CitationError(TapeError, ValueError):
+    """An anchor state whose text cites an entry past the tape's last id: a citation is bounded by the tape."""
+
+
 class TapeAddressError(TapeError, ValueError):
     """A ``tape://`` address that cannot be parsed."""
 
@@ -107,6 +113,13 @@ class ModelConfigError(ModelError):
 
 class ContextLengthError(ModelError):
     """The endpoint refused the prompt because it is longer than the model's context."""
+
+
+class PromptTooLongError(ContextLengthError):
+    """The turn's prompt alone (with the system prompt) is over the model's window: no handoff can help it."""
+
+    #: The ``kind`` of the ``error`` entry such a turn ends with.
+    kind = "prompt_too_long"
 
 
 class ToolError(BubNbError):

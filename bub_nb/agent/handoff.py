@@ -9,21 +9,24 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import replace
 from textwrap import shorten
 from typing import TYPE_CHECKING, Any
 
 from bub_nb.agent.models.calibration import scale_of
+from bub_nb.agent.models.extractive import carried_into
 from bub_nb.agent.preflight import context_window_of
 from bub_nb.agent.summarize import (
+    Phase,
     Summary,
     closing_phase,
     extractive_phase_summary,
     fitted,
     summarise_phase,
-    summarised_state,
 )
 from bub_nb.context.messages import anchor_message
 from bub_nb.context.tokens import count_messages_tokens
+from bub_nb.tape.citations import check_citations, check_state_citations, own_words_state
 from bub_nb.tape.entries import TapeEntry, plain_json
 from bub_nb.tape.events import SUMMARY, handoff_entries
 from bub_nb.tape.names import check_handoff_name
@@ -47,6 +50,7 @@ async def write_handoff(
     plain_json(dict(state))  # a state the tape cannot hold is refused before the model is asked
     if not summarize:
         return tape.handoff(name, dict(state) or None, **meta)
+    check_state_citations(dict(state), tape.last_id)  # the user's own summary= is bounded by the tape too
     summary = await summarise_phase(model, closing_phase(tape))
     return tape.extend(summary_entries(name, summary, state, meta))
 
@@ -55,7 +59,7 @@ def summary_entries(name: str, summary: Summary, state: Mapping[str, Any], meta:
     """The ``summary`` event, the anchor carrying the summary (under ``state``), its ``handoff`` event."""
     return [
         TapeEntry.event(SUMMARY, summary.event_data(name), **meta),
-        *handoff_entries(name, summarised_state(summary, state), **meta),
+        *handoff_entries(name, own_words_state(summary.state(), state), **meta),
     ]
 
 
@@ -66,7 +70,7 @@ async def overflow_summary(model: Model, tape: Tape, room: int | None = None) ->
     """
     phase = closing_phase(tape)
     try:
-        summary = await summarise_phase(model, phase)
+        summary = with_carried(await summarise_phase(model, phase), phase)
     except Exception as exc:  # any failure of the model: the retry must still carry what came before
         summary = extractive_phase_summary(phase, error=f"{type(exc).__name__}: {exc}")
     return fitted(summary, room, overflow_summary_state)
@@ -113,3 +117,13 @@ def overflow_room(
     if overflowed is not None:
         limits.append(overflowed - base - 1)
     return min(limits) if limits else None
+
+
+def with_carried(summary: Summary, phase: Phase) -> Summary:
+    """``summary`` with what the anchor the phase starts at carried, when the model's text left it out: an
+    auto-handoff replaces that anchor in every later view, so what it carried must go on."""
+    text = carried_into(summary.summary, phase.items)
+    if text == summary.summary:
+        return summary
+    checked = check_citations(text, *summary.range)
+    return replace(summary, summary=checked.text, sources=tuple(sorted({*summary.sources, *checked.sources})))

@@ -12,7 +12,8 @@ from bub_nb.agent.commands import is_command, run_command
 from bub_nb.agent.eventloop import Closing, closed, next_item, once, run_sync
 from bub_nb.agent.handoff import overflow_room, overflow_summary, write_handoff
 from bub_nb.agent.models import Completion, Model, TextDelta, resolve_model
-from bub_nb.agent.preflight import check_prompt_fits, check_turn
+from bub_nb.agent.overflow import hopeless_overflow, narrowed_phases
+from bub_nb.agent.preflight import check_recorded_prompt_fits, check_turn
 from bub_nb.agent.registry import default_pipeline
 from bub_nb.agent.results import DEFAULT_RESULT_TOKENS, check_result_budget, fit_result
 from bub_nb.agent.state import TurnState
@@ -222,9 +223,13 @@ class Agent:
         tools = self.tools.schemas() or None
         overflows = MAX_AUTO_HANDOFF_RETRIES
         streamed = False
+        context = self.context
         while recorder.steps < self.max_steps:
-            view = self.pipeline.build_tape_context(self.tape, self.context)
+            view = self.pipeline.build_tape_context(self.tape, context)
             messages = recorder.begin_step(view)
+            if bound := narrowed_phases(context, self.model, recorder, view, messages):  # known not to fit
+                context = bound
+                continue
             completion: Completion | None = None
             try:
                 async with Closing(self._ask(messages, tools, stream)) as answer:
@@ -240,10 +245,13 @@ class Agent:
                         else:
                             completion = item
             except ContextLengthError as exc:
-                if overflows == 0 or recorder.partial:
+                if recorder.partial:
                     raise
-                check_prompt_fits(self, prompt)  # a new phase cannot help a prompt that alone is too long
-                overflows -= 1
+                check_recorded_prompt_fits(self, prompt, recorder.prompt_id)  # no new phase helps a prompt too long
+                if bound := narrowed_phases(context, self.model, recorder, view):  # bounding it writes nothing
+                    context = bound
+                    continue
+                overflows = hopeless_overflow(exc, context, view, self.tape, overflows)  # or one retry fewer
                 room = overflow_room(self.model, recorder.system_prompt, prompt, exc, count_messages_tokens(messages))
                 summary = await overflow_summary(self.model, self.tape, room)
                 recorder.auto_handoff(exc, recorder.steps + 1, prompt, left_view=len(view.entry_ids), summary=summary)
@@ -288,7 +296,5 @@ class Agent:
                 recorder.tool_returned(fit_result(result_text(output), self.result_budget))
             if recorder.closed:
                 return
-        after = self.tape.last_id
-        if after != before:  # the tools wrote (a handoff, a memory zone); a reset starts the count over
-            recorder.written_by_tools(self.tape.read(before + 1 if after > before else 1))
+        recorder.tools_wrote(before)  # a handoff, a memory zone; after a reset the turn goes on on the new tape
         recorder.tools_finished()

@@ -13,7 +13,7 @@ from bub_nb.agent.tools import builtin_registry
 from bub_nb.context.modes import as_strategy
 from bub_nb.context.strategies import NamedAnchor
 from bub_nb.context.tokens import count_messages_tokens
-from bub_nb.errors import BubNbError, BudgetError, ContextLengthError
+from bub_nb.errors import BubNbError, BudgetError, ContextLengthError, PromptTooLongError
 
 if TYPE_CHECKING:
     from bub_nb.agent.models import Model
@@ -81,6 +81,23 @@ def check_prompt_fits(agent: TurnSubject, prompt: str) -> None:
             f"The prompt alone is ≈ {tokens} tokens with the system prompt, over the {window}-token context "
             f"window of {agent.model.name!r}; nothing was written: shorten it or use a model with a larger window"
         )
+
+
+def check_recorded_prompt_fits(agent: TurnSubject, prompt: str, prompt_id: int | None) -> None:
+    """:func:`check_prompt_fits` once the prompt is on the tape (the endpoint told the window only on refusing it).
+
+    The error says what the tape now holds: the prompt, kept but left out of later views (so the next turn
+    does not overflow on it), and no handoff. Raises :class:`~bub_nb.errors.PromptTooLongError`.
+    """
+    try:
+        check_prompt_fits(agent, prompt)
+    except ContextLengthError as exc:
+        tokens = str(exc).partition("; nothing was written")[0]
+        where = f" (#{prompt_id})" if prompt_id is not None else ""
+        raise PromptTooLongError(
+            f"{tokens}; the prompt{where} and this error are kept on the tape, the prompt left out of later "
+            "views, and no handoff was written: shorten it or use a model with a larger window"
+        ) from None
 
 
 def prompt_estimate(agent: TurnSubject, prompt: str) -> int:

@@ -10,7 +10,7 @@ docs/concepts.md#summaries-that-cite) and the data of the ``summary`` event that
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from textwrap import shorten
 from typing import TYPE_CHECKING, Any, Final
@@ -20,6 +20,7 @@ from bub_nb.agent.models.calibration import scale_of
 from bub_nb.agent.models.extractive import (
     SUMMARY_INSTRUCTIONS,
     Item,
+    clipped,
     extractive_summary,
     request_text,
     split_reply,
@@ -28,7 +29,7 @@ from bub_nb.agent.preflight import context_window_of
 from bub_nb.context.messages import is_hidden
 from bub_nb.context.tokens import count_messages_tokens, count_text_tokens
 from bub_nb.errors import BubNbError, ContextLengthError
-from bub_nb.tape.citations import SUMMARY_KEYS, check_citations
+from bub_nb.tape.citations import SUMMARY_KEYS, check_citations, without_unseen_citations
 from bub_nb.tape.text import payload_role, payload_text
 
 if TYPE_CHECKING:
@@ -169,7 +170,7 @@ class _Run:
                     f"The summary of {len(items)} items did not fit {self.model.name!r} after {depth} rounds of parts"
                 ) from None
         if len(items) == 1:
-            return await self.ask([_clipped(items[0], self.budget())], kind), 1
+            return await self.ask([clipped(items[0], self.budget())], kind), 1
         parts = []
         for group in self.groups(items):
             reply, _ = await self.summarise(group, "part", depth + 1)
@@ -203,13 +204,6 @@ class _Run:
         return groups
 
 
-def _clipped(item: Item, budget: int | None) -> Item:
-    """One item too long for the window alone, cut to what fits (the tape keeps all of it)."""
-    room = (budget or 400) - count_text_tokens(SUMMARY_INSTRUCTIONS) - 24
-    limit = max(40, room * 3)
-    return item if len(item.text) <= limit else Item(item.first, item.last, item.role, item.text[:limit] + " …")
-
-
 async def summarise_phase(model: Model, phase: Phase) -> Summary:
     """The model's summary of ``phase``, its citations checked against the phase's range.
 
@@ -219,7 +213,13 @@ async def summarise_phase(model: Model, phase: Phase) -> Summary:
     if not phase.items:
         raise BubNbError("There is nothing to summarise: the phase holds no entries")
     run = _Run(model, [])
-    text, parts = await run.summarise(list(phase.items))
+    try:
+        text, parts = await run.summarise(list(phase.items))
+    except _TooLong:
+        raise BubNbError(
+            f"The summarising request does not fit the context window of {model.name!r}, even with "
+            "one entry cut short; nothing was written: use a larger window"
+        ) from None
     summary, next_steps = split_reply(text)
     if not summary:
         raise BubNbError(f"Model {model.name!r} answered the summarising request with no summary")
@@ -250,6 +250,9 @@ def _checked(
     error: str | None = None,
 ) -> Summary:
     first, last = phase.range
+    seen = frozenset(i for item in phase.items for i in range(item.first, item.last + 1))  # events are unseen
+    (summary, next_steps), unseen = without_unseen_citations((summary, next_steps), seen)
+    removed += unseen
     checked_summary = check_citations(summary, first, last)
     checked_steps = check_citations(next_steps, first, last)
     return Summary(
@@ -291,8 +294,3 @@ def fitted(summary: Summary, room: int | None, state: Callable[[Summary], dict[s
             uncited=(*checked.uncited, *checked_steps.uncited),
         )
     return summary
-
-
-def summarised_state(summary: Summary, state: Mapping[str, Any]) -> dict[str, Any]:
-    """The anchor's state: the summary's keys, then the user's ``key=value`` (which win)."""
-    return {**summary.state(), **state}

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bub_nb.tape.entries import TapeEntry, is_phase_anchor
+from bub_nb.tape.events import PROMPT_TOO_LONG
 
 Message = dict[str, Any]
 
@@ -34,6 +35,27 @@ def anchor_message(name: str | None, state: Any) -> Message:
 def is_hidden(entry: TapeEntry) -> bool:
     """Entries marked ``meta.context == false`` never reach the model."""
     return entry.meta.get("context") is False
+
+
+def without_refused_prompts(entries: Iterable[TapeEntry]) -> list[TapeEntry]:
+    """``entries`` without the prompts of turns that ended because the prompt alone was over the window.
+
+    Such a prompt stays on the tape, but sending it again would only overflow again, so a live view leaves
+    it out; a past turn's view, rebuilt from the ids it recorded, is unchanged.
+    """
+    entries = list(entries)
+    refused = {
+        entry.meta.get("run_id")
+        for entry in entries
+        if entry.kind == "error" and entry.payload.get("kind") == PROMPT_TOO_LONG and entry.meta.get("run_id")
+    }
+    if not refused:
+        return entries
+    return [
+        entry
+        for entry in entries
+        if not (entry.kind == "message" and entry.meta.get("run_id") in refused and entry.payload.get("role") == "user")
+    ]
 
 
 def render_entries(entries: Iterable[TapeEntry]) -> Rendering:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from bub_nb.context.messages import Message, is_hidden
 from bub_nb.context.strategies import LastAnchor, Selection
+from bub_nb.context.tokens import count_message_tokens
 from bub_nb.tape.citations import BOOKKEEPING_KEYS, CITING_TITLES
 from bub_nb.tape.entries import TapeEntry, is_phase_anchor
 
@@ -35,9 +36,14 @@ VALUE_CHARS: Final = 300
 
 @dataclass(frozen=True, slots=True)
 class Phases:
-    """Every earlier phase anchor's state, compact and oldest first, then the current phase in full."""
+    """Every earlier phase anchor's state, compact and oldest first, then the current phase in full.
+
+    With ``max_tokens`` the chain is bounded: the oldest earlier phases are left out until the rest take at
+    most that many tokens, and one message says which were left out (their anchors stay on the tape).
+    """
 
     label: ClassVar[str] = "phases"
+    max_tokens: int | None = None
 
     def select(self, tape: Tape) -> Selection:
         current = LastAnchor().select(tape)
@@ -53,7 +59,35 @@ class Phases:
                 continue
             next_id = earlier[index + 1] if index + 1 < len(earlier) else current.anchor.id
             preamble.append((phase_message(entry, next_id - 1), entry_id))
+        if self.max_tokens is not None:
+            preamble = bounded_chain(preamble, self.max_tokens, current.anchor.id - 1)
         return Selection(current.entries, current.anchor, preamble=tuple(preamble))
+
+
+def bounded_chain(preamble: list[tuple[Message, int]], max_tokens: int, last_id: int) -> list[tuple[Message, int]]:
+    """The newest earlier phases whose messages fit ``max_tokens``, after one message naming those left out."""
+    if sum(count_message_tokens(message) for message, _ in preamble) <= max_tokens:
+        return preamble
+    kept: list[tuple[Message, int]] = []
+    used = count_message_tokens(left_out_message(len(preamble), preamble[0][1] if preamble else 1, last_id))
+    for message, entry_id in reversed(preamble):
+        used += count_message_tokens(message)
+        if used > max_tokens:
+            break
+        kept.insert(0, (message, entry_id))
+    dropped = preamble[: len(preamble) - len(kept)]
+    last_dropped = kept[0][1] - 1 if kept else last_id
+    return [(left_out_message(len(dropped), dropped[0][1], last_dropped), dropped[0][1]), *kept]
+
+
+def left_out_message(count: int, first_id: int, last_id: int) -> Message:
+    """What the model reads in place of the oldest earlier phases a bounded chain leaves out."""
+    plural = "phase" if count == 1 else "phases"
+    return {
+        "role": "assistant",
+        "content": f"{EARLIER_PHASE}#{first_id}-#{last_id}, {count} {plural} left out to fit the window; "
+        "their anchors stay on the tape]",
+    }
 
 
 PHASES = Phases()

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from bub_nb.context.display import view_html, view_markdown, view_text
-from bub_nb.context.messages import Message, render_entries
+from bub_nb.context.messages import Message, render_entries, without_refused_prompts
 from bub_nb.context.modes import Mode, as_strategy
 from bub_nb.context.strategies import Selection
 from bub_nb.context.tokens import REPLY_PRIMING, count_message_tokens, tokenizer_name
@@ -88,7 +88,7 @@ def build_view(tape: Tape, mode: Mode = LAST_ANCHOR) -> View:
 
 def view_from_selection(selection: Selection, mode: str = "custom") -> View:
     """Render a selection into a view; strategies that pick entries their own way end here too."""
-    rendering = render_entries(selection.entries)
+    rendering = render_entries(without_refused_prompts(selection.entries))
     messages, sources, dropped = rendering.messages, rendering.sources, list(rendering.dropped)
     if selection.preamble:
         messages = tuple(message for message, _ in selection.preamble) + messages

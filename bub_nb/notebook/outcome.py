@@ -33,5 +33,6 @@ def footer(turn: Any, anchor: str | None) -> str:
     if turn.usage is not None:
         parts.append(f"usage {turn.usage.prompt_tokens} prompt + {turn.usage.completion_tokens} completion tokens")
     if turn.entries:
-        parts.append(f"entries #{turn.entries[0].id}–#{turn.entries[-1].id}")
+        ids = [entry.id for entry in turn.entries]
+        parts.append(f"entries #{min(ids)}–#{max(ids)}")  # a range reads low to high, whatever wrote it
     return "<sub>" + " · ".join(parts) + "</sub>"

@@ -117,8 +117,8 @@ class AnchorSummary:
 
     @property
     def sources(self) -> tuple[int, ...]:
-        """The entries this anchor's summary cites (``()`` for a plain handoff)."""
-        return state_sources(self.state)
+        """The entries this anchor's summary cites (``()`` for a plain handoff), only those before the anchor."""
+        return state_sources(self.state, self.id - 1)
 
     @property
     def uncited(self) -> tuple[str, ...] | None:

@@ -9,16 +9,15 @@ An address names an entry or an anchor of any tape: ``tape://<tape>/entry/<id>``
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from bub_nb.errors import TapeAddressError
+from bub_nb.errors import CitationError, TapeAddressError
 
 CITATION: Final = re.compile(r"\[#(\d{1,19})(?:\s*[-\u2013]\s*#?(\d{1,19}))?\]")
 """``[#12]`` or ``[#12-#15]`` (an en dash and a missing second ``#`` are read too)."""
 
-_SENTENCE_END: Final = re.compile(r"(?<=[.!?])\s+|\n+")
 _LIST_MARK: Final = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s+")
 
 
@@ -66,9 +65,44 @@ def find_citations(text: str) -> list[Citation]:
     return found
 
 
-def cited_ids(text: str) -> list[int]:
-    """The ids ``text`` cites, sorted, each once."""
-    return sorted({entry_id for citation in find_citations(text) for entry_id in citation.ids})
+RUN_LIMIT: Final = 100_000
+"""The most ids one citation is read as naming when no bound is given: ``[#1-#99999999999]`` never
+allocates per id it claims."""
+
+
+def cited_ids(text: str, last: int | None = None) -> list[int]:
+    """The ids ``text`` cites, sorted, each once; with ``last`` only ids up to it (the tape's, or the anchor's).
+
+    A run is read clipped to what can exist, so a citation of a huge range costs what the tape holds.
+    """
+    found: set[int] = set()
+    for citation in find_citations(text):
+        end = citation.last if last is None else min(citation.last, last)
+        found.update(range(max(citation.first, 1), min(end, citation.first + RUN_LIMIT - 1) + 1))
+    return sorted(found)
+
+
+def beyond(text: str, last: int) -> Citation | None:
+    """The first citation of ``text`` naming an id past ``last`` (or below 1), else ``None``."""
+    return next((c for c in find_citations(text) if not c.within(1, last)), None)
+
+
+def check_state_citations(state: Any, last: int) -> None:
+    """Refuse an anchor state whose text cites an entry past ``last``, the tape's last id before the anchor.
+
+    A citation is bounded by the tape: nothing can be cited that was not written before the anchor.
+    Raises :class:`~bub_nb.errors.CitationError` naming the citation; a state without text passes.
+    """
+    if not isinstance(state, dict):
+        return
+    for key in CITING_KEYS:
+        value = state.get(key)
+        if isinstance(value, str) and (citation := beyond(value, last)) is not None:
+            shown = value[citation.start : citation.end]
+            raise CitationError(
+                f"The {key} cites {shown}, beyond the tape's entries #1-#{last}; nothing was written: "
+                "cite only entries the tape holds"
+            )
 
 
 def check_citations(text: str, first: int, last: int) -> CheckedText:
@@ -98,10 +132,82 @@ def check_citations(text: str, first: int, last: int) -> CheckedText:
     return CheckedText(cleaned, tuple(sources), removed, tuple(uncited_sentences(cleaned)))
 
 
+ABBREVIATIONS: Final = frozenset(
+    "vs etc e.g i.e cf approx fig no nr dr mr mrs ms prof st jr sr inc ltd co al ca resp incl esp".split()  # noqa: SIM905
+)
+"""Words a full stop ends without ending the sentence (compared without case and without the final dot)."""
+
+_OPENING: Final = {"“": "”", "‘": "’", "«": "»", "„": "“"}
+
+
+def _split_sentences(text: str) -> list[str]:
+    """``text`` cut after ``.``, ``!`` or ``?`` followed by white space, and at line breaks; never inside quotes
+    (“…”, "…") or after an abbreviation (``vs.``, ``e.g.``) or an initial (``J.``)."""
+    pieces: list[str] = []
+    for line in re.split(r"\n+", text):
+        start, closing, straight = 0, [], False
+        for at, char in enumerate(line):
+            if char in _OPENING:
+                closing.append(_OPENING[char])
+            elif closing and char == closing[-1]:
+                closing.pop()
+            elif char == '"':
+                straight = not straight
+            if char not in ".!?" or closing or straight or at + 1 >= len(line) or not line[at + 1].isspace():
+                continue
+            word = line[start:at].rsplit(None, 1)[-1].lstrip("([\"'“‘").lower() if line[start:at].strip() else ""
+            if char == "." and (word in ABBREVIATIONS or (len(word) == 1 and word.isalpha())):
+                continue
+            pieces.append(line[start : at + 1])
+            start = at + 1
+        pieces.append(line[start:])
+    return pieces
+
+
+def without_unseen_citations(texts: tuple[str, ...], seen: frozenset[int]) -> tuple[tuple[str, ...], int]:
+    """``texts`` without the citations naming none of the ``seen`` ids (what a model was shown), and how many."""
+    cleaned, removed = [], 0
+    for text in texts:
+        kept, position = [], 0
+        for citation in find_citations(text):
+            named = range(citation.first, min(citation.last, citation.first + RUN_LIMIT - 1) + 1)
+            if any(entry_id in seen for entry_id in named):
+                continue
+            kept.append(text[position : citation.start].rstrip(" "))
+            position = citation.end
+            removed += 1
+        cleaned.append("".join([*kept, text[position:]]))
+    return tuple(cleaned), removed
+
+
+def own_words_state(summarised: dict[str, Any], state: Mapping[str, Any]) -> dict[str, Any]:
+    """A summarising handoff's state (``summarised``) with the user's ``state`` over it.
+
+    When the user's own ``summary`` or ``next_steps`` replaces the model's text, ``sources``, ``uncited`` and
+    ``summarized_by`` describe the text kept, not the text thrown away.
+    """
+    own = {key: state[key] for key in CITING_KEYS if isinstance(state.get(key), str)}
+    if not own:
+        return {**summarised, **state}
+    first, last = summarised["range"]
+    kept = {**summarised, **own}
+    checked = [check_citations(kept[key], first, last) for key in CITING_KEYS if isinstance(kept.get(key), str)]
+    return {
+        **summarised,
+        "sources": sorted({i for text in checked for i in text.sources}),
+        "uncited": [sentence for text in checked for sentence in text.uncited],
+        "summarized_by": "user" if "summary" in own else f"{summarised.get('summarized_by')} and user",
+        **state,
+    }
+
+
 def sentences(text: str) -> list[str]:
-    """The sentences of ``text``: split after ``.``, ``!`` or ``?`` and at line breaks, list marks dropped."""
+    """The sentences of ``text``: split after ``.``, ``!`` or ``?`` and at line breaks, list marks dropped.
+
+    A full stop inside quotes or after an abbreviation does not end a sentence.
+    """
     found: list[str] = []
-    for part in (_LIST_MARK.sub("", part).strip() for part in _SENTENCE_END.split(text)):
+    for part in (_LIST_MARK.sub("", part).strip() for part in _split_sentences(text)):
         if not any(char.isalnum() for char in CITATION.sub("", part)):
             # "It was decided. [#12]" cites for the sentence before it.
             if found and CITATION.search(part):
@@ -143,17 +249,19 @@ def citing_text(state: dict[str, Any]) -> str:
     return " ".join(value for key in CITING_KEYS if isinstance(value := state.get(key), str))
 
 
-def state_sources(state: Any) -> tuple[int, ...]:
+def state_sources(state: Any, last: int | None = None) -> tuple[int, ...]:
     """The entries an anchor state cites: its ``sources`` when it lists ids, else the ids its text cites.
 
-    A plain handoff cites nothing and gets ``()``; ids that are not positive integers are left out.
+    A plain handoff cites nothing and gets ``()``; ids that are not positive integers are left out, and
+    with ``last`` (the anchor's own id less one, or the tape's last id) so are ids past it.
     """
     if not isinstance(state, dict):
         return ()
     listed = state.get("sources")
     if isinstance(listed, list | tuple):
-        return tuple(sorted({value for value in listed if type(value) is int and value > 0}))
-    return tuple(cited_ids(citing_text(state)))
+        top = last if last is not None else float("inf")
+        return tuple(sorted({value for value in listed if type(value) is int and 0 < value <= top}))
+    return tuple(cited_ids(citing_text(state), last))
 
 
 def state_uncited(state: Any) -> tuple[str, ...] | None:

@@ -22,6 +22,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from bub_nb.errors import PromptTooLongError
 from bub_nb.tape.entries import TapeEntry
 
 RUN: Final = "run"
@@ -45,6 +46,10 @@ LOOP_STEP: Final = "loop.step"
 SUMMARY: Final = "summary"
 """A summarising handoff's model calls, written just before its anchor: ``{"anchor", "model", "range", "parts",
 "requests", "usage"}``. Like every event it never enters a view; its ``usage`` shows in frames."""
+
+PROMPT_TOO_LONG: Final = PromptTooLongError.kind
+"""The ``kind`` of the ``error`` a turn ends with when its own prompt is over the model's window, learnt only
+once the endpoint refused it: the prompt stays on the tape, and views leave it out from then on."""
 
 USAGE_EVENTS: Final = (RUN, SUMMARY)
 """The events whose ``data.usage`` is what a model call cost."""

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from bub_nb.errors import EntryNotFoundError, TapeError
 from bub_nb.tape import anchors, seams
 from bub_nb.tape.anchors import LAST_ANCHOR, AnchorSummary
-from bub_nb.tape.citations import TapeAddress, anchor_address, entry_address
+from bub_nb.tape.citations import TapeAddress, anchor_address, check_state_citations, entry_address
 from bub_nb.tape.entries import TapeEntry, is_phase_anchor, plain_json
 from bub_nb.tape.events import handoff_entries
 from bub_nb.tape.forks import ForkBlock, ForkedStore, check_fork, copy_session
@@ -113,8 +113,12 @@ class Tape:
         return self.append(TapeEntry.error(kind, message, details, **meta))
 
     def handoff(self, name: str, state: Mapping[str, Any] | None = None, **meta: Any) -> list[TapeEntry]:
-        """Write an anchor carrying ``state``, then a ``handoff`` event recording it."""
+        """Write an anchor carrying ``state``, then a ``handoff`` event recording it.
+
+        A state whose text cites an entry past the tape's last id is refused (a ``CitationError``).
+        """
         check_handoff_name(name)
+        check_state_citations(state, self.last_id)
         return self.extend(handoff_entries(name, state, **meta))
 
     def ensure_bootstrap_anchor(self) -> list[TapeEntry]:

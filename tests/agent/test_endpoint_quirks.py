@@ -144,7 +144,7 @@ def test_an_empty_stream_is_asked_again_without_streaming_and_its_overflow_hands
 ) -> None:
     tape = long_tape()
     openai_server.empty_stream().refuse(400, LLAMA_CPP_PYTHON_OVERFLOW)
-    openai_server.default_text = "Summary:\nSix parts about tapes [#3]."  # the summary, in parts, then the answer
+    openai_server.default_text = "Summary:\nSix parts about tapes [#6]."  # the summary, in parts, then the answer
     turn = Agent(tape, endpoint).run("What next?", stream=True)
 
     assert turn.ok and turn.text == openai_server.default_text

@@ -16,6 +16,7 @@ from bub_nb.agent.summarize import FALLBACK, STATE_KEYS
 from bub_nb.errors import CommandError, ContextLengthError, ModelError
 from bub_nb.tape import MemoryTapeStore, Tape, TapeEntry
 from bub_nb.tape.citations import find_citations
+from bub_nb.tape.events import handoff_entries
 from bub_nb.testing import OpenAICompatibleServer
 
 
@@ -70,7 +71,8 @@ def test_offline_summary_cites_only_the_closed_phase_and_user_state_wins(tape: T
     assert first.startswith("[Anchor created: phase/2]: ") and json.loads(first.split("]: ", 1)[1]) == state
 
     user_wins = agent.handoff("phase/3", summarize=True, summary="mine")[1].payload["state"]
-    assert user_wins["summary"] == "mine" and user_wins["summarized_by"] == "offline"
+    assert user_wins["summary"] == "mine" and user_wins["summarized_by"] == "user"
+    assert user_wins["uncited"] == ["mine"] and user_wins["sources"] == []  # of the text kept, not the one dropped
 
 
 def test_summary_event_records_its_cost_and_never_enters_a_view(tape: Tape) -> None:
@@ -128,7 +130,9 @@ def write_session(turns: list[tuple[str, str, bool]], earlier: bool) -> Tape:
     tape = Tape("generated", MemoryTapeStore())
     tape.ensure_bootstrap_anchor()
     if earlier:
-        tape.handoff("phase/1", {"summary": "Earlier we chose X [#1]. Odd [#404].", "sources": "not a list"})
+        # Written as another writer would: a handoff through the API refuses a citation past the tape.
+        state = {"summary": "Earlier we chose X [#1]. Odd [#404].", "sources": "not a list"}
+        tape.extend(handoff_entries("phase/1", state))
     for asked, answered, with_tool in turns:
         tape.append_message({"role": "user", "content": asked})
         if with_tool:

@@ -12,6 +12,7 @@ import pandas as pd
 import bub_nb  # noqa: F401  (registers Tape.memory)
 from bub_nb.tape import Tape, TapeEntry, open_tape
 from bub_nb.tape.citations import cited_ids, link_citations
+from bub_nb.tape.events import handoff_entries
 from bub_nb.tape.reports.transcript import anchors_frame, transcript_markdown
 
 BUB_TAPE = Path(__file__).resolve().parents[2] / "examples/data/bub-home/tapes/494727f0da168296__0898b22730d57afc.jsonl"
@@ -116,7 +117,8 @@ def test_a_transcript_without_summaries_carries_no_link_targets(tmp_path: Path) 
 def test_a_citation_of_an_entry_not_on_the_tape_stays_plain_and_odd_states_still_print(tmp_path: Path) -> None:
     tape = open_tape("odd", home=tmp_path)
     tape.append_message({"role": "user", "content": "hi"})
-    tape.handoff("hand", {"summary": "Greeted [#1], then more [#999].", "range": "all", "sources": "x"})
+    # Written as another writer would: the API refuses a citation past the tape's last id.
+    tape.extend(handoff_entries("hand", {"summary": "Greeted [#1], then more [#999].", "range": "all", "sources": "x"}))
     tape.handoff("odder", {"summary": {"text": "not a string"}, "next_steps": 7})
     transcript = transcript_markdown(tape)
     assert "**Summary**: Greeted [[#1]](#entry-1), then more [#999]." in transcript

@@ -14,7 +14,10 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
+from bub_nb.context.tokens import count_text_tokens
 from bub_nb.tape.citations import CITATION, format_citation, sentences
+
+_LIST_MARK: Final = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s+")
 
 SUMMARY_INSTRUCTIONS: Final = (
     "Summarise the phase of a conversation tape given below, for whoever continues the work.\n"
@@ -33,7 +36,7 @@ _NEXT: Final = re.compile(r"\b(next|todo|to do|then|remaining|follow[- ]up)\b", 
 _NOTE: Final = re.compile(r"^\[[^\]#][^\]]*\]\s*(?:-\s*)?")  # a leading "[offline teaching model; ...]" label
 _QUOTE_LIMIT: Final = 140
 _DECISIONS: Final = 3
-_PART_SENTENCES: Final = 2
+_PART_LINES: Final = 12
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +52,13 @@ class Item:
         # Continuation lines are indented, so only a label ever starts a line.
         body = "\n  ".join(self.text.splitlines()) if self.text else ""
         return f"{format_citation(self.first, self.last)} {self.role}: {body}"
+
+
+def clipped(item: Item, budget: int | None) -> Item:
+    """One item too long for the window alone, cut to what fits (the tape keeps all of it)."""
+    room = (budget or 400) - count_text_tokens(SUMMARY_INSTRUCTIONS) - 24
+    limit = max(40, room * 3)
+    return item if len(item.text) <= limit else Item(item.first, item.last, item.role, item.text[:limit] + " …")
 
 
 def is_summary_request(messages: list[dict[str, object]]) -> bool:
@@ -100,6 +110,11 @@ def _cited(label: str, text: str, item: Item) -> str:
     return f"{label} “{_quote(text)}” {format_citation(item.first, item.last)}."
 
 
+_CARRIED: Final = "Carried over:"
+_CARRIED_LIMIT: Final = 12
+_SAID_LIMIT: Final = 8
+
+
 def _carried_summary(text: str) -> str:
     """The summary an earlier anchor's state carried (its line reads ``name {state}``), or ``""``."""
     _, _, state_text = text.partition(" ")
@@ -108,7 +123,46 @@ def _carried_summary(text: str) -> str:
     except ValueError:
         return ""
     summary = state.get("summary") if isinstance(state, dict) else None
-    return " ".join(sentences(summary)[:_PART_SENTENCES]) if isinstance(summary, str) else ""
+    return summary if isinstance(summary, str) else ""
+
+
+def carried_lines(anchor: Item) -> list[str]:
+    """What the anchor a phase starts at carried, one line per line of its summary, each citing that anchor.
+
+    A new summary carries them whole, so facts survive handoff after handoff; a line that was itself carried
+    keeps its one ``Carried over:`` label, never nested. Its old citations point before the phase, so the
+    anchor (which keeps them) is cited instead.
+    """
+    lines = []
+    cite = format_citation(anchor.first, anchor.last)
+    for line in _carried_summary(anchor.text).splitlines():
+        text = " ".join(_LIST_MARK.sub("", line).split())
+        while text.startswith(_CARRIED):
+            text = text[len(_CARRIED) :].strip()
+        if not any(char.isalnum() for char in CITATION.sub("", text)):
+            continue
+        # Each sentence keeps a citation, now of the anchor; a line that had none cites it at its end.
+        text = CITATION.sub(cite, text) if CITATION.search(text) else f"{text.rstrip('.')} {cite}."
+        lines.append(f"{_CARRIED} {text}")
+    return lines[-_CARRIED_LIMIT:]
+
+
+def carried_into(summary: str, items: list[Item] | tuple[Item, ...]) -> str:
+    """``summary`` with the lines the phase's anchor carried that it lacks, last (the first a tight window drops
+    are a summary's oldest lines, so what was carried goes after the new)."""
+    anchor = next((item for item in items if item.role == "anchor"), None)
+    missing = [line for line in carried_lines(anchor) if line not in summary] if anchor is not None else []
+    return "\n".join([summary.rstrip(), *(f"- {line}" for line in missing)]).strip() if missing else summary
+
+
+def _echoes(sentence: str, quoted: list[str]) -> bool:
+    """Whether ``sentence`` repeats something already quoted (an answer echoing the user, or the reverse)."""
+    mine = _quote(sentence)[:60].casefold()
+    for other in quoted:
+        theirs = _quote(other).casefold()
+        if mine[:40] in theirs or any(part[:40] in mine for part in (_quote(s).casefold() for s in sentences(other))):
+            return True
+    return False
 
 
 def extractive_summary(items: list[Item]) -> tuple[str, str]:
@@ -124,31 +178,31 @@ def extractive_summary(items: list[Item]) -> tuple[str, str]:
     if parts:
         lines = []
         for part in parts:
-            summary = split_reply(part.text)[0]
-            kept = " ".join(sentences(summary)[:_PART_SENTENCES]) or "(an empty part)"
-            cited = CITATION.search(kept) is not None
-            lines.append(f"- {kept}" if cited else f"- {kept} {format_citation(part.first, part.last)}")
+            # Every line of a part's summary goes on (a fact dropped here is lost to every later phase).
+            kept = [" ".join(_LIST_MARK.sub("", line).split()) for line in split_reply(part.text)[0].splitlines()]
+            kept = [line for line in kept if any(char.isalnum() for char in line)][-_PART_LINES:] or ["(an empty part)"]
+            for line in kept:
+                cited = CITATION.search(line) is not None
+                lines.append(f"- {line}" if cited else f"- {line} {format_citation(part.first, part.last)}")
         last_steps = (split_reply(part.text)[1] for part in reversed(parts) if _NEXT_STEPS.search(part.text))
         return "\n".join(lines), next(last_steps, "")
     lines = []
-    for anchor in (item for item in items if item.role == "anchor"):
-        carried = _carried_summary(anchor.text)
-        if carried:
-            lines.append(_cited("Carried over:", carried, anchor))
     users = [item for item in items if item.role == "user" and item.text.strip()]
     answers = [item for item in items if item.role == "assistant" and item.text.strip()]
     if users:
         lines.append(_cited("Asked:", users[0].text, users[0]))
+        # What the user said in between holds facts the next phase needs: the most recent few are quoted.
+        lines.extend(_cited("Said:", item.text, item) for item in users[1:-1][-_SAID_LIMIT:])
         if len(users) > 1:
             lines.append(_cited("Last asked:", users[-1].text, users[-1]))
-    quoted = [users[0].text, users[-1].text] if users else []
+    quoted = [item.text for item in users]
     decisions = 0
     for item in [*users, *answers]:
         if decisions == _DECISIONS:
             break
         for sentence in sentences(item.text):
-            # An answer that echoes the question would only repeat a quote.
-            if _DECISION.search(sentence) and not any(_quote(sentence)[:40] in _quote(q) for q in quoted):
+            # An answer that echoes what the user said would only repeat a quote.
+            if _DECISION.search(sentence) and not (item.role == "assistant" and _echoes(sentence, quoted)):
                 lines.append(_cited("Decided:", sentence, item))
                 quoted.append(sentence)
                 decisions += 1
@@ -158,6 +212,9 @@ def extractive_summary(items: list[Item]) -> tuple[str, str]:
         lines.append(f"Tools were called {len(calls)} time(s) {format_citation(calls[0].first, calls[-1].last)}.")
     if answers:
         lines.append(_cited("Last answer:", answers[-1].text, answers[-1]))
+    for anchor in (item for item in items if item.role == "anchor"):
+        # Last, so a window too small for all of it drops the newest phase's quotes before what was carried.
+        lines.extend(carried_lines(anchor))
     if not lines:
         run = format_citation(items[0].first, items[-1].last)
         lines.append(f"This phase holds {len(items)} entries and no conversation {run}.")

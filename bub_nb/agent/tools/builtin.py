@@ -125,12 +125,27 @@ def tape_search(context: ToolContext, query: str, limit: int = 20) -> str:
 def tape_reset(context: ToolContext, archive: bool = True) -> str:
     """Start the tape over from a fresh session/start anchor; the memory zone goes with it.
 
+    The old tape is always kept as a .bak file beside it when the model asks, so nothing is lost.
+
     Args:
-        archive: Keep the old tape as a .bak file beside it first (the default, so nothing is lost).
+        archive: Keep the old tape as a .bak file first; a model's reset archives whatever this says.
     """
-    anchor = _tape(context).reset(archive=archive)[0]
+    forced = model_asked(context)
+    if forced and _replaying(context):
+        raise ToolError("tape.reset is refused while a session is replayed: the replay keeps every entry it compares")
+    anchor = _tape(context).reset(archive=archive or forced)[0]
     archived = (anchor.payload.get("state") or {}).get("archived")
     return "tape reset" + (f"; the old tape is archived at {archived}" if archived else "")
+
+
+def model_asked(context: ToolContext) -> bool:
+    """Whether a model's turn made this call (the loop passes its ``run_id``), not a person's command."""
+    return bool(context.state.get("run_id"))
+
+
+def _replaying(context: ToolContext) -> bool:
+    meta = getattr(context.state.get("agent"), "meta", None)
+    return isinstance(meta, dict) and "replay_of" in meta
 
 
 # -- memory ------------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from bub_nb.errors import ContextLengthError, ModelError
+from bub_nb.errors import ContextLengthError, ModelError, PromptTooLongError
 
 if TYPE_CHECKING:
     from bub_nb.agent.models.base import Usage
@@ -65,6 +65,8 @@ class Turn:
 
 def error_kind(exc: BaseException) -> str:
     """The ``kind`` of the ``error`` entry a failure is recorded as."""
+    if isinstance(exc, PromptTooLongError):
+        return exc.kind
     if isinstance(exc, ContextLengthError):
         return "context_length_exceeded"
     if isinstance(exc, ModelError):

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from bub_nb.agent.handoff import AUTO_HANDOFF_ANCHOR, overflow_state, overflow_summary_state
 from bub_nb.agent.models.base import Completion, Usage
 from bub_nb.agent.tools import ToolCallError
+from bub_nb.agent.turn.carry import CarriesOverReset
 from bub_nb.agent.turn.outcome import Turn, error_kind
 from bub_nb.context.tokens import count_message_tokens
 from bub_nb.tape import TapeEntry
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
 
 
 @dataclass
-class TurnRecorder:
+class TurnRecorder(CarriesOverReset):
     """Writes a turn to its tape as it happens, so an error or an interrupt never loses the prompt.
 
     Order on the tape: ``system``, the user message, ``tool_call``/``tool_result`` pairs (each
@@ -114,6 +115,11 @@ class TurnRecorder:
             if self.finished is None:
                 self.entries.extend(entries)
 
+    @property
+    def prompt_id(self) -> int | None:
+        """The id of the turn's prompt on the tape (the first user message it wrote), once written."""
+        return next((e.id for e in self.entries if e.kind == "message" and e.payload.get("role") == "user"), None)
+
     def tools_started(self, completion: Completion) -> None:
         """The tools ``completion`` calls are running; :meth:`tool_returned` tells each call's result, in order.
 
@@ -200,6 +206,12 @@ class TurnRecorder:
             f"The prompt did not fit the model's context: handoff ⚓ {AUTO_HANDOFF_ANCHOR}{where} written{carried}, "
             f"{left_view} entries left the view (they stay on the tape)"
         )
+        if summary is not None:
+            self.add_usage(summary.usage)  # summarising is part of what the turn cost
+
+    def notice(self, text: str) -> None:
+        """One line the user should see about something the turn did on its own (it writes nothing)."""
+        self.notices.append(text)
 
     def error(self, kind: str, message: str, details: Any = None) -> None:
         self._write(TapeEntry.error(kind, message, details))

@@ -105,7 +105,7 @@ def build_strip(tape: Tape, view: View, last_id: int, max_entries: int) -> Strip
     first_id = 1 if total else 0
     start, end = window_range(view, first_id, last_id)
     sent, dropped = {*view.entry_ids, *view.sources}, set(view.dropped)  # a turn's sources add its system entry
-    cited = tuple(i for i in state_sources(view.anchor.state) if i <= last_id) if view.anchor is not None else ()
+    cited = state_sources(view.anchor.state, min(last_id, view.anchor.id - 1)) if view.anchor is not None else ()
     cells = tuple(_cell(entry, start, end, sent, dropped, set(cited)) for entry in entries)
     shown_from = cells[0].id if cells else last_id + 1
     hidden = max(0, total - len(cells))

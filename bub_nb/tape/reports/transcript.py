@@ -204,8 +204,9 @@ def link_targets(entries: Iterable[TapeEntry]) -> set[int]:
         state = entry.payload.get("state") if entry.kind == "anchor" else None
         if not isinstance(state, dict):
             continue
-        wanted.update(state_sources(state))
-        wanted.update(cited_ids(citing_text(state)))
+        # Bounded by the anchor: a summary cites what came before it, however wide a citation claims to be.
+        wanted.update(state_sources(state, entry.id - 1))
+        wanted.update(cited_ids(citing_text(state), entry.id - 1))
         span = _span(state)
         if span is not None:
             wanted.add(span[0])

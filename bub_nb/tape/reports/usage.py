@@ -1,4 +1,4 @@
-"""The budget per phase: turns, tokens in and out, and their cost, read from the ``run`` events that close turns."""
+"""The budget per phase: turns, tokens and cost, from the ``run`` events and the ``summary`` events outside turns."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from bub_nb.errors import TapeError
 from bub_nb.tape.entries import TapeEntry, is_phase_anchor
-from bub_nb.tape.events import run_data, run_usage
+from bub_nb.tape.events import RUN, SUMMARY, run_data
 from bub_nb.tape.reports.prices import PER_TOKENS, cost_of, current_prices, price_of
 from bub_nb.tape.stores.columns import TAPE_NAME
 
@@ -47,18 +47,26 @@ def phase_usage(
         if entry.kind == "anchor" and is_phase_anchor(entry.name):
             phases.append((entry.name, entry.id))
             continue
-        data = run_data(entry)
+        data = run_data(entry) or outside_summary_data(entry)
         if data is None:
             continue
-        usage = run_usage(entry)
+        usage = data.get("usage") if isinstance(data.get("usage"), dict) else None
         tokens_in, tokens_out = _tokens(usage, "prompt_tokens"), _tokens(usage, "completion_tokens")
         cost = cost_of(data.get("model"), tokens_in, tokens_out, table)
         row = sums.setdefault(len(phases) - 1, [0, 0, 0, 0.0])
-        row[0] += 1
+        row[0] += 1 if entry.payload.get("name") == RUN else 0
         row[1] += tokens_in
         row[2] += tokens_out
         row[3] = None if cost is None or row[3] is None else row[3] + cost
     return [PhaseUsage(*phases[at], *row) for at, row in sorted(sums.items())]
+
+
+def outside_summary_data(entry: TapeEntry) -> dict[str, Any] | None:
+    """The data of a ``summary`` event written outside a turn (a turn's own is in its ``run`` usage), else None."""
+    if entry.kind != "event" or entry.payload.get("name") != SUMMARY or entry.meta.get("run_id"):
+        return None
+    data = entry.payload.get("data")
+    return data if isinstance(data, dict) else None
 
 
 def _model(payload: Mapping[str, Any]) -> str | None:
@@ -91,7 +99,7 @@ def usage_frame(
     # Only the run events' columns are taken, by position: copying whole rows of a big frame costs more.
     events = np.array(frame["kind"] == "event", dtype=bool)
     names = frame["name"].to_numpy(dtype=object)
-    events[events] = names[events] == "run"
+    events = costing_events(frame, names, events)  # and summaries outside turns
     at = np.flatnonzero(events)
     payloads = frame["payload"].to_numpy(dtype=object)[at]
     models = [_model(payload) for payload in payloads]
@@ -104,6 +112,7 @@ def usage_frame(
     per_output = np.array([p["output"] if (p := priced[m]) is not None else nan for m in models], dtype=float)
     rows = pd.DataFrame(
         {
+            "turn": names[at] == RUN,
             "phase": frame["phase"].to_numpy(dtype=object)[at] if "phase" in frame.columns else None,
             "model": models,
             "tokens_in": tokens_in,
@@ -119,7 +128,7 @@ def usage_frame(
         rows[TAPE_NAME] = frame[TAPE_NAME].to_numpy(dtype=object)[at]
     grouped = rows.groupby(keys, sort=False, dropna=False)
     result = grouped.agg(
-        turns=("tokens_in", "size"),
+        turns=("turn", "sum"),
         tokens_in=("tokens_in", "sum"),
         tokens_out=("tokens_out", "sum"),
         cost=("cost", "sum"),
@@ -128,3 +137,16 @@ def usage_frame(
     )
     result.loc[result["unpriced"], "cost"] = float("nan")
     return result.drop(columns="unpriced")
+
+
+def costing_events(frame: pd.DataFrame, names: Any, events: Any) -> Any:
+    """Which rows cost tokens, from which are events (``events``) and their ``names``: the ``run`` events, and
+    ``summary`` events outside a turn (a summarising handoff's model calls; one inside a turn, an auto-handoff's,
+    is already in that turn's usage)."""
+    import numpy as np
+
+    costing = events.copy()
+    costing[events] = np.isin(names[events], [RUN, SUMMARY])
+    if "run_id" in frame.columns:
+        costing &= (names == RUN) | frame["run_id"].isna().to_numpy(dtype=bool)
+    return costing
