@@ -13,8 +13,8 @@ def load_ipython_extension(ipython: Any) -> None:
     ``%tape record on`` sets), so ``%reload_ext bub_nb`` keeps recording.
     """
     from bub_nb.errors import BubNbError
-    from bub_nb.notebook import comma_cells, questions
     from bub_nb.notebook.magics import BubMagics
+    from bub_nb.notebook.parsing import comma_cells, questions
     from bub_nb.notebook.usage_errors import one_line
 
     magics = BubMagics(shell=ipython, parent=ipython)
@@ -35,7 +35,7 @@ def load_ipython_extension(ipython: Any) -> None:
 
 def unload_ipython_extension(ipython: Any) -> None:
     """``%unload_ext bub_nb``: comma cells, ``%bub`` questions, the cell recorder and every bub_nb magic go."""
-    from bub_nb.notebook import comma_cells, questions
+    from bub_nb.notebook.parsing import comma_cells, questions
 
     comma_cells.uninstall(ipython)
     questions.uninstall(ipython)

@@ -10,13 +10,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bub_nb.agent import Agent
-from bub_nb.agent.builtin_tools import builtin_registry
-from bub_nb.agent.hookspecs import Envelope, StreamEvent
+from bub_nb.agent.hooks.specs import Envelope, StreamEvent
 from bub_nb.agent.kernel_tools import RUNNING, Kernel, Limits, kernel_tools
 from bub_nb.agent.models import Model
 from bub_nb.agent.registry import default_pipeline
 from bub_nb.agent.state import TurnState, turn_state
 from bub_nb.agent.tools import Tool, tool
+from bub_nb.agent.tools.builtin import builtin_registry
 from bub_nb.agent.turn import Turn
 from bub_nb.context import parse_mode
 from bub_nb.errors import BubNbError, ToolError

@@ -6,8 +6,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from bub_nb.tape.address import entry_address
-from bub_nb.tape.citations import CITATION, CITING_KEYS, format_citation
+from bub_nb.tape.citations import CITATION, CITING_KEYS, entry_address, format_citation
 from bub_nb.tape.entries import TapeEntry
 from bub_nb.tape.events import HANDOFF, RUN, SUMMARY, id_ranges, range_ids
 
