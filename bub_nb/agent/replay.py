@@ -19,11 +19,10 @@ from bub_nb.agent.tools import Tool, ToolRegistry
 from bub_nb.context.modes import Mode, as_strategy, parse_mode
 from bub_nb.errors import BubNbError, ReplayError
 from bub_nb.tape import LAST_ANCHOR
-from bub_nb.tape.citations import entry_address
 from bub_nb.tape.entries import TapeEntry
 from bub_nb.tape.events import run_data, run_usage
 from bub_nb.tape.forks import check_fork, forked_entries, memory_before
-from bub_nb.tape.names import MAX_NAME_BYTES
+from bub_nb.tape.names import MAX_NAME_BYTES, entry_address
 from bub_nb.tape.redact import redact_text
 from bub_nb.tape.stores.archive import archive_stem
 from bub_nb.tape.stores.lineage import keep_lineage

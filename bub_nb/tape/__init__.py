@@ -5,11 +5,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from bub_nb.tape.anchors import LAST_ANCHOR, AnchorSummary
-from bub_nb.tape.citations import TapeAddress
 from bub_nb.tape.entries import KINDS, TapeEntry, is_phase_anchor
 from bub_nb.tape.info import TapeInfo
 from bub_nb.tape.locations import current_notebook, tapes_home
-from bub_nb.tape.names import session_tape_name, validate_tape_name
+from bub_nb.tape.names import TapeAddress, session_tape_name, validate_tape_name
 from bub_nb.tape.open import open_tape
 from bub_nb.tape.query import TapeQuery
 from bub_nb.tape.stores.file import FileTapeStore

@@ -57,6 +57,11 @@ class NamedTape:
     store: TapeStore
 
 
+def of_kinds(entries: list[TapeEntry], kinds: Sequence[str]) -> list[TapeEntry]:
+    """The entries of those kinds (all of them when ``kinds`` is empty)."""
+    return [e for e in entries if e.kind in kinds] if kinds else entries
+
+
 def check_kinds(kinds: Sequence[str]) -> tuple[str, ...]:
     """``kinds`` as a tuple when every one is an entry kind; a ``TapeError`` naming the first that is not."""
     unknown = [k for k in kinds if k not in KINDS]

@@ -1,9 +1,8 @@
-"""How text refers to tape entries: ``[#12]`` and ``[#12-#15]`` citations, and ``tape://`` addresses.
+"""Citations of tape entries in text: ``[#12]`` for one entry, ``[#12-#15]`` for a run of them.
 
 A summary that cites the entries it stands on can be checked against the tape. This module finds
 citations, keeps those that fall inside a range of ids, says which sentences cite nothing, and reads
 what a summarising handoff's anchor state cites (defensively: a plain or hand-written state is no error).
-An address names an entry or an anchor of any tape: ``tape://<tape>/entry/<id>``, ``tape://<tape>/anchor/<name>``.
 """
 
 from __future__ import annotations
@@ -13,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from bub_nb.errors import CitationError, TapeAddressError
+from bub_nb.errors import CitationError
 
 CITATION: Final = re.compile(r"\[#(\d{1,19})(?:\s*[-\u2013]\s*#?(\d{1,19}))?\]")
 """``[#12]`` or ``[#12-#15]`` (an en dash and a missing second ``#`` are read too)."""
@@ -272,40 +271,3 @@ def state_uncited(state: Any) -> tuple[str, ...] | None:
     if not isinstance(listed, list | tuple):
         return None
     return tuple(str(sentence) for sentence in listed)
-
-
-SCHEME = "tape://"
-
-
-@dataclass(frozen=True, slots=True)
-class TapeAddress:
-    """``tape://<tape>/entry/<id>`` or ``tape://<tape>/anchor/<name>`` (names may contain ``/``)."""
-
-    tape: str
-    kind: str
-    target: str
-
-    @classmethod
-    def parse(cls, address: str) -> TapeAddress:
-        if not isinstance(address, str) or not address.startswith(SCHEME):
-            raise TapeAddressError(f"Address {address!r} does not start with {SCHEME!r}")
-        tape, _, rest = address[len(SCHEME) :].partition("/")
-        kind, _, target = rest.partition("/")
-        if not tape or kind not in ("entry", "anchor") or not target:
-            raise TapeAddressError(
-                f"Address {address!r} is not tape://<tape>/entry/<id> or tape://<tape>/anchor/<name>"
-            )
-        if kind == "entry" and not target.isdigit():
-            raise TapeAddressError(f"Address {address!r} names entry {target!r}, which is not an id")
-        return cls(tape, kind, target)
-
-    def __str__(self) -> str:
-        return f"{SCHEME}{self.tape}/{self.kind}/{self.target}"
-
-
-def entry_address(tape: str, entry_id: int) -> str:
-    return str(TapeAddress(tape, "entry", str(entry_id)))
-
-
-def anchor_address(tape: str, name: str) -> str:
-    return str(TapeAddress(tape, "anchor", name))

@@ -1,17 +1,19 @@
 """What tapes and anchors may be called: Bub's session names, the rules for a tape's name, and the names bub_nb keeps.
 
 A tape's name becomes a file name, so every rule here keeps ``<name>.jsonl`` and its sidecars inside the tapes
-folder and apart from the files the store keeps for itself.
+folder and apart from the files the store keeps for itself. An address names an entry or an anchor of any tape:
+``tape://<tape>/entry/<id>``, ``tape://<tape>/anchor/<name>``.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from bub_nb.errors import AnchorNameError, TapeNameError
+from bub_nb.errors import AnchorNameError, TapeAddressError, TapeNameError
 from bub_nb.tape.entries import MEMORY_ANCHOR_PREFIX
 
 # Room for the longest file made from a name, "<name>.jsonl.<stamp>-<n>.bak", within 255 bytes.
@@ -110,3 +112,40 @@ def check_tape_file_name(name: str) -> str:
             "choose a name without '.jsonl', '.idx', '.lock' or '.bak'"
         )
     return name
+
+
+SCHEME = "tape://"
+
+
+@dataclass(frozen=True, slots=True)
+class TapeAddress:
+    """``tape://<tape>/entry/<id>`` or ``tape://<tape>/anchor/<name>`` (names may contain ``/``)."""
+
+    tape: str
+    kind: str
+    target: str
+
+    @classmethod
+    def parse(cls, address: str) -> TapeAddress:
+        if not isinstance(address, str) or not address.startswith(SCHEME):
+            raise TapeAddressError(f"Address {address!r} does not start with {SCHEME!r}")
+        tape, _, rest = address[len(SCHEME) :].partition("/")
+        kind, _, target = rest.partition("/")
+        if not tape or kind not in ("entry", "anchor") or not target:
+            raise TapeAddressError(
+                f"Address {address!r} is not tape://<tape>/entry/<id> or tape://<tape>/anchor/<name>"
+            )
+        if kind == "entry" and not target.isdigit():
+            raise TapeAddressError(f"Address {address!r} names entry {target!r}, which is not an id")
+        return cls(tape, kind, target)
+
+    def __str__(self) -> str:
+        return f"{SCHEME}{self.tape}/{self.kind}/{self.target}"
+
+
+def entry_address(tape: str, entry_id: int) -> str:
+    return str(TapeAddress(tape, "entry", str(entry_id)))
+
+
+def anchor_address(tape: str, name: str) -> str:
+    return str(TapeAddress(tape, "anchor", name))

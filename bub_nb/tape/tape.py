@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING, Any
 from bub_nb.errors import EntryNotFoundError, TapeError
 from bub_nb.tape import anchors, seams
 from bub_nb.tape.anchors import LAST_ANCHOR, AnchorSummary
-from bub_nb.tape.citations import TapeAddress, anchor_address, check_state_citations, entry_address
+from bub_nb.tape.citations import check_state_citations
 from bub_nb.tape.entries import TapeEntry, is_phase_anchor, plain_json
 from bub_nb.tape.events import handoff_entries
 from bub_nb.tape.forks import ForkBlock, ForkedStore, check_fork, copy_session
 from bub_nb.tape.info import TapeInfo, last_usage, tape_info
-from bub_nb.tape.names import check_handoff_name, validate_tape_name
+from bub_nb.tape.names import TapeAddress, anchor_address, check_handoff_name, entry_address, validate_tape_name
 from bub_nb.tape.query import TapeQuery
 from bub_nb.tape.redact import redact
 from bub_nb.tape.seams import MemoryZone, View
@@ -197,15 +197,15 @@ class Tape:
 
         ``memory/...`` anchors do not start a phase, so a memory save does not cut this slice.
         """
-        return _of_kinds(anchors.from_last_anchor(self.store, self.name), kinds)
+        return anchors.of_kinds(anchors.from_last_anchor(self.store, self.name), kinds)
 
     def after_anchor(self, name: str, kinds: Sequence[str] = ()) -> list[TapeEntry]:
         """Entries after the last anchor called ``name``."""
-        return _of_kinds(anchors.after_anchor(self.store, self.name, name), kinds)
+        return anchors.of_kinds(anchors.after_anchor(self.store, self.name, name), kinds)
 
     def between_anchors(self, start: str, end: str, kinds: Sequence[str] = ()) -> list[TapeEntry]:
         """Entries after the last ``start`` anchor and before the last ``end`` anchor."""
-        return _of_kinds(anchors.between_anchors(self.store, self.name, start, end), kinds)
+        return anchors.of_kinds(anchors.between_anchors(self.store, self.name, start, end), kinds)
 
     def search(self, query: str, limit: int = 20) -> list[TapeEntry]:
         """Entries whose text contains ``query`` (case-insensitive), newest first."""
@@ -270,8 +270,6 @@ class Tape:
             return tape.get(int(parsed.target))
         return tape.get(tape._find_ref(parsed.target).id)
 
-    # -- the layers above -------------------------------------------------------------------------
-
     def view(self, mode: Any = LAST_ANCHOR) -> View:
         """What the model would see now; see ``bub_nb.context.build_view``."""
         return seams.view(self, mode)
@@ -299,7 +297,3 @@ class Tape:
 
     def _repr_markdown_(self) -> str:
         return self.info()._repr_markdown_()
-
-
-def _of_kinds(entries: list[TapeEntry], kinds: Sequence[str]) -> list[TapeEntry]:
-    return [e for e in entries if e.kind in kinds] if kinds else entries

@@ -6,9 +6,10 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from bub_nb.tape.citations import CITATION, CITING_KEYS, entry_address, format_citation
+from bub_nb.tape.citations import CITATION, CITING_KEYS, format_citation
 from bub_nb.tape.entries import TapeEntry
 from bub_nb.tape.events import HANDOFF, RUN, SUMMARY, id_ranges, range_ids
+from bub_nb.tape.names import entry_address
 
 
 def renumber(entries: Sequence[TapeEntry], ids: Mapping[int, int], parent: str) -> list[TapeEntry]:

@@ -7,11 +7,10 @@ from typing import Any, Protocol
 
 from bub_nb.errors import BubNbError, TapeError
 from bub_nb.tape.anchors import AnchorSummary
-from bub_nb.tape.citations import entry_address
 from bub_nb.tape.entries import TapeEntry, is_phase_anchor
 from bub_nb.tape.events import HANDOFF, handoff_entries
 from bub_nb.tape.forks.renumber import renumber
-from bub_nb.tape.names import validate_tape_name
+from bub_nb.tape.names import entry_address, validate_tape_name
 from bub_nb.tape.seams import MemoryZone
 from bub_nb.tape.stores.lineage import keep_lineage
 from bub_nb.tape.stores.protocol import StoreStats, TapeStore
