@@ -152,6 +152,7 @@ def test_interrupting_a_consent_that_waits_stops_the_turn(
     sent = kernel.send_from_lab("%%bub --tools python.run\nset waited")
     queued = kernel.send_from_lab("after = 'ran'", cell_id="cell-2")  # Run All sent it with the first
     kernel.button("Approve")
+    time.sleep(1)  # the button is shown just before the wait starts; a person presses ■ on a consent that waits
     kernel.manager.interrupt_kernel()
     reply, _ = outputs_of(kernel, sent, timeout=30)
     assert reply["status"] == "error" and reply["ename"] == "KeyboardInterrupt"
