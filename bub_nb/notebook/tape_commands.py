@@ -63,10 +63,15 @@ class TapeCommands:
         parser = _parser("search", "Entries containing QUERY, newest first.")
         parser.add_argument("query", nargs="+")
         parser.add_argument("--limit", type=int, default=20)
+        parser.add_argument("--all", action="store_true", help="every match, however many")
         args = parser.parse_args(words)
         from bub_nb.tape.frames.frame import entries_to_frame
 
-        return entries_to_frame(self._session.tape.search(" ".join(args.query), limit=args.limit))
+        tape = self._session.tape
+        found = tape.search(" ".join(args.query), limit=None if args.all else args.limit)
+        if found.cut:
+            print(f"The {len(found)} newest matches; more entries match (--limit N, or --all for every one).")
+        return entries_to_frame(found, tape)
 
     def _reset(self, words: list[str]) -> None:
         parser = _parser("reset", "Start the tape over with session/start.")

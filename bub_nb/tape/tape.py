@@ -17,7 +17,7 @@ from bub_nb.tape.events import handoff_entries
 from bub_nb.tape.fork import ForkBlock, ForkedStore, check_fork, copy_session
 from bub_nb.tape.info import TapeInfo, last_usage, tape_info
 from bub_nb.tape.names import check_handoff_name, validate_tape_name
-from bub_nb.tape.query import TapeQuery
+from bub_nb.tape.query import SearchResults, TapeQuery, search_entries
 from bub_nb.tape.redact import redact
 from bub_nb.tape.seams import MemoryZone, View
 from bub_nb.tape.stores.lineage import store_lineage
@@ -203,9 +203,10 @@ class Tape:
         """Entries after the last ``start`` anchor and before the last ``end`` anchor."""
         return _of_kinds(anchors.between_anchors(self.store, self.name, start, end), kinds)
 
-    def search(self, query: str, limit: int = 20) -> list[TapeEntry]:
-        """Entries whose text contains ``query`` (case-insensitive), newest first."""
-        return self.query().text(query).newest_first().limit(limit).all()
+    def search(self, query: str, limit: int | None = 20) -> SearchResults:
+        """Entries whose text contains ``query`` (case-insensitive), newest first: the ``limit`` newest (all
+        with ``None``). The list's ``cut`` says whether more entries matched than it holds."""
+        return search_entries(self.query().text(query).newest_first(), limit)
 
     def query(self) -> TapeQuery:
         return TapeQuery(self)

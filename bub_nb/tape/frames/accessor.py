@@ -37,9 +37,17 @@ class _Part:
         ]
         self.anchor_names = [n for _, n in named]
         self._anchor_ids = {n: i for i, n in named}  # in id order, so the last occurrence wins, as on the tape
+        self._every: dict[str, list[int]] = {}
+        for i, n in named:
+            self._every.setdefault(n, []).append(i)
 
     def anchor_id(self, name: str) -> int | None:
+        """The id of the last anchor called ``name``, the one the Tape API means by the name."""
         return self._anchor_ids.get(name)
+
+    def anchor_ids(self, name: str) -> list[int]:
+        """The ids of every anchor called ``name``, oldest first."""
+        return self._every.get(name, [])
 
 
 @pd.api.extensions.register_dataframe_accessor("tape")
@@ -118,14 +126,25 @@ class TapeAccessor:
             keep[part.positions[(part.ids > first) & (part.ids < last)]] = True
         return self._rows(keep)
 
-    def phase(self, name: str) -> pd.DataFrame:
-        """Rows that fall under every phase anchor called ``name``, the anchors included."""
-        rows = self._frame[self._frame["phase"] == name]
-        if rows.empty:
-            parts = self._parts()
-            if not any(part.anchor_id(name) is not None for part in parts):
-                raise AnchorNotFoundError(name, self._known(parts))
-        return rows
+    def phase(self, name: str, occurrence: int | None = -1) -> pd.DataFrame:
+        """Rows of one phase called ``name``, its anchor included, in each tape that has it.
+
+        Names repeat (every overflow writes ``auto_handoff/context_overflow``); a phase is its anchor.
+        ``occurrence`` picks which: ``-1`` (the default) the last, as ``after()`` does, ``0`` the first,
+        ``1`` the second, and ``None`` every phase of that name."""
+        parts = self._parts()
+        if not any(part.anchor_id(name) is not None for part in parts):
+            raise AnchorNotFoundError(name, self._known(parts))
+        named = (self._frame["phase"] == name).to_numpy(dtype=bool, na_value=False)
+        if occurrence is None or "phase_id" not in self._frame.columns:
+            return self._rows(named)
+        phase_ids = self._frame["phase_id"].to_numpy(dtype="float64", na_value=np.nan)
+        keep = np.zeros(len(self._frame), dtype=bool)
+        for part in parts:
+            ids = part.anchor_ids(name)
+            if -len(ids) <= occurrence < len(ids):
+                keep[part.positions] = phase_ids[part.positions] == ids[occurrence]
+        return self._rows(keep & named)
 
     def kinds(self, *kinds: str) -> pd.DataFrame:
         """Rows of these kinds; no kinds means every row, and an unknown kind is an error."""
@@ -146,19 +165,29 @@ class TapeAccessor:
         return self._frame.groupby(keys, observed=True, sort=False).size().unstack(fill_value=0)
 
     def usage(
-        self, by: str | Sequence[str] = "phase", prices: Mapping[str, Mapping[str, float]] | None = None
+        self,
+        by: Any = "phase",
+        prices: Mapping[str, Mapping[str, float]] | None = None,
+        *,
+        forked: bool = False,
     ) -> pd.DataFrame:
-        """The budget per phase (or ``by="model"``): turns, tokens in and out, and cost, from the ``run`` events.
+        """The budget per group of the ``run`` and ``summary`` events: turns, tokens in and out, and cost.
 
+        ``by`` is a column (``phase``, ``model``, ``tape_name``, ``notebook``, ...), a ``pd.Grouper``
+        (``pd.Grouper(key="date", freq="D")`` for days), or a list of them. ``phase`` means each phase
+        instance: a row per phase anchor, with its ``phase_id`` and ``phase_seq`` beside the name.
         Costs use ``prices`` or the table in use (``bub_nb.set_prices``, ``BUB_PRICES``); a group holding a
-        turn on a model without a price costs NaN. On a frame of several tapes the groups are per tape.
+        turn on a model without a price costs NaN. On a frame of several tapes the groups are per tape unless
+        ``by`` names ``tape_name`` or is a list that leaves it out on purpose (``by=["model"]``: totals across
+        tapes); rows a fork copied from a tape also in the frame count once, unless ``forked``.
         """
         from bub_nb.tape.reports.usage import usage_frame
 
-        keys = [by] if isinstance(by, str) else list(by)
-        if TAPE_NAME in self._frame.columns and TAPE_NAME not in keys and self._frame[TAPE_NAME].nunique() > 1:
+        keys = [by] if isinstance(by, str | pd.Grouper) else list(by)
+        several = TAPE_NAME in self._frame.columns and self._frame[TAPE_NAME].nunique() > 1
+        if isinstance(by, str | pd.Grouper) and several and by != TAPE_NAME:
             keys.insert(0, TAPE_NAME)
-        return usage_frame(self._frame, keys, prices)
+        return usage_frame(self._frame, keys, prices, forked=forked)
 
     # -- back to entries and messages -------------------------------------------------------------
 

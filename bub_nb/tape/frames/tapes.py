@@ -44,8 +44,7 @@ def read_tapes(home: str | Path | None = None, *, include_archives: bool = False
             starts.append(len(columns))
             store.columns(name, into=columns)
             names += [name] * (len(columns) - starts[-1])
-        frame = columns_to_frame(columns, starts)
-    frame.insert(0, TAPE_NAME, names or pd.Series(names, dtype="object"))
+        frame = columns_to_frame(columns, starts, names=names)
     if not names:
         frame["kind"] = frame["kind"].astype("category")  # categorical even with no rows, as analysts expect
     frame["notebook"] = _notebook_column(frame)
@@ -53,7 +52,7 @@ def read_tapes(home: str | Path | None = None, *, include_archives: bool = False
         return frame
     frame["archived"] = False
     archives = [NamedTape(path.name, ArchiveTapeStore(path, store)) for path in archive_files(folder)]
-    parts = [with_tape_columns(tape_to_frame(tape), tape.name, archived=True) for tape in archives]
+    parts = [with_tape_columns(tape_to_frame(tape), archived=True) for tape in archives]
     if not parts:
         return frame
     frame = pd.concat([frame, *parts], ignore_index=True)
