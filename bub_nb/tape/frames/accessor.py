@@ -189,6 +189,23 @@ class TapeAccessor:
             keys.insert(0, TAPE_NAME)
         return usage_frame(self._frame, keys, prices, forked=forked)
 
+    # -- tables ---------------------------------------------------------------------------------------
+
+    def runs(self, prices: Mapping[str, Mapping[str, float]] | None = None) -> pd.DataFrame:
+        """One row per turn (per ``run`` event): tape, phase instance, model in one spelling, status, start,
+        end and latency, steps, every token count, cost, prompt and answer, tool calls, errors, retried and
+        partial flags. The columns are listed in docs/schema.md."""
+        from bub_nb.tape.frames.runs import runs_frame
+
+        return runs_frame(self._frame, prices)
+
+    def tool_calls(self) -> pd.DataFrame:
+        """One row per tool call: call id, the tool in both spellings, parsed arguments, success, error kind
+        and message, result and seconds to it, paired by call id. The columns are in docs/schema.md."""
+        from bub_nb.tape.frames.tool_calls import tool_calls_frame
+
+        return tool_calls_frame(self._frame)
+
     # -- back to entries and messages -------------------------------------------------------------
 
     def entries(self) -> list[TapeEntry]:
