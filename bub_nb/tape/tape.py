@@ -26,6 +26,7 @@ from bub_nb.tape.text import entry_text
 
 if TYPE_CHECKING:
     import pandas as pd
+    import pyarrow as pa
 
 BOOTSTRAP_ANCHOR = "session/start"
 
@@ -289,6 +290,13 @@ class Tape:
         from bub_nb.tape.frames.frame import tape_to_frame
 
         return tape_to_frame(self)
+
+    def to_arrow(self) -> pa.Table:
+        """The columns of ``to_frame()`` as a ``pyarrow.Table``, ``payload`` and ``meta`` as JSON text (the
+        ``arrow`` extra); see ``bub_nb.tape.frames.arrow``."""
+        from bub_nb.tape.frames.arrow import tape_to_arrow
+
+        return tape_to_arrow(self)
 
     def text(self, entry: TapeEntry) -> str:
         return entry_text(entry)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -205,6 +206,26 @@ class TapeAccessor:
         from bub_nb.tape.frames.tool_calls import tool_calls_frame
 
         return tool_calls_frame(self._frame)
+
+    # -- saving ---------------------------------------------------------------------------------------
+
+    def to_parquet(self, path: str | Path) -> None:
+        """Save the frame as Parquet, ``payload`` and ``meta`` as JSON text (``bub_nb.read_frame`` reads it)."""
+        from bub_nb.tape.frames.saved import save_parquet
+
+        save_parquet(self._frame, path)
+
+    def to_csv(self, path: str | Path) -> None:
+        """Save the frame as CSV, ``payload``, ``meta`` and ``tools`` as JSON text (``read_frame`` reads it)."""
+        from bub_nb.tape.frames.saved import save_csv
+
+        save_csv(self._frame, path)
+
+    def to_arrow(self) -> Any:
+        """The frame as a ``pyarrow.Table``, ``payload`` and ``meta`` as JSON text, as ``Tape.to_arrow()``."""
+        from bub_nb.tape.frames.saved import frame_to_arrow
+
+        return frame_to_arrow(self._frame)
 
     # -- back to entries and messages -------------------------------------------------------------
 

@@ -76,7 +76,7 @@ def columns_to_frame(
             phase_names = phases[0]
             phase_ids = pd.array(phases[1], dtype="Int64")
         tape_names = [names] * count if names is None or isinstance(names, str) else names
-        return pd.DataFrame(
+        frame = pd.DataFrame(
             {
                 TAPE_NAME: _text_column(tape_names, text_or_none=True),
                 "id": pd.Series(ids),
@@ -100,14 +100,36 @@ def columns_to_frame(
             columns=list(COLUMNS),
             copy=False,  # every column was built here for this frame alone: no need to copy it again
         )
+    return frame if count else _empty(frame)
+
+
+def _empty(frame: pd.DataFrame) -> pd.DataFrame:
+    """A frame of no rows with the dtypes a frame of rows has (text ``str``, ``kind`` categorical)."""
+    text = pd.StringDtype(na_value=np.nan)
+    dtypes = {column: text for column in (TAPE_NAME, "role", "name", "content", "phase", "run_id", FORKED_FROM)}
+    frame = frame.astype({**dtypes, "tools": object, "payload": object, "meta": object})
+    frame["kind"] = pd.Categorical([], categories=pd.Index([], dtype=text))
+    frame["date"] = frame["date"].astype("datetime64[us, UTC]")
+    return frame
 
 
 def _sparse_text(values: dict[int, Any], count: int) -> pd.Series | list[Any]:
-    """A text column set on a few rows (``row -> value``), missing elsewhere."""
+    """A text column set on a few rows (``row -> value``), missing elsewhere: ``str`` even when no row is."""
     column: list[Any] = [None] * count
     for row, value in values.items():
         column[row] = value
+    if not values:
+        return text_series(column)
     return _text_column(column, text_or_none=all(type(value) is str for value in values.values()))
+
+
+def text_series(values: list[str | None]) -> pd.Series:
+    """Strings or ``None`` as a column of pandas' ``str`` dtype, even when every value is ``None`` (a column of
+    text that some tapes leave empty has one dtype in every frame)."""
+    column = _text_column(values, text_or_none=True)
+    if isinstance(column, pd.Series):
+        return column
+    return pd.Series(values, dtype=pd.StringDtype(na_value=np.nan))
 
 
 def _token_counts(counts: dict[int, int], count: int) -> pd.api.extensions.ExtensionArray:
@@ -191,7 +213,7 @@ def notebook_paths(frame: pd.DataFrame) -> list[str]:
 def with_tape_columns(frame: pd.DataFrame, *, archived: bool | None = None) -> pd.DataFrame:
     """One tape's frame as a part of a frame of several: the entry columns, then ``notebook`` (the notebook
     that wrote the tape) and, when archives are asked for, ``archived``."""
-    frame["notebook"] = notebook_of(frame)
+    frame["notebook"] = text_series([notebook_of(frame)] * len(frame))
     if archived is not None:
         frame["archived"] = archived
     return frame

@@ -127,6 +127,9 @@ class Columns:
     run_ids: list[Any] = field(default_factory=list)
     run_ids_are_text: bool = True  # every run id a string or None, as a run's recorder writes them
     forked_from: dict[int, Any] = field(default_factory=dict)  # row -> the entry a fork copied it from
+    # rows (start, stop) that came from the plain decode: their values may hold what the typed decode never
+    # makes (NaN, lone surrogates, deep nesting), which re-encoding them as JSON must keep
+    plain_rows: list[tuple[int, int]] = field(default_factory=list)
 
     @classmethod
     def from_records(cls, records: Iterable[Record]) -> Columns:
@@ -166,6 +169,7 @@ class Columns:
     def add_records(self, records: Iterable[Record]) -> None:
         records = list(records)
         if records:
+            self.plain_rows.append((len(self), len(self) + len(records)))
             self.add(*zip(*map(_FIELDS, records), strict=True))
 
 
