@@ -60,3 +60,19 @@ def test_tables_of_an_empty_frame_have_their_columns() -> None:
     empty = pd.concat([read_tapes(EXAMPLES).iloc[:0]])
     assert list(empty.tape.runs().columns) == list(RUN_COLUMNS)
     assert list(empty.tape.tool_calls().columns) == list(CALL_COLUMNS)
+
+
+def test_plots_are_returned_as_figures(tmp_path: Path) -> None:
+    from matplotlib.figure import Figure
+
+    frame = read_tapes(EXAMPLES)
+    figures = [
+        frame.tape.plot.tokens(by="tape_name"),
+        frame.tape.plot.timeline(),
+        frame.tape.plot.tool_failures(),
+        frame.iloc[:0].tape.plot.tokens(),
+    ]
+    for number, figure in enumerate(figures):
+        assert isinstance(figure, Figure) and figure.axes
+        figure.savefig(tmp_path / f"{number}.png")
+    assert len(figures[1].axes[0].get_yticklabels()) == 2  # a lane per tape

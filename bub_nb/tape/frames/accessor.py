@@ -207,6 +207,13 @@ class TapeAccessor:
 
         return tool_calls_frame(self._frame)
 
+    @property
+    def plot(self) -> Any:
+        """Figures: ``plot.tokens(by=...)``, ``plot.timeline()``, ``plot.tool_failures()`` (matplotlib)."""
+        from bub_nb.tape.frames.plots import TapePlots
+
+        return TapePlots(self._frame)
+
     # -- saving ---------------------------------------------------------------------------------------
 
     def to_parquet(self, path: str | Path) -> None:

@@ -153,7 +153,7 @@ def usage_frame(
     group_keys: list[Any] = []
     for key, column in zip(keys, columns, strict=True):
         if column != "model":
-            rows[column] = frame[column].iloc[at].to_numpy()
+            rows[column] = frame[column].iloc[at].reset_index(drop=True)  # its dtype kept, a time zone too
         group_keys.append(key)
         if column == "phase":
             rows["phase_id"] = frame["phase_id"].iloc[at].to_numpy() if "phase_id" in frame.columns else None
