@@ -18,7 +18,6 @@ from bub_nb.tape import FileTapeStore, open_tape, read_tapes
 from bub_nb.tape.frames.arrow import dumps
 from bub_nb.tape.frames.saved import arrow_to_frame, read_frame
 
-EXAMPLES = Path(__file__).parents[2] / "examples" / "data" / "bub-home"
 EXACT = ["tape_name", "id", "kind", "phase_id", "forked_from", "prompt_tokens", "completion_tokens"]
 TEXT = ["role", "name", "content", "phase", "run_id"]
 
@@ -43,8 +42,8 @@ def same_entries(table_frame: pd.DataFrame, frame: pd.DataFrame) -> None:
         assert [readable(v) for v in table_frame[column].tolist()] == [readable(v) for v in frame[column].tolist()]
 
 
-def test_to_arrow_has_the_columns_and_entries_of_to_frame() -> None:
-    store = FileTapeStore(EXAMPLES / "tapes")
+def test_to_arrow_has_the_columns_and_entries_of_to_frame(example_home: Path) -> None:
+    store = FileTapeStore(example_home / "tapes")
     for name in store.list_tapes():
         tape = open_tape(name, store=store)
         table = tape.to_arrow()
@@ -67,20 +66,20 @@ def test_to_arrow_reads_exactly_what_the_plain_decode_reads(
     same_entries(arrow_to_frame(tape.to_arrow()), tape.to_frame())
 
 
-def test_read_tapes_as_arrow_and_polars_match_the_frame() -> None:
-    frame = read_tapes(EXAMPLES)
-    table = read_tapes(EXAMPLES, as_="arrow")
+def test_read_tapes_as_arrow_and_polars_match_the_frame(example_home: Path) -> None:
+    frame = read_tapes(example_home)
+    table = read_tapes(example_home, as_="arrow")
     same_entries(arrow_to_frame(table), frame)
     assert table.column_names == list(frame.columns)
-    polars = read_tapes(EXAMPLES, as_="polars", kinds=["message"], columns=["tape_name", "content"])
-    lean = read_tapes(EXAMPLES, kinds=["message"], columns=["tape_name", "content"])
+    polars = read_tapes(example_home, as_="polars", kinds=["message"], columns=["tape_name", "content"])
+    lean = read_tapes(example_home, kinds=["message"], columns=["tape_name", "content"])
     assert polars.columns == list(lean.columns) and polars["content"].to_list() == lean["content"].tolist()
     with pytest.raises(TapeError, match="as_"):
-        read_tapes(EXAMPLES, as_="spark")
+        read_tapes(example_home, as_="spark")
 
 
-def test_a_frame_saves_to_parquet_and_csv_and_reads_back_whole(tmp_path: Path) -> None:
-    frame = read_tapes(EXAMPLES)
+def test_a_frame_saves_to_parquet_and_csv_and_reads_back_whole(tmp_path: Path, example_home: Path) -> None:
+    frame = read_tapes(example_home)
     for saved in (tmp_path / "f.parquet", tmp_path / "f.csv"):
         getattr(frame.tape, f"to_{saved.suffix[1:]}")(saved)
         back = read_frame(saved)
@@ -89,18 +88,18 @@ def test_a_frame_saves_to_parquet_and_csv_and_reads_back_whole(tmp_path: Path) -
         pd.testing.assert_frame_equal(back.tape.usage(by="phase"), frame.tape.usage(by="phase"))
 
 
-def test_read_tapes_leaner_reads_keep_the_phase_of_the_whole_tape() -> None:
-    frame = read_tapes(EXAMPLES)
-    since = read_tapes(EXAMPLES, kinds=["message"], since="2026-02-10", columns=["tape_name", "id", "phase"])
+def test_read_tapes_leaner_reads_keep_the_phase_of_the_whole_tape(example_home: Path) -> None:
+    frame = read_tapes(example_home)
+    since = read_tapes(example_home, kinds=["message"], since="2026-02-10", columns=["tape_name", "id", "phase"])
     expected = frame[(frame["kind"] == "message") & (frame["date"] >= pd.Timestamp("2026-02-10", tz="UTC"))]
     assert since.columns.tolist() == ["tape_name", "id", "phase"]
     assert since["id"].tolist() == expected["id"].tolist() and since["phase"].tolist() == expected["phase"].tolist()
 
 
-def test_the_command_line_exports_every_tape_as_parquet(tmp_path: Path) -> None:
+def test_the_command_line_exports_every_tape_as_parquet(tmp_path: Path, example_home: Path) -> None:
     out = tmp_path / "parquet"
     done = subprocess.run(
-        [sys.executable, "-m", "bub_nb.cli", "tapes", "export", "--parquet", str(out), "--home", str(EXAMPLES)],
+        [sys.executable, "-m", "bub_nb.cli", "tapes", "export", "--parquet", str(out), "--home", str(example_home)],
         capture_output=True,
         text=True,
         check=True,
@@ -108,5 +107,5 @@ def test_the_command_line_exports_every_tape_as_parquet(tmp_path: Path) -> None:
     files = sorted(out.glob("*.parquet"))
     assert len(files) == 2 and done.stdout.split() == [str(path) for path in files]
     table = pq.read_table(files[0])
-    tape = open_tape(files[0].stem, store=FileTapeStore(EXAMPLES / "tapes"))
+    tape = open_tape(files[0].stem, store=FileTapeStore(example_home / "tapes"))
     same_entries(arrow_to_frame(table), tape.to_frame())

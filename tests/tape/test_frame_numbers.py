@@ -3,7 +3,6 @@ search limits."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -15,13 +14,12 @@ from bub_nb.errors import TapeError
 from bub_nb.tape import FileTapeStore, Tape, TapeEntry, open_tape, read_tapes
 from bub_nb.tape.frames import class_overview
 
-EXAMPLES = Path(__file__).parents[2] / "examples" / "data" / "bub-home" / "tapes"
 LONG = "494727f0da168296__0898b22730d57afc"
 TRIP = "4d379f4d08d1280e__b964cebb99de6241"
 
 
-def example(name: str) -> Tape:
-    return open_tape(name, store=FileTapeStore(EXAMPLES))
+def example(home: Path, name: str) -> Tape:
+    return open_tape(name, store=FileTapeStore(home / "tapes"))
 
 
 def same_phases(part: pd.DataFrame, whole: pd.DataFrame) -> None:
@@ -34,8 +32,8 @@ def same_phases(part: pd.DataFrame, whole: pd.DataFrame) -> None:
 # -- 1. phases in query frames ----------------------------------------------------------------------
 
 
-def test_query_frames_of_the_example_tape_carry_the_phase_of_the_whole_tape() -> None:
-    tape = example(LONG)
+def test_query_frames_of_the_example_tape_carry_the_phase_of_the_whole_tape(example_home: Path) -> None:
+    tape = example(example_home, LONG)
     whole = tape.to_frame()
     searched = tape.query().text("DST").newest_first().to_frame()
     assert len(searched) == 18
@@ -136,8 +134,8 @@ def test_phases_that_share_a_name_stay_apart(tmp_path: Path) -> None:
     assert len(frame.tape.phase("phase/plan", occurrence=None)) == len(frame[frame["phase"] == "phase/plan"])
 
 
-def test_overflow_phases_of_the_example_tape_are_counted_apart() -> None:
-    frame = example(LONG).to_frame()
+def test_overflow_phases_of_the_example_tape_are_counted_apart(example_home: Path) -> None:
+    frame = example(example_home, LONG).to_frame()
     starts = frame[(frame["kind"] == "anchor") & (frame["id"] == frame["phase_id"])]
     assert starts["phase_id"].is_unique and len(starts) == starts["phase"].size
 
@@ -145,14 +143,14 @@ def test_overflow_phases_of_the_example_tape_are_counted_apart() -> None:
 # -- 3. frames of two tapes put together ------------------------------------------------------------
 
 
-def test_concatenated_frames_stay_two_tapes() -> None:
-    long, trip = example(LONG).to_frame(), example(TRIP).to_frame()
+def test_concatenated_frames_stay_two_tapes(example_home: Path) -> None:
+    long, trip = example(example_home, LONG).to_frame(), example(example_home, TRIP).to_frame()
     both = pd.concat([long, trip], ignore_index=True)
     assert set(both["tape_name"]) == {LONG, TRIP}
     after = both.tape.after("phase/trip-planning")
     assert set(after["tape_name"]) == {TRIP}
     assert after["id"].tolist() == trip.tape.after("phase/trip-planning")["id"].tolist()
-    read = read_tapes(EXAMPLES)
+    read = read_tapes(example_home)
     pd.testing.assert_frame_equal(
         read.drop(columns="notebook").sort_values(["tape_name", "id"], ignore_index=True),
         both.sort_values(["tape_name", "id"], ignore_index=True),
@@ -187,10 +185,8 @@ def test_a_forks_copies_are_marked_and_counted_once(tmp_path: Path) -> None:
 # -- 5. search limits -------------------------------------------------------------------------------
 
 
-def test_search_without_a_limit_finds_every_match_and_a_cut_is_said(tmp_path: Path) -> None:
-    store = FileTapeStore(tmp_path)
-    shutil.copy(EXAMPLES / f"{LONG}.jsonl", tmp_path / f"{LONG}.jsonl")
-    tape = open_tape(LONG, store=store)
+def test_search_without_a_limit_finds_every_match_and_a_cut_is_said(example_home: Path) -> None:
+    tape = example(example_home, LONG)
     every = tape.query().text("e").newest_first().all()
     found = tape.search("e", limit=None)
     assert found == every and not found.cut and len(every) > 20

@@ -10,11 +10,9 @@ from bub_nb.tape import FileTapeStore, open_tape, read_tapes
 from bub_nb.tape.frames.runs import RUN_COLUMNS
 from bub_nb.tape.frames.tool_calls import CALL_COLUMNS
 
-EXAMPLES = Path(__file__).parents[2] / "examples" / "data" / "bub-home"
 
-
-def test_runs_give_one_row_per_turn_with_one_model_spelling_and_a_latency() -> None:
-    frame = read_tapes(EXAMPLES)
+def test_runs_give_one_row_per_turn_with_one_model_spelling_and_a_latency(example_home: Path) -> None:
+    frame = read_tapes(example_home)
     runs = frame.tape.runs()
     assert list(runs.columns) == list(RUN_COLUMNS)
     assert len(runs) == ((frame["kind"] == "event") & (frame["name"] == "run")).sum()
@@ -56,16 +54,16 @@ def test_tool_calls_pair_results_and_failures_by_call_id(tmp_path: Path) -> None
     assert (table["seconds"] >= 0).all()
 
 
-def test_tables_of_an_empty_frame_have_their_columns() -> None:
-    empty = pd.concat([read_tapes(EXAMPLES).iloc[:0]])
+def test_tables_of_an_empty_frame_have_their_columns(example_home: Path) -> None:
+    empty = pd.concat([read_tapes(example_home).iloc[:0]])
     assert list(empty.tape.runs().columns) == list(RUN_COLUMNS)
     assert list(empty.tape.tool_calls().columns) == list(CALL_COLUMNS)
 
 
-def test_plots_are_returned_as_figures(tmp_path: Path) -> None:
+def test_plots_are_returned_as_figures(tmp_path: Path, example_home: Path) -> None:
     from matplotlib.figure import Figure
 
-    frame = read_tapes(EXAMPLES)
+    frame = read_tapes(example_home)
     figures = [
         frame.tape.plot.tokens(by="tape_name"),
         frame.tape.plot.timeline(),
