@@ -14,6 +14,11 @@ ALIASES = {
     "bub_nb.tape.store": "bub_nb.tape.stores",
     "bub_nb.tape.postgres": "bub_nb.tape.stores.postgres",
     "bub_nb.tape.frame": "bub_nb.tape.frames.frame",
+    "bub_nb.agent.hookspecs": "bub_nb.agent.hooks.specs",
+    "bub_nb.agent.pipeline": "bub_nb.agent.framework",
+    "bub_nb.agent.builtin_tools": "bub_nb.agent.tools.builtin",
+    "bub_nb.agent.signatures": "bub_nb.agent.tools.signatures",
+    "bub_nb.agent.worker": "bub_nb.agent.tools.worker",
 }
 
 

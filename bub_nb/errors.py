@@ -18,7 +18,7 @@
     │   └── ContextLengthError     the prompt is longer than the model's context window
     ├── ToolError                  a tool that cannot be made, registered or chosen; inside a tool, a refusal
     │   └── ToolCallError          one call that failed: unknown tool, bad arguments, the tool raised or was stopped
-    ├── PipelineError              a plugin that cannot be registered or removed
+    ├── PipelineError              a plugin that cannot be registered, removed or used
     ├── ExportError                a tape a receiver did not take, or an export whose extra is not installed
     ├── PriceError                 a price table that cannot be read (also a ValueError)
     ├── BudgetError                a turn whose estimated prompt is over the token budget
@@ -132,7 +132,7 @@ class ToolCallError(ToolError):
 
 
 class PipelineError(BubNbError):
-    """A plugin the turn pipeline cannot register or remove."""
+    """A plugin the turn pipeline cannot register, remove or use."""
 
 
 class ExportError(BubNbError):

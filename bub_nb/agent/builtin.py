@@ -6,7 +6,7 @@ import logging
 from datetime import date
 from typing import TYPE_CHECKING, Any
 
-from bub_nb.agent.hookspecs import field_of, hookimpl
+from bub_nb.agent.hooks.specs import field_of, hookimpl
 from bub_nb.agent.runner import AgentRunner
 from bub_nb.agent.state import META_KEYS, turn_state
 from bub_nb.memory.cache import memory_of
@@ -33,10 +33,7 @@ with memory_daily.
 
 
 class BuiltinPlugin(AgentRunner):
-    """Defaults for every hook: a tape per session, the agent loop, and the system prompt.
-
-    ``pipeline`` is the pipeline agents made for a session use; the shared pipeline sets it to itself.
-    """
+    """Defaults for every hook: a tape per session, the agent loop, and the system prompt."""
 
     @hookimpl
     def resolve_session(self, message: Any) -> str | None:

@@ -20,8 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from bub_nb.agent.builtin_tools import builtin_registry
-from bub_nb.agent.tools import Tool, ToolCallError, ToolContext, ToolRegistry
+from bub_nb.agent.tools import Tool, ToolCallError, ToolContext, ToolRegistry, builtin_registry
 from bub_nb.errors import BubNbError, CommandError
 from bub_nb.tape.events import COMMAND
 from bub_nb.tape.names import check_handoff_name

@@ -1,11 +1,12 @@
-"""Running the agent's coroutines from synchronous code, inside a Jupyter kernel's event loop or not."""
+"""Running the agent's coroutines from synchronous code (in a kernel's event loop or not), and closing streams."""
 
 from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
 import threading
-from collections.abc import Coroutine
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Coroutine
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -43,3 +44,38 @@ def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
     finally:
         if not task.done():  # a Ctrl-C between the task's steps must not leave it running in the background
             task.cancel()
+
+
+async def once(answer: Awaitable[T]) -> AsyncIterator[T]:
+    """A one-item stream of what ``answer`` gives."""
+    yield await answer
+
+
+class Closing(contextlib.AbstractAsyncContextManager[AsyncIterator[T]]):
+    """Close a model's stream when the step leaves it early, so its connection is released now.
+
+    A class, not an ``asynccontextmanager``: that would be one more async generator, which an event loop
+    shutting down closes on its own and in any order, before the step that holds it ("generator didn't
+    stop after athrow()"). Closing a stream that is already closed does nothing.
+    """
+
+    def __init__(self, items: AsyncIterator[T]) -> None:
+        self._items = items
+
+    async def __aenter__(self) -> AsyncIterator[T]:
+        return self._items
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        close = getattr(self._items, "aclose", None)
+        if close is not None:
+            await close()
+
+
+async def next_item(deltas: AsyncIterator[T]) -> T:
+    """The next item of ``deltas``, as a coroutine :func:`run_sync` can run."""
+    return await anext(deltas)
+
+
+async def closed(deltas: AsyncGenerator[Any, None]) -> None:
+    """Close ``deltas``, as a coroutine :func:`run_sync` can run."""
+    await deltas.aclose()

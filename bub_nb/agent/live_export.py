@@ -13,7 +13,7 @@ import threading
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING, Any, Final
 
-from bub_nb.agent.hookspecs import hookimpl
+from bub_nb.agent.hooks.specs import hookimpl
 from bub_nb.agent.state import turn_state
 from bub_nb.export.otlp import OtelExport, otel, otlp_exporter, traces_url
 from bub_nb.tape.events import RUN
@@ -21,7 +21,7 @@ from bub_nb.tape.events import RUN
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace.export import SpanExporter
 
-    from bub_nb.agent.pipeline import TurnPipeline
+    from bub_nb.agent.framework import TurnPipeline
     from bub_nb.tape import Tape
 
 logger = logging.getLogger("bub_nb")

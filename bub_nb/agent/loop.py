@@ -5,18 +5,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any
 
-from bub_nb.agent.builtin_tools import builtin_registry
 from bub_nb.agent.commands import is_command, run_command
-from bub_nb.agent.eventloop import run_sync
+from bub_nb.agent.eventloop import Closing, closed, next_item, once, run_sync
 from bub_nb.agent.handoff import overflow_room, overflow_summary, write_handoff
 from bub_nb.agent.models import Completion, Model, TextDelta, resolve_model
 from bub_nb.agent.preflight import check_prompt_fits, check_turn
 from bub_nb.agent.registry import default_pipeline
 from bub_nb.agent.state import TurnState
-from bub_nb.agent.tools import Tool, ToolCallError, ToolContext, ToolRegistry
+from bub_nb.agent.tools import Tool, ToolCallError, ToolContext, ToolRegistry, builtin_registry
 from bub_nb.agent.turn import RunningTurn, Turn, TurnRecorder
 from bub_nb.context.messages import result_text
 from bub_nb.errors import BubNbError, ContextLengthError, ModelError
@@ -24,12 +23,11 @@ from bub_nb.memory.cache import memory_of
 from bub_nb.tape import LAST_ANCHOR
 
 if TYPE_CHECKING:
-    from bub_nb.agent.pipeline import TurnPipeline
+    from bub_nb.agent.framework import TurnPipeline
     from bub_nb.context import View
     from bub_nb.memory import MemorySnapshot
     from bub_nb.tape import Tape, TapeEntry
 
-T = TypeVar("T")
 DEFAULT_MAX_STEPS = 8
 MAX_AUTO_HANDOFF_RETRIES = 1
 
@@ -121,7 +119,7 @@ class Agent:
         try:
             while True:
                 try:
-                    delta = run_sync(_next(deltas))
+                    delta = run_sync(next_item(deltas))
                 except StopAsyncIteration:
                     return
                 yield delta
@@ -130,7 +128,7 @@ class Agent:
             raise
         finally:
             if getattr(deltas, "ag_frame", None) is not None:  # unless closed already: by a loop shut at exit
-                run_sync(_closed(deltas))
+                run_sync(closed(deltas))
 
     def abort(self) -> Turn | None:
         """Stop the running turn now: it is recorded as interrupted, its partial answer kept.
@@ -181,7 +179,7 @@ class Agent:
             started = time.perf_counter()
             result = run_command(self.tape, prompt, meta=self.meta, state={"agent": self})
             elapsed_ms = round((time.perf_counter() - started) * 1000, 1)
-            self.last_turn = Turn(result.output, tuple(result.entries), None, "command", "command", "", elapsed_ms)
+            self.last_turn = Turn.command(result.output, result.entries, elapsed_ms)
             yield self.last_turn.text
             return
         memory = memory_of(self.tape, ensure=True)
@@ -192,7 +190,7 @@ class Agent:
             async with contextlib.aclosing(self._steps(recorder, prompt, stream)) as deltas:
                 async for delta in deltas:
                     yield delta
-                    running.task = asyncio.current_task()  # a sync stream resumes each delta in a new task
+                    running.resumed(asyncio.current_task())
                     if recorder.closed:
                         return  # aborted while the caller held the delta
         except asyncio.CancelledError:
@@ -210,7 +208,7 @@ class Agent:
                 exc.turn = recorder.finished
             raise
         finally:
-            running.done = True
+            running.end()
             self.last_turn = recorder.finished or self.last_turn
             if self._running is running:
                 self._running = None
@@ -221,19 +219,17 @@ class Agent:
         streamed = False
         while recorder.steps < self.max_steps:
             view = self.pipeline.build_tape_context(self.tape, self.context)
-            recorder.last_view = view
-            messages = [{"role": "system", "content": recorder.system_prompt}, *view.messages]
-            recorder.partial = ""
+            messages = recorder.begin_step(view)
             completion: Completion | None = None
             try:
-                async with _Closing(self._ask(messages, tools, stream)) as answer:
+                async with Closing(self._ask(messages, tools, stream)) as answer:
                     async for item in answer:
                         if recorder.closed:
                             return
                         if isinstance(item, TextDelta):
                             if streamed and not recorder.partial:
                                 yield "\n\n"  # text from an earlier step came before this step's text
-                            recorder.partial += item.text
+                            recorder.add_text(item.text)
                             streamed = True
                             yield item.text
                         else:
@@ -252,8 +248,7 @@ class Agent:
                 return
             if completion is None:
                 raise ModelError(f"Model {self.model.name!r} ended its answer without a completion")
-            recorder.steps += 1
-            recorder.add_usage(completion.usage)
+            recorder.end_step(completion)
             if not completion.tool_calls:
                 recorder.finish("ok", completion.text)
                 return
@@ -273,59 +268,23 @@ class Agent:
     ) -> AsyncIterator[TextDelta | Completion]:
         if stream:
             return self.model.stream(messages, tools)
-        return _once(self.model.complete(messages, tools))
+        return once(self.model.complete(messages, tools))
 
     async def _run_tools(self, recorder: TurnRecorder, completion: Completion) -> None:
         """Run every call; unknown tools, bad arguments and exceptions become error results for the model."""
         context = ToolContext(tape=self.tape, state={"agent": self, "run_id": recorder.run_id})
         before = self.tape.last_id
-        results: list[Any] = []
-        failures: list[ToolCallError | None] = []
-        recorder.tools_started(completion, results, failures)
+        recorder.tools_started(completion)
         for call in completion.tool_calls:
             try:
                 output = await self.tools.call(call.name, call.arguments, context)
             except ToolCallError as exc:
-                results.append(exc.as_result())
-                failures.append(exc)
+                recorder.tool_returned(exc.as_result(), exc)
             else:
-                results.append(result_text(output))
-                failures.append(None)
+                recorder.tool_returned(result_text(output))
             if recorder.closed:
                 return
         after = self.tape.last_id
         if after != before:  # the tools wrote (a handoff, a memory zone); a reset starts the count over
             recorder.written_by_tools(self.tape.read(before + 1 if after > before else 1))
-        recorder.tool_step(completion, results, failures)
-
-
-async def _once(answer: Awaitable[Completion]) -> AsyncIterator[Completion]:
-    yield await answer
-
-
-class _Closing(contextlib.AbstractAsyncContextManager[AsyncIterator[T]]):
-    """Close a model's stream when the step leaves it early, so its connection is released now.
-
-    A class, not an ``asynccontextmanager``: that would be one more async generator, which an event loop
-    shutting down closes on its own and in any order, before the step that holds it ("generator didn't
-    stop after athrow()"). Closing a stream that is already closed does nothing.
-    """
-
-    def __init__(self, items: AsyncIterator[T]) -> None:
-        self._items = items
-
-    async def __aenter__(self) -> AsyncIterator[T]:
-        return self._items
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        close = getattr(self._items, "aclose", None)
-        if close is not None:
-            await close()
-
-
-async def _next(deltas: AsyncIterator[str]) -> str:
-    return await anext(deltas)
-
-
-async def _closed(deltas: AsyncGenerator[str, None]) -> None:
-    await deltas.aclose()
+        recorder.tools_finished()

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol
 
-from bub_nb.agent.builtin_tools import builtin_registry
 from bub_nb.agent.commands import check_command, is_command
+from bub_nb.agent.tools import builtin_registry
 from bub_nb.context.modes import as_strategy
 from bub_nb.context.strategies import NamedAnchor
 from bub_nb.context.tokens import count_messages_tokens

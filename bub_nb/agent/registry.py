@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
 
+from bub_nb.agent.framework import TurnPipeline
 from bub_nb.agent.live_export import register_from_environment
-from bub_nb.agent.pipeline import TurnPipeline
 
 _pipeline: TurnPipeline | None = None
 _pipeline_lock = threading.Lock()
 
-_builtin_plugin: Callable[[], object] | None = None
+_builtin_plugin: type | None = None
 
 
-def use_builtin_plugin(make: Callable[[], object]) -> None:
-    """Set what makes the plugin the shared pipeline starts from.
+def use_builtin_plugin(make: type) -> None:
+    """Set the class the shared pipeline makes its builtin plugin from, passing itself.
 
     ``bub_nb.agent`` sets ``BuiltinPlugin`` when it is imported, which is before any of its modules is:
     the builtin plugin runs agents, so it sits above the agent loop that needs the shared pipeline.
@@ -31,7 +30,7 @@ def default_pipeline() -> TurnPipeline:
     with _pipeline_lock:
         if _pipeline is None:
             assert _builtin_plugin is not None, "importing bub_nb.agent sets the builtin plugin"
-            _pipeline = TurnPipeline(_builtin_plugin())
+            _pipeline = TurnPipeline(_builtin_plugin)
             register_from_environment(_pipeline)
         return _pipeline
 

@@ -6,18 +6,20 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
-from bub_nb.agent.hookspecs import StreamEvent, hookimpl
+from bub_nb.agent.framework import TurnPipeline
+from bub_nb.agent.hooks.specs import StreamEvent, hookimpl
 from bub_nb.agent.loop import Agent
-from bub_nb.agent.pipeline import TurnPipeline
 from bub_nb.agent.registry import default_pipeline
 from bub_nb.agent.state import TurnAgent, turn_state
+from bub_nb.errors import PipelineError
 from bub_nb.tape import Tape, session_tape_name
 
 
 class AgentRunner:
     """``run_model`` and ``run_model_stream``: the turn's agent answers the prompt and leaves its turn in the state.
 
-    ``pipeline`` is the pipeline agents made for a session use; a pipeline sets it to itself.
+    ``pipeline`` is the pipeline the agents it makes for a session run on: a pipeline made with
+    ``TurnPipeline(BuiltinPlugin)`` passes itself; without one they run on the shared pipeline.
     """
 
     def __init__(self, pipeline: TurnPipeline | None = None) -> None:
@@ -32,7 +34,10 @@ class AgentRunner:
         pipeline = self.pipeline or default_pipeline()
         tape = turn.get("tape")
         if tape is None:
-            tape = Tape(session_tape_name(".", session_id), pipeline.tape_store())
+            store = pipeline.tape_store()
+            if store is None:
+                raise PipelineError(f"No plugin provides a tape store for session {session_id!r}; pass a tape instead")
+            tape = Tape(session_tape_name(".", session_id), store)
         turn["agent"] = made = Agent(tape, instructions=turn.get("instructions"), pipeline=pipeline)
         return made
 

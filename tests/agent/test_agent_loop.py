@@ -62,7 +62,7 @@ def probe() -> ViewProbe:
 
 @pytest.fixture
 def pipeline(probe: ViewProbe) -> TurnPipeline:
-    pipeline = TurnPipeline(BuiltinPlugin(), entry_points=False)
+    pipeline = TurnPipeline(BuiltinPlugin, entry_points=False)
     pipeline.register_plugin(probe)
     return pipeline
 

@@ -16,7 +16,7 @@ from bub_nb.testing import OpenAICompatibleServer
 
 @pytest.fixture
 def pipeline() -> TurnPipeline:
-    return TurnPipeline(BuiltinPlugin(), entry_points=False)
+    return TurnPipeline(BuiltinPlugin, entry_points=False)
 
 
 class UserMessagesOnly:

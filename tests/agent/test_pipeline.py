@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from bub_nb.agent.hookspecs import Envelope, StreamEvent, hookimpl
-from bub_nb.agent.pipeline import TurnPipeline, TurnResult
+from bub_nb.agent.framework import TurnPipeline, TurnResult
+from bub_nb.agent.hooks.specs import Envelope, StreamEvent, hookimpl
 from bub_nb.context import LAST_ANCHOR, build_view, window
 from bub_nb.errors import ModelError
 from bub_nb.tape import FileTapeStore, MemoryTapeStore, open_tape
@@ -409,7 +409,7 @@ def test_a_failing_turn_is_logged_observed_and_reraised(caplog: pytest.LogCaptur
             raise RuntimeError("state store offline")
 
     recorder = Recorder()
-    with caplog.at_level(logging.ERROR, logger="bub_nb.agent.pipeline"), pytest.raises(RuntimeError) as raised:
+    with caplog.at_level(logging.ERROR, logger="bub_nb.agent.framework"), pytest.raises(RuntimeError) as raised:
         turn(pipeline_with(Echo(), recorder, Fails()), notebook_cell())
     assert recorder.errors == [("turn", raised.value)]
     assert "Turn failed" in caplog.text
@@ -506,7 +506,7 @@ def test_entry_point_plugins_load_after_builtin_and_before_registered_ones(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     (tmp_path / "course_plugin.py").write_text(
-        "from bub_nb.agent.hookspecs import hookimpl\n"
+        "from bub_nb.agent.hooks.specs import hookimpl\n"
         "@hookimpl\n"
         "def resolve_session():\n"
         "    return 'from-entry-point'\n"
@@ -547,7 +547,7 @@ def test_the_sync_wrapper_runs_inside_a_running_event_loop() -> None:
 
 
 def test_registering_a_name_again_replaces_that_plugin_and_unregister_removes_it() -> None:
-    from bub_nb.agent.hookspecs import hookimpl
+    from bub_nb.agent.hooks.specs import hookimpl
     from bub_nb.errors import BubNbError
 
     class Greeter:

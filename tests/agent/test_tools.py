@@ -11,8 +11,8 @@ from typing import Annotated, Any, Literal
 import jsonschema
 import pytest
 
-from bub_nb.agent.builtin_tools import builtin_registry
 from bub_nb.agent.tools import Tool, ToolCallError, ToolContext, ToolRegistry, parse_docstring, tool
+from bub_nb.agent.tools.builtin import builtin_registry
 from bub_nb.context import build_view
 from bub_nb.errors import ToolError
 from bub_nb.tape import Tape, open_tape

@@ -147,7 +147,7 @@ class Failing(SpanExporter):
 
 
 def test_live_export_never_breaks_a_turn_and_sends_each_turn_once(tape: Tape) -> None:
-    pipeline = TurnPipeline(BuiltinPlugin(), entry_points=False)
+    pipeline = TurnPipeline(BuiltinPlugin, entry_points=False)
     memory = InMemorySpanExporter()
     live = LiveExport(exporter=memory)
     pipeline.register_plugin(live, name=PLUGIN_NAME)
@@ -169,7 +169,7 @@ def test_live_export_never_breaks_a_turn_and_sends_each_turn_once(tape: Tape) ->
 
 def test_switching_live_export_replaces_or_removes_the_plugin(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.delenv("OTEL_EXPORTER_OTLP_ENDPOINT", raising=False)
-    pipeline = TurnPipeline(BuiltinPlugin(), entry_points=False)
+    pipeline = TurnPipeline(BuiltinPlugin, entry_points=False)
     plugin = switch_live_export(pipeline, "http://127.0.0.1:4318")
     assert plugin is not None and plugin.endpoint == "http://127.0.0.1:4318/v1/traces"
     assert pipeline.get_plugin(PLUGIN_NAME) is plugin
@@ -240,7 +240,7 @@ def test_whatever_text_integers_and_dates_a_tape_holds_reach_the_wire(
 
 
 def test_turns_exported_live_are_the_spans_a_whole_tape_export_gives(tape: Tape) -> None:
-    pipeline = TurnPipeline(BuiltinPlugin(), entry_points=False)
+    pipeline = TurnPipeline(BuiltinPlugin, entry_points=False)
     live_spans = InMemorySpanExporter()
     live = LiveExport(exporter=live_spans)
     pipeline.register_plugin(live, name=PLUGIN_NAME)

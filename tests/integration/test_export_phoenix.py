@@ -146,7 +146,7 @@ def test_the_command_line_exports_tapes_by_name(
 def test_live_export_sends_each_turn_as_it_ends(
     phoenix: PhoenixReceiver, model: OpenAIModel, openai_server: OpenAICompatibleServer, tmp_path: Path
 ) -> None:
-    pipeline = TurnPipeline(BuiltinPlugin(), entry_points=False)
+    pipeline = TurnPipeline(BuiltinPlugin, entry_points=False)
     live = LiveExport(phoenix.base_url)
     pipeline.register_plugin(live, name=PLUGIN_NAME)
     tape = bub_nb.open_tape("phoenix-live", home=tmp_path)
@@ -164,7 +164,7 @@ def test_the_standard_variable_and_the_magics_trait_switch_live_export_on(
     phoenix: PhoenixReceiver, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", phoenix.base_url)
-    pipeline = TurnPipeline(BuiltinPlugin(), entry_points=False)
+    pipeline = TurnPipeline(BuiltinPlugin, entry_points=False)
     register_from_environment(pipeline)
     assert PLUGIN_NAME in pipeline.plugin_names
     monkeypatch.delenv("OTEL_EXPORTER_OTLP_ENDPOINT")

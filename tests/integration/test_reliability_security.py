@@ -22,9 +22,9 @@ from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 
 import bub_nb
-from bub_nb.agent.builtin_tools import BUILTIN_TOOLS, builtin_registry
 from bub_nb.agent.models import OpenAIModel
 from bub_nb.agent.tools import ToolCallError, ToolContext
+from bub_nb.agent.tools.builtin import BUILTIN_TOOLS, builtin_registry
 from bub_nb.errors import BubNbError, TapeNameError
 from bub_nb.tape import FileTapeStore, TapeEntry, open_tape
 from bub_nb.testing import OpenAICompatibleServer
@@ -300,7 +300,7 @@ def test_no_builtin_tool_handler_runs_code(tool: Any) -> None:
 def test_nothing_a_builtin_tool_reaches_runs_code() -> None:
     """The handlers call into the tape, memory and context layers; none of those modules runs code either."""
     package = Path(bub_nb.__file__).parent
-    modules = [package / "agent" / "builtin_tools.py", package / "agent" / "tools.py"]
+    modules = [package / "agent" / "tools" / "builtin.py", package / "agent" / "tools" / "registry.py"]
     modules += sorted((package / "tape").rglob("*.py")) + sorted((package / "memory").rglob("*.py"))
     modules += sorted((package / "context").rglob("*.py"))
     findings = {str(m.relative_to(package)): code_execution_in(m.read_text()) for m in modules}

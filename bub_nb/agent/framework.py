@@ -5,36 +5,34 @@ from __future__ import annotations
 import contextlib
 import inspect
 import logging
-from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
-import pluggy
 from pluggy import HookImpl
 
 from bub_nb.agent.eventloop import run_sync
-from bub_nb.agent.hookspecs import (
-    PROJECT,
+from bub_nb.agent.hooks.runtime import HookRuntime, hook_of, invoke
+from bub_nb.agent.hooks.specs import (
     Envelope,
     Outbound,
     Prompt,
     State,
     StreamEvent,
-    TurnSpecs,
     content_of,
     default_session_id,
     field_of,
     with_session,
 )
+from bub_nb.agent.hooks.tape_store import as_tape_store
 from bub_nb.errors import ModelError, PipelineError
 
 if TYPE_CHECKING:
     from bub_nb.context import View
-    from bub_nb.tape import Tape
+    from bub_nb.tape import Tape, TapeStore
 
 logger = logging.getLogger(__name__)
 
-T = TypeVar("T")
 EventSink = Callable[[StreamEvent], Awaitable[None] | None]
 
 
@@ -55,17 +53,17 @@ class TurnPipeline:
     The builtin plugin is registered first, then the plugins of the ``bub_nb`` entry-point group,
     then whatever :meth:`register_plugin` adds; the plugin registered last runs first.
     Entry points should name a module or an instance, which pluggy registers as it is.
+
+    ``builtin`` is a plugin, or a class the pipeline makes its builtin plugin from by passing
+    itself (``TurnPipeline(BuiltinPlugin)``), so the agents that plugin makes run on this pipeline.
     """
 
     def __init__(self, builtin: object | None = None, *, entry_points: bool = True) -> None:
-        self._plugins = pluggy.PluginManager(PROJECT)
-        self._plugins.add_hookspecs(TurnSpecs)
+        self.hooks = HookRuntime()
         if builtin is not None:
-            if getattr(builtin, "pipeline", False) is None:
-                builtin.pipeline = self  # type: ignore[attr-defined]  # agents it makes use this pipeline
-            self._plugins.register(builtin, name="builtin")
+            self.hooks.register(builtin(self) if isinstance(builtin, type) else builtin, name="builtin")
         if entry_points:
-            self._plugins.load_setuptools_entrypoints(PROJECT)
+            self.hooks.load_entry_points()
 
     def register_plugin(self, plugin: object, name: str | None = None) -> str:
         """Register a plugin above every plugin registered before it; returns its name.
@@ -74,58 +72,50 @@ class TurnPipeline:
         """
         if name is not None and name == "builtin":
             raise PipelineError("The name 'builtin' belongs to bub_nb's own plugin; choose another")
-        if name is not None and self._plugins.get_plugin(name) is not None:
-            self._plugins.unregister(name=name)
-        try:
-            registered = self._plugins.register(plugin, name=name)
-        except ValueError as exc:  # the same object twice, or hooks that do not match the specs
-            raise PipelineError(f"Plugin {name or plugin!r} cannot be registered: {exc}") from None
-        if registered is None:  # pluggy returns None for a blocked name
-            raise PipelineError(f"Plugin name {name!r} is blocked")
-        return registered
+        if name is not None and self.hooks.has_plugin(name):
+            self.hooks.unregister(name)
+        return self.hooks.register(plugin, name)
 
     def unregister_plugin(self, name: str) -> None:
         """Remove the plugin registered as ``name``."""
-        if name == "builtin" or self._plugins.get_plugin(name) is None:
+        if name == "builtin" or not self.hooks.has_plugin(name):
             known = ", ".join(n for n in self.plugin_names if n != "builtin") or "(none)"
             raise PipelineError(f"No plugin {name!r} to remove; registered plugins: {known}")
-        self._plugins.unregister(name=name)
+        self.hooks.unregister(name)
 
     def get_plugin(self, name: str) -> object | None:
         """The plugin registered as ``name``; ``None`` when there is none."""
-        return self._plugins.get_plugin(name)
+        return self.hooks.get_plugin(name)
 
     @property
     def plugin_names(self) -> list[str]:
         """Registered plugin names, the one that runs first first."""
-        return [name for name, _ in reversed(self._plugins.list_name_plugin())]
+        return self.hooks.plugin_names
 
     # -- the turn --------------------------------------------------------------------------------
 
     async def process_inbound(self, message: Outbound, *, on_event: EventSink | None = None) -> TurnResult:
         """Run one turn. Passing ``on_event`` makes it a streaming turn: every event reaches it."""
         try:
-            resolved = await self._call_first("resolve_session", message=message)
+            resolved = await self.hooks.call("resolve_session", message=message)
             session_id = str(resolved) if resolved else default_session_id(message)
             message = with_session(message, session_id)
             state: State = {}
-            contributions = await self._call_many("load_state", message=message, session_id=session_id)
-            for contribution in reversed(contributions):
-                if contribution is not None:
-                    state.update(contribution)
-            prompt = await self._call_first("build_prompt", message=message, session_id=session_id, state=state)
+            for contribution in reversed(await self.hooks.call("load_state", message=message, session_id=session_id)):
+                state.update(contribution)
+            prompt = await self.hooks.call("build_prompt", message=message, session_id=session_id, state=state)
             if not prompt:
                 prompt = content_of(message)
             parts: list[str] = []
             try:
                 output = await self._run_model(message, prompt, session_id, state, on_event, parts)
             finally:
-                await self._call_many(
+                await self.hooks.call(
                     "save_state", session_id=session_id, state=state, message=message, model_output="".join(parts)
                 )
             outbounds = await self._render(message, session_id, state, output)
             for outbound in outbounds:
-                await self._call_many("dispatch_outbound", message=outbound)
+                await self.hooks.call("dispatch_outbound", message=outbound)
             return TurnResult(session_id, prompt, output, tuple(outbounds), state)
         except Exception as exc:
             # One line by default; the traceback only for those who asked for debug logging.
@@ -148,22 +138,36 @@ class TurnPipeline:
         parts: list[str],
     ) -> str:
         # `parts` belongs to the caller so save_state still sees the text that arrived before a failure.
+        streaming = on_event is not None
+        hook = "run_model_stream" if streaming else "run_model"
         arguments = {"prompt": prompt, "session_id": session_id, "state": state}
-        for impl in self._model_impls(streaming=on_event is not None):
-            value = await _invoke(impl, arguments)
-            if value is None:
-                continue
-            if _hook_of(impl) == "run_model":
-                text = str(value)
-                parts.append(text)
-                await _emit(on_event, StreamEvent.text(text))
-                return text
-            await self._consume(value, message, on_event, parts)
-            return "".join(parts)
-        names = ", ".join(self.plugin_names) or "(none)"
-        error = ModelError(f"No plugin returned model output for session {session_id!r}; plugins: {names}")
-        await self.notify_error("run_model", error, message)
-        return prompt if isinstance(prompt, str) else content_of(message)
+
+        async def answer() -> Any:
+            """The first answer of either model hook, as the hook the caller asked for returns it."""
+            for impl in self._model_impls(streaming=streaming):
+                value = await invoke(impl, arguments)
+                if value is None:
+                    continue
+                if hook_of(impl) == hook:
+                    return str(value) if hook == "run_model" else value
+                if streaming:
+                    return _one_chunk(str(value))
+                await self._consume(value, message, None, parts)
+                return "".join(parts)
+            return None
+
+        # The wrappers of the hook the caller asked for run around the model stage and may replace its answer.
+        value = await self.hooks.around(hook, arguments, answer)
+        if value is None:
+            names = ", ".join(self.plugin_names) or "(none)"
+            error = ModelError(f"No plugin returned model output for session {session_id!r}; plugins: {names}")
+            await self.notify_error("run_model", error, message)
+            return prompt if isinstance(prompt, str) else content_of(message)
+        if not streaming:
+            parts[:] = [str(value)]
+            return str(value)
+        await self._consume(value, message, on_event, parts)
+        return "".join(parts)
 
     async def _consume(self, stream: Any, message: Outbound, on_event: EventSink | None, parts: list[str]) -> None:
         # Closed however the loop ends (an event sink's KeyboardInterrupt included), so the model's turn ends
@@ -183,24 +187,22 @@ class TurnPipeline:
 
         A plugin that implements both is asked first through the hook matching the caller's mode.
         """
-        order = {name: index for index, (name, _) in enumerate(self._plugins.list_name_plugin())}
+        order = {name: index for index, name in enumerate(reversed(self.plugin_names))}
         preferred = "run_model_stream" if streaming else "run_model"
 
         def rank(impl: HookImpl) -> tuple[int, int, int]:
             tier = 2 if impl.tryfirst else 0 if impl.trylast else 1
-            return tier, order.get(impl.plugin_name, -1), int(_hook_of(impl) == preferred)
+            return tier, order.get(impl.plugin_name, -1), int(hook_of(impl) == preferred)
 
-        impls = self._impls("run_model_stream") + self._impls("run_model")
+        impls = self.hooks.implementations("run_model_stream") + self.hooks.implementations("run_model")
         return sorted(impls, key=rank, reverse=True)
 
     async def _render(self, message: Outbound, session_id: str, state: State, output: str) -> list[Outbound]:
-        batches = await self._call_many(
+        batches = await self.hooks.call(
             "render_outbound", message=message, session_id=session_id, state=state, model_output=output
         )
         outbounds: list[Outbound] = []
         for batch in batches:
-            if batch is None:
-                continue
             if isinstance(batch, Envelope | Mapping):
                 outbounds.append(batch)
             else:
@@ -215,78 +217,30 @@ class TurnPipeline:
 
     def system_prompt(self, prompt: Prompt, state: State) -> str:
         """Every plugin's part of the system prompt, lowest priority first, joined by blank lines."""
-        parts = reversed(self._call_many_sync("system_prompt", prompt=prompt, state=state))
+        parts = reversed(self.hooks.call_sync("system_prompt", prompt=prompt, state=state))
         return "\n\n".join(str(part).strip() for part in parts if part and str(part).strip())
 
-    def tape_store(self) -> Any:
-        """The store the highest-priority plugin provides, or ``None`` when none does."""
-        return self._call_first_sync("provide_tape_store")
+    def tape_store(self) -> TapeStore | None:
+        """The store the highest-priority plugin provides (a Bub store adapted), or ``None`` when none does."""
+        return as_tape_store(self.hooks.call_sync("provide_tape_store"))
 
     def build_tape_context(self, tape: Tape, mode: Any) -> View:
         """The view for ``tape``: built by a plugin, by a plugin's strategy, or for ``mode`` by default."""
         from bub_nb.context import View, build_view
 
-        answer = self._call_first_sync("build_tape_context", tape=tape, mode=mode)
+        answer = self.hooks.call_sync("build_tape_context", tape=tape, mode=mode)
         if isinstance(answer, View):
             return answer
         return build_view(tape, mode if answer is None else answer)
 
     async def notify_error(self, stage: str, error: Exception, message: Outbound | None) -> None:
         """Tell every ``on_error`` observer; an observer that raises is logged and skipped."""
-        arguments = {"stage": stage, "error": error, "message": message}
-        for impl in self._impls("on_error"):
-            try:
-                await _invoke(impl, arguments)
-            except Exception:
-                logger.exception("on_error observer %r failed at stage %r", impl.plugin_name, stage)
-
-    # -- calling implementations one by one, so coroutine functions work as hooks ----------------
-
-    def _impls(self, hook: str) -> list[HookImpl]:
-        caller = getattr(self._plugins.hook, hook)
-        return [impl for impl in reversed(caller.get_hookimpls()) if not (impl.wrapper or impl.hookwrapper)]
-
-    async def _call_first(self, hook: str, **arguments: Any) -> Any:
-        for impl in self._impls(hook):
-            value = await _invoke(impl, arguments)
-            if value is not None:
-                return value
-        return None
-
-    async def _call_many(self, hook: str, **arguments: Any) -> list[Any]:
-        return [await _invoke(impl, arguments) for impl in self._impls(hook)]
-
-    def _call_first_sync(self, hook: str, **arguments: Any) -> Any:
-        for impl in self._impls(hook):
-            value = _invoke_sync(impl, arguments)
-            if value is not None:
-                return value
-        return None
-
-    def _call_many_sync(self, hook: str, **arguments: Any) -> list[Any]:
-        return [_invoke_sync(impl, arguments) for impl in self._impls(hook)]
+        await self.hooks.notify("on_error", stage=stage, error=error, message=message)
 
 
-def _hook_of(impl: HookImpl) -> str:
-    return str(impl.opts.get("specname") or impl.function.__name__)
-
-
-def _call(impl: HookImpl, arguments: Mapping[str, Any]) -> Any:
-    return impl.function(**{name: arguments[name] for name in impl.argnames if name in arguments})
-
-
-async def _invoke(impl: HookImpl, arguments: Mapping[str, Any]) -> Any:
-    value = _call(impl, arguments)
-    return await value if inspect.isawaitable(value) else value
-
-
-def _invoke_sync(impl: HookImpl, arguments: Mapping[str, Any]) -> Any:
-    value = _call(impl, arguments)
-    if inspect.isawaitable(value):
-        if inspect.iscoroutine(value):
-            value.close()
-        raise TypeError(f"Hook {_hook_of(impl)!r} of plugin {impl.plugin_name!r} must be synchronous")
-    return value
+async def _one_chunk(text: str) -> AsyncIterator[StreamEvent]:
+    """A ``run_model`` answer as the stream a streaming caller asked for."""
+    yield StreamEvent.text(text)
 
 
 async def _emit(on_event: EventSink | None, event: StreamEvent) -> None:

@@ -2,7 +2,8 @@
 
 Plugins implement any subset of these hooks with ``@hookimpl``. An implementation may be a plain
 function or a coroutine function; the pipeline awaits what it gets. Implementations may accept any
-subset of a spec's arguments, as pluggy allows.
+subset of a spec's arguments, as pluggy allows, and ``@hookimpl(wrapper=True)`` generators run
+around the others (``bub_nb.agent.hooks.runtime`` calls them all as pluggy documents).
 
 Order: the builtin plugin is registered first and every later plugin runs *before* it (pluggy
 calls the most recently registered implementation first), so a later plugin wins a firstresult

@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 from datetime import date as Date
 from typing import TYPE_CHECKING, Any
 
-from bub_nb.agent.tools import Tool, ToolContext, ToolRegistry, tool
+from bub_nb.agent.tools.registry import Tool, ToolContext, ToolRegistry, tool
 from bub_nb.errors import BubNbError, ToolError
 from bub_nb.memory import MemoryZone
 from bub_nb.tape import is_phase_anchor

@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, overload
 
-from bub_nb.agent.signatures import parameters_schema, parse_docstring
+from bub_nb.agent.tools.signatures import parameters_schema, parse_docstring
 from bub_nb.errors import ToolCallError, ToolError
 
 if TYPE_CHECKING:
@@ -84,7 +84,7 @@ class Tool:
             if inspect.iscoroutinefunction(self.handler):
                 result = self._start(arguments, context)
             else:
-                from bub_nb.agent.worker import in_worker
+                from bub_nb.agent.tools.worker import in_worker
 
                 result = await in_worker(self._start, arguments, context, name=self.name)
             return await result if inspect.isawaitable(result) else result

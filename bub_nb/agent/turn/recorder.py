@@ -1,9 +1,7 @@
-"""One turn's record: what it wrote to the tape, in the order docs/concepts.md#turn gives, and what it returns."""
+"""Recording a turn on its tape as it happens, in the order docs/concepts.md#turn gives."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import threading
 import time
 import uuid
@@ -14,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 from bub_nb.agent.handoff import AUTO_HANDOFF_ANCHOR, summary_entries
 from bub_nb.agent.models.base import Completion, Usage
 from bub_nb.agent.tools import ToolCallError
+from bub_nb.agent.turn.outcome import Turn, error_kind
 from bub_nb.context.tokens import count_message_tokens
-from bub_nb.errors import ContextLengthError, ModelError
 from bub_nb.tape import TapeEntry
 from bub_nb.tape.events import LOOP_STEP, RUN, RecordedView, handoff_entries
 
@@ -23,51 +21,6 @@ if TYPE_CHECKING:
     from bub_nb.agent.summarize import Summary
     from bub_nb.context import View
     from bub_nb.tape import Tape
-
-
-@dataclass(frozen=True, slots=True)
-class Turn:
-    """The outcome of one prompt: the answer, every entry written and the model's usage.
-
-    ``status`` is ``ok``, ``error``, ``interrupted``, ``max_steps`` or ``command``; ``entries`` are
-    the turn's entries in tape order, including those its tools wrote (an anchor, a memory zone).
-    """
-
-    text: str
-    entries: tuple[TapeEntry, ...]
-    usage: Usage | None
-    status: str
-    model: str
-    run_id: str
-    elapsed_ms: float
-    steps: int = 0
-    error: str | None = None
-    view: View | None = None
-    notices: tuple[str, ...] = ()
-    """One line each for what the turn did on its own that the user should see (an auto-handoff)."""
-
-    @property
-    def entry_ids(self) -> list[int]:
-        return [entry.id for entry in self.entries]
-
-    @property
-    def ok(self) -> bool:
-        return self.status in ("ok", "command")
-
-    def __str__(self) -> str:
-        return self.text
-
-    def _repr_markdown_(self) -> str:
-        return self.text
-
-
-def error_kind(exc: BaseException) -> str:
-    """The ``kind`` of the ``error`` entry a failure is recorded as."""
-    if isinstance(exc, ContextLengthError):
-        return "context_length_exceeded"
-    if isinstance(exc, ModelError):
-        return "model_error"
-    return type(exc).__name__
 
 
 @dataclass
@@ -78,23 +31,29 @@ class TurnRecorder:
     followed by an ``error`` per failed call), ``error`` (if the turn failed), the assistant message
     (``meta.partial`` when cut short), a ``run`` event. Once the run event is written the turn is
     closed: whatever a late stream or an abandoned task still delivers is not written.
+
+    The loop tells it what happens (:meth:`start`, :meth:`begin_step`, :meth:`add_text`,
+    :meth:`end_step`, :meth:`tools_started`, :meth:`tool_returned`, :meth:`tools_finished`,
+    :meth:`finish`...); the fields after ``memory_version`` are its own, for reading only.
     """
 
     tape: Tape
     model: str
     meta: dict[str, Any] = field(default_factory=dict)
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:16])
-    started: float = field(default_factory=time.perf_counter)
-    entries: list[TapeEntry] = field(default_factory=list)
-    usage: Usage | None = None
-    partial: str = ""
-    steps: int = 0
-    finished: Turn | None = None
-    last_view: View | None = None
-    system_prompt: str = ""
     memory_version: int | None = None
-    notices: list[str] = field(default_factory=list)
-    running_tools: tuple[Completion, list[Any], list[ToolCallError | None]] | None = None
+    started: float = field(default_factory=time.perf_counter, init=False)
+    entries: list[TapeEntry] = field(default_factory=list, init=False)
+    usage: Usage | None = field(default=None, init=False)
+    partial: str = field(default="", init=False)
+    """The text of the current step so far."""
+    steps: int = field(default=0, init=False)
+    """Model calls answered so far."""
+    finished: Turn | None = field(default=None, init=False)
+    last_view: View | None = field(default=None, init=False)
+    system_prompt: str = field(default="", init=False)
+    notices: list[str] = field(default_factory=list, init=False)
+    running_tools: tuple[Completion, list[Any], list[ToolCallError | None]] | None = field(default=None, init=False)
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
 
     @property
@@ -116,8 +75,24 @@ class TurnRecorder:
                 )
 
     def start(self, system_prompt: str, prompt: str) -> None:
+        """Write the system prompt and the user's prompt, the turn's first entries."""
         self.system_prompt = system_prompt
         self._write(TapeEntry.system(system_prompt), TapeEntry.message({"role": "user", "content": prompt}))
+
+    def begin_step(self, view: View) -> list[dict[str, Any]]:
+        """A model call starts, sent ``view``: returns its messages, the system prompt first."""
+        self.last_view = view
+        self.partial = ""
+        return [{"role": "system", "content": self.system_prompt}, *view.messages]
+
+    def add_text(self, text: str) -> None:
+        """Text of the current step arrived (kept as the partial answer should the turn stop now)."""
+        self.partial += text
+
+    def end_step(self, completion: Completion) -> None:
+        """The model answered the current step."""
+        self.steps += 1
+        self.add_usage(completion.usage)
 
     def recorded_view(self, view: View) -> RecordedView:
         """What the run event keeps of the view the turn's last model call was sent, to rebuild that request."""
@@ -138,15 +113,27 @@ class TurnRecorder:
             if self.finished is None:
                 self.entries.extend(entries)
 
-    def tools_started(self, completion: Completion, results: list[Any], failures: list[ToolCallError | None]) -> None:
-        """The tools of ``completion`` are running; ``results`` and ``failures`` fill in as calls return.
+    def tools_started(self, completion: Completion) -> None:
+        """The tools ``completion`` calls are running; :meth:`tool_returned` tells each call's result, in order.
 
         Should the turn be interrupted before they all return, :meth:`interrupt` records the calls
         that did not as interrupted.
         """
-        self.running_tools = (completion, results, failures)
+        self.running_tools = (completion, [], [])
 
-    def tool_step(self, completion: Completion, results: list[Any], failures: list[ToolCallError | None]) -> None:
+    def tool_returned(self, result: Any, failure: ToolCallError | None = None) -> None:
+        """The next running call returned ``result``; ``failure`` when it failed (``result`` then tells the model)."""
+        if self.running_tools is not None:
+            _, results, failures = self.running_tools
+            results.append(result)
+            failures.append(failure)
+
+    def tools_finished(self) -> None:
+        """Every running call returned: write the calls and their results."""
+        if self.running_tools is not None:
+            self._tool_step(*self.running_tools)
+
+    def _tool_step(self, completion: Completion, results: list[Any], failures: list[ToolCallError | None]) -> None:
         """The calls and their results, then an ``error`` entry for each call that failed."""
         with self._lock:
             self.running_tools = None
@@ -174,7 +161,7 @@ class TurnRecorder:
             failure = ToolCallError(call.name, "interrupted", message)
             results.append(failure.as_result())
             failures.append(failure)
-        self.tool_step(completion, results, failures)
+        self._tool_step(completion, results, failures)
 
     def auto_handoff(
         self, error: Exception, step: int, prompt: str, *, left_view: int = 0, summary: Summary | None = None
@@ -234,17 +221,17 @@ class TurnRecorder:
                 closing.insert(0, TapeEntry.message({"role": "assistant", "content": text}, **meta))
             self._write(*closing)
             self.finished = Turn(
-                text,
-                tuple(self.entries),
-                self.usage,
-                status,
-                self.model,
-                self.run_id,
-                elapsed_ms,
-                self.steps,
-                error,
-                self.last_view,
-                tuple(self.notices),
+                text=text,
+                entries=tuple(self.entries),
+                usage=self.usage,
+                status=status,
+                model=self.model,
+                run_id=self.run_id,
+                elapsed_ms=elapsed_ms,
+                steps=self.steps,
+                error=error,
+                view=self.last_view,
+                notices=tuple(self.notices),
             )
             return self.finished
 
@@ -265,37 +252,3 @@ class TurnRecorder:
             self._abandon_tools()
             self.error("interrupted", "The turn was interrupted; the partial answer is kept")
             return self.finish("interrupted", self.partial, error="interrupted", partial=bool(self.partial))
-
-
-@dataclass
-class RunningTurn:
-    """A turn in progress: its recorder and the task driving it, so an abort can stop it from anywhere."""
-
-    recorder: TurnRecorder
-    task: asyncio.Task[Any] | None
-    aborted: bool = False
-    done: bool = False
-
-    def abort(self) -> Turn:
-        """Close the turn as interrupted now, and cancel its task unless the caller is that task."""
-        self.aborted = True
-        turn = self.recorder.interrupt()
-        task = self.task
-        if task is None or task.done():
-            return turn
-
-        def cancel() -> None:
-            if not self.done and task is not asyncio.current_task():
-                task.cancel()
-
-        loop = task.get_loop()
-        try:
-            here: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
-        except RuntimeError:
-            here = None
-        if here is loop:
-            cancel()
-        else:
-            with contextlib.suppress(RuntimeError):  # that loop is already closed
-                loop.call_soon_threadsafe(cancel)
-        return turn

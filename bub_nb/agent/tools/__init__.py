@@ -1,0 +1,19 @@
+"""Tools: what the model may call, made from plain functions, and the builtin ``tape.*`` and ``memory.*`` tools."""
+
+from __future__ import annotations
+
+from bub_nb.agent.tools.builtin import BUILTIN_TOOLS, builtin_registry
+from bub_nb.agent.tools.registry import Tool, ToolCallError, ToolContext, ToolRegistry, tool
+from bub_nb.agent.tools.signatures import parameters_schema, parse_docstring
+
+__all__ = [
+    "BUILTIN_TOOLS",
+    "Tool",
+    "ToolCallError",
+    "ToolContext",
+    "ToolRegistry",
+    "builtin_registry",
+    "parameters_schema",
+    "parse_docstring",
+    "tool",
+]
