@@ -5,7 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
+from bub_nb.errors import TapeError
 from bub_nb.tape import FileTapeStore, open_tape, read_tapes
 from bub_nb.tape.frames.runs import RUN_COLUMNS
 from bub_nb.tape.frames.tool_calls import CALL_COLUMNS
@@ -74,3 +76,14 @@ def test_plots_are_returned_as_figures(tmp_path: Path, example_home: Path) -> No
         assert isinstance(figure, Figure) and figure.axes
         figure.savefig(tmp_path / f"{number}.png")
     assert len(figures[1].axes[0].get_yticklabels()) == 2  # a lane per tape
+
+
+def test_helpers_ask_only_for_the_columns_they_read(example_home: Path) -> None:
+    frame = read_tapes(example_home)
+    lean = frame.drop(columns=["payload", "meta"])
+    assert len(lean.tape.after("phase/docs")) == len(frame.tape.after("phase/docs"))
+    with pytest.raises(TapeError, match=r"df.tape.runs\(\) needs .* missing: \['meta', 'payload'\]"):
+        lean.tape.runs()
+    with pytest.raises(AttributeError, match=r"\['id'\] is the index: call reset_index\(\) first"):
+        frame.set_index("id").tape.after("phase/docs")
+    pd.testing.assert_frame_equal(frame.set_index("id").reset_index().tape.runs(), frame.tape.runs())

@@ -51,6 +51,13 @@ class _Part:
         return self._every.get(name, [])
 
 
+def _missing(helper: str, frame: pd.DataFrame, missing: set[str]) -> str:
+    """Why a frame lacks what ``helper`` reads, and the likely cure."""
+    moved = [name for name in sorted(missing) if name in frame.index.names]
+    cure = f"; {moved} is the index: call reset_index() first" if moved else ""
+    return f"{helper} needs the columns of Tape.to_frame(); missing: {sorted(missing)}{cure}"
+
+
 @pd.api.extensions.register_dataframe_accessor("tape")
 class TapeAccessor:
     """``df.tape``: slice a tape frame between anchors and turn rows back into chat messages.
@@ -61,10 +68,15 @@ class TapeAccessor:
     """
 
     def __init__(self, frame: pd.DataFrame) -> None:
-        missing = {"id", "kind", "payload"} - set(frame.columns)
+        missing = {"id", "kind"} - set(frame.columns)
         if missing:
-            raise AttributeError(f"df.tape needs a frame from Tape.to_frame(); missing columns: {sorted(missing)}")
+            raise AttributeError(_missing("df.tape", frame, missing))
         self._frame = frame
+
+    def _need(self, helper: str, *columns: str) -> None:
+        missing = set(columns) - set(self._frame.columns)
+        if missing:
+            raise TapeError(_missing(f"df.tape.{helper}()", self._frame, missing))
 
     # -- tapes inside the frame -------------------------------------------------------------------
 
@@ -182,6 +194,7 @@ class TapeAccessor:
         ``by`` names ``tape_name`` or is a list that leaves it out on purpose (``by=["model"]``: totals across
         tapes); rows a fork copied from a tape also in the frame count once, unless ``forked``.
         """
+        self._need("usage", "name", "payload", "prompt_tokens", "completion_tokens")
         from bub_nb.tape.reports.usage import usage_frame
 
         keys = [by] if isinstance(by, str | pd.Grouper) else list(by)
@@ -196,6 +209,7 @@ class TapeAccessor:
         """One row per turn (per ``run`` event): tape, phase instance, model in one spelling, status, start,
         end and latency, steps, every token count, cost, prompt and answer, tool calls, errors, retried and
         partial flags. The columns are listed in docs/schema.md."""
+        self._need("runs", "name", "payload", "meta", "date", "role", "content", "tools", "phase", "run_id")
         from bub_nb.tape.frames.runs import runs_frame
 
         return runs_frame(self._frame, prices)
@@ -203,6 +217,7 @@ class TapeAccessor:
     def tool_calls(self) -> pd.DataFrame:
         """One row per tool call: call id, the tool in both spellings, parsed arguments, success, error kind
         and message, result and seconds to it, paired by call id. The columns are in docs/schema.md."""
+        self._need("tool_calls", "payload", "date", "run_id", "phase")
         from bub_nb.tape.frames.tool_calls import tool_calls_frame
 
         return tool_calls_frame(self._frame)
@@ -238,10 +253,12 @@ class TapeAccessor:
 
     def entries(self) -> list[TapeEntry]:
         """The rows as entries, in row order."""
+        self._need("entries", "payload", "meta", "date")
         return frame_to_entries(self._frame)
 
     def to_messages(self) -> list[dict[str, Any]]:
         """The rows as OpenAI chat messages in tape order (by id), by the same rules as a view."""
         self._single("to_messages")
+        self._need("to_messages", "payload", "meta", "date")
         ordered = self._frame.sort_values("id", kind="stable")
         return seams.messages(frame_to_entries(ordered))
