@@ -150,9 +150,13 @@ def _export(args: argparse.Namespace) -> int:
     from bub_nb.tape.open import open_tape
 
     if args.parquet is not None:
-        from bub_nb.tape.frames.saved import export_parquet
+        from bub_nb.tape.frames.saved import write_parquet
+        from bub_nb.tape.locations import tapes_home
+        from bub_nb.tape.stores.resolve import file_store
 
-        for path in export_parquet(args.names, args.parquet, home=args.home):
+        names = args.names or file_store(tapes_home(args.home)).list_tapes()  # every tape when none is named
+        tapes = [open_tape(name, home=args.home, create=False) for name in names]  # every name, before writing
+        for path in write_parquet(tapes, args.parquet):
             print(path)
         return 0
     from bub_nb.export import otel

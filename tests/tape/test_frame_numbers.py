@@ -25,8 +25,13 @@ def example(home: Path, name: str) -> Tape:
 def same_phases(part: pd.DataFrame, whole: pd.DataFrame) -> None:
     """Every row of ``part`` carries the phase, and phase instance, its entry has in the whole tape's frame."""
     expected = whole.set_index("id").loc[part["id"], ["phase", "phase_id"]]
-    assert part["phase"].tolist() == expected["phase"].tolist()
-    assert part["phase_id"].tolist() == expected["phase_id"].tolist()
+    assert missing_as_none(part["phase"]) == missing_as_none(expected["phase"])
+    assert missing_as_none(part["phase_id"]) == missing_as_none(expected["phase_id"])
+
+
+def missing_as_none(column: pd.Series) -> list[object]:
+    """The values, a missing one as ``None`` whatever the dtype spells it (``None``, ``NaN``, ``<NA>``)."""
+    return [None if pd.isna(value) else value for value in column.tolist()]
 
 
 # -- 1. phases in query frames ----------------------------------------------------------------------

@@ -13,8 +13,7 @@ import numpy as np
 
 from bub_nb.errors import TapeError
 from bub_nb.tape.events import NOTEBOOK
-from bub_nb.tape.frames.columns import phase_column
-from bub_nb.tape.frames.frame import COLUMNS
+from bub_nb.tape.frames.columns import COLUMNS, phase_column
 from bub_nb.tape.stores.columns import FORKED_FROM, TAPE_NAME, Columns
 
 if TYPE_CHECKING:

@@ -1,4 +1,4 @@
-"""Columns only a DataFrame has: the categorical kind and the phase each row falls under."""
+"""The columns of a tape frame, and those only a frame has: the categorical kind and the phase each row falls under."""
 
 from __future__ import annotations
 
@@ -9,10 +9,17 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from bub_nb.tape.entries import is_phase_anchor
+from bub_nb.tape.stores.columns import FORKED_FROM, TAPE_NAME
 
 if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
+
+COLUMNS = (
+    TAPE_NAME, "id", "kind", "date", "role", "name", "content", "tools", "phase", "phase_id", "run_id",
+    FORKED_FROM, "prompt_tokens", "completion_tokens", "payload", "meta",
+)  # fmt: skip
+"""The columns of a tape's frame, in order (docs/schema.md says what each holds)."""
 
 
 def kind_column(kinds: list[str]) -> pd.Series:

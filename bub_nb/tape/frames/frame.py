@@ -11,17 +11,12 @@ import pandas as pd
 from bub_nb.tape._lines import Record, gc_paused
 from bub_nb.tape.entries import TapeEntry
 from bub_nb.tape.events import NOTEBOOK
-from bub_nb.tape.frames.columns import kind_column, phase_column, phases_by_id
+from bub_nb.tape.frames.columns import COLUMNS, kind_column, phase_column, phases_by_id
 from bub_nb.tape.stores.columns import FORKED_FROM, TAPE_NAME, TEXT_OR_NONE, Columns
 from bub_nb.tape.stores.protocol import ReadsColumns
 
 if TYPE_CHECKING:
     from bub_nb.tape.anchors import StoredTape
-
-COLUMNS = (
-    TAPE_NAME, "id", "kind", "date", "role", "name", "content", "tools", "phase", "phase_id", "run_id",
-    FORKED_FROM, "prompt_tokens", "completion_tokens", "payload", "meta",
-)  # fmt: skip
 
 
 def entries_to_frame(entries: Iterable[TapeEntry], tape: StoredTape | None = None) -> pd.DataFrame:

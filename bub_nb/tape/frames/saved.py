@@ -93,18 +93,12 @@ def read_frame(path: str | Path) -> pd.DataFrame:
     return arrow_to_frame(pq.read_table(str(path)))
 
 
-def export_parquet(names: Sequence[str], folder: str | Path, home: str | Path | None = None) -> list[Path]:
-    """``bub-nb tapes export --parquet DIR``: ``DIR/<tape>.parquet`` for each tape named (every tape of the
-    home when none is), the columns of ``Tape.to_arrow()``."""
+def write_parquet(tapes: Sequence[Any], folder: str | Path) -> list[Path]:
+    """``bub-nb tapes export --parquet DIR``: ``DIR/<tape>.parquet`` for each tape, the columns of
+    ``Tape.to_arrow()``; the paths written, in order."""
     import pyarrow.parquet as pq
 
-    from bub_nb.tape.locations import tapes_home
-    from bub_nb.tape.open import open_tape
-    from bub_nb.tape.stores.resolve import file_store
-
     pyarrow()
-    chosen = list(names) or file_store(tapes_home(home)).list_tapes()
-    tapes = [open_tape(name, home=home, create=False) for name in chosen]  # every name checked before writing
     out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)
     written = []
