@@ -101,7 +101,7 @@ def columns_to_arrow(
     phases, anchor_rows = phase_column(columns.kinds, text.own_names, tape_starts)
     dates = pd.to_datetime(pd.Series(columns.dates, dtype="object"), utc=True, format="ISO8601", errors="coerce")
     built = {
-        TAPE_NAME: _tape_names(names, count),
+        TAPE_NAME: _tape_names(names, count, tape_starts),
         "id": pa.array(ids),
         "kind": pa.array(columns.kinds, type=pa.string()).dictionary_encode(),
         "date": pa.Array.from_pandas(dates.astype("datetime64[us, UTC]")),
@@ -122,12 +122,20 @@ def columns_to_arrow(
     return pa.table([built[column] for column in COLUMNS], names=list(COLUMNS))
 
 
-def _tape_names(names: str | list[str] | None, count: int) -> Any:
+def _tape_names(names: str | list[str] | None, count: int, tape_starts: Sequence[int] = (0,)) -> Any:
+    """The ``tape_name`` column as a dictionary: one name, or for several tapes the name of each row's tape
+    (its rows run from its start to the next tape's)."""
     pa = pyarrow()
-    if isinstance(names, list):
+    if not isinstance(names, list):
+        dictionary = pa.array([names], type=pa.string())
+        return pa.DictionaryArray.from_arrays(pa.array(np.zeros(count, dtype=np.int32)), dictionary)
+    starts = [start for start in tape_starts if start < count]
+    if not starts:
         return pa.array(names, type=pa.string()).dictionary_encode()
-    dictionary = pa.array([names], type=pa.string())
-    return pa.DictionaryArray.from_arrays(pa.array(np.zeros(count, dtype=np.int32)), dictionary)
+    bounds = np.array([*starts, count], dtype=np.int64)
+    indices = np.repeat(np.arange(len(starts), dtype=np.int32), np.diff(bounds))
+    dictionary = pa.array([names[start] for start in starts], type=pa.string())
+    return pa.DictionaryArray.from_arrays(pa.array(indices), dictionary)
 
 
 def _text(values: list[Any]) -> Any:
@@ -158,17 +166,26 @@ def _counts(counts: dict[int, int], count: int) -> Any:
     return pa.array(values, mask=missing)
 
 
-def notebook_column(columns: Columns, tape_starts: Sequence[int], names: list[str]) -> list[str | None]:
+def notebook_column(columns: Columns, tape_starts: Sequence[int], names: list[str]) -> Any:
     """Each row's tape's notebook: the path the newest ``notebook`` event of that tape records."""
+    pa = pyarrow()
     found: dict[str, str] = {}
-    own = columns.text.own_names
-    for row in (row for row, name in enumerate(own) if name == NOTEBOOK):
+    own, row = columns.text.own_names, -1
+    while True:
+        try:
+            row = own.index(NOTEBOOK, row + 1)
+        except ValueError:
+            break
         if columns.kinds[row] == "event":
             data = columns.payloads[row].get("data")
             path = data.get("path") if isinstance(data, dict) else None
             if isinstance(path, str):
                 found[names[row]] = path
-    return [found.get(name) for name in names] if found else [None] * len(names)
+    starts = [start for start in tape_starts if start < len(names)]
+    bounds = np.array([*starts, len(names)], dtype=np.int64)
+    indices = np.repeat(np.arange(len(starts), dtype=np.int32), np.diff(bounds))
+    paths = pa.array([found.get(names[start]) for start in starts], type=pa.large_string())
+    return paths.take(pa.array(indices))
 
 
 def tape_to_arrow(tape: Any) -> pa.Table:

@@ -43,7 +43,7 @@ def _usage_count(usage: Mapping[str, Any], *path: str) -> int | None:
 def turn_numbers(frame: pd.DataFrame, closing: np.ndarray) -> np.ndarray:
     """For each row, the number of the turn it belongs to: the first ``closing`` row at or after it in the
     same tape (a tape's rows are together, in tape order); -1 for rows after a tape's last closing row."""
-    tapes = frame[TAPE_NAME].to_numpy(dtype=object) if TAPE_NAME in frame.columns else np.zeros(len(frame))
+    tapes = _tape_numbers(frame)
     at = np.flatnonzero(closing)
     following = np.searchsorted(at, np.arange(len(frame)))
     turn = np.full(len(frame), -1, dtype=np.int64)
@@ -56,9 +56,7 @@ def turn_numbers(frame: pd.DataFrame, closing: np.ndarray) -> np.ndarray:
 
 def runs_frame(frame: pd.DataFrame, prices: Mapping[str, Mapping[str, float]] | None = None) -> pd.DataFrame:
     """One row per ``run`` event (a turn): see ``RUN_COLUMNS`` and docs/schema.md."""
-    names = frame["name"].to_numpy(dtype=object)
-    kinds = frame["kind"].to_numpy(dtype=object)
-    closing = (kinds == "event") & (names == "run")
+    closing = _is(frame, "event", "run")
     turn = turn_numbers(frame, closing)
     at = np.flatnonzero(closing)
     dates = frame["date"]
@@ -96,56 +94,75 @@ def runs_frame(frame: pd.DataFrame, prices: Mapping[str, Mapping[str, float]] | 
             if price is not None
             else None
         )
-    # what the entries of each turn say, worked out on the rows that belong to a turn only
-    member = turn >= 0
-    parts = pd.DataFrame(
-        {
-            "turn": turn[member],
-            "date": dates.to_numpy()[member],
-            "kind": kinds[member],
-            "role": frame["role"].to_numpy(dtype=object)[member],
-            "name": names[member],
-            "content": frame["content"].to_numpy(dtype=object)[member],
-            "tools": frame["tools"].to_numpy(dtype=object)[member],
-            "summary": np.asarray(frame["prompt_tokens"].fillna(0), dtype=np.int64)[member]
-            + np.asarray(frame["completion_tokens"].fillna(0), dtype=np.int64)[member],
-            "partial": [bool(m.get("partial")) for m in frame["meta"].to_numpy(dtype=object)[member]]
-            if "meta" in frame.columns
-            else False,
-        }
-    )
-    parts["summary"] = parts["summary"].where((parts["kind"] == "event") & (parts["name"] == "summary"), 0)
-    parts["calls"] = [
-        len(t) if k == "tool_call" and isinstance(t, list) else 0
-        for t, k in zip(parts["tools"], parts["kind"], strict=True)
-    ]
-    parts["error"] = parts["kind"] == "error"
-    parts["retry"] = (parts["kind"] == "event") & (parts["name"] == "loop.step")
-    users = parts[(parts["kind"] == "message") & (parts["role"] == "user")].groupby("turn")["content"].first()
-    answers = parts[(parts["kind"] == "message") & (parts["role"] == "assistant")].groupby("turn")["content"].last()
-    grouped = parts.groupby("turn")
-    sums = grouped[["summary", "calls", "error", "retry", "partial"]].sum()
-    starts = grouped["date"].min()
-    numbers = np.arange(len(at))
+    # what the entries of each turn say, read from the few rows of each kind that say it
+    count = len(at)
+    starts = np.zeros(count, dtype=np.int64)
+    member = np.flatnonzero(turn >= 0)
+    if len(member):
+        first = np.r_[True, turn[member][1:] != turn[member][:-1]]
+        starts[turn[member][first]] = member[first]
+    messages = np.flatnonzero(((frame["kind"] == "message").to_numpy(dtype=bool)) & (turn >= 0))
+    roles = frame["role"].iloc[messages].to_numpy(dtype=object)
+    contents = frame["content"].iloc[messages].to_numpy(dtype=object)
+    prompts = _first_per_turn(turn[messages][roles == "user"], contents[roles == "user"], count)
+    answers = _first_per_turn(turn[messages][roles == "assistant"][::-1], contents[roles == "assistant"][::-1], count)
+    metas = frame["meta"].iloc[messages].to_numpy(dtype=object) if "meta" in frame.columns else []
+    partial = np.zeros(count, dtype=bool)
+    partial[[t for t, m in zip(turn[messages], metas, strict=False) if m.get("partial")]] = True
+    summaries = np.flatnonzero(_is(frame, "event", "summary") & (turn >= 0))
+    spent = frame["prompt_tokens"].iloc[summaries].fillna(0).to_numpy(dtype=np.int64) + frame["completion_tokens"].iloc[
+        summaries
+    ].fillna(0).to_numpy(dtype=np.int64)
+    calls = np.flatnonzero((frame["kind"] == "tool_call").to_numpy(dtype=bool) & (turn >= 0))
+    asked = [len(tools) if isinstance(tools, list) else 0 for tools in frame["tools"].iloc[calls].tolist()]
+    errors = np.flatnonzero((frame["kind"] == "error").to_numpy(dtype=bool) & (turn >= 0))
+    retries = np.flatnonzero(_is(frame, "event", "loop.step") & (turn >= 0))
     out = pd.DataFrame({key: rows[key] for key in _FROM_EVENT}, index=pd.RangeIndex(len(at)))
     out.insert(0, TAPE_NAME, frame[TAPE_NAME].to_numpy(dtype=object)[at] if TAPE_NAME in frame.columns else None)
     out.insert(1, "run_id", frame["run_id"].to_numpy(dtype=object)[at])
     out.insert(2, "phase", frame["phase"].to_numpy(dtype=object)[at])
     out.insert(3, "phase_id", frame["phase_id"].iloc[at].to_numpy() if "phase_id" in frame.columns else None)
-    out["start"] = pd.to_datetime(starts.reindex(numbers).to_numpy(), utc=True)
-    out["end"] = pd.to_datetime(dates.to_numpy()[at], utc=True)
+    out["start"] = dates.iloc[starts].to_numpy(dtype="datetime64[us]") if count else []
+    out["end"] = dates.iloc[at].to_numpy(dtype="datetime64[us]")
+    out["start"] = pd.to_datetime(out["start"], utc=True)
+    out["end"] = pd.to_datetime(out["end"], utc=True)
     measured = pd.to_numeric(out["latency_s"], errors="coerce")
     from_dates = (pd.Series(out["end"]) - pd.Series(out["start"])).dt.total_seconds()
     out["latency_s"] = measured.fillna(from_dates)
-    out["summary_tokens"] = sums["summary"].reindex(numbers, fill_value=0).to_numpy()
-    out["prompt"] = users.reindex(numbers).to_numpy()
-    out["answer"] = answers.reindex(numbers).to_numpy()
-    out["tool_calls"] = sums["calls"].reindex(numbers, fill_value=0).to_numpy()
-    out["errors"] = sums["error"].reindex(numbers, fill_value=0).to_numpy()
-    out["retried"] = sums["retry"].reindex(numbers, fill_value=0).to_numpy() > 0
-    out["partial"] = sums["partial"].reindex(numbers, fill_value=0).to_numpy() > 0
+    out["summary_tokens"] = np.bincount(turn[summaries], weights=spent, minlength=count).astype(np.int64)
+    out["prompt"] = pd.array(prompts, dtype=pd.StringDtype(na_value=np.nan))
+    out["answer"] = pd.array(answers, dtype=pd.StringDtype(na_value=np.nan))
+    out["tool_calls"] = np.bincount(turn[calls], weights=asked, minlength=count).astype(np.int64)
+    out["errors"] = np.bincount(turn[errors], minlength=count).astype(np.int64)
+    out["retried"] = np.bincount(turn[retries], minlength=count) > 0
+    out["partial"] = partial
     out[FORKED_FROM] = frame[FORKED_FROM].to_numpy(dtype=object)[at] if FORKED_FROM in frame.columns else None
     for column in ("steps", "input_tokens", "output_tokens", "cached_tokens", "reasoning_tokens", "phase_id"):
         out[column] = pd.array(out[column].tolist() if len(out) else [], dtype="Int64")
     out["cost"] = pd.to_numeric(out["cost"], errors="coerce").astype("float64")
     return out[list(RUN_COLUMNS)].reset_index(drop=True)
+
+
+def _is(frame: pd.DataFrame, kind: str, name: str) -> np.ndarray:
+    """Rows of that kind and name, compared column-wise (the categorical and Arrow columns compare in C)."""
+    return (frame["kind"] == kind).to_numpy(dtype=bool) & (frame["name"] == name).to_numpy(dtype=bool, na_value=False)
+
+
+def _first_per_turn(turns: np.ndarray, values: np.ndarray, count: int) -> list[Any]:
+    """For each of ``count`` turns, the first of ``values`` in it (``turns`` says whose each value is)."""
+    out: list[Any] = [None] * count
+    if len(turns):
+        numbers, first = np.unique(turns, return_index=True)
+        for number, value in zip(numbers.tolist(), values[first].tolist(), strict=True):
+            out[number] = value
+    return out
+
+
+def _tape_numbers(frame: pd.DataFrame) -> np.ndarray:
+    """A number per row for its tape: the rows of a tape are together, so a tape starts where the name changes."""
+    if TAPE_NAME not in frame.columns or not len(frame):
+        return np.zeros(len(frame), dtype=np.int64)
+    names = frame[TAPE_NAME]
+    changed = np.array((names != names.shift()).to_numpy(dtype=bool, na_value=True))
+    changed[0] = True
+    return np.cumsum(changed)

@@ -102,7 +102,7 @@ def _arrow_home(home: str | Path | None) -> Any:
     """Every tape of a home as one Arrow table, ``notebook`` last."""
     from bub_nb.tape.frames.arrow import columns_to_arrow, notebook_column, pyarrow
 
-    pa = pyarrow()
+    pyarrow()  # the one-line error before any tape is read, when pyarrow is missing
     store = file_store(_folder(home))
     decoded, names, starts = Columns(), [], []
     with gc_paused():
@@ -112,7 +112,7 @@ def _arrow_home(home: str | Path | None) -> Any:
             names += [name] * (len(decoded) - starts[-1])
         table = columns_to_arrow(decoded, starts, names)
         notebooks = notebook_column(decoded, starts, names)
-    return table.append_column("notebook", pa.array(notebooks, type=pa.large_string()))
+    return table.append_column("notebook", notebooks)
 
 
 def _lean(table: Any, kinds: Sequence[str], since: Any, columns: Sequence[str] | None, as_: str) -> Any:

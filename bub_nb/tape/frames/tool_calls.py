@@ -48,7 +48,8 @@ def tool_calls_frame(frame: pd.DataFrame) -> pd.DataFrame:
     kinds = frame["kind"].to_numpy(dtype=object)
     at = np.flatnonzero(np.isin(kinds, _KINDS))
     tapes = frame[TAPE_NAME].to_numpy(dtype=object) if TAPE_NAME in frame.columns else np.full(len(frame), None)
-    payloads, dates = frame["payload"].to_numpy(dtype=object), frame["date"].to_numpy()
+    payloads = frame["payload"].to_numpy(dtype=object)
+    dates = frame["date"].dt.tz_convert("UTC").to_numpy(dtype="datetime64[us]")  # numbers, not Timestamps
     run_ids, phases = frame["run_id"].to_numpy(dtype=object), frame["phase"].to_numpy(dtype=object)
     phase_ids = frame["phase_id"].to_numpy(dtype=object) if "phase_id" in frame.columns else np.full(len(frame), None)
     forked = frame[FORKED_FROM].to_numpy(dtype=object) if FORKED_FROM in frame.columns else np.full(len(frame), None)
