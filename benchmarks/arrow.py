@@ -44,8 +44,16 @@ def _readers(path: Path) -> dict[str, Callable[[], Any]]:
         pass
     else:
         query = f"SELECT * FROM read_json('{path}', format='newline_delimited')"
-        readers["duckdb read_json"] = lambda: duckdb.sql(query).arrow()
+        readers["duckdb read_json"] = lambda: _whole_table(duckdb.sql(query))
     return readers
+
+
+def _whole_table(relation: Any) -> Any:
+    """A DuckDB result as a whole Arrow table: newer DuckDB's ``arrow()`` is a lazy batch reader."""
+    if hasattr(relation, "to_arrow_table"):
+        return relation.to_arrow_table()
+    result = relation.arrow()
+    return result.read_all() if hasattr(result, "read_all") else result
 
 
 def to_arrow_rows(path: Path, runs: int = RUNS) -> list[list[Any]]:
