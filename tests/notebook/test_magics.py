@@ -378,3 +378,23 @@ def test_context_phases_sends_each_earlier_summary_and_anchors_list_what_they_ci
     assert frame.loc["phase/1", "sources"] == [asked] and frame.loc["phase/1", "uncited"] == 1
     assert frame.loc["phase/2", "sources"] == [] and pd.isna(frame.loc["phase/2", "uncited"])
     nb.refused("%%bub -m offline --context phasez\nhi", "phasez")
+
+
+def test_tape_search_says_when_it_cut_its_results_and_finds_all_on_request(
+    nb: Notebook, capsys: pytest.CaptureFixture[str]
+) -> None:
+    nb.tape.handoff("phase/first")
+    for number in range(5):
+        nb.tape.append_message({"role": "user", "content": f"needle {number}"})
+    nb.tape.handoff("phase/later")
+    hits = nb.run("%tape search needle --limit 2")
+    assert (
+        hits["content"].tolist() == ["needle 4", "needle 3"]
+        and "The 2 newest matches; more entries match" in capsys.readouterr().out
+    )
+    every = nb.run("%tape search needle --all")
+    assert len(every) == 5 and "more entries match" not in capsys.readouterr().out
+    whole = nb.tape.to_frame().set_index("id")
+    assert every["phase_id"].tolist() == whole.loc[every["id"], "phase_id"].tolist()
+    assert set(every["phase"]) == {"phase/first"}  # where the needles are, not where the search ran
+    assert set(every["tape_name"]) == {nb.tape.name}
