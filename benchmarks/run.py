@@ -8,11 +8,11 @@ Sections: appends, slicing, anchors and DataFrames (tape.py); views, search and 
 whole-tape reads at scale: first open, frames, read_tapes, search, frame memory (scale.py; the ``bench``
 extra adds pyarrow and polars beside to_frame); the Arrow path: to_arrow() against polars, pyarrow and
 DuckDB's JSON readers, read_tapes(as_="arrow"), runs() and tool_calls() beside to_frame() (arrow.py);
-turn overhead against an instant local endpoint (turn.py);
-tool calls on their worker thread (tool_calls.py); start-up (startup.py); tokens a long session sends with
-summaries that cite, against the full history (compression.py); a 10k-entry tape exported to OTLP and to
-ATIF, in spans per second (export.py, with the ``otel`` extra). Each script
-also runs on its own with more options.
+turn overhead against an instant local endpoint (turn.py); tool calls on their worker thread
+(tool_calls.py); looking at the notebook (kernel_tools.py); start-up (startup.py); tokens a long session
+sends with summaries that cite, against the full history (compression.py); a 10k-entry tape exported to
+OTLP and to ATIF, in spans per second (export.py, with the ``otel`` extra). Each script also runs on its
+own with more options.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from pathlib import Path
 import arrow
 import compression
 import export
+import kernel_tools
 import postgres
 import scale
 import startup
@@ -53,6 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     cache = Path(tempfile.gettempdir()) / "bub_nb-bench"
     rows += turn.figure_rows(turn.measure_sizes(turn_sizes, args.turns, cache))
     rows += tool_calls.rows()
+    rows += kernel_tools.rows()
     rows += startup.rows()
     rows += compression.rows()
     rows += export.rows()

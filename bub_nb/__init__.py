@@ -29,6 +29,7 @@ from bub_nb.tape import (
 if TYPE_CHECKING:
     from bub_nb.agent import Agent, Turn, hookimpl, register_plugin, tool, unregister_plugin
     from bub_nb.agent.replay import replay
+    from bub_nb.imports import ImportReport, import_log
     from bub_nb.tape.frames.overview import class_overview
     from bub_nb.tape.frames.tapes import read_tapes
     from bub_nb.tape.reports.prices import set_prices
@@ -47,6 +48,7 @@ __all__ = [
     "BubNbError",
     "ContextDiff",
     "FileTapeStore",
+    "ImportReport",
     "MemoryTapeStore",
     "MemoryZone",
     "Tape",
@@ -60,6 +62,7 @@ __all__ = [
     "class_overview",
     "diff_views",
     "hookimpl",
+    "import_log",
     "load_ipython_extension",
     "open_tape",
     "read_tapes",
@@ -85,6 +88,8 @@ _LAZY = {
     "unregister_plugin": "bub_nb.agent",
     "replay": "bub_nb.agent.replay",
     "set_prices": "bub_nb.tape.reports.prices",
+    "import_log": "bub_nb.imports",
+    "ImportReport": "bub_nb.imports",
 }
 
 
@@ -103,6 +108,11 @@ def __getattr__(name: str) -> Any:
     import importlib
 
     return getattr(importlib.import_module(module), name)
+
+
+def __dir__() -> list[str]:
+    """Every public name, the lazy ones included, so tab completion offers them before their first use."""
+    return sorted({*globals(), *__all__})
 
 
 def load_ipython_extension(ipython: Any) -> None:

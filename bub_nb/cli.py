@@ -99,6 +99,15 @@ def _pull(args: argparse.Namespace) -> int:
     return 0
 
 
+def _import(args: argparse.Namespace) -> int:
+    from bub_nb.imports import import_log
+
+    report = import_log(args.path, args.format, name=args.name, home=args.home)
+    print(report.describe())
+    print(f"Tape: {report.location}")
+    return 0
+
+
 def _db_init(args: argparse.Namespace) -> int:
     from bub_nb.tape.stores.dsn import redact_dsn
     from bub_nb.tape.stores.postgres.roles import init_database
@@ -187,10 +196,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     tapes.epilog = (
         "bub-nb tapes push [HOME] DSN and bub-nb tapes pull DSN [HOME] move tapes to and from a database; "
         "bub-nb tapes export --otlp URL NAME... sends tapes to an OpenTelemetry receiver; "
-        "bub-nb tapes export --parquet DIR [NAME...] writes them as Parquet files."
+        "bub-nb tapes export --parquet DIR [NAME...] writes them as Parquet files; "
+        "bub-nb tapes import PATH writes another agent's log as a new tape."
     )
-    # push and pull are parsed on their own: a HOME positional and sub-commands cannot share one parser.
-    moving = argparse.ArgumentParser(prog="bub-nb tapes", description="Move tapes to and from a database.")
+    # push, pull, export and import are parsed on their own: a HOME positional and sub-commands cannot share a parser.
+    moving = argparse.ArgumentParser(
+        prog="bub-nb tapes",
+        description="Move tapes to and from a database, send them to a receiver, or bring other agents' logs in.",
+    )
     moves = moving.add_subparsers(dest="move", required=True)
     push = moves.add_parser("push", help="copy a Bub home's tapes into a database (only what is new)")
     push.add_argument("places", nargs="+", metavar="[HOME] DSN", help="Bub home (default $BUB_HOME), then a DSN")
@@ -211,6 +224,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     export.add_argument("--content", action="store_true", help="include messages, tool arguments and results")
     export.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for the receiver (default 10)")
     export.set_defaults(handler=_export)
+    from bub_nb.imports.formats import FORMATS
+
+    imports = moves.add_parser(
+        "import",
+        help="write another agent's log (Claude Code, Codex, llm, Agents SDK, ATIF) as a new tape",
+        epilog="Formats: " + "; ".join(f"{name}: {what}" for name, what in FORMATS.items()),
+    )
+    imports.add_argument("path", metavar="PATH", help="the log: a .jsonl session, a SQLite database or trajectory.json")
+    imports.add_argument("--format", choices=list(FORMATS), help="the log's format (default: told from the file)")
+    imports.add_argument("--name", help="the new tape's name (default: <format>__<session id>)")
+    imports.add_argument("--home", help="Bub home for the tape (default: $BUB_HOME, else ~/.bub)")
+    imports.set_defaults(handler=_import)
     db = commands.add_parser("db", help="set up a PostgreSQL database for shared tapes")
     db_commands = db.add_subparsers(dest="db_command", required=True)
     init = db_commands.add_parser("init", help="create or upgrade the schema and its row-level security")
@@ -225,7 +250,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     enroll.add_argument("--schema", default="bub_nb", help="schema name (default bub_nb)")
     enroll.set_defaults(handler=_db_enroll)
     words = list(sys.argv[1:] if argv is None else argv)
-    is_move = words[:1] == ["tapes"] and words[1:2] in (["push"], ["pull"], ["export"])
+    is_move = words[:1] == ["tapes"] and words[1:2] in (["push"], ["pull"], ["export"], ["import"])
     args = moving.parse_args(words[1:]) if is_move else parser.parse_args(words)
     try:
         return int(args.handler(args))

@@ -23,6 +23,7 @@
     ├── PriceError                 a price table that cannot be read (also a ValueError)
     ├── BudgetError                a turn whose estimated prompt is over the token budget
     ├── ReplayError                a replay with nothing to replay
+    ├── LogImportError             another agent's log whose format cannot be told, or a tape it may not be written to
     ├── CommandError               a malformed comma command
     └── InterpolationError         a ``{placeholder}`` in a cell that names nothing in the notebook (also a KeyError)
 
@@ -160,3 +161,7 @@ class InterpolationError(BubNbError, KeyError):
 
     def __str__(self) -> str:
         return str(self.args[0])
+
+
+class LogImportError(BubNbError, ValueError):
+    """Another agent's log cannot be imported: its format is unknown or unreadable, or its tape is taken."""

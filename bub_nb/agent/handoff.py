@@ -7,9 +7,12 @@ summarising handoff writes a ``summary`` event (what the summary cost), then the
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
+from textwrap import shorten
 from typing import TYPE_CHECKING, Any
 
+from bub_nb.agent.models.calibration import scale_of
 from bub_nb.agent.preflight import context_window_of
 from bub_nb.agent.summarize import (
     Summary,
@@ -66,14 +69,47 @@ async def overflow_summary(model: Model, tape: Tape, room: int | None = None) ->
         summary = await summarise_phase(model, phase)
     except Exception as exc:  # any failure of the model: the retry must still carry what came before
         summary = extractive_phase_summary(phase, error=f"{type(exc).__name__}: {exc}")
-    return fitted(summary, room)
+    return fitted(summary, room, overflow_summary_state)
 
 
-def overflow_room(model: Model, system_prompt: str, prompt: str, error: Exception) -> int | None:
-    """Tokens an overflow anchor's state may take so the retry (system, anchor, prompt) fits the window."""
-    window = context_window_of(model)
-    if window is None:
-        return None
-    anchor = anchor_message(AUTO_HANDOFF_ANCHOR, {"reason": "context_length_exceeded", "error": str(error)})
+_ANSWERED = re.compile(r"^Model '.*?' at \S+ answered \d+: ")
+_ERROR_LIMIT = 160
+_SOURCES_LIMIT = 16
+_UNCITED_LIMIT = 3
+
+
+def overflow_state(error: Exception) -> dict[str, Any]:
+    """The auto-handoff anchor's own keys: why it was written, and the endpoint's refusal cut to one short line."""
+    text = _ANSWERED.sub("", " ".join(str(error).split()), count=1)  # which endpoint said it is not for the model
+    return {"reason": "context_length_exceeded", "error": shorten(text, _ERROR_LIMIT, placeholder=" …")}
+
+
+def overflow_summary_state(summary: Summary) -> dict[str, Any]:
+    """The summary's keys as an overflow anchor carries them: the newest sources, a few uncited sentences, short.
+
+    Every retry sends this anchor, so its bookkeeping is bounded; the ``summary`` event keeps the request log.
+    """
+    state = summary.state()
+    state["sources"] = state["sources"][-_SOURCES_LIMIT:]
+    state["uncited"] = [shorten(line, 80, placeholder=" …") for line in state["uncited"][:_UNCITED_LIMIT]]
+    return state
+
+
+def overflow_room(
+    model: Model, system_prompt: str, prompt: str, error: Exception, overflowed: int | None = None
+) -> int | None:
+    """Tokens (offline estimate) an overflow anchor's summary may take so the retry fits.
+
+    The retry (system, anchor, prompt) must fit the window (its answer gets what is left, as ``max_tokens``),
+    and be smaller than ``overflowed``, the estimate of the request that overflowed.
+    """
+    anchor = anchor_message(AUTO_HANDOFF_ANCHOR, overflow_state(error))
     sent = [{"role": "system", "content": system_prompt}, anchor, {"role": "user", "content": prompt}]
-    return window - count_messages_tokens(sent)
+    base = count_messages_tokens(sent)
+    limits = []
+    window = context_window_of(model)
+    if window is not None:
+        limits.append(int(window / scale_of(model).ratio) - base)
+    if overflowed is not None:
+        limits.append(overflowed - base - 1)
+    return min(limits) if limits else None

@@ -14,10 +14,12 @@ from bub_nb.agent.handoff import overflow_room, overflow_summary, write_handoff
 from bub_nb.agent.models import Completion, Model, TextDelta, resolve_model
 from bub_nb.agent.preflight import check_prompt_fits, check_turn
 from bub_nb.agent.registry import default_pipeline
+from bub_nb.agent.results import DEFAULT_RESULT_TOKENS, check_result_budget, fit_result
 from bub_nb.agent.state import TurnState
 from bub_nb.agent.tools import Tool, ToolCallError, ToolContext, ToolRegistry, builtin_registry
 from bub_nb.agent.turn import RunningTurn, Turn, TurnRecorder
 from bub_nb.context.messages import result_text
+from bub_nb.context.tokens import count_messages_tokens
 from bub_nb.errors import BubNbError, ContextLengthError, ModelError
 from bub_nb.memory.cache import memory_of
 from bub_nb.tape import LAST_ANCHOR
@@ -38,7 +40,8 @@ class Agent:
     Each step rebuilds the context from the tape through the ``build_tape_context`` hook, so what
     the model sees is always derived from the facts, never kept on the side. An agent runs one turn
     at a time: starting another aborts the one still running. With a ``budget`` a turn whose first
-    request is estimated over that many tokens is refused before anything is written.
+    request is estimated over that many tokens is refused before anything is written. Every tool
+    result is redacted and cut to ``result_budget`` tokens (``None``: not cut), saying so when cut.
     """
 
     def __init__(
@@ -54,6 +57,7 @@ class Agent:
         pipeline: TurnPipeline | None = None,
         meta: dict[str, Any] | None = None,
         budget: int | None = None,
+        result_budget: int | None = DEFAULT_RESULT_TOKENS,
     ) -> None:
         if type(max_steps) is not int or max_steps < 1:
             raise BubNbError(f"max_steps must be a whole number of at least 1, got {max_steps!r}")
@@ -67,6 +71,7 @@ class Agent:
         self.pipeline = pipeline if pipeline is not None else default_pipeline()
         self.meta = dict(meta or {})
         self.budget = budget
+        self.result_budget = check_result_budget(result_budget)
         registry = ToolRegistry()
         if builtin_tools:
             builtins = builtin_registry()
@@ -239,9 +244,8 @@ class Agent:
                     raise
                 check_prompt_fits(self, prompt)  # a new phase cannot help a prompt that alone is too long
                 overflows -= 1
-                summary = await overflow_summary(
-                    self.model, self.tape, overflow_room(self.model, recorder.system_prompt, prompt, exc)
-                )
+                room = overflow_room(self.model, recorder.system_prompt, prompt, exc, count_messages_tokens(messages))
+                summary = await overflow_summary(self.model, self.tape, room)
                 recorder.auto_handoff(exc, recorder.steps + 1, prompt, left_view=len(view.entry_ids), summary=summary)
                 continue
             if recorder.closed:
@@ -279,9 +283,9 @@ class Agent:
             try:
                 output = await self.tools.call(call.name, call.arguments, context)
             except ToolCallError as exc:
-                recorder.tool_returned(exc.as_result(), exc)
+                recorder.tool_returned({**exc.as_result(), "message": fit_result(exc.message, self.result_budget)}, exc)
             else:
-                recorder.tool_returned(result_text(output))
+                recorder.tool_returned(fit_result(result_text(output), self.result_budget))
             if recorder.closed:
                 return
         after = self.tape.last_id

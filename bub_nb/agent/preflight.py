@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol
 
 from bub_nb.agent.commands import check_command, is_command
+from bub_nb.agent.models.calibration import estimate_request
 from bub_nb.agent.tools import builtin_registry
 from bub_nb.context.modes import as_strategy
 from bub_nb.context.strategies import NamedAnchor
@@ -74,7 +75,7 @@ def check_prompt_fits(agent: TurnSubject, prompt: str) -> None:
     if window is None:
         return
     messages = [{"role": "system", "content": agent.system_prompt(prompt)}, {"role": "user", "content": prompt}]
-    tokens = count_messages_tokens(messages)
+    tokens = estimate_request(agent.model, messages)
     if tokens > window:
         raise ContextLengthError(
             f"The prompt alone is ≈ {tokens} tokens with the system prompt, over the {window}-token context "

@@ -25,6 +25,7 @@ from bub_nb.tape.events import run_data, run_usage
 from bub_nb.tape.fork import check_fork, forked_entries, memory_before
 from bub_nb.tape.names import MAX_NAME_BYTES
 from bub_nb.tape.redact import redact_text
+from bub_nb.tape.stores.archive import archive_stem
 from bub_nb.tape.stores.lineage import keep_lineage
 
 if TYPE_CHECKING:
@@ -129,7 +130,8 @@ def replay_tape_name(source: Tape, model: Model) -> str:
     name gets ``-2``, ``-3``…"""
     suffix = "__replay__" + (_UNSAFE.sub("-", model.name).strip("-") or "model")
     room = MAX_NAME_BYTES - len(suffix.encode()) - 8  # room for "-<n>"
-    base = source.name.encode("utf-8")[:room].decode("utf-8", "ignore").lstrip(".") + suffix
+    source_name = archive_stem(source.name) or source.name  # an archive's own name is reserved for archives
+    base = source_name.encode("utf-8")[:room].decode("utf-8", "ignore").lstrip(".") + suffix
     store = source.base_store
     name, number = base, 1
     while store.exists(name):

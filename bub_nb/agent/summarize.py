@@ -10,11 +10,13 @@ docs/concepts.md#summaries-that-cite) and the data of the ``summary`` event that
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from textwrap import shorten
 from typing import TYPE_CHECKING, Any, Final
 
 from bub_nb.agent.models.base import Completion, Model, Usage
+from bub_nb.agent.models.calibration import scale_of
 from bub_nb.agent.models.extractive import (
     SUMMARY_INSTRUCTIONS,
     Item,
@@ -114,6 +116,9 @@ def closing_phase(tape: Tape) -> Phase:
 class _TooLong(Exception):
     """A request that does not fit the model's window (known ahead, or reported by the endpoint)."""
 
+    def __str__(self) -> str:
+        return "the summarising request did not fit the model's context window"
+
 
 @dataclass
 class _Run:
@@ -125,9 +130,10 @@ class _Run:
     removed: int = 0
 
     def budget(self) -> int | None:
+        """The request's budget in offline-estimate tokens (the model's server may count more of them)."""
         window = context_window_of(self.model)
         # The answer needs room too: keep a quarter of the window for it.
-        return None if window is None else max(1, window - max(window // 4, 32))
+        return None if window is None else max(1, int((window - max(window // 4, 32)) / scale_of(self.model).ratio))
 
     async def ask(self, items: list[Item], kind: str) -> str:
         messages = [
@@ -217,7 +223,13 @@ async def summarise_phase(model: Model, phase: Phase) -> Summary:
     summary, next_steps = split_reply(text)
     if not summary:
         raise BubNbError(f"Model {model.name!r} answered the summarising request with no summary")
-    return _checked(summary, next_steps, phase, model.name, run.removed, parts, run.requests, run.usage)
+    checked = _checked(summary, next_steps, phase, model.name, run.removed, parts, run.requests, run.usage)
+    if not checked.sources:
+        raise BubNbError(
+            f"Model {model.name!r} answered the summarising request with a summary that cites no entry of "
+            f"#{phase.range[0]}-#{phase.range[1]} ({shorten(summary, 60, placeholder=' …')!r}); nothing was written"
+        )
+    return checked
 
 
 def extractive_phase_summary(phase: Phase, error: str | None = None) -> Summary:
@@ -255,14 +267,14 @@ def _checked(
     )
 
 
-def fitted(summary: Summary, room: int | None) -> Summary:
-    """``summary`` cut to its newest lines until its state is at most ``room`` tokens (as JSON), so a retry
+def fitted(summary: Summary, room: int | None, state: Callable[[Summary], dict[str, Any]] = Summary.state) -> Summary:
+    """``summary`` cut to its newest lines until its ``state`` is at most ``room`` tokens (as JSON), so a retry
     that carries it still fits the window; the summary is left out entirely when even one line does not fit."""
     if room is None:
         return summary
     lines = summary.summary.splitlines()
     steps = summary.next_steps
-    while count_text_tokens(json.dumps(summary.state(), ensure_ascii=False)) > room:
+    while count_text_tokens(json.dumps(state(summary), ensure_ascii=False)) > room:
         if steps:
             steps = ""
         elif lines:

@@ -13,8 +13,6 @@ from bub_nb.tape.events import NOTEBOOK_CELL
 if TYPE_CHECKING:
     from bub_nb.tape import Tape
 
-CELL_EVENT = NOTEBOOK_CELL
-
 
 def cell_message(entry: TapeEntry) -> TapeEntry:
     """A recorded cell as a user message with the same id, so views can still point back to it."""
@@ -41,7 +39,7 @@ class NotebookCells:
 
     def select(self, tape: Tape) -> Selection:
         base = LastAnchor().select(tape)
-        cell_ids = [e.id for e in base.entries if e.kind == "event" and e.payload.get("name") == CELL_EVENT]
+        cell_ids = [e.id for e in base.entries if e.kind == "event" and e.payload.get("name") == NOTEBOOK_CELL]
         shown = set(cell_ids[-self.max_cells :])
         entries = tuple(cell_message(e) if e.id in shown else e for e in base.entries)
         return Selection(entries, base.anchor, base.last)

@@ -2,31 +2,48 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 
 def load_ipython_extension(ipython: Any) -> None:
-    """``%load_ext bub_nb``: register one configurable ``BubMagics`` instance and comma cells."""
-    from bub_nb.notebook import comma_cells
+    """``%load_ext bub_nb``: register one configurable ``BubMagics`` instance, comma cells and ``%bub`` questions.
+
+    Cell recording goes on again when the shell's configuration asks for it (``BubMagics.record``, which
+    ``%tape record on`` sets), so ``%reload_ext bub_nb`` keeps recording.
+    """
+    from bub_nb.errors import BubNbError
+    from bub_nb.notebook import comma_cells, questions
     from bub_nb.notebook.magics import BubMagics
+    from bub_nb.notebook.usage_errors import one_line
 
     magics = BubMagics(shell=ipython, parent=ipython)
     ipython.register_magics(magics)
     magics.origin.start()
+    magics.kernel.start()
     if magics not in ipython.configurables:
         ipython.configurables.append(magics)
     comma_cells.install(ipython)
+    questions.install(ipython)
+    if magics.record:
+        try:
+            magics.recorder.start()
+        except BubNbError as exc:
+            magics.record = False
+            print(f"Cells are not recorded: {one_line(exc)}", file=sys.stderr)
 
 
 def unload_ipython_extension(ipython: Any) -> None:
-    """``%unload_ext bub_nb``: comma cells, the cell recorder and every bub_nb magic go."""
-    from bub_nb.notebook import comma_cells
+    """``%unload_ext bub_nb``: comma cells, ``%bub`` questions, the cell recorder and every bub_nb magic go."""
+    from bub_nb.notebook import comma_cells, questions
 
     comma_cells.uninstall(ipython)
+    questions.uninstall(ipython)
     for configurable in list(ipython.configurables):
         if type(configurable).__name__ == "BubMagics":
             configurable.recorder.stop()
             configurable.origin.stop()
+            configurable.kernel.stop()
             ipython.configurables.remove(configurable)
             _unregister_magics(ipython, configurable)
 

@@ -7,184 +7,69 @@ one-line ``UsageError``.
 
 from __future__ import annotations
 
-import functools
 import json
 import keyword
-import os
-from collections.abc import Callable
-from typing import Any, TypeVar, cast
+import sys
+from typing import Any
 
-import orjson
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class, no_var_expand
 from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import display
-from traitlets import Bool, Dict, Int, List, TraitError, Unicode, default, observe, validate
+from traitlets import TraitError, observe
+from traitlets.config import Config
 
 from bub_nb.errors import BubNbError
 from bub_nb.notebook.display import AnswerDisplay, show
 from bub_nb.notebook.interpolate import interpolate
-from bub_nb.notebook.magic_line import split_line_prompt, split_words
+from bub_nb.notebook.kernel import NotebookKernel
+from bub_nb.notebook.magic_line import parse_line, parse_state, parser_of, split_line_prompt, split_words
 from bub_nb.notebook.memory_commands import MemoryCommands
 from bub_nb.notebook.origin import NotebookOrigin
 from bub_nb.notebook.outcome import CUT_SHORT, footer, interrupted
 from bub_nb.notebook.recording import CellRecorder
 from bub_nb.notebook.session import NotebookSession
-from bub_nb.notebook.tape_commands import TapeCommands
-from bub_nb.tape._lines import load_json
-from bub_nb.tape.redact import redact_text
-
-Method = TypeVar("Method", bound=Callable[..., Any])
-
-
-def usage_errors(method: Method) -> Method:
-    """Turn bub_nb's errors into one-line ``UsageError``s: no traceback from the internals.
-
-    Only errors bub_nb raises on purpose are converted (and the magics raise ``UsageError`` for their own
-    parse errors); any other exception is a bug and keeps its traceback.
-    """
-
-    @functools.wraps(method)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return method(*args, **kwargs)
-        except BubNbError as exc:
-            raise UsageError(_one_line(exc)) from None
-
-    return cast(Method, wrapper)
-
-
-def _one_line(exc: BaseException) -> str:
-    """The first line of an error, with any API key an endpoint echoed scrubbed out (outputs are saved)."""
-    text = str(exc).strip()
-    return redact_text(text.splitlines()[0] if text else type(exc).__name__)
-
-
-def parse_line(magic: Callable[..., Any], line: str) -> Any:
-    """Parse a magic's arguments with shell quoting, so ``summary='two words'`` stays one value."""
-    return magic_arguments_parse(magic, split_words(line))
-
-
-def magic_arguments_parse(magic: Callable[..., Any], argv: list[str]) -> Any:
-    return magic.parser.parse_intermixed_args(argv)  # type: ignore[attr-defined]
-
-
-def parse_state(pairs: list[str], state_json: str | None) -> dict[str, Any]:
-    """``key=value`` words (values read as JSON when they parse, else text) over an optional ``--state`` object."""
-    state: dict[str, Any] = {}
-    if state_json:
-        try:
-            loaded = load_json(state_json)  # exact: integers beyond 64 bits stay integers
-        except ValueError as exc:
-            raise UsageError(f"--state {state_json!r} is not valid JSON: {exc}") from None
-        if not isinstance(loaded, dict):
-            raise UsageError(f'--state {state_json!r} must be a JSON object, like \'{{"summary": "..."}}\'')
-        state.update(loaded)
-    for pair in pairs:
-        key, equals, value = pair.partition("=")
-        if not equals or not key.isidentifier():
-            raise UsageError(f"{pair!r} is not key=value (for example summary='what was done')")
-        try:
-            state[key] = orjson.loads(value) if not value.lstrip("-").isdigit() else int(value)
-        except (orjson.JSONDecodeError, ValueError):
-            state[key] = value
-    return state
+from bub_nb.notebook.settings import MagicSettings
+from bub_nb.notebook.tape_commands import TapeCommands, with_tape_help
+from bub_nb.notebook.usage_errors import one_line, usage_errors
 
 
 @magics_class
-class BubMagics(Magics):
+class BubMagics(Magics, MagicSettings):
     """bub_nb's magics. Configure with ``%config BubMagics.<trait> = value``."""
-
-    model = Unicode(help="Model: 'offline', 'openai:<model>' (env BUB_MODEL).").tag(config=True)
-    context = Unicode(help="Default view: 'last', 'full', 'phases', 'window:N', 'notebook' or an anchor name.").tag(
-        config=True
-    )
-    home = Unicode(help="Bub home; tapes live in <home>/tapes (env BUB_HOME, default ~/.bub).").tag(config=True)
-    tape = Unicode(help="Tape name or .jsonl path; empty means this notebook's tape.").tag(config=True)
-    store = Unicode(help="A postgresql:// DSN to keep tapes in a database (env BUB_STORE); empty: files.").tag(
-        config=True
-    )
-    max_steps = Int(help="Model calls a turn may make before it stops (env BUB_MAX_STEPS).").tag(config=True)
-    stream = Bool(True, help="Stream answers into the cell as they arrive.").tag(config=True)
-    system_prompt = Unicode("", help="Extra instructions added to the system prompt.").tag(config=True)
-    show_context = Bool(False, help="Draw the context strip under each answer.").tag(config=True)
-    tools = List(Unicode(), help="Default --tools selection (empty: every builtin tool).").tag(config=True)
-    budget = Int(0, help="Refuse a turn whose prompt is estimated over this many tokens (0: no budget).").tag(
-        config=True
-    )
-    otlp_endpoint = Unicode(
-        "",
-        help="Send each turn to this OTLP/HTTP endpoint as OpenTelemetry GenAI spans as it ends; "
-        "empty: only when OTEL_EXPORTER_OTLP_ENDPOINT is set.",
-    ).tag(config=True)
-    prices = Dict(
-        help='Prices per million tokens per model, e.g. {"gpt-4o-mini": {"input": 0.15, "output": 0.6}}.'
-    ).tag(config=True)
-
-    @default("model")
-    def _default_model(self) -> str:
-        return os.environ.get("BUB_MODEL", "") or "offline"
-
-    @default("context")
-    def _default_context(self) -> str:
-        return os.environ.get("BUB_CONTEXT", "") or "last"
-
-    @default("home")
-    def _default_home(self) -> str:
-        return os.environ.get("BUB_HOME", "")
-
-    @default("store")
-    def _default_store(self) -> str:
-        return os.environ.get("BUB_STORE", "")
-
-    @default("tape")
-    def _default_tape(self) -> str:
-        return os.environ.get("BUB_TAPE", "")
-
-    @default("max_steps")
-    def _default_max_steps(self) -> int:
-        raw = os.environ.get("BUB_MAX_STEPS", "")
-        return int(raw) if raw.isdigit() and int(raw) > 0 else 8
 
     def __init__(self, shell: Any = None, **kwargs: Any) -> None:
         super().__init__(shell=shell, **kwargs)
-        self.session = NotebookSession(self, lambda: self.ip.user_ns)
+        self.kernel = NotebookKernel(self.shell, self, self._cell_number)
+        self.session = NotebookSession(self, lambda: self.ip.user_ns, self.kernel)
         self.recorder = CellRecorder(self.shell, lambda: self.session.tape)
         self.origin = NotebookOrigin(self.shell, self.session)
-        self.tape_commands = TapeCommands(self.session, self.recorder)
+        self.tape_commands = TapeCommands(self.session, self._switch_recording)
         self.memory_commands = MemoryCommands(self.session)
 
-    @validate("budget")
-    def _valid_budget(self, proposal: Any) -> int:
-        if proposal["value"] < 0:
-            raise TraitError(f"BubMagics.budget must be 0 (no budget) or a number of tokens, got {proposal['value']}")
-        return int(proposal["value"])
+    @property
+    def ip(self) -> InteractiveShell:
+        """The shell the magics are registered with."""
+        assert self.shell is not None, "BubMagics needs a shell; load it with %load_ext bub_nb"
+        return self.shell
 
-    @validate("prices")
-    def _valid_prices(self, proposal: Any) -> dict[str, Any]:
-        from bub_nb.tape.reports.prices import check_prices
+    def update_config(self, config: Config) -> None:
+        """``%config`` on these traits: a refused value keeps the old one and says why in one line.
 
+        Said here rather than raised: ``%config`` would log it through the root logger, which configures
+        logging for the whole kernel, and every later turn's failure would print a log line in its cell.
+        """
         try:
-            return check_prices(proposal["value"], where="BubMagics.prices")
-        except BubNbError as exc:  # a TraitError makes %config keep the old value and log this one line
-            raise TraitError(_one_line(exc)) from None
+            super().update_config(config)
+        except (TraitError, BubNbError) as exc:
+            print(one_line(exc), file=sys.stderr)
 
     @observe("prices")
     def _prices_changed(self, change: Any) -> None:
         from bub_nb.tape.reports.prices import set_prices
 
         set_prices(change["new"] or None)  # an empty table goes back to BUB_PRICES
-
-    @validate("otlp_endpoint")
-    def _valid_otlp_endpoint(self, proposal: Any) -> str:
-        from bub_nb.export.otlp import traces_url
-
-        value = str(proposal["value"]).strip()
-        try:
-            return traces_url(value) if value else ""
-        except BubNbError as exc:
-            raise TraitError(_one_line(exc)) from None
 
     @observe("otlp_endpoint")
     def _otlp_endpoint_changed(self, change: Any) -> None:
@@ -193,16 +78,30 @@ class BubMagics(Magics):
 
         switch_live_export(default_pipeline(), change["new"] or None)
 
-    @property
-    def ip(self) -> InteractiveShell:
-        """The shell the magics are registered with."""
-        assert self.shell is not None, "BubMagics needs a shell; load it with %load_ext bub_nb"
-        return self.shell
-
     @observe("tape", "home", "store")
     def _tape_changed(self, change: Any) -> None:
         if hasattr(self, "session"):
             self.session.forget_tape()
+
+    @observe("record")
+    def _record_changed(self, change: Any) -> None:
+        if not hasattr(self, "recorder"):
+            return
+        if change["new"]:
+            try:
+                self.recorder.start()
+            except BubNbError:
+                self.set_trait("record", False)  # not recording, so not set
+                raise
+        else:
+            self.recorder.stop()
+        if self.shell is not None:  # the shell's config outlives this instance: %reload_ext keeps recording
+            self.shell.config.BubMagics.record = bool(change["new"])
+
+    def _switch_recording(self, on: bool) -> None:
+        if on:
+            self.recorder.start()  # a tape that cannot take the anchor refuses here, before the switch
+        self.record = on
 
     # -- %%bub ----------------------------------------------------------------------------------
 
@@ -213,7 +112,7 @@ class BubMagics(Magics):
     @argument("-o", "--output", metavar="VAR", help="store the answer in this variable; a failed turn clears it")
     @argument("--no-stream", action="store_true", help="show the answer only when it is complete")
     @argument("--tools", help="comma-separated tools: builtin names, globs like memory.*, or notebook functions")
-    @argument("--budget", type=int, metavar="N", help="refuse the turn if its prompt is estimated over N tokens")
+    @argument("--budget", type=int, metavar="N", help="refuse a prompt estimated over N tokens; 0: no budget")
     @argument("prompt", nargs="*", help="with %%bub, the prompt itself")
     @line_cell_magic("bub")  # type: ignore[arg-type]  # IPython types only the bare form
     @usage_errors
@@ -225,8 +124,9 @@ class BubMagics(Magics):
         An interrupt keeps the partial answer on the tape, then stops the cell like any Python cell.
         """
         if cell is None:
-            options, text = split_line_prompt(line)
-            args = magic_arguments_parse(self.bub_magic, options)
+            parser = parser_of(self.bub_magic)
+            options, text = split_line_prompt(line, parser)
+            args = parser.parse_intermixed_args(options)
         else:
             args, text = parse_line(self.bub_magic, line), cell
             if args.prompt:
@@ -236,8 +136,8 @@ class BubMagics(Magics):
             raise UsageError("The prompt is empty: write it in the cell under %%bub (or after %bub)")
         if args.output and (not args.output.isidentifier() or keyword.iskeyword(args.output)):
             raise UsageError(f"-o {args.output!r} is not a valid variable name")
-        if args.budget is not None and args.budget < 1:
-            raise UsageError(f"--budget {args.budget} is not a number of tokens; give one of at least 1")
+        if args.budget is not None and args.budget < 0:
+            raise UsageError(f"--budget {args.budget} is not a number of tokens; give one, or 0 for no budget")
         agent = self.session.agent(
             model=args.model, context=args.context, tools=args.tools, cell=self._cell_number(), budget=args.budget
         )
@@ -256,7 +156,10 @@ class BubMagics(Magics):
         except BubNbError as exc:
             if answer.text:
                 answer.finish(f"{answer.text}\n\n{CUT_SHORT}")
-            raise UsageError(_one_line(exc)) from None
+            failed = getattr(exc, "turn", None)
+            for notice in failed.notices if failed is not None else ():  # what the turn wrote before it failed
+                show(f"⚠️ {notice}")
+            raise UsageError(one_line(exc)) from None
         anchor = turn.view.anchor.name if turn.view is not None and turn.view.anchor is not None else None
         metadata = {"bub_nb": {"tape": agent.tape.name, "entry_ids": turn.entry_ids, "anchor": anchor}}
         answer.finish(turn.text, footer=footer(turn, anchor), metadata=metadata)
@@ -359,19 +262,8 @@ class BubMagics(Magics):
 
     # -- %tape --------------------------------------------------------------------------------------
 
-    @magic_arguments("tape")
-    @argument(
-        "subcommand",
-        help="info | df | search QUERY | reset [--archive] | fork NAME [--from ANCHOR] | "
-        "replay -m MODEL [--from ANCHOR] [--into NAME] | "
-        "export [md|jsonl] PATH | use NAME|PATH [--new] | record on|off",
-    )
-    @argument("rest", nargs="*", help="the subcommand's arguments")
     @line_magic("tape")  # type: ignore[arg-type]  # IPython types only the bare form
     @usage_errors
+    @with_tape_help
     def tape_magic(self, line: str) -> Any:
-        """Inspect and manage the tape: info, df, search, reset, fork, replay, export, use, record."""
-        words = split_words(line)
-        if not words:
-            raise UsageError(f"%tape needs a subcommand: {', '.join(self.tape_commands.NAMES)} (see %tape?)")
-        return self.tape_commands.run(words[0], words[1:])
+        return self.tape_commands.run(split_words(line))

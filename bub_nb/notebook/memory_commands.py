@@ -29,12 +29,12 @@ class MemoryCommands:
         if action != "daily" and date:
             raise UsageError(f"--date goes with %memory daily, not with {action!r}")
         if action not in self.NAMES:
-            raise UsageError(f"Unknown %memory action {action!r}; use show, save, daily, clear or prune")
+            raise UsageError(f"Unknown %memory action {action!r}; use {', '.join(self.NAMES)}")
+        if action in ("show", "clear", "prune") and text:
+            raise UsageError(f"%memory {action} takes no text, got {text!r}; did you mean %memory save {text}?")
         if action == "show":
             from bub_nb.notebook.widgets import MemoryView
 
-            if text:
-                raise UsageError(f"%memory show takes no text; did you mean %memory save {text}?")
             display(MemoryView(zone))
             return
         if action == "save":

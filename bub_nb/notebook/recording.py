@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from bub_nb.errors import TapeError
 from bub_nb.tape import Tape
 from bub_nb.tape.events import NOTEBOOK_CELL
 
-CELL_EVENT = NOTEBOOK_CELL
-_SKIPPED_PREFIXES = (",", "%%bub", "%bub", "%tape record", "%handoff", "%context", "%memory", "%anchors")
+SKIPPED_PREFIXES = (",", "%%bub", "%bub", "%tape record", "%handoff", "%context", "%memory", "%anchors")
 _MAX_SOURCE = 8000
 
 
@@ -32,8 +32,11 @@ class CellRecorder:
         self.active = False
 
     def start(self) -> None:
+        tape = self._tape()
+        if tape.read_only:
+            raise TapeError(f"Tape {tape.name!r} opens read-only; cells cannot be recorded on it")
         # Cells recorded before the first anchor would fall outside every phase's view.
-        self._tape().ensure_bootstrap_anchor()
+        tape.ensure_bootstrap_anchor()
         if not self.active:
             self._shell.events.register("post_run_cell", self.post_run_cell)
             self.active = True
@@ -45,8 +48,11 @@ class CellRecorder:
 
     def post_run_cell(self, result: Any) -> None:
         source = (getattr(result.info, "raw_cell", None) or "").strip()
-        if not source or source.startswith(_SKIPPED_PREFIXES):
+        if not source or source.startswith(SKIPPED_PREFIXES):
             return
+        tape = self._tape()
+        if tape.read_only:
+            return  # an archive opened with %tape use; recording goes on when a writable tape is back
         error = result.error_in_exec or result.error_before_exec
         count = result.execution_count
-        self._tape().append_event(CELL_EVENT, cell_event(count, source, error), cell=count, source="notebook")
+        tape.append_event(NOTEBOOK_CELL, cell_event(count, source, error), cell=count, source="notebook")

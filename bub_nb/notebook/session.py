@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import fnmatch
 import os
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bub_nb.agent import Agent
 from bub_nb.agent.builtin_tools import builtin_registry
 from bub_nb.agent.hookspecs import Envelope, StreamEvent
+from bub_nb.agent.kernel_tools import RUNNING, Kernel, Limits, kernel_tools
 from bub_nb.agent.models import Model, resolve_model
 from bub_nb.agent.registry import default_pipeline
 from bub_nb.agent.state import TurnState, turn_state
@@ -20,50 +23,91 @@ from bub_nb.errors import BubNbError, ToolError
 from bub_nb.tape import Tape, current_notebook, open_tape
 from bub_nb.tape.stores.archive import is_archive_name
 
+if TYPE_CHECKING:
+    from bub_nb.context.modes import Mode
+    from bub_nb.notebook.settings import Settings
+
 
 def resolve_tools(
-    spec: str | Iterable[str] | None, namespace: Mapping[str, Any]
+    spec: str | Iterable[str] | None,
+    namespace: Mapping[str, Any],
+    kernel: Iterable[Tool] = (),
+    *,
+    allow_code: bool = False,
 ) -> tuple[list[Tool], bool | list[str]]:
-    """``--tools a,b``: builtin names or globs (``memory.*``), or functions/tools from the notebook.
+    """``--tools a,b``: builtin names or globs (``memory.*``), kernel tools, or functions/tools from the notebook.
 
-    Returns the user's tools and the builtin selection (``True`` for all builtins when no spec).
+    Returns the user's tools (with the chosen kernel tools) and the builtin selection (``True`` for all
+    builtins when no spec). Without a spec the kernel tools that look are offered, and ``python.run``
+    too when ``allow_code``; a glob such as ``*`` never offers ``python.run`` unless code is allowed:
+    only naming it does.
     """
+    kernel = list(kernel)
+    offered = [item for item in kernel if item.name != RUNNING or allow_code]
     if spec is None:
-        return [], True
+        return offered, True
     names = [n.strip() for n in (spec.split(",") if isinstance(spec, str) else spec) if n.strip()]
     if names in (["none"], []):
         return [], False
     builtins = builtin_registry()
     chosen_builtins: list[str] = []
-    own: list[Tool] = []
+    own: dict[str, Tool] = {}
     for name in names:
-        if name in builtins or "*" in name:
-            builtins.select([name])  # raises naming the known tools when a glob matches nothing
-            chosen_builtins.append(name)
+        glob = "*" in name or "?" in name
+        from_builtins = [item for item in builtins if _matches(item, name)]
+        from_kernel = [item for item in (offered if glob else kernel) if _matches(item, name)]
+        if from_builtins or from_kernel:
+            chosen_builtins += [name] if from_builtins else []
+            own.update((item.name, item) for item in from_kernel)
             continue
         value = namespace.get(name)
         if isinstance(value, Tool):
-            own.append(value)
-        elif callable(value):
-            own.append(tool(value))
+            own[value.name] = value
+        elif callable(value) and not glob:
+            made = tool(value)
+            own[made.name] = made
         else:
-            known = ", ".join([*builtins.names, *(k for k, v in namespace.items() if isinstance(v, Tool))])
-            raise ToolError(f"Tool {name!r} is neither a builtin tool nor a function in the notebook; known: {known}")
-    return own, chosen_builtins or False
+            theirs = [key for key, value in namespace.items() if isinstance(value, Tool)]
+            known = ", ".join([*builtins.names, *(item.name for item in kernel), *theirs])
+            what = "matches no tool" if glob else "is neither a builtin tool nor a function in the notebook"
+            raise ToolError(f"Tool {name!r} {what}; known: {known}")
+    return list(own.values()), chosen_builtins or False
+
+
+def _matches(item: Tool, pattern: str) -> bool:
+    return fnmatch.fnmatchcase(item.name, pattern) or fnmatch.fnmatchcase(item.model_name, pattern)
+
+
+@dataclass(frozen=True)
+class AgentOptions:
+    """How a notebook turn runs, from a cell's options over the magics' settings: ``%%bub``, the comma
+    commands, ``%handoff --summarize`` and ``%tape replay`` all take them from here."""
+
+    model: Model
+    tools: tuple[Tool, ...]
+    builtin_tools: bool | list[str]
+    max_steps: int
+    context: Mode
+    instructions: str | None
+    budget: int | None
+    result_budget: int | None
 
 
 class NotebookSession:
     """State the magics share: the current tape, and how turns are run."""
 
-    def __init__(self, settings: Any, namespace: Callable[[], Mapping[str, Any]]) -> None:
+    def __init__(
+        self, settings: Settings, namespace: Callable[[], Mapping[str, Any]], kernel: Kernel | None = None
+    ) -> None:
         self._settings = settings
         self._namespace = namespace
+        self._kernel = kernel
         self._tape: Tape | None = None
         self.last_turn: Turn | None = None
         self.last_agent: Agent | None = None
 
     @property
-    def settings(self) -> Any:
+    def settings(self) -> Settings:
         """The magics' configuration (``BubMagics`` traits)."""
         return self._settings
 
@@ -83,7 +127,7 @@ class NotebookSession:
             return open_tape(name_or_path, home=home)
         if name_or_path and (name_or_path.endswith(".jsonl") or os.sep in name_or_path):
             return open_tape(Path(name_or_path).expanduser(), create=create)
-        store = getattr(self._settings, "store", "") or None
+        store = self._settings.store or None
         if store is not None:
             return open_tape(name_or_path, store=store, create=create)
         return open_tape(name_or_path, home=home, create=create)
@@ -115,6 +159,34 @@ class NotebookSession:
         # BUB_API_BASE / OPENAI_BASE_URL or key reaches the next turn while the client is still reused.
         return resolve_model(spec)
 
+    def agent_options(
+        self,
+        *,
+        model: str | None = None,
+        context: str | None = None,
+        tools: str | None = None,
+        budget: int | None = None,
+    ) -> AgentOptions:
+        """A cell's options over the settings; ``budget=0`` turns a configured budget off for that cell."""
+        settings = self._settings
+        own, builtins = resolve_tools(
+            tools or (settings.tools or None),
+            self._namespace(),
+            self.kernel_tools(),
+            allow_code=bool(settings.allow_code),
+        )
+        budget = settings.budget if budget is None else budget
+        return AgentOptions(
+            model=self.model(model),
+            tools=tuple(own),
+            builtin_tools=builtins,
+            max_steps=settings.max_steps,
+            context=parse_mode(context or settings.context or "last"),
+            instructions=settings.system_prompt or None,
+            budget=budget or None,
+            result_budget=settings.tool_budget or None,
+        )
+
     def agent(
         self,
         *,
@@ -124,19 +196,28 @@ class NotebookSession:
         cell: int | None = None,
         budget: int | None = None,
     ) -> Agent:
-        own, builtins = resolve_tools(tools or (self._settings.tools or None), self._namespace())
+        """An agent on the current tape with :meth:`agent_options`, run as a notebook's turn (through the
+        plugin pipeline, its events marked with the cell)."""
+        options = self.agent_options(model=model, context=context, tools=tools, budget=budget)
         return Agent(
             self.tape,
-            model=self.model(model),
-            tools=own,
-            max_steps=self._settings.max_steps,
-            context=parse_mode(context or self._settings.context or "last"),
-            instructions=self._settings.system_prompt or None,
-            builtin_tools=builtins,
+            model=options.model,
+            tools=list(options.tools),
+            max_steps=options.max_steps,
+            context=options.context,
+            instructions=options.instructions,
+            builtin_tools=options.builtin_tools,
             pipeline=default_pipeline(),
             meta={"cell": cell, "source": "notebook"} if cell is not None else {"source": "notebook"},
-            budget=budget if budget is not None else getattr(self._settings, "budget", 0) or None,
+            budget=options.budget,
+            result_budget=options.result_budget,
         )
+
+    def kernel_tools(self) -> list[Tool]:
+        """``notebook.*`` and ``python.run`` over this kernel (none without a kernel)."""
+        if self._kernel is None:
+            return []
+        return kernel_tools(self._kernel, limits=Limits())
 
     def run_turn(self, agent: Agent, prompt: str, *, on_delta: Callable[[str], None] | None) -> Turn:
         """One turn through the pipeline, as a ``notebook`` inbound envelope."""

@@ -1,31 +1,86 @@
-"""``%tape`` subcommands: each parses its own arguments and calls the tape API."""
+"""``%tape`` subcommands: one registry of (name, parser, handler) that parsing, dispatch and ``%tape?`` all read."""
 
 from __future__ import annotations
 
+import argparse
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from IPython.core.error import UsageError
 from IPython.core.magic_arguments import MagicArgumentParser
 
+from bub_nb.memory import MemoryZone
 from bub_nb.notebook.display import show
 
 if TYPE_CHECKING:
-    from bub_nb.notebook.recording import CellRecorder
     from bub_nb.notebook.session import NotebookSession
+    from bub_nb.tape import Tape
+
+Handler = Callable[["TapeCommands", argparse.Namespace], Any]
 
 
-def _parser(name: str, description: str) -> MagicArgumentParser:
-    return MagicArgumentParser(prog=f"%tape {name}", description=description, add_help=False)
+@dataclass(frozen=True)
+class Subcommand:
+    """One ``%tape`` subcommand: its parser (which also writes its help) and what it does."""
+
+    name: str
+    parser: MagicArgumentParser
+    handler: Handler
 
 
-def first_view_text(tape: Any) -> str:
+#: Every ``%tape`` subcommand, in the order ``%tape?`` lists them.
+SUBCOMMANDS: dict[str, Subcommand] = {}
+
+
+def subcommand(
+    name: str, description: str, *arguments: tuple[tuple[str, ...], dict[str, Any]]
+) -> Callable[[Handler], Handler]:
+    """Register a handler as ``%tape NAME`` with its arguments (each ``arg(...)``)."""
+    # IPython's help formatter writes the "%" before the name itself.
+    parser = MagicArgumentParser(prog=f"tape {name}", description=description, add_help=False)
+    for flags, options in arguments:
+        parser.add_argument(*flags, **options)
+
+    def register(handler: Handler) -> Handler:
+        SUBCOMMANDS[name] = Subcommand(name, parser, handler)
+        return handler
+
+    return register
+
+
+def arg(*flags: str, **options: Any) -> tuple[tuple[str, ...], dict[str, Any]]:
+    """One argument of a subcommand, as ``ArgumentParser.add_argument`` takes it."""
+    return flags, options
+
+
+def tape_help() -> str:
+    """The help ``%tape?`` shows: the form of the magic, then each subcommand's own help."""
+    parts = [
+        "::\n\n  %tape SUBCOMMAND [ARGUMENTS ...]\n",
+        "Inspect and manage the tape: " + ", ".join(SUBCOMMANDS) + ".\n",
+        *(command.parser.format_help() for command in SUBCOMMANDS.values()),
+    ]
+    return "\n".join(parts)
+
+
+Documented = TypeVar("Documented", bound=Callable[..., Any])
+
+
+def with_tape_help(magic: Documented) -> Documented:
+    """Give the ``%tape`` magic :func:`tape_help` as its docstring, so ``%tape?`` never goes stale."""
+    magic.__doc__ = tape_help()
+    return magic
+
+
+def first_view_text(tape: Tape) -> str:
     """What the next turn on a (forked) tape will see: where its view starts, what it holds, its memory."""
     view = tape.view()
     anchor = view.anchor
     start = f"⚓ {anchor.name}" if anchor is not None else "the first entry"
     keys = ", ".join(sorted(anchor.state)) if anchor is not None and anchor.state else "no state"
-    version = tape.memory.read().version
+    version = MemoryZone(tape).read().version
     memory = f"memory v{version}" if version else "no saved memory"
     return (
         f"Its first view starts at {start} ({keys}) and holds {len(view.messages)} messages "
@@ -34,144 +89,173 @@ def first_view_text(tape: Any) -> str:
 
 
 class TapeCommands:
-    """The subcommands of ``%tape``; unknown ones and bad arguments are one-line ``UsageError``s."""
+    """Runs ``%tape`` lines on the session's tape; unknown subcommands and bad arguments are one-line
+    ``UsageError``s. ``record`` switches cell recording (``BubMagics.record``)."""
 
-    NAMES = ("info", "df", "search", "reset", "fork", "replay", "export", "use", "record")
+    def __init__(self, session: NotebookSession, record: Callable[[bool], None]) -> None:
+        self.session = session
+        self.record = record
 
-    def __init__(self, session: NotebookSession, recorder: CellRecorder) -> None:
-        self._session = session
-        self._recorder = recorder
+    def run(self, words: list[str]) -> Any:
+        names = ", ".join(SUBCOMMANDS)
+        if not words:
+            raise UsageError(f"%tape needs a subcommand: {names} (see %tape?)")
+        command = SUBCOMMANDS.get(words[0])
+        if command is None:
+            raise UsageError(f"Unknown %tape subcommand {words[0]!r}; use one of: {names}")
+        return command.handler(self, command.parser.parse_intermixed_args(words[1:]))
 
-    def run(self, subcommand: str, words: list[str]) -> Any:
-        if subcommand not in self.NAMES:
-            raise UsageError(f"Unknown %tape subcommand {subcommand!r}; use one of: {', '.join(self.NAMES)}")
-        return getattr(self, f"_{subcommand}")(words)
 
-    def _no_arguments(self, name: str, words: list[str]) -> None:
-        if words:
-            raise UsageError(f"%tape {name} takes no arguments, got {' '.join(words)!r}")
+@subcommand("info", "The tape's name, location, size, entries and last anchor.")
+def _info(commands: TapeCommands, args: argparse.Namespace) -> Any:
+    return commands.session.tape.info()
 
-    def _info(self, words: list[str]) -> Any:
-        self._no_arguments("info", words)
-        return self._session.tape.info()
 
-    def _df(self, words: list[str]) -> Any:
-        self._no_arguments("df", words)
-        return self._session.tape.to_frame()
+@subcommand("df", "The tape as a DataFrame, one row per entry (see df.tape for phases, usage and search).")
+def _df(commands: TapeCommands, args: argparse.Namespace) -> Any:
+    return commands.session.tape.to_frame()
 
-    def _search(self, words: list[str]) -> Any:
-        parser = _parser("search", "Entries containing QUERY, newest first.")
-        parser.add_argument("query", nargs="+")
-        parser.add_argument("--limit", type=int, default=20)
-        parser.add_argument("--all", action="store_true", help="every match, however many")
-        args = parser.parse_args(words)
-        from bub_nb.tape.frames.frame import entries_to_frame
 
-        tape = self._session.tape
-        found = tape.search(" ".join(args.query), limit=None if args.all else args.limit)
-        if found.cut:
-            print(f"The {len(found)} newest matches; more entries match (--limit N, or --all for every one).")
-        return entries_to_frame(found, tape)
+@subcommand(
+    "search",
+    "Entries containing QUERY, newest first.",
+    arg("query", nargs="+", metavar="QUERY", help="the words to look for"),
+    arg("--limit", type=int, default=20, metavar="N", help="at most this many entries (default 20)"),
+    arg("--all", action="store_true", help="every match, however many"),
+)
+def _search(commands: TapeCommands, args: argparse.Namespace) -> Any:
+    from bub_nb.tape.frames.frame import entries_to_frame
 
-    def _reset(self, words: list[str]) -> None:
-        parser = _parser("reset", "Start the tape over with session/start.")
-        parser.add_argument("--archive", action="store_true", help="keep the old tape as <name>.jsonl.<time>.bak")
-        args = parser.parse_args(words)
-        entries = self._session.tape.reset(archive=args.archive)
-        archived = (entries[0].payload.get("state") or {}).get("archived")
-        where = f" The old entries are archived at `{archived}`." if archived else " The old entries were discarded."
-        show(f"🔄 Tape `{self._session.tape.name}` starts over at ⚓ session/start.{where}")
+    tape = commands.session.tape
+    found = tape.search(" ".join(args.query), limit=None if args.all else args.limit)
+    if found.cut:
+        print(f"The {len(found)} newest matches; more entries match (--limit N, or --all for every one).")
+    return entries_to_frame(found, tape)
 
-    def _fork(self, words: list[str]) -> None:
-        parser = _parser("fork", "Copy the tape from an anchor on into a new tape and switch to it.")
-        parser.add_argument("name")
-        parser.add_argument("--from", dest="from_anchor", default=None, help="anchor to fork from (default: all)")
-        parser.add_argument("--intention", default=None, help="next steps for the forked session")
-        args = parser.parse_args(words)
-        parent = self._session.tape
-        child = parent.fork_session(args.name, from_anchor=args.from_anchor, intention=args.intention)
-        self._session.use(child.name if parent.path is None or child.path is None else str(child.path), create=True)
-        show(
-            f"🍴 Forked `{parent.name}` into `{child.name}` ({len(child)} entries) and switched to it. "
-            f"{first_view_text(child)} `%tape use {parent.name}` goes back."
-        )
 
-    def _replay(self, words: list[str]) -> Any:
-        parser = _parser("replay", "Send this tape's recorded prompts to another model on a fork; one row per prompt.")
-        parser.add_argument("-m", "--model", required=True, help="the model to replay on, e.g. offline")
-        parser.add_argument("--from", dest="from_anchor", default=None, help="replay the prompts after this anchor")
-        parser.add_argument("--into", default=None, help="the fork's name (default: <tape>__replay__<model>)")
-        args = parser.parse_args(words)
-        from bub_nb.agent.replay import replay
-        from bub_nb.context import parse_mode
-        from bub_nb.notebook.session import resolve_tools
+@subcommand(
+    "reset",
+    "Start the tape over with session/start.",
+    arg("--archive", action="store_true", help="keep the old tape as <name>.jsonl.<time>.bak"),
+)
+def _reset(commands: TapeCommands, args: argparse.Namespace) -> None:
+    tape = commands.session.tape
+    entries = tape.reset(archive=args.archive)
+    archived = (entries[0].payload.get("state") or {}).get("archived")
+    where = f" The old entries are archived at `{archived}`." if archived else " The old entries were discarded."
+    show(f"🔄 Tape `{tape.name}` starts over at ⚓ session/start.{where}")
 
-        session = self._session
-        own, builtins = resolve_tools(session.settings.tools or None, session.namespace())
-        frame = replay(
-            session.tape,
-            model=session.model(args.model),
-            from_anchor=args.from_anchor,
-            into=args.into,
-            context=parse_mode(session.settings.context or "last"),
-            tools=own,
-            builtin_tools=builtins,
-            instructions=session.settings.system_prompt or None,
-            max_steps=session.settings.max_steps,
-        )
-        differs = frame.index[frame["first_difference"]]
-        first = f"the answers first differ at row {differs[0]}" if len(differs) else "every answer is the same"
-        show(
-            f"🔁 Replayed {len(frame)} prompts of `{frame.attrs['source']}` on `{frame.attrs['model']}` into "
-            f"`{frame.attrs['fork']}`: {first}. The source tape is unchanged; `%tape use {frame.attrs['fork']}` "
-            "opens the fork."
-        )
-        if frame.attrs.get("stopped"):
-            show(f"⚠️ {frame.attrs['stopped']}")
-        return frame
 
-    def _export(self, words: list[str]) -> None:
-        parser = _parser("export", "Write the tape as a Markdown transcript per phase, or as JSON Lines.")
-        parser.add_argument("parts", nargs="+", metavar="[md|jsonl] PATH")
-        args = parser.parse_args(words)
-        parts = list(args.parts)
-        fmt = parts.pop(0) if parts[0] in ("md", "markdown", "jsonl") and len(parts) > 1 else None
-        if len(parts) != 1:
-            raise UsageError(f"%tape export takes [md|jsonl] PATH, got {' '.join(args.parts)!r}")
-        path = Path(parts[0]).expanduser()
-        fmt = fmt or ("jsonl" if path.suffix == ".jsonl" else "md")
-        tape = self._session.tape
-        try:
-            if fmt == "jsonl":
-                from bub_nb.tape.reports.transcript import write_jsonl
+@subcommand(
+    "fork",
+    "Copy the tape from an anchor on into a new tape and switch to it.",
+    arg("name", metavar="NAME", help="the new tape's name"),
+    arg("--from", dest="from_anchor", default=None, metavar="ANCHOR", help="anchor to fork from (default: all)"),
+    arg("--intention", default=None, metavar="TEXT", help="next steps for the forked session"),
+)
+def _fork(commands: TapeCommands, args: argparse.Namespace) -> None:
+    session = commands.session
+    parent = session.tape
+    child = parent.fork_session(args.name, from_anchor=args.from_anchor, intention=args.intention)
+    session.use(child.name if parent.path is None or child.path is None else str(child.path), create=True)
+    show(
+        f"🍴 Forked `{parent.name}` into `{child.name}` ({len(child)} entries) and switched to it. "
+        f"{first_view_text(child)} `%tape use {parent.name}` goes back."
+    )
 
-                count = write_jsonl(tape, path)
-            else:
-                from bub_nb.tape.reports.transcript import transcript_markdown
 
-                path.write_text(transcript_markdown(tape), encoding="utf-8")
-                count = len(tape)
-        except OSError as exc:
-            raise UsageError(f"Cannot write the export to {str(path)!r}: {exc.strerror or exc}") from None
-        show(f"📤 Exported {count} entries of `{tape.name}` to `{path}` ({fmt}).")
+@subcommand(
+    "replay",
+    "Send this tape's recorded prompts to another model on a fork; one row per prompt. "
+    "Tools, view mode, instructions and max_steps are those %%bub uses.",
+    arg("-m", "--model", required=True, help="the model to replay on, e.g. offline"),
+    arg("--from", dest="from_anchor", default=None, metavar="ANCHOR", help="replay the prompts after this anchor"),
+    arg("--into", default=None, metavar="NAME", help="the fork's name (default: <tape>__replay__<model>)"),
+)
+def _replay(commands: TapeCommands, args: argparse.Namespace) -> Any:
+    from bub_nb.agent.replay import replay
 
-    def _use(self, words: list[str]) -> None:
-        create = "--new" in words
-        words = [word for word in words if word != "--new"]
-        if len(words) != 1:
-            raise UsageError(f"%tape use takes one tape NAME or PATH (--new to start one), got {' '.join(words)!r}")
-        tape = self._session.use(words[0], create=create)
-        fresh = " (a new tape: it is written on the first turn)" if not len(tape) else ""
-        show(f"📼 Now on tape `{tape.name}` ({len(tape)} entries) at `{tape.location}`{fresh}.")
+    session = commands.session
+    options = session.agent_options(model=args.model)
+    frame = replay(
+        session.tape,
+        model=options.model,
+        from_anchor=args.from_anchor,
+        into=args.into,
+        context=options.context,
+        tools=list(options.tools),
+        builtin_tools=options.builtin_tools,
+        instructions=options.instructions,
+        max_steps=options.max_steps,
+    )
+    differs = frame.index[frame["first_difference"]]
+    first = f"the answers first differ at row {differs[0]}" if len(differs) else "every answer is the same"
+    show(
+        f"🔁 Replayed {len(frame)} prompts of `{frame.attrs['source']}` on `{frame.attrs['model']}` into "
+        f"`{frame.attrs['fork']}`: {first}. The source tape is unchanged; `%tape use {frame.attrs['fork']}` "
+        "opens the fork."
+    )
+    if frame.attrs.get("stopped"):
+        show(f"⚠️ {frame.attrs['stopped']}")
+    return frame
 
-    def _record(self, words: list[str]) -> None:
-        if words not in (["on"], ["off"]):
-            raise UsageError(f"%tape record takes on or off, got {' '.join(words)!r}")
-        recorder = self._recorder
-        if words == ["on"]:
-            recorder.start()
-            message = "⏺ Recording executed cells as `notebook.cell` events (try `--context notebook`)."
+
+_FORMATS = {"md": "md", "markdown": "md", "jsonl": "jsonl"}
+
+
+@subcommand(
+    "export",
+    "Write the tape as a Markdown transcript per phase, or as JSON Lines (the format follows a .jsonl PATH).",
+    arg("parts", nargs="+", metavar="[md|jsonl] PATH", help="the format, then the file to write"),
+)
+def _export(commands: TapeCommands, args: argparse.Namespace) -> None:
+    parts = list(args.parts)
+    fmt = _FORMATS.get(parts[0]) if len(parts) > 1 else None
+    if fmt is not None:
+        parts.pop(0)
+    if len(parts) != 1:
+        raise UsageError(f"%tape export takes [md|jsonl] PATH, got {' '.join(args.parts)!r}")
+    if parts[0] in _FORMATS:
+        word = parts[0]
+        raise UsageError(f"%tape export {word} needs the PATH to write, e.g. %tape export {word} tape.{_FORMATS[word]}")
+    path = Path(parts[0]).expanduser()
+    fmt = fmt or ("jsonl" if path.suffix == ".jsonl" else "md")
+    tape = commands.session.tape
+    try:
+        if fmt == "jsonl":
+            from bub_nb.tape.reports.transcript import write_jsonl
+
+            count = write_jsonl(tape, path)
         else:
-            recorder.stop()
-            message = "⏹ Stopped recording cells."
-        show(message)
+            from bub_nb.tape.reports.transcript import transcript_markdown
+
+            path.write_text(transcript_markdown(tape), encoding="utf-8")
+            count = len(tape)
+    except OSError as exc:
+        raise UsageError(f"Cannot write the export to {str(path)!r}: {exc.strerror or exc}") from None
+    show(f"📤 Exported {count} entries of `{tape.name}` to `{path}` ({fmt}).")
+
+
+@subcommand(
+    "use",
+    "Switch to another tape by name or path; the current one stays if it cannot be opened.",
+    arg("target", metavar="NAME|PATH", help="a tape name, a .jsonl path or an archive"),
+    arg("--new", action="store_true", help="start the tape if it does not exist"),
+)
+def _use(commands: TapeCommands, args: argparse.Namespace) -> None:
+    tape = commands.session.use(args.target, create=args.new)
+    fresh = " (a new tape: it is written on the first turn)" if not len(tape) else ""
+    show(f"📼 Now on tape `{tape.name}` ({len(tape)} entries) at `{tape.location}`{fresh}.")
+
+
+@subcommand(
+    "record",
+    "Record executed code cells as notebook.cell events (see --context notebook), or stop.",
+    arg("switch", choices=("on", "off"), help="on or off"),
+)
+def _record(commands: TapeCommands, args: argparse.Namespace) -> None:
+    commands.record(args.switch == "on")
+    if args.switch == "on":
+        show("⏺ Recording executed cells as `notebook.cell` events (try `--context notebook`).")
+    else:
+        show("⏹ Stopped recording cells.")

@@ -31,6 +31,14 @@ class ScriptedReply:
     headers: Mapping[str, str] = field(default_factory=dict)
     drop_after: int | None = None
     finish_reason: str | None = None
+    stream_usage: bool = True
+    """False: a stream brings no usage even when asked for it (llama-cpp-python's server)."""
+    empty_stream: bool = False
+    """A streamed request gets 200 and no event at all (llama-cpp-python's server, when the request fails)."""
+    overflow_limit: int | None = None
+    """Refuse as over this window, naming the request's own count (``error`` is then made per request)."""
+    ping_every: float | None = None
+    """Seconds between SSE ``: ping`` comments sent instead of an answer, until the client or the server stops."""
 
     @property
     def finish(self) -> str:

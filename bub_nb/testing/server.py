@@ -103,6 +103,15 @@ class OpenAICompatibleServer:
         return self._script.model
 
     @property
+    def default_text(self) -> str:
+        """What a request gets when the script is empty."""
+        return self._script.default_text
+
+    @default_text.setter
+    def default_text(self, text: str) -> None:
+        self._script.default_text = text
+
+    @property
     def context_window(self) -> int | None:
         """Prompts estimated above this many tokens get OpenAI's 400 ``context_length_exceeded``."""
         return self._script.context_window
@@ -121,14 +130,30 @@ class OpenAICompatibleServer:
         delay: float = 0.0,
         chunk_delay: float = 0.0,
         finish_reason: str | None = None,
+        stream_usage: bool = True,
     ) -> OpenAICompatibleServer:
         """Answer the next request with ``text``, streamed one word per chunk.
 
         ``usage`` is a usage mapping (or a ``Usage``); without it the reply reports token
         estimates. ``delay`` holds the whole answer back; ``chunk_delay`` paces a stream.
+        ``stream_usage=False`` leaves usage out of a stream even when the request asks for it.
         """
-        reply = ScriptedReply(text, (), usage_dict(usage), delay, chunk_delay, finish_reason=finish_reason)
+        reply = ScriptedReply(
+            text, (), usage_dict(usage), delay, chunk_delay, finish_reason=finish_reason, stream_usage=stream_usage
+        )
         return self._push(reply)
+
+    def refuse(self, status: int, body: Mapping[str, Any]) -> OpenAICompatibleServer:
+        """Answer the next request with HTTP ``status`` and exactly ``body``, as a server other than OpenAI words it."""
+        return self._push(ScriptedReply(status=status, error=dict(body)))
+
+    def empty_stream(self) -> OpenAICompatibleServer:
+        """Answer the next request, if it streams, with 200 and no event at all (then the script goes on)."""
+        return self._push(ScriptedReply(empty_stream=True))
+
+    def ping_only(self, every: float = 0.1) -> OpenAICompatibleServer:
+        """Answer the next request with SSE ``: ping`` comments every ``every`` seconds and nothing else."""
+        return self._push(ScriptedReply(ping_every=every))
 
     def reply_tool_calls(
         self,
@@ -186,8 +211,13 @@ class OpenAICompatibleServer:
         return self._push(ScriptedReply(status=status, error=error, headers=headers, delay=delay))
 
     def fail_context_length(self, limit: int = 8192, requested: int | None = None) -> OpenAICompatibleServer:
-        """Answer the next request with OpenAI's 400 ``context_length_exceeded`` error."""
-        requested = requested if requested is not None else limit + 1000
+        """Answer the next request with OpenAI's 400 ``context_length_exceeded`` error.
+
+        Without ``requested`` the error names the server's own count of that request, as OpenAI's does (a client
+        that calibrates its estimates on the count is not misled by a number made up for the script).
+        """
+        if requested is None:
+            return self._push(ScriptedReply(status=400, overflow_limit=limit))
         return self._push(ScriptedReply(status=400, error=context_length_error(limit, requested)))
 
     def delay(self, seconds: float, text: str | None = None) -> OpenAICompatibleServer:

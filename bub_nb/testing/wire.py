@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import datetime
 import json
 import re
 import socket
@@ -13,11 +14,12 @@ from collections.abc import Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from bub_nb.testing.refusals import STATUS_MESSAGES, error_body, request_problem
+from bub_nb.testing.refusals import STATUS_MESSAGES, context_length_error, error_body, request_problem
 from bub_nb.testing.script import ReplyScript, ScriptedReply, usage_dict
 
 THREAD_PREFIX = "bub-nb-test-endpoint"
 _WORDS = re.compile(r"\s*\S+\s*|\s+")
+SSE_HEADERS = {"Transfer-Encoding": "chunked", "Cache-Control": "no-store", "X-Accel-Buffering": "no"}
 _ARGUMENT_PIECE = 8  # characters of tool arguments per streamed delta, so arguments arrive in several deltas
 
 
@@ -128,8 +130,19 @@ class ChatHandler(BaseHTTPRequestHandler):
     def _answer(self, body: dict[str, Any], reply: ScriptedReply) -> None:
         if reply.delay and self.server.stopping.wait(reply.delay):
             raise _Dropped
-        if reply.status != 200:
+        if reply.overflow_limit is not None:
+            from bub_nb.context.tokens import count_messages_tokens
+
+            counted = count_messages_tokens(body["messages"])
+            self._send_json(400, context_length_error(reply.overflow_limit, counted))
+        elif reply.status != 200:
             self._send_json(reply.status, dict(reply.error or {}), reply.headers)
+        elif reply.ping_every is not None:
+            self._ping(reply.ping_every)
+        elif reply.empty_stream and body.get("stream"):
+            self._send_head(200, "text/event-stream; charset=utf-8", SSE_HEADERS)
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
         elif body.get("stream"):
             self._stream(body, reply)
         else:
@@ -189,7 +202,7 @@ class ChatHandler(BaseHTTPRequestHandler):
                 for i in range(0, len(arguments), _ARGUMENT_PIECE)
             )
         events.append(chunk({}, reply.finish))
-        if include_usage:
+        if include_usage and reply.stream_usage:
             events.append({**base, "choices": [], "usage": self._usage(body, reply)})
         return events
 
@@ -207,6 +220,14 @@ class ChatHandler(BaseHTTPRequestHandler):
         self._write_chunk(b"data: [DONE]\n\n")
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
+
+    def _ping(self, every: float) -> None:
+        """What sse-starlette (under llama-cpp-python's server) sends while a request waits: comments only."""
+        self._send_head(200, "text/event-stream; charset=utf-8", SSE_HEADERS)
+        while not self.server.stopping.wait(every):
+            stamp = datetime.datetime.now(datetime.UTC)
+            self._write_chunk(f": ping - {stamp}\n\n".encode())
+        raise _Dropped
 
     # -- the wire --------------------------------------------------------------------------------
 

@@ -140,6 +140,7 @@ def test_overflow_recovery_a_context_overflow_from_the_server_produces_the_auto_
     for number in range(6):
         agent.run(f"Part {number}: " + "a long paragraph about tapes " * 60)
     openai_server.context_window = 1500  # the history no longer fits; one prompt after an anchor does
+    openai_server.default_text = "Summary:\nSix parts were about tapes [#3]."  # each summary cites the phase
     before = len(openai_server.requests)
     turn = agent.run("What next?")
 
@@ -187,9 +188,9 @@ def test_a_second_overflow_in_the_same_turn_is_an_error_with_everything_on_the_t
 def assert_interrupted(tape: Tape, partial: str) -> None:
     system = max(entry.id for entry in tape.read() if entry.kind == "system")
     entries = tape.read(system)
-    assert kinds(entries) == ["system", "message", "error", "message", "event"]
-    assert entries[2].payload["kind"] == "interrupted"
-    assert entries[3].payload == {"role": "assistant", "content": partial} and entries[3].meta["partial"] is True
+    assert kinds(entries) == ["system", "message", "message", "error", "event"]  # the answer, then the error
+    assert entries[3].payload["kind"] == "interrupted"
+    assert entries[2].payload == {"role": "assistant", "content": partial} and entries[2].meta["partial"] is True
     assert entries[4].payload["data"]["status"] == "interrupted"
 
 

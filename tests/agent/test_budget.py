@@ -101,6 +101,7 @@ def test_prices_come_from_the_file_bub_prices_names(tmp_path: Path, monkeypatch:
         ({"m": {"input": -1, "output": 0}}, "the input price -1"),
         ({"m": {"input": "cheap", "output": 0}}, "the input price 'cheap'"),
         ({"m": {"input": 1, "output": float("inf")}}, "the output price inf"),
+        ({"m": {"input": 10**400, "output": 1}}, "the input price 1000.*0000; a price is a finite number"),
         ({"": {"input": 1, "output": 1}}, "names model ''"),
     ],
 )
@@ -143,20 +144,24 @@ def test_an_agent_budget_refuses_a_turn_over_it_before_writing(tape: Tape) -> No
 
 
 def test_bub_budget_refuses_in_the_cell_and_the_trait_sets_a_default(
-    nb: Notebook, caplog: pytest.LogCaptureFixture
+    nb: Notebook, capsys: pytest.CaptureFixture[str]
 ) -> None:
     nb.run("%%bub\nhello")
     nb.refused("%%bub --budget 20\nwhat now?", r"over the budget of 20; nothing was written: hand off \(%handoff")
-    nb.refused("%%bub --budget 0\nwhat now?", "--budget 0 is not a number of tokens")
+    nb.refused("%%bub --budget -1\nwhat now?", "--budget -1 is not a number of tokens; give one, or 0 for no budget")
     nb.run("%config BubMagics.budget = 20")
     nb.refused("%%bub\nwhat now?", "over the budget of 20")
+    nb.refused("%bub what now?", "over the budget of 20")
     nb.run("%%bub --budget 100000\nwhat now?")  # the cell's budget wins over the trait
-    nb.run("%config BubMagics.budget = -1")  # %config logs the one-line error and keeps the value
+    nb.run("%bub --budget 0 and now?")  # 0 switches the configured budget off for this cell only
+    nb.refused("%bub what now?", "over the budget of 20")
+    capsys.readouterr()
+    nb.run("%config BubMagics.budget = -1")  # said in one line; the value stays
     assert nb.magics.budget == 20
-    assert "BubMagics.budget must be 0 (no budget) or a number of tokens, got -1" in caplog.text
+    assert capsys.readouterr().err == "BubMagics.budget must be 0 (no budget) or a number of tokens, got -1\n"
 
 
-def test_prices_are_configured_on_the_magics_and_checked(nb: Notebook, caplog: pytest.LogCaptureFixture) -> None:
+def test_prices_are_configured_on_the_magics_and_checked(nb: Notebook, capsys: pytest.CaptureFixture[str]) -> None:
     nb.run('%config BubMagics.prices = {"offline": {"input": 1, "output": 2}}')
     assert current_prices() == {"offline": {"input": 1.0, "output": 2.0}}
     nb.run("%%bub\nhello")
@@ -165,7 +170,8 @@ def test_prices_are_configured_on_the_magics_and_checked(nb: Notebook, caplog: p
         (usage["tokens_in"].iloc[0] * 1 + usage["tokens_out"].iloc[0] * 2) / 1_000_000
     )
     nb.run('%config BubMagics.prices = {"offline": {"in": 1}}')
-    assert "BubMagics.prices gives 'offline' the price {'in': 1}; give exactly 'input' and 'output'" in caplog.text
+    said = capsys.readouterr().err
+    assert "BubMagics.prices gives 'offline' the price {'in': 1}; give exactly 'input' and 'output'" in said
     assert nb.magics.prices == {"offline": {"input": 1.0, "output": 2.0}}
     assert current_prices() == {"offline": {"input": 1.0, "output": 2.0}}
     nb.run("%config BubMagics.prices = {}")

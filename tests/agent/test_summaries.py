@@ -203,7 +203,7 @@ def test_a_citation_outside_the_phase_is_removed_and_counted(tape: Tape, openai_
 
 
 def test_a_phase_longer_than_the_window_is_summarised_in_parts(tmp_path: Any) -> None:
-    with OpenAICompatibleServer(context_window=900) as server:
+    with OpenAICompatibleServer(context_window=900, default_text="Summary:\nThe north grew [#5].") as server:
         model = OpenAIModel("test-model", base_url=server.base_url, api_key="test", timeout=5, max_retries=0)
         tape = Tape("long", MemoryTapeStore())
         tape.ensure_bootstrap_anchor()
@@ -238,7 +238,7 @@ def test_on_overflow_the_retry_carries_the_summary_of_the_dropped_phase(
     tape: Tape, openai_server: Any, model: Any
 ) -> None:
     agent = Agent(tape, model=model)
-    openai_server.reply("We settled on weekly reports.")
+    openai_server.reply("We settled on weekly reports. " + "The reasons were discussed at length. " * 30)
     talk(agent, ["How often do we report?"])
     answer = next(e.id for e in tape.iter_reverse(kinds=("message",)))
     openai_server.fail_context_length()
@@ -275,7 +275,7 @@ def test_offline_overflow_retry_carries_a_summary_of_the_dropped_phase(tape: Tap
 
 
 def test_overflow_falls_back_to_the_extractive_summary(tape: Tape) -> None:
-    talk(Agent(tape, model="offline"), ["We chose the blue palette."])
+    talk(Agent(tape, model="offline"), ["We chose the blue palette. " + "It reads well on a projector. " * 20])
     model = ScriptedModel([ContextLengthError("prompt too long"), ModelError("summary failed"), "ok"])
     turn = Agent(tape, model=model).run("Go on.")
     assert turn.ok and FALLBACK in turn.notices[0]

@@ -1,15 +1,14 @@
-"""Tapes as ATIF trajectories, validated by Harbor's own pydantic models (vendored in tests/data/harbor_atif)."""
+"""Tapes as ATIF trajectories, validated by Harbor's own pydantic models (see tests/harness/harbor.py)."""
 
 from __future__ import annotations
 
 import contextlib
 import json
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from harness.harbor import harbor_trajectories
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -20,19 +19,11 @@ from bub_nb.export.atif import trajectory
 from bub_nb.tape import FileTapeStore, Tape, TapeEntry
 from bub_nb.tape.events import run_usage
 
-HARBOR = Path(__file__).resolve().parents[1] / "data" / "harbor_atif"
-
 
 @pytest.fixture(scope="module")
-def harbor() -> Iterator[Any]:
-    """Harbor's ``Trajectory`` model, imported from the vendored copy of its package."""
-    sys.path.insert(0, str(HARBOR))
-    try:
-        from harbor.models.trajectories import Trajectory
-
-        yield Trajectory
-    finally:
-        sys.path.remove(str(HARBOR))
+def harbor() -> Any:
+    """Harbor's own ``Trajectory`` model."""
+    return harbor_trajectories().Trajectory
 
 
 def add(a: int, b: int) -> int:
@@ -49,7 +40,7 @@ def working_tape(tape: Tape) -> None:
         {"content": "5", "usage": {"prompt_tokens": 50, "completion_tokens": 1}},
     ]
     Agent(tape, model=ScriptedModel(replies), tools=[add]).run("What is 2 + 3?")
-    Agent(tape, model=ScriptedModel(['{"summary": "sums done"}'])).handoff("phase/two", summarize=True)
+    Agent(tape, model=ScriptedModel(['{"summary": "sums done [#2]"}'])).handoff("phase/two", summarize=True)
     with pytest.raises(ModelError):
         Agent(tape, model=ScriptedModel([ModelError("endpoint down")])).run("Still there?")
     Agent(tape, model="offline").run("Hello again")
@@ -91,7 +82,7 @@ def test_anchors_handoffs_summaries_and_errors_are_bub_extensions(tape: Tape, ha
     assert [a["anchor"]["name"] for a in anchors] == ["session/start", "memory/open", "memory/seal", "phase/two"]
     phase_two = anchors[-1]
     assert phase_two["handoff"]["name"] == "phase/two" and len(phase_two["entries"]) == 2
-    assert phase_two["anchor"]["state"]["summary"] == '{"summary": "sums done"}'
+    assert phase_two["anchor"]["state"]["summary"] == '{"summary": "sums done [#2]"}'
     assert any(e.get("summary", {}).get("anchor") == "phase/two" for e in extras)
     errors = [e["error"]["kind"] for e in extras if "error" in e]
     assert errors == ["tool.not_found", "model_error"]

@@ -42,6 +42,7 @@ class Kernel:
 
     def __init__(self, client: Any, home: Path | None = None, manager: Any = None) -> None:
         self.client, self.home, self.manager = client, home, manager
+        self.seen: list[dict[str, Any]] = []
 
     def run(self, code: str, timeout: float = 60) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         """Run one cell to its end: its reply's content and its outputs (display data, streams and errors)."""
@@ -106,6 +107,33 @@ class Kernel:
         if content["status"] != "ok":
             raise AssertionError(f"kernel cell failed: {content.get('ename')}: {content.get('evalue')}")
         return content
+
+    def send_from_lab(self, code: str, cell_id: str = "cell-1") -> str:
+        """Queue a cell as JupyterLab sends it, naming the cell (``cellId``): a frontend a person answers in."""
+        content = {"code": code, "silent": False, "store_history": True, "user_expressions": {}}
+        message = self.client.session.msg(
+            "execute_request", {**content, "allow_stdin": False, "stop_on_error": True}, metadata={"cellId": cell_id}
+        )
+        self.client.shell_channel.send(message)
+        return str(message["header"]["msg_id"])
+
+    def button(self, description: str, timeout: float = 30) -> str:
+        """The comm id of the next ipywidgets Button labelled ``description`` the kernel shows; what the cell
+        showed on the way is kept in :attr:`seen`."""
+        deadline = time.monotonic() + timeout
+        while True:
+            message = self.client.get_iopub_msg(timeout=max(0.1, deadline - time.monotonic()))
+            self.seen.append(message)
+            content = message["content"]
+            state = (content.get("data") or {}).get("state") or {}
+            button = message["msg_type"] == "comm_open" and state.get("_model_name") == "ButtonModel"
+            if button and state.get("description") == description:
+                return str(content["comm_id"])
+
+    def click(self, comm_id: str) -> None:
+        """What a frontend sends when a person clicks the button."""
+        data = {"method": "custom", "content": {"event": "click"}}
+        self.client.shell_channel.send(self.client.session.msg("comm_msg", {"comm_id": comm_id, "data": data}))
 
     def value(self, expression: str) -> Any:
         """A JSON-able expression evaluated in the kernel."""

@@ -154,13 +154,54 @@ def check_instruments(run: Executed) -> None:
     assert [o.metadata["bub_nb"]["anchor"] for o in after_handoff] == ["lesson/2"]
 
 
+def check_agent_and_data(run: Executed) -> None:
+    call = run.entries("tool_call")[0].payload["calls"][0]["function"]
+    assert (call["name"], json.loads(call["arguments"])) == ("notebook_inspect", {"name": "weather"})
+    inspected = run.entries("tool_result")[0].payload["results"][0]
+    for line in ("8 rows × 4 columns", "- temp_c: float64", "- rain_mm: float64, 1 null"):
+        assert line in inspected and line in run.text("%%bub\nWhat columns")
+    refused, approved, figure = (entry.payload["results"][0] for entry in run.entries("tool_result")[1:])
+    assert refused["kind"] == "refused" and "Nothing ran" in refused["message"]  # headless: no one to click
+    assert "False" in run.text('"temp_f" in weather.columns')
+    assert "stdout:\ncity\nLima    74.5\nOslo    34.7" in approved
+    assert "640×480 px figure with 1 axes [title 'Temperature'; x 'day'; legend 'Lima', 'Oslo'; 2 lines]" in figure
+    assert any("image/png" in output.get("data", {}) for output in run.outputs("%%bub --tools python.run\nrun: ax"))
+    assert "'temp_f'" in run.text("%config BubMagics.allow_code = False")
+    cells = [entry.payload["data"]["source"] for entry in run.entries("event", "notebook.cell")]
+    assert len(cells) == 2 and cells[0].startswith('weather["temp_f"]') and cells[1].startswith("ax = ")
+    assert "notebook.cell" in run.text('frame = %tape df\nframe[frame.name == "notebook.cell"]')
+
+
+def check_other_agents_logs(run: Executed) -> None:
+    reports = run.text("pd.DataFrame(\n    [(r.tape, r.format")
+    assert "claude-code-review" in reports and "codex-migration" in reports
+    printed = run.text("codex = bub_nb.import_log")
+    assert "Imported 11 codex records" in printed and "11 mapped, 0 kept as events" in printed
+    # The view is the main agent's: its Task call, the result, its answer; the sub-agent stays on the tape, hidden.
+    view = run.text('[(m["role"], str(m.get("content"))[:60])')
+    assert view.count("('assistant'") == 2 and view.count("('tool'") == 1
+    usage = run.text("frame.tape.kinds")
+    assert "141275" in usage and "req_011CVJ517iGrQqjVFtrWsUgP" in usage
+    # One frame holds the two tapes Bub wrote and the two imported logs, with their own dates.
+    kinds = run.text("every = bub_nb.read_tapes(home)")
+    assert all(
+        name in kinds for name in ("claude-code-review", "codex-migration", "494727f0da168296__0898b22730d57afc")
+    )
+    spend = run.text("spend = every.groupby")
+    assert "305335" in spend  # the Claude Code session's prompt tokens, cache reads and writes included
+    timeline = run.text('every.groupby("tape_name")["date"]')
+    assert "2025-11-19 22:53:34.908" in timeline and "2025-12-28 12:18:30.533" in timeline
+
+
 CHECKS: dict[str, Callable[[Executed], None]] = {
+    "agent-and-data.ipynb": check_agent_and_data,
     "quickstart.ipynb": check_quickstart,
     "instruments.ipynb": check_instruments,
     "context-and-handoff.ipynb": check_context_and_handoff,
     "memory.ipynb": check_memory,
     "tapes-as-dataframes.ipynb": check_tapes_as_dataframes,
     "plugins.ipynb": check_plugins,
+    "other-agents-logs.ipynb": check_other_agents_logs,
 }
 
 

@@ -334,7 +334,7 @@ def test_memory_saved_before_the_first_turn_still_leaves_a_phase(nb: Notebook) -
 
 def test_usage_errors_converts_bub_nb_errors_and_lets_a_bug_keep_its_traceback() -> None:
     from bub_nb.errors import TapeNameError
-    from bub_nb.notebook.magics import usage_errors
+    from bub_nb.notebook.usage_errors import usage_errors
 
     @usage_errors
     def refused() -> None:

@@ -47,3 +47,15 @@ def test_the_first_cell_that_writes_records_the_notebook_once(shell: Interactive
     shell.run_cell("%load_ext bub_nb")
     shell.run_cell("%%bub\nAgain")
     assert len(notebook_events(tmp_path)) == 1
+
+
+def test_a_tape_that_starts_over_names_the_notebook_again(shell: InteractiveShell, tmp_path: Path) -> None:
+    path = {"path": str(tmp_path / "lesson.ipynb"), "source": "JPY_SESSION_NAME"}
+    shell.run_cell("%%bub\nHello")
+    assert notebook_events(tmp_path) == [path]
+    assert shell.run_cell("%tape reset").error_in_exec is None
+    assert notebook_events(tmp_path) == [path]  # the cell that reset wrote session/start: named again at once
+    shell.run_cell("%%bub\nAgain")
+    shell.run_cell(",tape.reset archive=true")
+    shell.run_cell("x = 1")
+    assert notebook_events(tmp_path) == [path]

@@ -19,15 +19,16 @@ ToolSchema = dict[str, Any]
 
 @dataclass(frozen=True, slots=True)
 class Usage:
-    """Token usage of one model call, as the endpoint reported it (or as estimated offline)."""
+    """Token usage of one model call, as the endpoint reported it, or ``estimated`` when it reported none."""
 
     prompt_tokens: int
     completion_tokens: int
     total_tokens: int
+    estimated: bool = False
 
     @classmethod
-    def of(cls, prompt_tokens: int, completion_tokens: int) -> Usage:
-        return cls(prompt_tokens, completion_tokens, prompt_tokens + completion_tokens)
+    def of(cls, prompt_tokens: int, completion_tokens: int, *, estimated: bool = False) -> Usage:
+        return cls(prompt_tokens, completion_tokens, prompt_tokens + completion_tokens, estimated)
 
     @staticmethod
     def add(total: Usage | None, more: Usage | None) -> Usage | None:
@@ -38,6 +39,7 @@ class Usage:
             total.prompt_tokens + more.prompt_tokens,
             total.completion_tokens + more.completion_tokens,
             total.total_tokens + more.total_tokens,
+            total.estimated or more.estimated,
         )
 
     @classmethod
@@ -52,14 +54,19 @@ class Usage:
         prompt = int(usage.get("prompt_tokens") or 0)
         completion = int(usage.get("completion_tokens") or 0)
         total = usage.get("total_tokens")
-        return cls(prompt, completion, int(total) if total is not None else prompt + completion)
+        estimated = usage.get("estimated") is True
+        return cls(prompt, completion, int(total) if total is not None else prompt + completion, estimated)
 
-    def as_dict(self) -> dict[str, int]:
-        return {
+    def as_dict(self) -> dict[str, int | bool]:
+        """OpenAI's usage keys, and ``estimated: true`` when the counts are bub_nb's, not the endpoint's."""
+        data: dict[str, int | bool] = {
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "total_tokens": self.total_tokens,
         }
+        if self.estimated:
+            data["estimated"] = True
+        return data
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,8 +4,10 @@ No language model is involved and nothing touches the network, so lessons and de
 Every answer says where it comes from. The model reports how many messages of each role it got,
 the anchor its view starts at (with the anchor state's summary), whether the system prompt holds a
 ``<memory>`` block, and the last user message. Two requests make it call a tool when that tool is
-offered: ``remember: <text>`` calls ``memory_save`` and ``handoff <name>: <summary>`` calls
-``tape_handoff``. When the tool's result comes back it reports that result in one sentence.
+offered: ``remember: <text>`` calls ``memory_save``, ``handoff <name>: <summary>`` calls
+``tape_handoff`` and ``run: <code>`` calls ``python_run``. A notebook variable named in backticks
+(``describe `df` ``) makes it call ``notebook_inspect``. When a tool's result comes back it reports
+that result: a description from ``notebook_inspect`` in full, any other result in one sentence.
 Asked to summarise a phase, it answers with the extractive summary (:mod:`.extractive`).
 """
 
@@ -28,7 +30,12 @@ LABEL = "[offline teaching model; no language model was called]"
 _ANCHOR = re.compile(r"^\[Anchor created: (?P<name>[^\]]*)\]:\s*(?P<state>.*)$", re.DOTALL)
 _REMEMBER = re.compile(r"^\s*remember\s*:\s*(?P<content>\S.*?)\s*$", re.DOTALL | re.IGNORECASE)
 _HANDOFF = re.compile(r"^\s*handoff\s+(?P<name>[^\s:]+)\s*:\s*(?P<summary>.*?)\s*$", re.DOTALL | re.IGNORECASE)
+_RUN = re.compile(r"^\s*run\s*:\s*(?P<code>\S.*?)\s*$", re.DOTALL | re.IGNORECASE)
+_FENCE = re.compile(r"^```(?:python|py)?\s*\n(?P<code>.*?)\n?```$", re.DOTALL)
+_BACKTICKED = re.compile(r"`(?P<name>[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*|\[[^`\]]+\])*)`")
+_INSPECT = "notebook_inspect"
 _QUOTE_LIMIT = 200
+_DESCRIPTION_LINES = 40
 
 
 def _quote(text: str) -> str:
@@ -38,6 +45,17 @@ def _quote(text: str) -> str:
 
 def _tool_names(tools: list[ToolSchema] | None) -> list[str]:
     return [str((tool.get("function") or {}).get("name", "")) for tool in tools or ()]
+
+
+def _failure(text: str) -> tuple[str, str] | None:
+    """A tool's error result (``{"kind", "message"}`` as JSON) as its kind and message; ``None`` for any other."""
+    if not text.startswith('{"kind"'):
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return (str(value.get("kind")), str(value.get("message", ""))) if isinstance(value, dict) else None
 
 
 class OfflineModel(LocalModel):
@@ -77,6 +95,11 @@ class OfflineModel(LocalModel):
             request = ("memory_save", {"content": match["content"]})
         elif match := _HANDOFF.match(user):
             request = ("tape_handoff", {"name": match["name"], "summary": match["summary"]})
+        elif match := _RUN.match(user):
+            fenced = _FENCE.match(match["code"])
+            request = ("python_run", {"code": fenced["code"] if fenced else match["code"]})
+        elif (match := _BACKTICKED.search(user)) and _INSPECT in offered:
+            request = (_INSPECT, {"name": match["name"]})
         if request is None:
             return None, None
         name, arguments = request
@@ -96,11 +119,22 @@ class OfflineModel(LocalModel):
         for message in messages:
             for call in message.get("tool_calls") or ():
                 names[call.get("id")] = (call.get("function") or {}).get("name", "a tool")
-        reports = []
+        reports, descriptions = [], []
         for result in results:
             name = names.get(result.get("tool_call_id"), result.get("name") or "a tool")
-            reports.append(f"{name} returned {_quote(message_text(result))}")
-        return f"{LABEL} Done: {'; '.join(reports)}"
+            text = message_text(result)
+            if name == _INSPECT and _failure(text) is None:
+                lines = text.splitlines()
+                shown = "\n".join(lines[:_DESCRIPTION_LINES]) + ("\n…" if len(lines) > _DESCRIPTION_LINES else "")
+                heading = f"{LABEL} I looked it up with `notebook.inspect`; this came back:"
+                descriptions.append(f"{heading}\n\n```\n{shown}\n```")
+            elif failure := _failure(text):
+                reports.append(f"{name} did not succeed ({failure[0]}): {_quote(failure[1])}")
+            else:
+                reports.append(f"{name} returned {_quote(text)}")
+        if descriptions and not reports:
+            return "\n\n".join(descriptions)
+        return "\n\n".join([*descriptions, f"{LABEL} Done: {'; '.join(reports)}"] if reports else descriptions)
 
     # -- describing the context ------------------------------------------------------------------
 

@@ -3,45 +3,30 @@
 from __future__ import annotations
 
 import asyncio
-import re
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from bub_nb.agent.models.base import Completion, Message, TextDelta, ToolCall, ToolSchema, Usage
+from bub_nb.agent.models.calibration import TokenScale, estimate_request
+from bub_nb.agent.models.refusals import (
+    CONTEXT_LENGTH_PATTERNS,
+    is_context_length_error,
+    lasting_failure,
+    mark_lasting_failure,
+    read_refusal,
+    reported_window,
+)
+from bub_nb.context.tokens import count_messages_tokens, count_text_tokens
 from bub_nb.errors import ContextLengthError, ModelError
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
-__all__ = ["CONTEXT_LENGTH_PATTERNS", "OpenAIModel", "is_context_length_error"]
-
-# The wordings Bub matches, plus the wordings of llama.cpp ("context size") and others ("context window").
-CONTEXT_LENGTH_PATTERNS = (
-    "context length",
-    "maximum context",
-    "token limit",
-    "prompt too long",
-    "context_length_exceeded",
-    "context window",
-    "context size",
-)
+__all__ = ["CONTEXT_LENGTH_PATTERNS", "OpenAIModel", "is_context_length_error", "reported_window"]
 
 _MESSAGE_LIMIT = 500
-
-
-_WINDOW = re.compile(r"(?:maximum context length is|context (?:window|size|length)(?: of| is)?)\s*(\d+)", re.I)
-
-
-def reported_window(message: str) -> int | None:
-    """The context window in tokens an endpoint's refusal names ("maximum context length is 8192"), if any."""
-    found = _WINDOW.search(message)
-    return int(found.group(1)) if found else None
-
-
-def is_context_length_error(message: str, code: str | None = None) -> bool:
-    """Whether an endpoint's error means the prompt did not fit the model's context."""
-    text = f"{code or ''} {message}".lower()
-    return any(pattern in text for pattern in CONTEXT_LENGTH_PATTERNS)
+DEFAULT_TOTAL_TIMEOUT = 600.0
+"""Seconds one model call may take in all, retries included: a server's keep-alive comments cannot extend it."""
 
 
 class OpenAIModel:
@@ -50,9 +35,12 @@ class OpenAIModel:
     The ``openai.AsyncOpenAI`` client is made on first use, once per event loop (a pooled
     connection belongs to the loop that opened it), and closed when ``asyncio.run`` shuts that
     loop down. Retries of 429 and 5xx answers, timeouts and refused connections are the client's
-    own (``max_retries``; it honours ``Retry-After``). Failures surface as
-    :class:`~bub_nb.errors.ModelError`, prompts that are too long as
-    :class:`~bub_nb.errors.ContextLengthError`.
+    own (``max_retries``; it honours ``Retry-After``), except a server error the same request always
+    gets again (:data:`~bub_nb.agent.models.refusals.LASTING_FAILURES`). ``timeout`` bounds each read,
+    ``total_timeout`` the whole call. Failures surface as :class:`~bub_nb.errors.ModelError`, prompts
+    that are too long as :class:`~bub_nb.errors.ContextLengthError`; the window a refusal names is kept in
+    ``context_window`` and bounds ``max_tokens`` from then on, and the prompt tokens the server reports
+    calibrate ``token_scale``.
     """
 
     def __init__(
@@ -63,6 +51,7 @@ class OpenAIModel:
         base_url: str | None = None,
         timeout: float = 60.0,
         max_retries: int = 2,
+        total_timeout: float | None = DEFAULT_TOTAL_TIMEOUT,
     ) -> None:
         if not model:
             raise ModelError("OpenAIModel needs a model name, for example 'gpt-4o-mini'")
@@ -71,8 +60,10 @@ class OpenAIModel:
         self.base_url = base_url
         self.timeout = timeout
         self.max_retries = max_retries
+        self.total_timeout = total_timeout
         self._api_key = api_key
         self.context_window: int | None = None
+        self.token_scale = TokenScale()
         self._client: AsyncOpenAI | None = None
         self._client_loop: asyncio.AbstractEventLoop | None = None
         self._closer: AsyncGenerator[None, None] | None = None
@@ -80,7 +71,7 @@ class OpenAIModel:
     def __repr__(self) -> str:
         return (
             f"OpenAIModel({self.model!r}, base_url={self.base_url!r}, timeout={self.timeout}, "
-            f"max_retries={self.max_retries})"
+            f"max_retries={self.max_retries}, total_timeout={self.total_timeout})"
         )
 
     @property
@@ -94,7 +85,11 @@ class OpenAIModel:
             import openai
 
             client = openai.AsyncOpenAI(
-                api_key=self._api_key, base_url=self.base_url, timeout=self.timeout, max_retries=self.max_retries
+                api_key=self._api_key,
+                base_url=self.base_url,
+                timeout=self.timeout,
+                max_retries=self.max_retries,
+                http_client=openai.DefaultAsyncHttpxClient(event_hooks={"response": [mark_lasting_failure]}),
             )
             closer = _close_at_loop_shutdown(client)
             # A started async generator is registered with its loop, and asyncio.run closes those
@@ -115,14 +110,30 @@ class OpenAIModel:
         request: dict[str, Any] = {"model": self.model, "messages": messages}
         if tools:
             request["tools"] = tools
+        if self.context_window is not None:
+            # A server that knows no end (llama.cpp's sends none) lets an answer run into the end of its window.
+            room = self.context_window - estimate_request(self, messages)
+            if room > 0:
+                # OpenAI's reasoning models refuse max_tokens; the servers that copy its API know max_tokens.
+                request["max_tokens" if self.base_url else "max_completion_tokens"] = room
         return request
+
+    def _observe(self, messages: list[Message], usage: Usage | None) -> None:
+        if usage is not None and not usage.estimated:
+            self.token_scale.observe(count_messages_tokens(messages), usage.prompt_tokens)
+
+    def _estimated_usage(self, messages: list[Message], text: str) -> Usage:
+        """The usage of a call whose endpoint reported none, from calibrated estimates (marked ``estimated``)."""
+        completion = self.token_scale.scaled(count_text_tokens(text))
+        return Usage.of(estimate_request(self, messages), completion, estimated=True)
 
     async def complete(self, messages: list[Message], tools: list[ToolSchema] | None = None) -> Completion:
         try:
-            client = await self.client()
-            response = await client.chat.completions.create(**self._request(messages, tools))
+            async with asyncio.timeout(self.total_timeout):
+                client = await self.client()
+                response = await client.chat.completions.create(**self._request(messages, tools))
         except Exception as exc:
-            error = self._translate(exc)
+            error = self._translate(exc, messages=messages)
             if error is None:
                 raise
             raise error from exc
@@ -134,13 +145,12 @@ class OpenAIModel:
             for call in choice.message.tool_calls or ()
             if getattr(call, "function", None) is not None
         )
-        return Completion(
-            choice.message.content or "",
-            calls,
-            Usage.from_openai(response.usage),
-            choice.finish_reason,
-            response.model or self.model,
-        )
+        text = choice.message.content or ""
+        usage = Usage.from_openai(response.usage)
+        self._observe(messages, usage)
+        if usage is None:
+            usage = self._estimated_usage(messages, text)
+        return Completion(text, calls, usage, choice.finish_reason, response.model or self.model)
 
     async def stream(
         self, messages: list[Message], tools: list[ToolSchema] | None = None
@@ -152,13 +162,22 @@ class OpenAIModel:
         finish_reason: str | None = None
         model = self.model
         chunks = 0
+        # Each wait has its own timeout ending at one deadline: a timeout open across a yield would belong
+        # to whichever task resumed the stream first.
+        deadline = None if self.total_timeout is None else asyncio.get_running_loop().time() + self.total_timeout
         try:
-            client = await self.client()
-            stream = await client.chat.completions.create(
-                **request, stream=True, stream_options={"include_usage": True}
-            )
+            async with asyncio.timeout_at(deadline):
+                client = await self.client()
+                stream = await client.chat.completions.create(
+                    **request, stream=True, stream_options={"include_usage": True}
+                )
             async with stream:
-                async for chunk in stream:
+                chunk_iterator = stream.__aiter__()
+                while True:
+                    async with asyncio.timeout_at(deadline):
+                        chunk = await anext(chunk_iterator, None)
+                    if chunk is None:
+                        break
                     chunks += 1
                     model = chunk.model or model
                     if chunk.usage is not None:
@@ -172,10 +191,17 @@ class OpenAIModel:
                             text.append(delta.content)
                             yield TextDelta(delta.content)
         except Exception as exc:
-            error = self._translate(exc, chunks=chunks)
+            error = self._translate(exc, chunks=chunks, messages=messages)
             if error is None:
                 raise
             raise error from exc
+        if chunks == 0:
+            # llama-cpp-python's server fails a stream with 200 and nothing else; unstreamed, it says why.
+            completion = await self.complete(messages, tools)
+            if completion.text:
+                yield TextDelta(completion.text)
+            yield completion
+            return
         if finish_reason is None:
             raise ModelError(
                 f"Model {self.model!r} at {self.endpoint}: the stream ended after {chunks} chunks "
@@ -185,15 +211,25 @@ class OpenAIModel:
             ToolCall(call["id"] or f"call_{index}", call["name"], call["arguments"])
             for index, call in sorted(calls.items())
         )
-        yield Completion("".join(text), tool_calls, usage, finish_reason, model)
+        answer = "".join(text)
+        self._observe(messages, usage)
+        if usage is None:  # a server that ignores stream_options.include_usage
+            usage = self._estimated_usage(messages, answer)
+        yield Completion(answer, tool_calls, usage, finish_reason, model)
 
     # -- errors ----------------------------------------------------------------------------------
 
-    def _translate(self, exc: Exception, chunks: int = 0) -> ModelError | None:
+    def _translate(
+        self, exc: BaseException, chunks: int = 0, messages: list[Message] | None = None
+    ) -> ModelError | None:
         """The bub_nb error for a failure of the openai client; None for anything else."""
         import openai
 
         where = f"Model {self.model!r} at {self.endpoint}"
+        if isinstance(exc, TimeoutError):  # asyncio.timeout: the whole call, however the server kept it alive
+            return ModelError(
+                self._scrub(f"{where} gave no complete answer within {self.total_timeout:g} s (total_timeout)")
+            )
         if isinstance(exc, openai.APITimeoutError):
             return ModelError(
                 self._scrub(
@@ -209,15 +245,23 @@ class OpenAIModel:
                 )
             return ModelError(self._scrub(f"{where} could not be reached{detail}"))
         if isinstance(exc, openai.APIError):
-            message, code = _error_message(exc)
+            code = getattr(exc, "code", None)
+            refusal = read_refusal(
+                getattr(exc, "body", None), str(getattr(exc, "message", exc)), code if isinstance(code, str) else None
+            )
             status = getattr(exc, "status_code", None)
             answered = f"answered {status}" if status is not None else "reported an error mid-stream"
-            text = self._scrub(f"{where} {answered}: {message}")
-            if is_context_length_error(message, code):
+            text = f"{where} {answered}: {refusal.message}"
+            if refusal.context_length:
                 # Remember the window the endpoint named, so the next too-long prompt is refused before it is written.
-                self.context_window = reported_window(message) or self.context_window
-                return ContextLengthError(text)
-            return ModelError(text)
+                self.context_window = refusal.window or self.context_window
+                if refusal.sent and messages is not None:
+                    self.token_scale.observe(count_messages_tokens(messages), refusal.sent)
+                return ContextLengthError(self._scrub(text))
+            advice = lasting_failure(refusal.message)
+            if advice is not None:
+                text += f" (not retried: the same request gets the same answer; {advice})"
+            return ModelError(self._scrub(text))
         return None
 
     def _scrub(self, message: str) -> str:
@@ -251,18 +295,3 @@ def _add_call_delta(calls: dict[int, dict[str, str]], part: Any) -> None:
         call["name"] += function.name
     if function.arguments:
         call["arguments"] += function.arguments
-
-
-def _error_message(exc: Any) -> tuple[str, str | None]:
-    """The server's own error message and code, without the client's ``Error code: ...`` prefix."""
-    body = getattr(exc, "body", None)
-    code = getattr(exc, "code", None)
-    if isinstance(body, dict):
-        error = body.get("error", body)
-        if isinstance(error, dict):
-            code = code or (str(error["code"]) if error.get("code") is not None else None)
-            if isinstance(error.get("message"), str):
-                return error["message"], code
-    elif isinstance(body, str) and body.strip():
-        return body.strip(), code
-    return str(getattr(exc, "message", exc)), code

@@ -7,15 +7,16 @@ import time
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from textwrap import shorten
 from typing import TYPE_CHECKING, Any
 
-from bub_nb.agent.handoff import AUTO_HANDOFF_ANCHOR, summary_entries
+from bub_nb.agent.handoff import AUTO_HANDOFF_ANCHOR, overflow_state, overflow_summary_state
 from bub_nb.agent.models.base import Completion, Usage
 from bub_nb.agent.tools import ToolCallError
 from bub_nb.agent.turn.outcome import Turn, error_kind
 from bub_nb.context.tokens import count_message_tokens
 from bub_nb.tape import TapeEntry
-from bub_nb.tape.events import LOOP_STEP, RUN, RecordedView, handoff_entries
+from bub_nb.tape.events import LOOP_STEP, RUN, SUMMARY, RecordedView, handoff_entries
 
 if TYPE_CHECKING:
     from bub_nb.agent.summarize import Summary
@@ -166,16 +167,19 @@ class TurnRecorder:
     def auto_handoff(
         self, error: Exception, step: int, prompt: str, *, left_view: int = 0, summary: Summary | None = None
     ) -> None:
-        """Seed 000's recovery from a context overflow: an anchor, a ``loop.step`` event, the prompt again.
+        """Recover from a context overflow as Bub does: an anchor, a ``loop.step`` event, the prompt again.
 
         With ``summary`` (of the phase that overflowed) a ``summary`` event comes first and the anchor
         carries it, so the retry knows what came before. The new phase starts at the anchor, so the
         retry needs the user's prompt after it. A notice says so in one line: an overflow is never silent.
         """
-        state: dict[str, Any] = {"reason": "context_length_exceeded", "error": str(error)}
-        head = handoff_entries(AUTO_HANDOFF_ANCHOR, state)
+        state = overflow_state(error)
+        head: list[TapeEntry] = []
         if summary is not None:
-            head = summary_entries(AUTO_HANDOFF_ANCHOR, summary, state, {})
+            head.append(TapeEntry.event(SUMMARY, summary.event_data(AUTO_HANDOFF_ANCHOR)))
+            if summary.summary:  # a summary cut to nothing leaves its bookkeeping out too: the retry must fit
+                state = {**overflow_summary_state(summary), **state}
+        head.extend(handoff_entries(AUTO_HANDOFF_ANCHOR, state))
         self._write(
             *head,
             TapeEntry.event(LOOP_STEP, {"step": step, "status": "auto_handoff", "error": str(error)}),
@@ -188,6 +192,8 @@ class TurnRecorder:
             first, last = summary.range
             parts = f" in {summary.parts} parts" if summary.parts > 1 else ""
             carried = f" with a summary of #{first}-#{last} by {summary.summarized_by}{parts}"
+            if summary.error:
+                carried += f" because the model's summary failed ({shorten(summary.error, 120, placeholder=' …')})"
             if not summary.summary:
                 carried = f" (the summary of #{first}-#{last} did not fit the window)"
         self.notices.append(
@@ -199,9 +205,16 @@ class TurnRecorder:
         self._write(TapeEntry.error(kind, message, details))
 
     def finish(
-        self, status: str, text: str, *, error: str | None = None, partial: bool = False, answer: bool = True
+        self,
+        status: str,
+        text: str,
+        *,
+        error: str | None = None,
+        partial: bool = False,
+        answer: bool = True,
+        after_answer: TapeEntry | None = None,
     ) -> Turn:
-        """Write the answer (unless ``answer`` is false or there is none) and the ``run`` event."""
+        """Write the answer (unless ``answer`` is false or there is none), ``after_answer`` and the ``run`` event."""
         with self._lock:
             if self.finished is not None:
                 return self.finished
@@ -216,6 +229,8 @@ class TurnRecorder:
             if self.last_view is not None:
                 data["view"] = self.recorded_view(self.last_view).as_data()
             closing = [TapeEntry.event(RUN, data)]
+            if after_answer is not None:
+                closing.insert(0, after_answer)
             if text and answer:
                 meta = {"partial": True} if partial else {}
                 closing.insert(0, TapeEntry.message({"role": "assistant", "content": text}, **meta))
@@ -245,10 +260,13 @@ class TurnRecorder:
             return self.finish("error", self.partial, error=message, partial=bool(self.partial))
 
     def interrupt(self) -> Turn:
-        """Close a turn the user stopped: the partial answer is kept, marked partial."""
+        """Close a turn the user stopped: the partial answer is kept, marked partial, then the ``error``
+        ``interrupted`` and the ``run`` event."""
         with self._lock:
             if self.finished is not None:
                 return self.finished
             self._abandon_tools()
-            self.error("interrupted", "The turn was interrupted; the partial answer is kept")
-            return self.finish("interrupted", self.partial, error="interrupted", partial=bool(self.partial))
+            stopped = TapeEntry.error("interrupted", "The turn was interrupted; the partial answer is kept")
+            return self.finish(
+                "interrupted", self.partial, error="interrupted", partial=bool(self.partial), after_answer=stopped
+            )

@@ -20,43 +20,21 @@ Stable hooks for styling and browser tests:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
-from bub_nb.context import (
-    LAST_ANCHOR,
-    ContextStrategy,
-    FullTape,
-    LastAnchor,
-    NamedAnchor,
-    Phases,
-    TurnOf,
-    TurnView,
-    View,
-    Window,
-    as_strategy,
-    build_view,
-)
+from bub_nb.context import LAST_ANCHOR, ContextStrategy, TurnOf, TurnView, View, Window, as_strategy, build_view
 from bub_nb.context.display import summary_line
 from bub_nb.errors import BubNbError, ContextError
 from bub_nb.notebook.widgets._display import WidgetDisplay
 from bub_nb.notebook.widgets._messages import messages_html, messages_text
+from bub_nb.notebook.widgets._mode_picker import ModePicker, picker_choice
 from bub_nb.notebook.widgets._strip import Strip, build_strip, legend_html, strip_html, strip_text
 from bub_nb.notebook.widgets._style import esc, wrap
-from bub_nb.tape.entries import is_phase_anchor
 
 if TYPE_CHECKING:
     import ipywidgets
 
     from bub_nb.tape import Tape
-
-DEFAULT_WINDOW: Final = 20
-_CHOICES: Final = (
-    ("last anchor", "last"),
-    ("anchor", "anchor"),
-    ("full tape", "full"),
-    ("phases", "phases"),
-    ("window", "window"),
-)
 
 
 def as_view_mode(mode: Any) -> ContextStrategy:
@@ -64,21 +42,6 @@ def as_view_mode(mode: Any) -> ContextStrategy:
     if type(mode) is int:
         return Window(mode)
     return as_strategy(mode)
-
-
-def _picker_choice(strategy: ContextStrategy) -> str:
-    match strategy:
-        case LastAnchor():
-            return "last"
-        case NamedAnchor():
-            return "anchor"
-        case Window():
-            return "window"
-        case FullTape():
-            return "full"
-        case Phases():
-            return "phases"
-    return "custom"
 
 
 class ContextView(WidgetDisplay):
@@ -108,7 +71,7 @@ class ContextView(WidgetDisplay):
         self._custom: ContextStrategy | None = None
         self._error: str | None = None
         self._view, self._strip = self._build(self._strategy)
-        self._syncing = False
+        self._picker: ModePicker | None = None
         self._parts: dict[str, Any] = {}
         if follow:
             self.follow()
@@ -151,7 +114,7 @@ class ContextView(WidgetDisplay):
     def _build(self, strategy: ContextStrategy) -> tuple[View, Strip]:
         last_id = self.tape.last_id
         view = strategy.build(self.tape) if isinstance(strategy, TurnOf) else build_view(self.tape, strategy)
-        if _picker_choice(strategy) == "custom":
+        if picker_choice(strategy) == "custom":
             self._custom = strategy
         return view, build_strip(self.tape, view, last_id, self.max_entries)
 
@@ -200,96 +163,28 @@ class ContextView(WidgetDisplay):
 
     # -- the widget -------------------------------------------------------------------------------
 
-    def _anchor_options(self) -> list[tuple[str, str]]:
-        """Anchor names, newest first, phase anchors before memory anchors; each shown with its last id."""
-        last_ids: dict[str, int] = {}
-        for anchor in self.tape.anchors(limit=None):
-            last_ids[anchor.name] = anchor.id
-        ordered = sorted(last_ids.items(), key=lambda item: (not is_phase_anchor(item[0]), -item[1]))
-        return [(f"{name}  #{entry_id}", name) for name, entry_id in ordered]
-
     def _build_widget(self) -> ipywidgets.Widget:
         import ipywidgets as w
 
-        kind = w.ToggleButtons(
-            options=self._kind_options(),
-            value=_picker_choice(self._strategy),
-            style={"button_width": "auto"},
-            layout=w.Layout(width="auto"),
-        )
-        kind.add_class("bub-mode-picker")
-        options = self._anchor_options()
-        anchor = w.Dropdown(options=options, layout=w.Layout(width="230px"), disabled=not options)
-        anchor.add_class("bub-anchor-picker")
-        if isinstance(self._strategy, NamedAnchor) and self._strategy.name in {v for _, v in options}:
-            anchor.value = self._strategy.name
-        size = w.BoundedIntText(
-            value=self._strategy.size if isinstance(self._strategy, Window) else DEFAULT_WINDOW,
-            min=1,
-            max=1_000_000,
-            description="n",
-            layout=w.Layout(width="120px"),
-            style={"description_width": "14px"},
-        )
-        size.add_class("bub-window-size")
+        picker = ModePicker(self.tape, self._strategy, self._apply, self._show_error, custom=self._custom)
         refresh = w.Button(description="refresh", icon="refresh", layout=w.Layout(width="auto"))
         refresh.add_class("bub-refresh")
         header, strip, messages = w.HTML(), w.HTML(), w.HTML()
         header.add_class("bub-context-header")
         strip.add_class("bub-context-strip")
         messages.add_class("bub-context-messages")
-        controls = w.HBox([kind, anchor, size, refresh], layout=w.Layout(flex_flow="row wrap", align_items="center"))
+        controls = w.HBox(
+            [picker.kind, picker.anchor, picker.size, refresh],
+            layout=w.Layout(flex_flow="row wrap", align_items="center"),
+        )
         root = w.VBox([header, controls, strip, messages], layout=w.Layout(width="100%"))
         root.add_class("bub-context-view")
-        self._parts = {
-            "kind": kind,
-            "anchor": anchor,
-            "size": size,
-            "header": header,
-            "strip": strip,
-            "messages": messages,
-        }
-        kind.observe(self._on_kind, names="value")
-        anchor.observe(self._on_anchor, names="value")
-        size.observe(self._on_size, names="value")
+        self._picker = picker
+        self._parts = {"header": header, "strip": strip, "messages": messages}
         refresh.on_click(lambda _button: self.refresh())
         self._widget = root
         self._update_widget()
         return root
-
-    def _kind_options(self) -> list[tuple[str, str]]:
-        options = list(_CHOICES)
-        if self._custom is not None:
-            options.append((self._custom.label, "custom"))
-        return options
-
-    def _on_kind(self, change: dict[str, Any]) -> None:
-        if self._syncing:
-            return
-        choice = change["new"]
-        anchor, size = self._parts["anchor"], self._parts["size"]
-        strategies: dict[str, Any] = {
-            "last": LAST_ANCHOR,
-            "full": None,
-            "phases": "phases",
-            "window": Window(size.value),
-            "custom": self._custom,
-        }
-        if choice == "anchor":
-            if anchor.value is None:
-                self._show_error(f"Tape {self.tape.name!r} has no anchors to start from")
-                return
-            self._apply(anchor.value)
-        else:
-            self._apply(strategies[choice])
-
-    def _on_anchor(self, change: dict[str, Any]) -> None:
-        if not self._syncing and change["new"] is not None:
-            self._apply(change["new"])
-
-    def _on_size(self, change: dict[str, Any]) -> None:
-        if not self._syncing and isinstance(change["new"], int) and change["new"] >= 1:
-            self._apply(Window(change["new"]))
 
     def _apply(self, mode: Any) -> None:
         """A change from the picker: show the new view, or say why it cannot be built."""
@@ -303,28 +198,10 @@ class ContextView(WidgetDisplay):
         self._update_widget()
 
     def _update_widget(self) -> None:
-        if self._widget is None or not self._parts:
+        if self._widget is None or self._picker is None:
             return
+        self._picker.show(self._strategy)
         parts = self._parts
-        self._syncing = True
-        try:
-            options = self._anchor_options()
-            names = {value for _, value in options}
-            if list(parts["anchor"].options) != options:
-                current = parts["anchor"].value
-                parts["anchor"].options = options
-                parts["anchor"].value = current if current in names else (options[0][1] if options else None)
-            parts["anchor"].disabled = not options
-            choices = self._kind_options()
-            if list(parts["kind"].options) != choices:
-                parts["kind"].options = choices
-            parts["kind"].value = _picker_choice(self._strategy)
-            if isinstance(self._strategy, NamedAnchor) and self._strategy.name in names:
-                parts["anchor"].value = self._strategy.name
-            if isinstance(self._strategy, Window):
-                parts["size"].value = self._strategy.size
-        finally:
-            self._syncing = False
         parts["header"].value = wrap(self._header_html(), "bub-context-header")
         parts["strip"].value = wrap(self._strip_html(), "bub-context-strip", styled=False)
         parts["messages"].value = wrap(self._messages_html(), "bub-context-messages", styled=False)

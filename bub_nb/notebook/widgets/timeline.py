@@ -9,25 +9,22 @@ Hooks: the root VBox has ``bub-timeline``; in the HTML, ``table.bub-phases`` has
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
-from bub_nb.notebook.widgets._activity import MEMORY_ANCHOR, Activity, Bucket, Phase, RunSummary, measure
+from bub_nb.notebook.widgets._activity import Activity, Phase, measure
 from bub_nb.notebook.widgets._display import WidgetDisplay, refreshable_html
-from bub_nb.notebook.widgets._style import (
-    COMPLETION_COLOR,
-    KIND_COLORS,
-    KIND_GLYPHS,
-    LEGEND,
-    MEMORY_COLOR,
-    MEMORY_GLYPH,
-    PROMPT_COLOR,
-    bar,
-    clip,
-    esc,
-    text_bar,
-    wrap,
+from bub_nb.notebook.widgets._style import COMPLETION_COLOR, PROMPT_COLOR, bar, clip, esc, text_bar, wrap
+from bub_nb.notebook.widgets._timeline_bars import (
+    COLORS,
+    GLYPHS,
+    KINDS,
+    TEXT_BAR,
+    column_html,
+    kind_bar_html,
+    kind_bar_text,
+    tokens_text,
+    turn_html,
 )
 from bub_nb.tape.reports.prices import current_prices, format_cost
 
@@ -39,16 +36,6 @@ if TYPE_CHECKING:
 MAX_PHASES: Final = 30
 MAX_TURNS: Final = 50
 PHASE_BAR_PX: Final = 220
-TURN_BAR_PX: Final = 200
-COLUMN_PX: Final = 74
-TEXT_BAR: Final = 32
-KINDS: Final = (*LEGEND, (MEMORY_ANCHOR, "memory anchor"))
-COLORS: Final = {**KIND_COLORS, MEMORY_ANCHOR: MEMORY_COLOR}
-GLYPHS: Final = {**KIND_GLYPHS, MEMORY_ANCHOR: MEMORY_GLYPH}
-
-
-def _kinds_note(kinds: Counter[str]) -> str:
-    return ", ".join(f"{kinds[kind]} {label}" for kind, label in KINDS if kinds[kind])
 
 
 def _phase_label(phase: Phase) -> str:
@@ -57,10 +44,6 @@ def _phase_label(phase: Phase) -> str:
 
 def _count(number: int, one: str, many: str | None = None) -> str:
     return f"{number} {one if number == 1 else many or one + 's'}"
-
-
-def _tokens(value: int | None) -> str:
-    return "–" if value is None else str(value)
 
 
 def _cost(phase: Phase) -> str:
@@ -132,7 +115,7 @@ class TapeTimeline(WidgetDisplay):
             )
             lines.append(
                 f"  {clip(_phase_label(phase), 40):<{min(width, 40)}}  {span:>13} {phase.entries:>6}  "
-                f"{_kind_bar_text(phase.kinds, peak):<{TEXT_BAR}}{tokens}"
+                f"{kind_bar_text(phase.kinds, peak):<{TEXT_BAR}}{tokens}"
             )
         if not phases:
             lines.append("  (the tape is empty)")
@@ -153,7 +136,7 @@ class TapeTimeline(WidgetDisplay):
             anchors = "  ⚓ " + ", ".join(name for _, name in bucket.anchors) if bucket.anchors else ""
             lines.append(
                 f"  {bucket.start:%Y-%m-%d %H:%M}  {bucket.entries:>6}  "
-                f"{_kind_bar_text(bucket.kinds, peak):<{TEXT_BAR}}"
+                f"{kind_bar_text(bucket.kinds, peak):<{TEXT_BAR}}"
                 f"{anchors}"
             )
         return lines
@@ -173,8 +156,8 @@ class TapeTimeline(WidgetDisplay):
             elapsed = "–" if turn.elapsed_ms is None else f"{turn.elapsed_ms:.0f}"
             status = "" if turn.status == "ok" else f"  [{turn.status}]"
             lines.append(
-                f"  {turn.number:>5} {'#' + str(turn.entry_id):>7}  {_tokens(turn.prompt_tokens):>7} "
-                f"{_tokens(turn.completion_tokens):>7}  {elapsed:>7}  "
+                f"  {turn.number:>5} {'#' + str(turn.entry_id):>7}  {tokens_text(turn.prompt_tokens):>7} "
+                f"{tokens_text(turn.completion_tokens):>7}  {elapsed:>7}  "
                 f"{clip(turn.model or '?', 16):<16} {bar_text}{status}"
             )
         lines.append("  █ prompt  ▒ completion")
@@ -206,7 +189,7 @@ class TapeTimeline(WidgetDisplay):
                 f'data-cost="{cost}">'
                 f'<td title="{esc(_phase_label(phase))}">{esc(clip(_phase_label(phase), 40))}</td>'
                 f'<td class="bub-num">#{phase.first_id}–#{phase.last_id}</td><td class="bub-num">{phase.entries}</td>'
-                f"<td>{_kind_bar_html(phase.kinds, PHASE_BAR_PX * phase.entries / peak if peak else 0)}</td>"
+                f"<td>{kind_bar_html(phase.kinds, PHASE_BAR_PX * phase.entries / peak if peak else 0)}</td>"
                 f'<td class="bub-num">{phase.turns or ""}</td><td class="bub-num">{tokens}</td>'
                 f'<td class="bub-num">{esc(_cost(phase))}</td></tr>'
             )
@@ -226,7 +209,7 @@ class TapeTimeline(WidgetDisplay):
         if not buckets:
             return '<div class="bub-muted">(no dated entries)</div>'
         peak = max(b.entries for b in buckets)
-        columns = "".join(_column_html(bucket, peak) for bucket in buckets)
+        columns = "".join(column_html(bucket, peak) for bucket in buckets)
         first, last = buckets[0].start, buckets[-1].start
         return (
             f'<div class="bub-columns">{columns}</div>'
@@ -246,7 +229,7 @@ class TapeTimeline(WidgetDisplay):
             return '<div class="bub-muted">(no model runs yet)</div>'
         shown = turns[-MAX_TURNS:]
         peak = max(((t.prompt_tokens or 0) + (t.completion_tokens or 0) for t in shown), default=0)
-        rows = "".join(_turn_html(turn, peak) for turn in shown)
+        rows = "".join(turn_html(turn, peak) for turn in shown)
         hidden = len(turns) - len(shown)
         note = f'<div class="bub-note">… {hidden} earlier turns not shown</div>' if hidden else ""
         return (
@@ -263,63 +246,3 @@ class TapeTimeline(WidgetDisplay):
         root, body = refreshable_html(self, "bub-timeline")
         self._parts = {"body": body}
         return root
-
-
-def _kind_bar_text(kinds: Counter[str], peak: int) -> str:
-    """A bar of kind glyphs whose length follows the count, each kind in proportion."""
-    total = sum(kinds[kind] for kind, _label in KINDS)
-    length = max(1, round(TEXT_BAR * sum(kinds.values()) / peak)) if peak and total else 0
-    out, seen = "", 0
-    for kind, _label in KINDS:
-        seen += kinds[kind]
-        # Cumulative rounding: the parts always add up to exactly ``length``.
-        out += GLYPHS[kind] * (round(length * seen / total) - len(out)) if total else ""
-    return out
-
-
-def _kind_bar_html(kinds: Counter[str], width_px: float) -> str:
-    spans = "".join(
-        f'<span style="flex:{kinds[kind]};background:{COLORS[kind]}" title="{kinds[kind]} {esc(label)}"></span>'
-        for kind, label in KINDS
-        if kinds[kind]
-    )
-    return f'<span class="bub-stack" style="width:{max(1.0, round(width_px, 1))}px">{spans}</span>'
-
-
-def _column_html(bucket: Bucket, peak: int) -> str:
-    title = f"{bucket.start:%Y-%m-%d %H:%M} · {bucket.entries} entries"
-    if bucket.entries:
-        title += f" ({_kinds_note(bucket.kinds)})"
-    tick = ""
-    if bucket.anchors:
-        names = ", ".join(f"#{i} {name}" for i, name in bucket.anchors)
-        title += f"\nanchors: {names}"
-        tick = '<span class="bub-tick">⚓</span>'
-    height = COLUMN_PX * bucket.entries / peak if peak else 0
-    spans = "".join(
-        f'<span style="height:{height * bucket.kinds[kind] / bucket.entries:.1f}px;background:{COLORS[kind]}"></span>'
-        for kind, _label in KINDS
-        if bucket.kinds[kind]
-    )
-    return (
-        f'<div class="bub-column" data-start="{bucket.start.isoformat()}" data-entries="{bucket.entries}"'
-        f' title="{esc(title)}">{spans}{tick}</div>'
-    )
-
-
-def _turn_html(turn: RunSummary, peak: int) -> str:
-    prompt, completion = turn.prompt_tokens or 0, turn.completion_tokens or 0
-    bars = bar(TURN_BAR_PX * prompt / peak if peak else 0, PROMPT_COLOR, f"{prompt} prompt tokens") + bar(
-        TURN_BAR_PX * completion / peak if peak else 0, COMPLETION_COLOR, f"{completion} completion tokens"
-    )
-    status = "" if turn.status == "ok" else f' <span class="bub-error">{esc(turn.status)}</span>'
-    elapsed = "" if turn.elapsed_ms is None else f"{turn.elapsed_ms:.0f}"
-    return (
-        f'<tr class="bub-turn" data-entry-id="{turn.entry_id}" data-prompt-tokens="{_tokens(turn.prompt_tokens)}"'
-        f' data-completion-tokens="{_tokens(turn.completion_tokens)}"><td class="bub-num">{turn.number}</td>'
-        f'<td class="bub-num">#{turn.entry_id}</td><td>{esc(clip(turn.phase or "", 28))}</td>'
-        f"<td>{esc(turn.model or '?')}{status}</td>"
-        f'<td class="bub-num">{_tokens(turn.prompt_tokens)}</td>'
-        f'<td class="bub-num">{_tokens(turn.completion_tokens)}</td>'
-        f'<td>{bars}</td><td class="bub-num">{elapsed}</td></tr>'
-    )

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import os
+import reprlib
 import threading
 from collections.abc import Mapping
 from pathlib import Path
@@ -52,15 +53,26 @@ def check_prices(table: object, *, where: str = "The price table") -> Prices:
             )
         sides: dict[str, float] = {}
         for side in SIDES:
-            value = price[side]
-            if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+            number = _price(price[side])
+            if number is None:
                 raise PriceError(
-                    f"{where} gives {model!r} the {side} price {value!r}; a price is a number of at least 0 "
-                    "per million tokens"
+                    f"{where} gives {model!r} the {side} price {reprlib.repr(price[side])}; a price is a finite "
+                    "number of at least 0 per million tokens"
                 )
-            sides[side] = float(value)
+            sides[side] = number
         clean[model] = sides
     return clean
+
+
+def _price(value: object) -> float | None:
+    """A price as a float, or None when it is no finite number of at least 0."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:  # an integer beyond any float
+        return None
+    return number if math.isfinite(number) and number >= 0 else None
 
 
 def set_prices(table: Mapping[str, Mapping[str, float]] | None) -> Prices | None:

@@ -68,6 +68,13 @@ def _model(payload: Mapping[str, Any]) -> str | None:
     return model if isinstance(model, str) else None
 
 
+def _estimated(payload: Mapping[str, Any]) -> bool:
+    """Whether a run's usage is bub_nb's estimate (its endpoint reported none), not the endpoint's count."""
+    data = payload.get("data")
+    usage = data.get("usage") if isinstance(data, dict) else None
+    return isinstance(usage, dict) and usage.get("estimated") is True
+
+
 Key = Any  # a column name, or a ``pd.Grouper``
 
 
@@ -108,7 +115,8 @@ def usage_frame(
     one row per phase anchor, indexed by its name, with ``phase_id`` (the anchor's id) and ``phase_seq``
     (1 for the first phase of that name in its tape, 2 for the next) beside it. Groups keep their tape order,
     and a group with an unpriced turn costs NaN. Rows a fork copied from a tape the frame also holds are
-    left out, so that each turn counts once, unless ``forked``."""
+    left out, so that each turn counts once, unless ``forked``. ``estimated`` counts the turns whose tokens
+    are bub_nb's estimate because their endpoint reported none."""
     import numpy as np
     import pandas as pd
 
@@ -132,7 +140,8 @@ def usage_frame(
     if not forked:
         events &= counted_once(frame)
     at = np.flatnonzero(events)
-    models = [_model(payload) for payload in frame["payload"].to_numpy(dtype=object)[at]]
+    payloads = frame["payload"].to_numpy(dtype=object)[at]
+    models = [_model(payload) for payload in payloads]
     tokens_in = frame["prompt_tokens"].iloc[at].fillna(0).to_numpy(dtype="int64")
     tokens_out = frame["completion_tokens"].iloc[at].fillna(0).to_numpy(dtype="int64")
     # One price lookup per model, then whole columns: a tape has few models and many runs.
@@ -148,6 +157,7 @@ def usage_frame(
             "tokens_out": tokens_out,
             "cost": (tokens_in * per_input + tokens_out * per_output) / PER_TOKENS,
             "unpriced": np.isnan(per_input),
+            "estimated": np.array([_estimated(payload) for payload in payloads], dtype="int64") * runs[at],
         }
     )
     group_keys: list[Any] = []
@@ -165,6 +175,7 @@ def usage_frame(
         tokens_out=("tokens_out", "sum"),
         cost=("cost", "sum"),
         unpriced=("unpriced", "any"),
+        estimated=("estimated", "sum"),
     )
     result["turns"] = result["turns"].astype("int64")
     result.loc[result["unpriced"], "cost"] = float("nan")

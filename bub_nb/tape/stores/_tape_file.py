@@ -293,11 +293,5 @@ class TapeFile:
     def stats(self) -> StoreStats:
         with self._mutex:
             state = self.state()
-            return StoreStats(
-                entries=state.entries,
-                last_id=state.last_id,
-                bad_lines=state.bad_lines,
-                torn_tail_bytes=self._file_size - state.size,
-                size_bytes=self._file_size,
-                location=str(self.path),
-            )
+            torn, size = self._file_size - state.size, self._file_size
+            return StoreStats(state.entries, state.last_id, state.bad_lines, torn, size, location=str(self.path))

@@ -42,6 +42,16 @@ def is_archive_name(name: str | Path) -> bool:
     return _ARCHIVE.match(Path(name).name) is not None
 
 
+def archive_stem(name: str | Path) -> str | None:
+    """An archive's tape name and stamp as one plain name (``notes.jsonl.20260101T000000Z-1.bak`` gives
+    ``notes-20260101T000000Z-1``), for names derived from it; ``None`` for a name that is no archive's."""
+    found = _ARCHIVE.match(Path(name).name)
+    if found is None:
+        return None
+    counter = f"-{found['counter']}" if found["counter"] else ""
+    return f"{found['tape']}-{found['stamp']}{counter}"
+
+
 def archive_files(directory: Path) -> list[Path]:
     """The archives in a tapes folder, by tape, each tape's oldest first."""
     if not directory.is_dir():

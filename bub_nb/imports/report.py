@@ -1,0 +1,60 @@
+"""What an import did: the tape it wrote, and how every source record was accounted for."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class ImportReport:
+    """One import: ``records`` source records, each either ``mapped`` to entries or ``kept`` whole.
+
+    ``kinds`` counts the entries written by kind; ``kept_types`` counts the kept records by their type
+    in the source (each is an ``import.unmapped`` event on the tape, with the record in its data).
+    ``undated`` counts records whose time could not be read (their entries carry the time before them).
+    """
+
+    tape: str
+    location: str
+    format: str
+    source: str
+    records: int
+    mapped: int
+    kept: int
+    entries: int
+    kinds: Mapping[str, int] = field(default_factory=dict)
+    kept_types: Mapping[str, int] = field(default_factory=dict)
+    first_date: str | None = None
+    last_date: str | None = None
+    undated: int = 0
+    session: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def accounted(self) -> bool:
+        """Whether every source record was mapped or kept (it always is; a report says so)."""
+        return self.mapped + self.kept == self.records
+
+    def describe(self) -> str:
+        kept = ", ".join(f"{kind} ×{count}" for kind, count in sorted(self.kept_types.items()))
+        return (
+            f"Imported {self.records} {self.format} records from {self.source} into tape {self.tape!r}: "
+            f"{self.mapped} mapped, {self.kept} kept as events{f' ({kept})' if kept else ''}; "
+            f"{self.entries} entries ({', '.join(f'{k} {n}' for k, n in sorted(self.kinds.items()))})"
+        )
+
+    def __str__(self) -> str:
+        return self.describe()
+
+    def _repr_markdown_(self) -> str:
+        rows = [
+            ("tape", f"`{self.tape}`"),
+            ("from", f"{self.format}: `{self.source}`"),
+            ("records", f"{self.records}: {self.mapped} mapped, {self.kept} kept as `import.unmapped` events"),
+            ("entries", ", ".join(f"{kind} {count}" for kind, count in sorted(self.kinds.items()))),
+            ("dates", f"{self.first_date} … {self.last_date}"),
+        ]
+        if self.kept_types:
+            rows.append(("kept", ", ".join(f"`{k}` ×{n}" for k, n in sorted(self.kept_types.items()))))
+        return "| | |\n|---|---|\n" + "\n".join(f"| {key} | {value} |" for key, value in rows)

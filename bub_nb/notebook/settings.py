@@ -1,0 +1,124 @@
+"""What the magics are configured with: the ``BubMagics`` traits, and the typed view of them the session reads."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Protocol
+
+from traitlets import Bool, Dict, Enum, Int, List, TraitError, Unicode, Union, default, validate
+from traitlets.config import Configurable
+
+from bub_nb.errors import BubNbError
+from bub_nb.notebook.usage_errors import one_line
+
+
+class Settings(Protocol):
+    """The settings a notebook session reads; ``BubMagics`` provides them as traits."""
+
+    model: str
+    context: str
+    home: str
+    tape: str
+    store: str
+    max_steps: int
+    system_prompt: str
+    tools: list[str]
+    budget: int
+    allow_code: bool | str
+    tool_budget: int
+
+
+class MagicSettings(Configurable):
+    """The configurable traits of ``BubMagics`` (``%config BubMagics.<trait> = value``), seeded from ``BUB_*``."""
+
+    model = Unicode(help="Model: 'offline', 'openai:<model>' (env BUB_MODEL).").tag(config=True)
+    context = Unicode(help="Default view: 'last', 'full', 'phases', 'window:N', 'notebook' or an anchor name.").tag(
+        config=True
+    )
+    home = Unicode(help="Bub home; tapes live in <home>/tapes (env BUB_HOME, default ~/.bub).").tag(config=True)
+    tape = Unicode(help="Tape name or .jsonl path; empty means this notebook's tape.").tag(config=True)
+    store = Unicode(help="A postgresql:// DSN to keep tapes in a database (env BUB_STORE); empty: files.").tag(
+        config=True
+    )
+    max_steps = Int(help="Model calls a turn may make before it stops (env BUB_MAX_STEPS).").tag(config=True)
+    stream = Bool(True, help="Stream answers into the cell as they arrive.").tag(config=True)
+    system_prompt = Unicode("", help="Extra instructions added to the system prompt.").tag(config=True)
+    show_context = Bool(False, help="Draw the context strip under each answer.").tag(config=True)
+    tools = List(Unicode(), help="Default --tools selection (empty: every builtin tool).").tag(config=True)
+    budget = Int(
+        0, help="Refuse a turn whose prompt is estimated over this many tokens (0: no budget; --budget 0 in a cell)."
+    ).tag(config=True)
+    otlp_endpoint = Unicode(
+        "",
+        help="Send each turn to this OTLP/HTTP endpoint as OpenTelemetry GenAI spans as it ends; "
+        "empty: only when OTEL_EXPORTER_OTLP_ENDPOINT is set.",
+    ).tag(config=True)
+    prices = Dict(
+        help='Prices per million tokens per model, e.g. {"gpt-4o-mini": {"input": 0.15, "output": 0.6}}.'
+    ).tag(config=True)
+    allow_code = Union(
+        [Bool(), Enum(["always"])],
+        default_value=False,
+        help="Offer python.run: False (only with --tools python.run), True (approve each call), 'always' (no asking).",
+    ).tag(config=True)
+    tool_budget = Int(2000, help="Cut every tool result to about this many tokens (0: no limit).").tag(config=True)
+    record = Bool(False, help="Record executed cells as notebook.cell events (%tape record on|off sets it).").tag(
+        config=True
+    )
+
+    @default("model")
+    def _default_model(self) -> str:
+        return os.environ.get("BUB_MODEL", "") or "offline"
+
+    @default("context")
+    def _default_context(self) -> str:
+        return os.environ.get("BUB_CONTEXT", "") or "last"
+
+    @default("home")
+    def _default_home(self) -> str:
+        return os.environ.get("BUB_HOME", "")
+
+    @default("store")
+    def _default_store(self) -> str:
+        return os.environ.get("BUB_STORE", "")
+
+    @default("tape")
+    def _default_tape(self) -> str:
+        return os.environ.get("BUB_TAPE", "")
+
+    @default("max_steps")
+    def _default_max_steps(self) -> int:
+        raw = os.environ.get("BUB_MAX_STEPS", "")
+        return int(raw) if raw.isdigit() and int(raw) > 0 else 8
+
+    @validate("budget")
+    def _valid_budget(self, proposal: Any) -> int:
+        if proposal["value"] < 0:
+            raise TraitError(f"BubMagics.budget must be 0 (no budget) or a number of tokens, got {proposal['value']}")
+        return int(proposal["value"])
+
+    @validate("tool_budget")
+    def _valid_tool_budget(self, proposal: Any) -> int:
+        value = proposal["value"]
+        if value != 0 and value < 50:
+            raise TraitError(f"BubMagics.tool_budget must be 0 (no limit) or at least 50 tokens, got {value}")
+        return int(value)
+
+    @validate("otlp_endpoint")
+    def _valid_otlp_endpoint(self, proposal: Any) -> str:
+        from bub_nb.export.otlp import traces_url
+
+        value = str(proposal["value"]).strip()
+        try:
+            return traces_url(value) if value else ""
+        except BubNbError as exc:
+            raise TraitError(one_line(exc)) from None
+
+    @validate("prices")
+    def _valid_prices(self, proposal: Any) -> dict[str, Any]:
+        from bub_nb.tape.reports.prices import check_prices
+
+        try:
+            return check_prices(proposal["value"], where="BubMagics.prices")
+        except BubNbError as exc:
+            raise TraitError(one_line(exc)) from None

@@ -1,0 +1,77 @@
+"""Other agents' logs for the import tests: the samples their projects publish, and logs their own code writes.
+
+``DATA`` holds the sample files copied from public repositories (cited in its README). llm and the Agents
+SDK publish no sample database, so :func:`write_llm_logs` and :func:`write_agents_session` have the real
+library write one, its model calls answered by the local OpenAI-compatible endpoint: llm's OpenAI plugin
+and the SDK's chat-completions model each run one tool call (``add``), its answer, and a second prompt.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from bub_nb.testing import OpenAICompatibleServer
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "imports"
+"""The sample logs copied from the projects' repositories."""
+
+
+def script(server: OpenAICompatibleServer) -> None:
+    """Two prompts: "What is 2 + 3?" (a call to ``add``, then the answer) and "Say hello"."""
+    server.reply_tool_calls(
+        [{"name": "add", "arguments": {"a": 2, "b": 3}}], usage={"prompt_tokens": 50, "completion_tokens": 7}
+    )
+    server.reply("2 + 3 is 5.", usage={"prompt_tokens": 70, "completion_tokens": 6})
+    server.reply("Hello again.", usage={"prompt_tokens": 90, "completion_tokens": 3})
+
+
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+def write_llm_logs(path: Path, server: OpenAICompatibleServer) -> Path:
+    """A logs.db written by llm itself: its OpenAI plugin, a conversation with a tool, ``log_to_db``."""
+    llm = pytest.importorskip("llm", reason="llm writes the logs.db this test reads (pip install bub_nb[imports])")
+    sqlite_utils = pytest.importorskip("sqlite_utils")
+    from llm.default_plugins.openai_models import Chat
+
+    script(server)
+    db = sqlite_utils.Database(path)
+    model = Chat("bub-nb-test", key="sk-test", api_base=server.base_url, supports_tools=True)
+    conversation = model.conversation(tools=[llm.Tool.function(add)])
+    for response in conversation.chain("What is 2 + 3?", system="Answer briefly.").responses():
+        response.text()
+        response.log_to_db(db)
+    response = conversation.prompt("Say hello")
+    response.text()
+    response.log_to_db(db)
+    db.close()
+    return path
+
+
+def write_agents_session(path: Path, server: OpenAICompatibleServer, session_id: str = "adder-1") -> Path:
+    """An Agents SDK ``SQLiteSession`` database written by ``Runner.run`` over two prompts."""
+    agents = pytest.importorskip("agents", reason="the Agents SDK writes this session (pip install bub_nb[imports])")
+    from agents.models.openai_chatcompletions import OpenAIChatCompletionsModel
+    from openai import AsyncOpenAI
+
+    script(server)
+
+    async def run() -> None:
+        agents.set_tracing_disabled(True)
+        client = AsyncOpenAI(base_url=server.base_url, api_key="sk-test")
+        model = OpenAIChatCompletionsModel(model="bub-nb-test", openai_client=client)
+        tools = [agents.function_tool(add)]
+        agent = agents.Agent(name="adder", instructions="Answer briefly.", tools=tools, model=model)
+        session = agents.SQLiteSession(session_id, path)
+        await agents.Runner.run(agent, "What is 2 + 3?", session=session)
+        await agents.Runner.run(agent, "Say hello", session=session)
+        session.close()
+        await client.close()
+
+    asyncio.run(run())
+    return path
