@@ -6,11 +6,13 @@
 
 Sections: appends, slicing, anchors and DataFrames (tape.py); views, search and memory (views.py);
 whole-tape reads at scale: first open, frames, read_tapes, search, frame memory (scale.py; the ``bench``
-extra adds pyarrow and polars beside to_frame); turn overhead against an instant local endpoint (turn.py);
-tool calls on their worker thread (tool_calls.py); looking at the notebook (kernel_tools.py); start-up
-(startup.py); tokens a long session sends with summaries that cite, against the full history
-(compression.py); a 10k-entry tape exported to OTLP and to ATIF, in spans per second (export.py, with the
-``otel`` extra). Each script also runs on its own with more options.
+extra adds pyarrow and polars beside to_frame); the Arrow path: to_arrow() against polars, pyarrow and
+DuckDB's JSON readers, read_tapes(as_="arrow"), runs() and tool_calls() beside to_frame() (arrow.py);
+turn overhead against an instant local endpoint (turn.py); tool calls on their worker thread
+(tool_calls.py); looking at the notebook (kernel_tools.py); start-up (startup.py); tokens a long session
+sends with summaries that cite, against the full history (compression.py); a 10k-entry tape exported to
+OTLP and to ATIF, in spans per second (export.py, with the ``otel`` extra). Each script also runs on its
+own with more options.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import arrow
 import compression
 import export
 import kernel_tools
@@ -47,6 +50,7 @@ def main(argv: list[str] | None = None) -> int:
         rows += tape.size_rows(size, fresh_runs=5)
     rows += views.view_rows(sizes) + views.search_rows(sizes) + views.memory_rows(max(sizes))
     rows += scale.rows(max(sizes))
+    rows += arrow.rows(max(sizes))
     cache = Path(tempfile.gettempdir()) / "bub_nb-bench"
     rows += turn.figure_rows(turn.measure_sizes(turn_sizes, args.turns, cache))
     rows += tool_calls.rows()

@@ -167,9 +167,22 @@ def _tapes(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from bub_nb.export import otel
     from bub_nb.tape.open import open_tape
 
+    if args.parquet is not None:
+        from bub_nb.tape.frames.saved import write_parquet
+        from bub_nb.tape.locations import tapes_home
+        from bub_nb.tape.stores.resolve import file_store
+
+        names = args.names or file_store(tapes_home(args.home)).list_tapes()  # every tape when none is named
+        tapes = [open_tape(name, home=args.home, create=False) for name in names]  # every name, before writing
+        for path in write_parquet(tapes, args.parquet):
+            print(path)
+        return 0
+    from bub_nb.export import otel
+
+    if not args.names:
+        raise BubNbError("bub-nb tapes export --otlp URL needs the names of the tapes to send")
     tapes = [open_tape(name, home=args.home, create=False) for name in args.names]  # every name, before sending
     for tape in tapes:
         print(otel(tape, args.otlp, content=True if args.content else None, timeout=args.timeout))
@@ -194,6 +207,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     tapes.epilog = (
         "bub-nb tapes push [HOME] DSN and bub-nb tapes pull DSN [HOME] move tapes to and from a database; "
         "bub-nb tapes export --otlp URL NAME... sends tapes to an OpenTelemetry receiver; "
+        "bub-nb tapes export --parquet DIR [NAME...] writes them as Parquet files; "
         "bub-nb tapes import PATH writes another agent's log as a new tape."
     )
     # push, pull, export and import are parsed on their own: a HOME positional and sub-commands cannot share a parser.
@@ -210,9 +224,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     pull.add_argument("places", nargs="+", metavar="DSN [HOME]", help="a DSN, then a Bub home (default $BUB_HOME)")
     pull.add_argument("--schema", default="bub_nb", help="schema name (default bub_nb)")
     pull.set_defaults(handler=_pull)
-    export = moves.add_parser("export", help="send tapes to an OpenTelemetry receiver as GenAI spans, a trace a turn")
-    export.add_argument("names", nargs="+", metavar="NAME", help="tape names (or .jsonl paths) under the Bub home")
-    export.add_argument("--otlp", required=True, metavar="URL", help="OTLP/HTTP endpoint, e.g. http://127.0.0.1:6006")
+    export = moves.add_parser(
+        "export", help="send tapes to an OpenTelemetry receiver (a trace a turn), or write them as Parquet files"
+    )
+    export.add_argument("names", nargs="*", metavar="NAME", help="tape names (or .jsonl paths); --parquet: all if none")
+    target = export.add_mutually_exclusive_group(required=True)
+    target.add_argument("--otlp", metavar="URL", help="OTLP/HTTP endpoint, e.g. http://127.0.0.1:6006")
+    target.add_argument("--parquet", metavar="DIR", help="write DIR/<tape>.parquet per tape, the columns of to_frame()")
     export.add_argument("--home", help="Bub home (default: $BUB_HOME, else ~/.bub)")
     export.add_argument("--content", action="store_true", help="include messages, tool arguments and results")
     export.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for the receiver (default 10)")

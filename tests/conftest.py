@@ -110,3 +110,13 @@ def kernel(tmp_path: Path, openai_server: OpenAICompatibleServer) -> Iterator[Ke
 def offline_kernel(tmp_path: Path) -> Iterator[Kernel]:
     with running_kernel(tmp_path) as running:
         yield running
+
+
+@pytest.fixture
+def example_home(tmp_path: Path) -> Path:
+    """A copy of the shipped Bub home of example tapes: reading a tape writes its index beside it."""
+    import shutil
+
+    home = tmp_path / "bub-home"
+    shutil.copytree(Path(__file__).parents[1] / "examples" / "data" / "bub-home", home)
+    return home

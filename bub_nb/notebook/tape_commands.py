@@ -121,11 +121,16 @@ def _df(commands: TapeCommands, args: argparse.Namespace) -> Any:
     "Entries containing QUERY, newest first.",
     arg("query", nargs="+", metavar="QUERY", help="the words to look for"),
     arg("--limit", type=int, default=20, metavar="N", help="at most this many entries (default 20)"),
+    arg("--all", action="store_true", help="every match, however many"),
 )
 def _search(commands: TapeCommands, args: argparse.Namespace) -> Any:
     from bub_nb.tape.frames.frame import entries_to_frame
 
-    return entries_to_frame(commands.session.tape.search(" ".join(args.query), limit=args.limit))
+    tape = commands.session.tape
+    found = tape.search(" ".join(args.query), limit=None if args.all else args.limit)
+    if found.cut:
+        print(f"The {len(found)} newest matches; more entries match (--limit N, or --all for every one).")
+    return entries_to_frame(found, tape)
 
 
 @subcommand(

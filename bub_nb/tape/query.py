@@ -132,7 +132,24 @@ class TapeQuery:
     def to_frame(self) -> pd.DataFrame:
         from bub_nb.tape.frames.frame import entries_to_frame
 
-        return entries_to_frame(self.all())
+        return entries_to_frame(self.all(), self.tape)
 
     def describe(self) -> dict[str, Any]:
         return {k.lstrip("_"): v for k, v in self.__dict__.items() if k != "tape" and v not in (None, (), False)}
+
+
+class SearchResults(list[TapeEntry]):
+    """The entries a search found, newest first; ``cut`` says whether more matched than the limit let in."""
+
+    cut: bool = False
+
+
+def search_entries(query: TapeQuery, limit: int | None) -> SearchResults:
+    """At most ``limit`` matches of ``query`` (every match with ``None``), with whether any were left out."""
+    if limit is not None and (type(limit) is not int or limit < 0):
+        raise TapeError(f"search limit must be a whole number of entries (0 or more) or None for all, got {limit!r}")
+    found = SearchResults(query.all() if limit is None else query.limit(limit + 1).all())
+    if limit is not None and len(found) > limit:
+        del found[limit:]
+        found.cut = True
+    return found

@@ -17,7 +17,7 @@ from bub_nb.tape.events import handoff_entries
 from bub_nb.tape.forks import ForkBlock, ForkedStore, check_fork, copy_session
 from bub_nb.tape.info import TapeInfo, last_usage, tape_info
 from bub_nb.tape.names import TapeAddress, anchor_address, check_handoff_name, entry_address, validate_tape_name
-from bub_nb.tape.query import TapeQuery
+from bub_nb.tape.query import SearchResults, TapeQuery, search_entries
 from bub_nb.tape.redact import redact
 from bub_nb.tape.seams import MemoryZone, View
 from bub_nb.tape.stores.lineage import store_lineage
@@ -26,6 +26,7 @@ from bub_nb.tape.text import entry_text
 
 if TYPE_CHECKING:
     import pandas as pd
+    import pyarrow as pa
 
 BOOTSTRAP_ANCHOR = "session/start"
 
@@ -81,11 +82,8 @@ class Tape:
     # -- writing ----------------------------------------------------------------------------------
 
     def extend(self, entries: Sequence[TapeEntry]) -> list[TapeEntry]:
-        """Append entries in order; secrets are redacted first. Returns them as stored, with ids.
-
-        Payloads are stored as plain JSON values (tuples become lists, keys strings), so every
-        store hands back what a file would.
-        """
+        """Append entries in order, secrets redacted first; returns them as stored, with ids. Payloads are stored as
+        plain JSON values (tuples become lists, keys strings), so every store hands back what a file would."""
         clean = [
             TapeEntry(0, e.kind, redact(plain_json(e.payload)), redact(plain_json(e.meta)), e.date) for e in entries
         ]
@@ -137,17 +135,13 @@ class Tape:
         if self._forks.get():
             raise TapeError(f"Tape {self.name!r} cannot be reset inside fork()")
         archived = self._base_store.reset(self.name, archive=archive)
-        state: dict[str, Any] = {"owner": "human"}
-        if archived:
-            state["archived"] = archived
-        return self.handoff(BOOTSTRAP_ANCHOR, state)
+        return self.handoff(BOOTSTRAP_ANCHOR, {"owner": "human", **({"archived": archived} if archived else {})})
 
     # -- reading ----------------------------------------------------------------------------------
 
     def read(self, start: int = 1, stop: int | None = None, kinds: Sequence[str] = ()) -> list[TapeEntry]:
         """Entries with ``start <= id < stop``, oldest first, optionally of some kinds only."""
-        entries = self.store.read(self.name, start, stop)
-        return [e for e in entries if e.kind in kinds] if kinds else entries
+        return anchors.of_kinds(self.store.read(self.name, start, stop), kinds)
 
     def iter_reverse(self, kinds: Sequence[str] = ()) -> Iterator[TapeEntry]:
         """Entries newest first, read lazily from the end."""
@@ -207,9 +201,10 @@ class Tape:
         """Entries after the last ``start`` anchor and before the last ``end`` anchor."""
         return anchors.of_kinds(anchors.between_anchors(self.store, self.name, start, end), kinds)
 
-    def search(self, query: str, limit: int = 20) -> list[TapeEntry]:
-        """Entries whose text contains ``query`` (case-insensitive), newest first."""
-        return self.query().text(query).newest_first().limit(limit).all()
+    def search(self, query: str, limit: int | None = 20) -> SearchResults:
+        """Entries whose text contains ``query`` (case-insensitive), newest first: the ``limit`` newest (all
+        with ``None``). The list's ``cut`` says whether more entries matched than it holds."""
+        return search_entries(self.query().text(query).newest_first(), limit)
 
     def query(self) -> TapeQuery:
         return TapeQuery(self)
@@ -266,9 +261,7 @@ class Tape:
         tape = self if parsed.tape == self.name else Tape(validate_tape_name(parsed.tape), self._base_store)
         if parsed.tape != self.name and not self._base_store.exists(parsed.tape):
             raise EntryNotFoundError(f"Address {address!r} names tape {parsed.tape!r}, which does not exist")
-        if parsed.kind == "entry":
-            return tape.get(int(parsed.target))
-        return tape.get(tape._find_ref(parsed.target).id)
+        return tape.get(int(parsed.target) if parsed.kind == "entry" else tape._find_ref(parsed.target).id)
 
     def view(self, mode: Any = LAST_ANCHOR) -> View:
         """What the model would see now; see ``bub_nb.context.build_view``."""
@@ -291,6 +284,12 @@ class Tape:
         from bub_nb.tape.frames.frame import tape_to_frame
 
         return tape_to_frame(self)
+
+    def to_arrow(self) -> pa.Table:
+        """``to_frame()``'s columns as a ``pyarrow.Table`` (the ``arrow`` extra); see ``bub_nb.tape.frames.arrow``."""
+        from bub_nb.tape.frames.arrow import tape_to_arrow
+
+        return tape_to_arrow(self)
 
     def text(self, entry: TapeEntry) -> str:
         return entry_text(entry)

@@ -100,12 +100,20 @@ def check_memory(run: Executed) -> None:
 
 def check_tapes_as_dataframes(run: Executed) -> None:
     images = [output for output in run.outputs() if "image/png" in output.get("data", {})]
-    assert len(images) == 2
+    assert len(images) == 4  # entries per phase, tokens per turn, tokens per day per tape, the phase timeline
     shipped = sorted(path.name for path in (EXAMPLES / "data").rglob("*"))
     assert sorted(path.name for path in (run.folder / "data").rglob("*")) == shipped  # nothing written there
     tapes = run.text("everything = bub_nb.read_tapes(home)")
     assert "494727f0da168296__0898b22730d57afc" in tapes and "4d379f4d08d1280e__b964cebb99de6241" in tapes
     assert "context_length_exceeded" in run.text('tape.find_anchor("auto_handoff')
+    latency = run.text('turns.groupby("model")')
+    assert "openai:gpt-4o-mini" in latency and latency.count("gpt-4o-mini") == 1  # Bub's spelling and ours: one row
+    assert "fs.read" in run.text('calls.groupby("tool_dotted")')
+    assert "share before the first handoff" in run.text("spent = turns.assign")
+    overflowed = run.text("overflows = everything")
+    assert "494727f0da168296__0898b22730d57afc" in overflowed and "4d379f4d08d1280e" not in overflowed
+    assert "2026-02-09" in run.text("everything.tape.usage(by=[pd.Grouper")
+    assert "494727f0da168296__0898b22730d57afc" in run.text("from bub_nb.tape.frames import read_frame")
     assert len(run.tape) == 0  # no model ran
 
 

@@ -417,3 +417,23 @@ def test_lesson_start_gives_a_clean_tape_of_that_name_each_time_and_archives_the
     for line in ("%lesson", "%lesson begin trip", "%lesson start a b"):
         with pytest.raises(UsageError, match="%lesson start NAME"):
             nb.run(line)
+
+
+def test_tape_search_says_when_it_cut_its_results_and_finds_all_on_request(
+    nb: Notebook, capsys: pytest.CaptureFixture[str]
+) -> None:
+    nb.tape.handoff("phase/first")
+    for number in range(5):
+        nb.tape.append_message({"role": "user", "content": f"needle {number}"})
+    nb.tape.handoff("phase/later")
+    hits = nb.run("%tape search needle --limit 2")
+    assert (
+        hits["content"].tolist() == ["needle 4", "needle 3"]
+        and "The 2 newest matches; more entries match" in capsys.readouterr().out
+    )
+    every = nb.run("%tape search needle --all")
+    assert len(every) == 5 and "more entries match" not in capsys.readouterr().out
+    whole = nb.tape.to_frame().set_index("id")
+    assert every["phase_id"].tolist() == whole.loc[every["id"], "phase_id"].tolist()
+    assert set(every["phase"]) == {"phase/first"}  # where the needles are, not where the search ran
+    assert set(every["tape_name"]) == {nb.tape.name}

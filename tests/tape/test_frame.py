@@ -44,7 +44,7 @@ def tape(request: pytest.FixtureRequest, tmp_path: Path) -> Tape:
     return tape
 
 
-def expected_row(entry: TapeEntry, phase: str | None) -> dict[str, object]:
+def expected_row(entry: TapeEntry, phase: str | None, phase_id: int | None = None) -> dict[str, object]:
     """What one row must say about an entry, worked out entry by entry."""
     calls = call_names(entry) if entry.kind in ("message", "tool_call") else []
     own = entry.payload.get("name") if entry.kind in ("anchor", "event", "message") else None
@@ -59,6 +59,7 @@ def expected_row(entry: TapeEntry, phase: str | None) -> dict[str, object]:
         return value if type(value) is int else None
 
     return {
+        "tape_name": "t",
         "id": entry.id,
         "kind": entry.kind,
         "role": entry_role(entry),
@@ -66,7 +67,9 @@ def expected_row(entry: TapeEntry, phase: str | None) -> dict[str, object]:
         "content": entry_text(entry),
         "tools": calls,
         "phase": phase,
+        "phase_id": phase_id,
         "run_id": entry.meta.get("run_id"),
+        "forked_from": entry.meta.get("forked_from"),
         "prompt_tokens": count(usage.get("prompt_tokens")),
         "completion_tokens": count(usage.get("completion_tokens")),
         "payload": entry.payload,
@@ -77,20 +80,20 @@ def expected_row(entry: TapeEntry, phase: str | None) -> dict[str, object]:
 def test_one_row_per_entry_with_flattened_columns(tape: Tape) -> None:
     frame = tape.to_frame()
     assert list(frame.columns) == [
-        "id", "kind", "date", "role", "name", "content", "tools", "phase", "run_id",
-        "prompt_tokens", "completion_tokens", "payload", "meta",
+        "tape_name", "id", "kind", "date", "role", "name", "content", "tools", "phase", "phase_id", "run_id",
+        "forked_from", "prompt_tokens", "completion_tokens", "payload", "meta",
     ]  # fmt: skip
     entries = tape.read()
     assert len(frame) == len(entries) and frame.attrs["tape"] == "t"
     assert str(frame["date"].dtype) == "datetime64[us, UTC]"
     assert list(frame["date"]) == [pd.Timestamp(e.date) for e in entries]
-    phase = None
+    phase, phase_id = None, None
     for entry, row in zip(entries, frame.to_dict("records"), strict=True):
         if entry.kind == "anchor" and not entry.payload["name"].startswith("memory/"):
-            phase = entry.payload["name"]
+            phase, phase_id = entry.payload["name"], entry.id
         got = {key: (None if value is pd.NA or (isinstance(value, float) and pd.isna(value)) else value)
                for key, value in row.items() if key != "date"}  # fmt: skip
-        assert got == expected_row(entry, phase)
+        assert got == expected_row(entry, phase, phase_id)
 
 
 def test_both_stores_and_both_paths_make_the_same_frame(tmp_path: Path) -> None:
@@ -99,7 +102,7 @@ def test_both_stores_and_both_paths_make_the_same_frame(tmp_path: Path) -> None:
     fill(on_file)
     for entry in on_file.read():
         in_memory.append(entry)
-    pd.testing.assert_frame_equal(on_file.to_frame(), entries_to_frame(on_file.read()), check_like=False)
+    pd.testing.assert_frame_equal(on_file.to_frame(), entries_to_frame(on_file.read(), on_file), check_like=False)
     pd.testing.assert_frame_equal(
         on_file.to_frame().drop(columns="date"), in_memory.to_frame().drop(columns="date"), check_categorical=False
     )
@@ -208,12 +211,12 @@ def test_every_row_says_what_its_entry_says_whatever_the_payload(
     tape = open_tape("t", store=FileTapeStore(tmp_path_factory.mktemp("frames")))
     stored = tape.extend([TapeEntry(0, kind, payload) for kind, payload in rows])
     frame = tape.to_frame()  # through the decoded lines of the file
-    pd.testing.assert_frame_equal(frame, entries_to_frame(stored), check_dtype=False, check_categorical=False)
-    phase = None
+    pd.testing.assert_frame_equal(frame, entries_to_frame(stored, tape), check_dtype=False, check_categorical=False)
+    phase, phase_id = None, None
     for entry, row in zip(stored, frame.to_dict("records"), strict=True):
         name = entry.payload.get("name")
-        if entry.kind == "anchor" and isinstance(name, str) and not name.startswith("memory/"):
-            phase = name
+        if entry.kind == "anchor" and isinstance(name, str) and name and not name.startswith("memory/"):
+            phase, phase_id = name, entry.id
         got = {key: (None if value is pd.NA or (isinstance(value, float) and pd.isna(value)) else value)
                for key, value in row.items() if key != "date"}  # fmt: skip
-        assert got == expected_row(entry, phase)
+        assert got == expected_row(entry, phase, phase_id)

@@ -118,6 +118,8 @@ def tape_search(context: ToolContext, query: str, limit: int = 20) -> str:
         text = " ".join(tape.text(entry).split())
         snippet = text if len(text) <= SNIPPET else text[: SNIPPET - 1] + "…"
         lines.append(f"- #{entry.id} {entry.kind} {entry.date[:19]}: {snippet}")
+    if entries.cut:
+        lines.append(f"(the {len(entries)} newest matches; more entries match: raise limit to see them)")
     return "\n".join(lines)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -37,9 +38,24 @@ class _Part:
         ]
         self.anchor_names = [n for _, n in named]
         self._anchor_ids = {n: i for i, n in named}  # in id order, so the last occurrence wins, as on the tape
+        self._every: dict[str, list[int]] = {}
+        for i, n in named:
+            self._every.setdefault(n, []).append(i)
 
     def anchor_id(self, name: str) -> int | None:
+        """The id of the last anchor called ``name``, the one the Tape API means by the name."""
         return self._anchor_ids.get(name)
+
+    def anchor_ids(self, name: str) -> list[int]:
+        """The ids of every anchor called ``name``, oldest first."""
+        return self._every.get(name, [])
+
+
+def _missing(helper: str, frame: pd.DataFrame, missing: set[str]) -> str:
+    """Why a frame lacks what ``helper`` reads, and the likely cure."""
+    moved = [name for name in sorted(missing) if name in frame.index.names]
+    cure = f"; {moved} is the index: call reset_index() first" if moved else ""
+    return f"{helper} needs the columns of Tape.to_frame(); missing: {sorted(missing)}{cure}"
 
 
 @pd.api.extensions.register_dataframe_accessor("tape")
@@ -52,10 +68,15 @@ class TapeAccessor:
     """
 
     def __init__(self, frame: pd.DataFrame) -> None:
-        missing = {"id", "kind", "payload"} - set(frame.columns)
+        missing = {"id", "kind"} - set(frame.columns)
         if missing:
-            raise AttributeError(f"df.tape needs a frame from Tape.to_frame(); missing columns: {sorted(missing)}")
+            raise AttributeError(_missing("df.tape", frame, missing))
         self._frame = frame
+
+    def _need(self, helper: str, *columns: str) -> None:
+        missing = set(columns) - set(self._frame.columns)
+        if missing:
+            raise TapeError(_missing(f"df.tape.{helper}()", self._frame, missing))
 
     # -- tapes inside the frame -------------------------------------------------------------------
 
@@ -118,14 +139,25 @@ class TapeAccessor:
             keep[part.positions[(part.ids > first) & (part.ids < last)]] = True
         return self._rows(keep)
 
-    def phase(self, name: str) -> pd.DataFrame:
-        """Rows that fall under every phase anchor called ``name``, the anchors included."""
-        rows = self._frame[self._frame["phase"] == name]
-        if rows.empty:
-            parts = self._parts()
-            if not any(part.anchor_id(name) is not None for part in parts):
-                raise AnchorNotFoundError(name, self._known(parts))
-        return rows
+    def phase(self, name: str, occurrence: int | None = -1) -> pd.DataFrame:
+        """Rows of one phase called ``name``, its anchor included, in each tape that has it.
+
+        Names repeat (every overflow writes ``auto_handoff/context_overflow``); a phase is its anchor.
+        ``occurrence`` picks which: ``-1`` (the default) the last, as ``after()`` does, ``0`` the first,
+        ``1`` the second, and ``None`` every phase of that name."""
+        parts = self._parts()
+        if not any(part.anchor_id(name) is not None for part in parts):
+            raise AnchorNotFoundError(name, self._known(parts))
+        named = (self._frame["phase"] == name).to_numpy(dtype=bool, na_value=False)
+        if occurrence is None or "phase_id" not in self._frame.columns:
+            return self._rows(named)
+        phase_ids = self._frame["phase_id"].to_numpy(dtype="float64", na_value=np.nan)
+        keep = np.zeros(len(self._frame), dtype=bool)
+        for part in parts:
+            ids = part.anchor_ids(name)
+            if -len(ids) <= occurrence < len(ids):
+                keep[part.positions] = phase_ids[part.positions] == ids[occurrence]
+        return self._rows(keep & named)
 
     def kinds(self, *kinds: str) -> pd.DataFrame:
         """Rows of these kinds; no kinds means every row, and an unknown kind is an error."""
@@ -146,28 +178,87 @@ class TapeAccessor:
         return self._frame.groupby(keys, observed=True, sort=False).size().unstack(fill_value=0)
 
     def usage(
-        self, by: str | Sequence[str] = "phase", prices: Mapping[str, Mapping[str, float]] | None = None
+        self,
+        by: Any = "phase",
+        prices: Mapping[str, Mapping[str, float]] | None = None,
+        *,
+        forked: bool = False,
     ) -> pd.DataFrame:
-        """The budget per phase (or ``by="model"``): turns, tokens in and out, and cost, from the ``run`` events.
+        """The budget per group of the ``run`` and ``summary`` events: turns, tokens in and out, and cost.
 
+        ``by`` is a column (``phase``, ``model``, ``tape_name``, ``notebook``, ...), a ``pd.Grouper``
+        (``pd.Grouper(key="date", freq="D")`` for days), or a list of them. ``phase`` means each phase
+        instance: a row per phase anchor, with its ``phase_id`` and ``phase_seq`` beside the name.
         Costs use ``prices`` or the table in use (``bub_nb.set_prices``, ``BUB_PRICES``); a group holding a
-        turn on a model without a price costs NaN. On a frame of several tapes the groups are per tape.
+        turn on a model without a price costs NaN. On a frame of several tapes the groups are per tape unless
+        ``by`` names ``tape_name`` or is a list that leaves it out on purpose (``by=["model"]``: totals across
+        tapes); rows a fork copied from a tape also in the frame count once, unless ``forked``.
         """
+        self._need("usage", "name", "payload", "prompt_tokens", "completion_tokens")
         from bub_nb.tape.reports.usage import usage_frame
 
-        keys = [by] if isinstance(by, str) else list(by)
-        if TAPE_NAME in self._frame.columns and TAPE_NAME not in keys and self._frame[TAPE_NAME].nunique() > 1:
+        keys = [by] if isinstance(by, str | pd.Grouper) else list(by)
+        several = TAPE_NAME in self._frame.columns and self._frame[TAPE_NAME].nunique() > 1
+        if isinstance(by, str | pd.Grouper) and several and by != TAPE_NAME:
             keys.insert(0, TAPE_NAME)
-        return usage_frame(self._frame, keys, prices)
+        return usage_frame(self._frame, keys, prices, forked=forked)
+
+    # -- tables ---------------------------------------------------------------------------------------
+
+    def runs(self, prices: Mapping[str, Mapping[str, float]] | None = None) -> pd.DataFrame:
+        """One row per turn (per ``run`` event): tape, phase instance, model in one spelling, status, start,
+        end and latency, steps, every token count, cost, prompt and answer, tool calls, errors, retried and
+        partial flags. The columns are listed in docs/schema.md."""
+        self._need("runs", "name", "payload", "meta", "date", "role", "content", "tools", "phase", "run_id")
+        from bub_nb.tape.frames.runs import runs_frame
+
+        return runs_frame(self._frame, prices)
+
+    def tool_calls(self) -> pd.DataFrame:
+        """One row per tool call: call id, the tool in both spellings, parsed arguments, success, error kind
+        and message, result and seconds to it, paired by call id. The columns are in docs/schema.md."""
+        self._need("tool_calls", "payload", "date", "run_id", "phase")
+        from bub_nb.tape.frames.tool_calls import tool_calls_frame
+
+        return tool_calls_frame(self._frame)
+
+    @property
+    def plot(self) -> Any:
+        """Figures: ``plot.tokens(by=...)``, ``plot.timeline()``, ``plot.tool_failures()`` (matplotlib)."""
+        from bub_nb.tape.frames.plots import TapePlots
+
+        return TapePlots(self._frame)
+
+    # -- saving ---------------------------------------------------------------------------------------
+
+    def to_parquet(self, path: str | Path) -> None:
+        """Save the frame as Parquet, ``payload`` and ``meta`` as JSON text (``bub_nb.read_frame`` reads it)."""
+        from bub_nb.tape.frames.saved import save_parquet
+
+        save_parquet(self._frame, path)
+
+    def to_csv(self, path: str | Path) -> None:
+        """Save the frame as CSV, ``payload``, ``meta`` and ``tools`` as JSON text (``read_frame`` reads it)."""
+        from bub_nb.tape.frames.saved import save_csv
+
+        save_csv(self._frame, path)
+
+    def to_arrow(self) -> Any:
+        """The frame as a ``pyarrow.Table``, ``payload`` and ``meta`` as JSON text, as ``Tape.to_arrow()``."""
+        from bub_nb.tape.frames.saved import frame_to_arrow
+
+        return frame_to_arrow(self._frame)
 
     # -- back to entries and messages -------------------------------------------------------------
 
     def entries(self) -> list[TapeEntry]:
         """The rows as entries, in row order."""
+        self._need("entries", "payload", "meta", "date")
         return frame_to_entries(self._frame)
 
     def to_messages(self) -> list[dict[str, Any]]:
         """The rows as OpenAI chat messages in tape order (by id), by the same rules as a view."""
         self._single("to_messages")
+        self._need("to_messages", "payload", "meta", "date")
         ordered = self._frame.sort_values("id", kind="stable")
         return seams.messages(frame_to_entries(ordered))

@@ -1,4 +1,4 @@
-"""Columns only a DataFrame has: the categorical kind and the phase each row falls under."""
+"""The columns of a tape frame, and those only a frame has: the categorical kind and the phase each row falls under."""
 
 from __future__ import annotations
 
@@ -9,9 +9,17 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from bub_nb.tape.entries import is_phase_anchor
+from bub_nb.tape.stores.columns import FORKED_FROM, TAPE_NAME
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
+
+COLUMNS = (
+    TAPE_NAME, "id", "kind", "date", "role", "name", "content", "tools", "phase", "phase_id", "run_id",
+    FORKED_FROM, "prompt_tokens", "completion_tokens", "payload", "meta",
+)  # fmt: skip
+"""The columns of a tape's frame, in order (docs/schema.md says what each holds)."""
 
 
 def kind_column(kinds: list[str]) -> pd.Series:
@@ -31,17 +39,39 @@ def kind_column(kinds: list[str]) -> pd.Series:
     return pd.Series(pd.Categorical.from_codes(sorted_code[codes], categories=categories))
 
 
-def phase_column(kinds: list[str], own_names: list[str | None], tape_starts: Sequence[int] = (0,)) -> list[str | None]:
-    """The phase anchor each row falls under; a phase ends at the next phase anchor or where its tape ends
-    (``tape_starts``: the first row of each tape, in a frame of many)."""
+def phase_column(
+    kinds: list[str], own_names: list[str | None], tape_starts: Sequence[int] = (0,)
+) -> tuple[list[str | None], np.ndarray]:
+    """The phase anchor each row falls under: its name, and the row of that anchor (-1 for none), which
+    names the phase instance (names repeat, anchors do not); a phase ends at the next phase anchor or where
+    its tape ends (``tape_starts``: the first row of each tape, in a frame of many). An anchor without a
+    name (or with an empty one, as the anchor index keeps a missing name) starts no phase."""
+    import numpy as np
+
     count = len(kinds)
     phases: list[str | None] = [None] * count
+    anchor_rows = np.full(count, -1, dtype=np.int64)
     bounds = sorted({*tape_starts, count})
-    starts = [row for row in _rows_of(kinds, "anchor") if is_phase_anchor(own_names[row])]
+    starts = [row for row in _rows_of(kinds, "anchor") if own_names[row] and is_phase_anchor(own_names[row])]
     for number, row in enumerate(starts):
         end = min(starts[number + 1] if number + 1 < len(starts) else count, bounds[bisect.bisect_right(bounds, row)])
         phases[row:end] = [own_names[row]] * (end - row)
-    return phases
+        anchor_rows[row:end] = row
+    return phases, anchor_rows
+
+
+def phases_by_id(anchors: Sequence[tuple[int, str]], ids: Sequence[int]) -> tuple[list[str | None], list[int | None]]:
+    """The phase each of some entries of a tape falls under, from the tape's anchors ``(id, name)`` in tape
+    order: the last phase anchor at or before the entry, as the whole tape's frame gives it."""
+    phase_anchors = [(at, name) for at, name in anchors if name and is_phase_anchor(name)]
+    starts = [at for at, _ in phase_anchors]
+    phases: list[str | None] = []
+    anchor_ids: list[int | None] = []
+    for entry in ids:
+        number = bisect.bisect_right(starts, entry) - 1
+        phases.append(phase_anchors[number][1] if number >= 0 else None)
+        anchor_ids.append(starts[number] if number >= 0 else None)
+    return phases, anchor_ids
 
 
 def _rows_of(values: list[str], wanted: str) -> list[int]:

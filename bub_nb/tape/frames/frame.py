@@ -11,22 +11,20 @@ import pandas as pd
 from bub_nb.tape._lines import Record, gc_paused
 from bub_nb.tape.entries import TapeEntry
 from bub_nb.tape.events import NOTEBOOK
-from bub_nb.tape.frames.columns import kind_column, phase_column
-from bub_nb.tape.stores.columns import TAPE_NAME, TEXT_OR_NONE, Columns
+from bub_nb.tape.frames.columns import COLUMNS, kind_column, phase_column, phases_by_id
+from bub_nb.tape.stores.columns import FORKED_FROM, TAPE_NAME, TEXT_OR_NONE, Columns
 from bub_nb.tape.stores.protocol import ReadsColumns
 
 if TYPE_CHECKING:
     from bub_nb.tape.anchors import StoredTape
 
-COLUMNS = (
-    "id", "kind", "date", "role", "name", "content", "tools", "phase", "run_id",
-    "prompt_tokens", "completion_tokens", "payload", "meta",
-)  # fmt: skip
 
-
-def entries_to_frame(entries: Iterable[TapeEntry]) -> pd.DataFrame:
+def entries_to_frame(entries: Iterable[TapeEntry], tape: StoredTape | None = None) -> pd.DataFrame:
     """One row per entry. ``phase`` is the phase anchor an entry falls under; token columns are
-    filled from ``run`` and ``summary`` events, which carry the model's exact usage."""
+    filled from ``run`` and ``summary`` events, which carry the model's exact usage.
+
+    With ``tape`` (the entries are some of its entries, as a query picks them) ``tape_name`` names it and
+    each row's phase is read from the tape's anchors, so it is the phase the whole tape's frame gives."""
     entries = list(entries)
     with gc_paused():
         columns = Columns()
@@ -37,26 +35,46 @@ def entries_to_frame(entries: Iterable[TapeEntry]) -> pd.DataFrame:
             [e.meta for e in entries],
             [e.date for e in entries],
         )
-    return columns_to_frame(columns)
+    if tape is None:
+        return columns_to_frame(columns)
+    anchors = [(ref.id, ref.name) for ref in tape.store.anchors(tape.name)]
+    frame = columns_to_frame(columns, names=tape.name, phases=phases_by_id(anchors, columns.ids))
+    frame.attrs["tape"] = tape.name
+    return frame
 
 
-def records_to_frame(records: Sequence[Record]) -> pd.DataFrame:
+def records_to_frame(records: Sequence[Record], name: str | None = None) -> pd.DataFrame:
     """``entries_to_frame`` for decoded lines (``{id, kind, payload, meta, date}`` dicts)."""
     with gc_paused():
         columns = Columns.from_records(records)
-    return columns_to_frame(columns)
+    return columns_to_frame(columns, names=name)
 
 
-def columns_to_frame(columns: Columns, tape_starts: Sequence[int] = (0,)) -> pd.DataFrame:
+def columns_to_frame(
+    columns: Columns,
+    tape_starts: Sequence[int] = (0,),
+    names: str | list[str] | None = None,
+    phases: tuple[list[str | None], list[int | None]] | None = None,
+) -> pd.DataFrame:
     """``entries_to_frame`` for entries decoded straight into columns; with ``tape_starts`` (the first row
-    of each tape) for the columns of several tapes, whose phases end with their tape."""
+    of each tape) for the columns of several tapes, whose phases end with their tape, and ``names`` the
+    tape of every row (or the one tape of them all). ``phases`` gives each row's phase name and anchor id
+    when the rows are not a whole tape."""
     count = len(columns)
     kinds, text = columns.kinds, columns.text
+    ids = np.array(columns.ids, dtype=np.int64)
     with gc_paused():  # a large tape makes millions of small objects that hold no cycles
-        phases = phase_column(kinds, text.own_names, tape_starts)
-        return pd.DataFrame(
+        if phases is None:
+            phase_names, anchor_rows = phase_column(kinds, text.own_names, tape_starts)
+            phase_ids = pd.arrays.IntegerArray(ids[np.maximum(anchor_rows, 0)], anchor_rows < 0)
+        else:
+            phase_names = phases[0]
+            phase_ids = pd.array(phases[1], dtype="Int64")
+        tape_names = [names] * count if names is None or isinstance(names, str) else names
+        frame = pd.DataFrame(
             {
-                "id": pd.Series(np.array(columns.ids, dtype=np.int64)),
+                TAPE_NAME: _text_column(tape_names, text_or_none=True),
+                "id": pd.Series(ids),
                 "kind": kind_column(kinds),
                 "date": pd.to_datetime(
                     pd.Series(columns.dates, dtype="object"), utc=True, format="ISO8601", errors="coerce"
@@ -65,8 +83,10 @@ def columns_to_frame(columns: Columns, tape_starts: Sequence[int] = (0,)) -> pd.
                 "name": _text_column(text.names, text_or_none=True),
                 "content": _text_column(text.contents, text_or_none=True),
                 "tools": text.tools,
-                "phase": _text_column(phases, text_or_none=True),
+                "phase": _text_column(phase_names, text_or_none=True),
+                "phase_id": phase_ids,
                 "run_id": _text_column(columns.run_ids, text_or_none=columns.run_ids_are_text),
+                FORKED_FROM: _sparse_text(columns.forked_from, count),
                 "prompt_tokens": _token_counts(text.prompt_tokens, count),
                 "completion_tokens": _token_counts(text.completion_tokens, count),
                 "payload": columns.payloads,
@@ -75,6 +95,36 @@ def columns_to_frame(columns: Columns, tape_starts: Sequence[int] = (0,)) -> pd.
             columns=list(COLUMNS),
             copy=False,  # every column was built here for this frame alone: no need to copy it again
         )
+    return frame if count else _empty(frame)
+
+
+def _empty(frame: pd.DataFrame) -> pd.DataFrame:
+    """A frame of no rows with the dtypes a frame of rows has (text ``str``, ``kind`` categorical)."""
+    text = pd.StringDtype(na_value=np.nan)
+    dtypes = {column: text for column in (TAPE_NAME, "role", "name", "content", "phase", "run_id", FORKED_FROM)}
+    frame = frame.astype({**dtypes, "tools": object, "payload": object, "meta": object})
+    frame["kind"] = pd.Categorical([], categories=pd.Index([], dtype=text))
+    frame["date"] = frame["date"].astype("datetime64[us, UTC]")
+    return frame
+
+
+def _sparse_text(values: dict[int, Any], count: int) -> pd.Series | list[Any]:
+    """A text column set on a few rows (``row -> value``), missing elsewhere: ``str`` even when no row is."""
+    column: list[Any] = [None] * count
+    for row, value in values.items():
+        column[row] = value
+    if not values:
+        return text_series(column)
+    return _text_column(column, text_or_none=all(type(value) is str for value in values.values()))
+
+
+def text_series(values: list[str | None]) -> pd.Series:
+    """Strings or ``None`` as a column of pandas' ``str`` dtype, even when every value is ``None`` (a column of
+    text that some tapes leave empty has one dtype in every frame)."""
+    column = _text_column(values, text_or_none=True)
+    if isinstance(column, pd.Series):
+        return column
+    return pd.Series(values, dtype=pd.StringDtype(na_value=np.nan))
 
 
 def _token_counts(counts: dict[int, int], count: int) -> pd.api.extensions.ExtensionArray:
@@ -129,9 +179,10 @@ def tape_to_frame(tape: StoredTape) -> pd.DataFrame:
     store = tape.store
     with gc_paused():  # from the first decoded line to the last column: millions of objects, no cycles
         if isinstance(store, ReadsColumns):
-            frame = columns_to_frame(store.columns(tape.name))
+            frame = columns_to_frame(store.columns(tape.name), names=tape.name)
         else:
             frame = entries_to_frame(store.read(tape.name))
+            frame[TAPE_NAME] = _text_column([tape.name] * len(frame), text_or_none=True)
     frame.attrs["tape"] = tape.name
     return frame
 
@@ -154,11 +205,10 @@ def notebook_paths(frame: pd.DataFrame) -> list[str]:
     return paths
 
 
-def with_tape_columns(frame: pd.DataFrame, name: str, *, archived: bool | None = None) -> pd.DataFrame:
-    """One tape's frame as a part of a frame of several: ``tape_name`` first, then the entry columns,
-    ``notebook`` (the notebook that wrote the tape) and, when archives are asked for, ``archived``."""
-    frame.insert(0, TAPE_NAME, name)
-    frame["notebook"] = notebook_of(frame)
+def with_tape_columns(frame: pd.DataFrame, *, archived: bool | None = None) -> pd.DataFrame:
+    """One tape's frame as a part of a frame of several: the entry columns, then ``notebook`` (the notebook
+    that wrote the tape) and, when archives are asked for, ``archived``."""
+    frame["notebook"] = text_series([notebook_of(frame)] * len(frame))
     if archived is not None:
         frame["archived"] = archived
     return frame

@@ -12,7 +12,7 @@ from bub_nb.tape.entries import TapeEntry, is_phase_anchor
 from bub_nb.tape.events import RUN, payload_run_usage
 from bub_nb.tape.frames.frame import COLUMNS, entries_to_frame, records_to_frame, with_tape_columns
 from bub_nb.tape.locations import tapes_home
-from bub_nb.tape.stores.columns import TAPE_NAME
+from bub_nb.tape.stores.columns import FORKED_FROM, TAPE_NAME
 from bub_nb.tape.stores.protocol import FileBacked, KnowsOwners, ReadsRecords, TapeStore
 from bub_nb.tape.stores.resolve import file_store, resolve_store
 
@@ -58,7 +58,8 @@ def _tape_row(name: str, details: dict[str, Any], records: list[Record]) -> dict
                 anchors.append(anchor)
         elif kind == "error":
             errors += 1
-        elif kind == "event" and payload.get("name") == RUN:
+        elif kind == "event" and payload.get("name") == RUN and FORKED_FROM not in record["meta"]:
+            # a turn a fork copied is counted once, in the tape it ran on
             turns += 1
             data = payload.get("data")
             usage = payload_run_usage(kind, payload)
@@ -82,7 +83,8 @@ def _tape_row(name: str, details: dict[str, Any], records: list[Record]) -> dict
 
 def class_overview(store: TapeStore | str | None = None) -> pd.DataFrame:
     """One row per tape the store lets this role see: owner, notebook, phase anchors reached, turns,
-    tokens (from ``run`` events), errors and the time of the last entry.
+    tokens (from ``run`` events; a fork's copies of its parent's turns are not counted again), errors and
+    the time of the last entry.
 
     ``store`` is a store or a ``postgresql://`` DSN; ``None`` means ``$BUB_STORE``, else the Bub home's files.
     """
@@ -106,16 +108,16 @@ def store_frame(store: TapeStore | str) -> pd.DataFrame:
     details = _details(chosen)
     frames = []
     for name in chosen.list_tapes():
-        frame = with_tape_columns(records_to_frame(_records(chosen, name)), name)
+        frame = with_tape_columns(records_to_frame(_records(chosen, name), name))
         about = details.get(name, {})
         frame.insert(1, "owner", about.get("owner"))
         if about.get("notebook") is not None:
             frame["notebook"] = frame["notebook"].fillna(about["notebook"])
         frames.append(frame)
     if not frames:
-        empty = with_tape_columns(entries_to_frame(list[TapeEntry]()), "")
+        empty = with_tape_columns(entries_to_frame(list[TapeEntry]()))
         empty.insert(1, "owner", pd.Series(dtype="object"))
-        return empty[[TAPE_NAME, "owner", *COLUMNS, "notebook"]].astype({"kind": "category"})
+        return empty[[TAPE_NAME, "owner", *COLUMNS[1:], "notebook"]].astype({"kind": "category"})
     frame = pd.concat(frames, ignore_index=True)
     frame["kind"] = frame["kind"].astype("category")  # as read_tapes does: concat drops per-tape categories
     return frame

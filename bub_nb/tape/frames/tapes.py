@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -9,9 +10,16 @@ import pandas as pd
 
 from bub_nb.errors import TapeError
 from bub_nb.tape._lines import gc_paused
-from bub_nb.tape.anchors import NamedTape
+from bub_nb.tape.anchors import NamedTape, check_kinds
 from bub_nb.tape.events import NOTEBOOK
-from bub_nb.tape.frames.frame import columns_to_frame, notebook_paths, tape_to_frame, with_tape_columns
+from bub_nb.tape.frames.frame import (
+    COLUMNS,
+    columns_to_frame,
+    notebook_paths,
+    tape_to_frame,
+    text_series,
+    with_tape_columns,
+)
 from bub_nb.tape.frames.overview import store_frame
 from bub_nb.tape.locations import bub_home, tapes_home
 from bub_nb.tape.stores.archive import ArchiveTapeStore, archive_files
@@ -19,7 +27,16 @@ from bub_nb.tape.stores.columns import TAPE_NAME, Columns
 from bub_nb.tape.stores.resolve import file_store
 
 
-def read_tapes(home: str | Path | None = None, *, include_archives: bool = False, store: Any = None) -> pd.DataFrame:
+def read_tapes(
+    home: str | Path | None = None,
+    *,
+    include_archives: bool = False,
+    store: Any = None,
+    kinds: Sequence[str] = (),
+    since: Any = None,
+    columns: Sequence[str] | None = None,
+    as_: str = "pandas",
+) -> Any:
     """Every tape under ``<home>/tapes`` in one frame, with a ``tape_name`` column first.
 
     ``home`` is a Bub home (or its ``tapes`` folder itself); one that does not exist is an error.
@@ -28,37 +45,111 @@ def read_tapes(home: str | Path | None = None, *, include_archives: bool = False
     which costs about what one tape of the same size does.
     With ``store`` (a store or a ``postgresql://`` DSN) the tapes come from there instead, with an
     ``owner`` column after ``tape_name``.
+
+    Leaner reads: ``kinds`` keeps the entries of those kinds, ``since`` (a date or time) those dated from
+    then on, ``columns`` only those columns (phases are worked out on the whole tapes first, so every
+    row keeps its phase). ``as_="arrow"`` gives a ``pyarrow.Table`` and ``as_="polars"`` a polars
+    DataFrame, decoded without pandas, ``payload`` and ``meta`` as JSON text (the ``arrow`` extra).
     """
+    if as_ not in ("pandas", "arrow", "polars"):
+        raise TapeError(f"read_tapes(as_={as_!r}): give 'pandas', 'arrow' or 'polars'")
+    check_kinds(kinds)
+    if columns is not None:
+        unknown = sorted(set(columns) - {*COLUMNS, "notebook", "archived", "owner"})
+        if unknown:
+            raise TapeError(
+                f"read_tapes(columns=...) names no such columns: {unknown}; the columns are {list(COLUMNS)}"
+            )
+    if as_ != "pandas":
+        if store is not None or include_archives:
+            raise TapeError(f"read_tapes(as_={as_!r}) reads a Bub home's files, without archives")
+        return _lean(_arrow_home(home), kinds, since, columns, as_)
     if store is not None:
-        return store_frame(store)
+        return _lean(store_frame(store), kinds, since, columns, as_)
+    folder = _folder(home)
+    store = file_store(folder)
+    decoded, names, starts = Columns(), [], []
+    with gc_paused():
+        for name in store.list_tapes():  # every file Bub would list, even one whose name we would not give
+            starts.append(len(decoded))
+            store.columns(name, into=decoded)
+            names += [name] * (len(decoded) - starts[-1])
+        frame = columns_to_frame(decoded, starts, names=names)
+    if not names:
+        frame["kind"] = frame["kind"].astype("category")  # categorical even with no rows, as analysts expect
+    frame["notebook"] = text_series(_notebook_column(frame))
+    if include_archives:
+        frame["archived"] = False
+        archives = [NamedTape(path.name, ArchiveTapeStore(path, store)) for path in archive_files(folder)]
+        parts = [with_tape_columns(tape_to_frame(tape), archived=True) for tape in archives]
+        if parts:
+            frame = pd.concat([frame, *parts], ignore_index=True)
+            frame["kind"] = frame["kind"].astype("category")  # categories differ per part; concat drops them
+    return _lean(frame, kinds, since, columns, as_)
+
+
+def _folder(home: str | Path | None) -> Path:
     root = bub_home(home)
     if not root.is_dir():
         raise TapeError(f"Bub home {str(root)!r} is not a folder, so it holds no tapes")
     folder = tapes_home(home)
     if not folder.is_dir() and any(root.glob("*.jsonl")):
         folder = root  # the tapes folder itself was given
-    store = file_store(folder)
-    columns, names, starts = Columns(), [], []
+    return folder
+
+
+def _arrow_home(home: str | Path | None) -> Any:
+    """Every tape of a home as one Arrow table, ``notebook`` last."""
+    from bub_nb.tape.frames.arrow import columns_to_arrow, notebook_column, pyarrow
+
+    pyarrow()  # the one-line error before any tape is read, when pyarrow is missing
+    store = file_store(_folder(home))
+    decoded, names, starts = Columns(), [], []
     with gc_paused():
-        for name in store.list_tapes():  # every file Bub would list, even one whose name we would not give
-            starts.append(len(columns))
-            store.columns(name, into=columns)
-            names += [name] * (len(columns) - starts[-1])
-        frame = columns_to_frame(columns, starts)
-    frame.insert(0, TAPE_NAME, names or pd.Series(names, dtype="object"))
-    if not names:
-        frame["kind"] = frame["kind"].astype("category")  # categorical even with no rows, as analysts expect
-    frame["notebook"] = _notebook_column(frame)
-    if not include_archives:
-        return frame
-    frame["archived"] = False
-    archives = [NamedTape(path.name, ArchiveTapeStore(path, store)) for path in archive_files(folder)]
-    parts = [with_tape_columns(tape_to_frame(tape), tape.name, archived=True) for tape in archives]
-    if not parts:
-        return frame
-    frame = pd.concat([frame, *parts], ignore_index=True)
-    frame["kind"] = frame["kind"].astype("category")  # categories differ per part; concat drops them
-    return frame
+        for name in store.list_tapes():
+            starts.append(len(decoded))
+            store.columns(name, into=decoded)
+            names += [name] * (len(decoded) - starts[-1])
+        table = columns_to_arrow(decoded, starts, names)
+        notebooks = notebook_column(decoded, starts, names)
+    return table.append_column("notebook", notebooks)
+
+
+def _lean(table: Any, kinds: Sequence[str], since: Any, columns: Sequence[str] | None, as_: str) -> Any:
+    """Only the rows of ``kinds`` dated from ``since`` on, and only ``columns``, in the form asked for."""
+    if as_ == "pandas":
+        frame = table
+        if kinds:
+            frame = frame[frame["kind"].isin(kinds)]
+        if since is not None:
+            frame = frame[frame["date"] >= _moment(since)]
+        if columns is not None:
+            frame = frame[[column for column in frame.columns if column in columns]]
+        return frame.reset_index(drop=True) if (kinds or since is not None) else frame
+    import pyarrow.compute as pc
+
+    if kinds:
+        table = table.filter(pc.is_in(table.column("kind").cast("string"), value_set=_pa().array(list(kinds))))
+    if since is not None:
+        table = table.filter(pc.greater_equal(table.column("date"), _pa().scalar(_moment(since).to_pydatetime())))
+    if columns is not None:
+        table = table.select([column for column in table.column_names if column in columns])
+    if as_ == "polars":
+        import polars
+
+        return polars.from_arrow(table)
+    return table
+
+
+def _pa() -> Any:
+    from bub_nb.tape.frames.arrow import pyarrow
+
+    return pyarrow()
+
+
+def _moment(since: Any) -> pd.Timestamp:
+    moment = pd.Timestamp(since)
+    return moment.tz_localize("UTC") if moment.tzinfo is None else moment.tz_convert("UTC")
 
 
 def _notebook_column(frame: pd.DataFrame) -> list[str | None]:

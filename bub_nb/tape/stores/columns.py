@@ -18,7 +18,8 @@ from bub_nb.tape.text import payload_call_names, payload_text, tool_call_text
 if TYPE_CHECKING:
     pass
 
-TAPE_NAME = "tape_name"  # the column naming each row's tape in a frame of several tapes
+TAPE_NAME = "tape_name"  # the column naming each row's tape
+FORKED_FROM = "forked_from"  # the meta key, and column, of an entry a fork copied: the address it came from
 _FIELDS = operator.itemgetter("id", "kind", "payload", "meta", "date")
 
 
@@ -125,6 +126,10 @@ class Columns:
     text: TextColumns = field(default_factory=TextColumns)
     run_ids: list[Any] = field(default_factory=list)
     run_ids_are_text: bool = True  # every run id a string or None, as a run's recorder writes them
+    forked_from: dict[int, Any] = field(default_factory=dict)  # row -> the entry a fork copied it from
+    # rows (start, stop) that came from the plain decode: their values may hold what the typed decode never
+    # makes (NaN, lone surrogates, deep nesting), which re-encoding them as JSON must keep
+    plain_rows: list[tuple[int, int]] = field(default_factory=list)
 
     @classmethod
     def from_records(cls, records: Iterable[Record]) -> Columns:
@@ -151,6 +156,10 @@ class Columns:
         run_ids = [share(run, run) if type(run := meta.get("run_id")) is str else run for meta in metas]
         self.run_ids_are_text = self.run_ids_are_text and set(map(type, run_ids)) <= TEXT_OR_NONE
         self.run_ids += run_ids
+        first = len(self)
+        self.forked_from.update(
+            (first + row, meta[FORKED_FROM]) for row, meta in enumerate(metas) if FORKED_FROM in meta
+        )
         self.ids += array("q", ids)  # the integers are let go here, while cached, rather than all at the end
         self.kinds += kinds
         self.payloads += payloads
@@ -160,6 +169,7 @@ class Columns:
     def add_records(self, records: Iterable[Record]) -> None:
         records = list(records)
         if records:
+            self.plain_rows.append((len(self), len(self) + len(records)))
             self.add(*zip(*map(_FIELDS, records), strict=True))
 
 
