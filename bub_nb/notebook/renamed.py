@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bub_nb.tape import current_notebook
-from bub_nb.tape.locations import left_behind
+from bub_nb.tape.renamed import left_behind
 
 if TYPE_CHECKING:
     from bub_nb.notebook.session import NotebookSession

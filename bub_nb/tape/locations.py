@@ -1,5 +1,4 @@
-"""Where tapes live and which notebook is running: the Bub home, its tapes folder, the current notebook, and the
-tapes a renamed notebook left behind.
+"""Where tapes live and which notebook is running: the Bub home, its tapes folder, and the current notebook.
 
 Jupyter's server and ``bub-nb run`` tell the kernel its notebook (``JPY_SESSION_NAME``); nbclient,
 nbconvert and papermill do not. What they all do is run in a process whose command line names the
@@ -21,7 +20,6 @@ from typing import Protocol
 from bub_nb.tape.entries import TapeEntry
 from bub_nb.tape.events import NOTEBOOK
 from bub_nb.tape.names import session_tape_name
-from bub_nb.tape.stores.protocol import TapeStore
 
 DEFAULT_SESSION_ID = "default"
 
@@ -149,43 +147,4 @@ def launching_notebook() -> Path | None:
         if parent <= 1:
             return None
         pid = parent
-    return None
-
-
-FIRST_ENTRIES = 64
-"""How far into a tape its ``notebook`` event is looked for: it follows the first cell that wrote."""
-
-
-@dataclass(frozen=True, slots=True)
-class LeftBehind:
-    """A tape whose notebook was renamed or removed: its name, the notebook path it recorded, its size."""
-
-    tape: str
-    notebook: str
-    entries: int
-
-
-def left_behind(store: TapeStore, notebook: NotebookLocation) -> list[LeftBehind]:
-    """The tapes of notebooks in ``notebook``'s folder whose notebook file no longer exists, largest first.
-
-    A notebook's tape is named after its file, so a renamed notebook starts a new tape and its old tape
-    is one of these: the one to continue with ``%tape use``.
-    """
-    folder = notebook.tape_name.split("__")[0] + "__"
-    found = []
-    for name in store.list_tapes():
-        if not name.startswith(folder) or name == notebook.tape_name:
-            continue
-        path = _recorded_notebook(store, name)
-        if path is not None and not Path(path).exists():
-            found.append(LeftBehind(name, path, store.stats(name).entries))
-    return sorted(found, key=lambda tape: -tape.entries)
-
-
-def _recorded_notebook(store: TapeStore, name: str) -> str | None:
-    for entry in store.read(name, 1, FIRST_ENTRIES + 1):
-        data = entry.payload.get("data")
-        if entry.kind == "event" and entry.name == NOTEBOOK and isinstance(data, dict):
-            path = data.get("path")
-            return path if isinstance(path, str) else None
     return None
