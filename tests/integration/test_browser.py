@@ -25,7 +25,6 @@ from harness.browser import (
 
 from bub_nb import Tape, diff_views, open_tape
 from bub_nb.context import LAST_ANCHOR, build_view
-from bub_nb.tape.names import session_tape_name
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
 
@@ -94,7 +93,7 @@ def quickstart(tmp_path_factory: pytest.TempPathFactory) -> Iterator[QuickstartR
                 notebook.open(QUICKSTART.name)
                 notebook.run_all_cells()
                 notebook.wait_until_all_cells_ran(RUN_SECONDS)
-            tape = open_tape(session_tape_name(lab.root, QUICKSTART.name), home=bub_home)
+            tape = open_tape("quickstart", home=bub_home)  # the lesson's tape: the notebook starts with %lesson start
             assert len(tape) > 0, (
                 f"the notebook's tape {tape.name!r} is empty; tapes under {bub_home}: "
                 f"{sorted(p.name for p in bub_home.rglob('*.jsonl'))}"
