@@ -8,9 +8,12 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bub_nb.errors import BubNbError
+
+if TYPE_CHECKING:
+    from bub_nb.tape import Tape
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -45,7 +48,7 @@ def _run(args: argparse.Namespace) -> int:
         extra_arguments=["--IPKernelApp.log_level=ERROR"],
     )
     print(f"Running {source.name} on model {model!r} …", flush=True)
-    started = time.perf_counter()
+    started, began = time.perf_counter(), time.time()
     failed: CellExecutionError | None = None
     try:
         client.execute()
@@ -55,16 +58,26 @@ def _run(args: argparse.Namespace) -> int:
     nbformat.write(notebook, output)
     name = session_tape_name(source.parent, source.name)
     database = os.environ.get("BUB_STORE") or None  # the kernel wrote there, as BubMagics.store does
-    tape = open_tape(name, store=database) if database else open_tape(name, home=os.environ.get("BUB_HOME"))
     cells = sum(1 for cell in notebook.cells if cell.cell_type == "code")
     print(f"Executed notebook: {output.resolve()}  ({cells} code cells, {time.perf_counter() - started:.1f} s)")
-    where = tape.location if database else tapes_home() / (tape.name + ".jsonl")
-    print(f"Tape: {where}  ({len(tape)} entries, {len(tape.anchor_names())} anchors)")
+    # A lesson (%lesson start NAME) or %tape use writes another tape than the notebook's own: name what was written.
+    written = [] if database else _written_since(tapes_home(), began)
+    for tape in written or [open_tape(name, store=database) if database else open_tape(name)]:
+        where = tape.location if database else tapes_home() / (tape.name + ".jsonl")
+        print(f"Tape: {where}  ({len(tape)} entries, {len(tape.anchor_names())} anchors)")
     if failed is not None:
         name, value = getattr(failed, "ename", "Error"), getattr(failed, "evalue", "")
         print(f"A cell failed: {name}: {value}".rstrip(": "), file=sys.stderr)
         return 1
     return 0
+
+
+def _written_since(folder: Path, began: float) -> list[Tape]:
+    """The tapes of ``folder`` a run wrote to, oldest change first."""
+    from bub_nb.tape.open import open_tape
+
+    paths = [path for path in folder.glob("*.jsonl") if path.stat().st_mtime >= began and path.stem != "session_graph"]
+    return [open_tape(path) for path in sorted(paths, key=lambda path: path.stat().st_mtime)]
 
 
 def _database(dsn: str, schema: str) -> Any:
