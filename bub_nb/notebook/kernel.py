@@ -11,7 +11,7 @@ from collections.abc import Callable, Collection
 from typing import Any
 
 from bub_nb.agent.kernel_tools import APPROVED, CellRecord, Decision
-from bub_nb.notebook.recording import SKIPPED_PREFIXES
+from bub_nb.notebook.recording import SKIPPED_PREFIXES, CellListener
 
 ALWAYS = "always"
 HEADLESS = (
@@ -43,25 +43,14 @@ def can_ask(shell: Any) -> bool:
     return bool((parent.get("metadata") or {}).get("cellId"))
 
 
-class NotebookKernel:
+class NotebookKernel(CellListener):
     """An IPython shell as a :class:`~bub_nb.agent.kernel_tools.Kernel`; ``settings`` holds ``allow_code``."""
 
     def __init__(self, shell: Any, settings: Any, cell_number: Callable[[], int | None]) -> None:
-        self._shell = shell
+        super().__init__(shell)
         self._settings = settings
         self._cell_number = cell_number
         self._errors: dict[int, str] = {}
-        self.active = False
-
-    def start(self) -> None:
-        if not self.active:
-            self._shell.events.register("post_run_cell", self.post_run_cell)
-            self.active = True
-
-    def stop(self) -> None:
-        if self.active:
-            self._shell.events.unregister("post_run_cell", self.post_run_cell)
-            self.active = False
 
     def post_run_cell(self, result: Any) -> None:
         error = result.error_in_exec or result.error_before_exec

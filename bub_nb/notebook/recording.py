@@ -23,20 +23,15 @@ def cell_event(execution_count: int | None, source: str, error: BaseException | 
     return data
 
 
-class CellRecorder:
-    """Listens to IPython's ``post_run_cell`` event; installs no exception handler of any kind."""
+class CellListener:
+    """Something told of every cell that ran, through IPython's ``post_run_cell`` event, between ``start`` and
+    ``stop``; it installs no exception handler of any kind."""
 
-    def __init__(self, shell: Any, tape: Callable[[], Tape]) -> None:
+    def __init__(self, shell: Any) -> None:
         self._shell = shell
-        self._tape = tape
         self.active = False
 
     def start(self) -> None:
-        tape = self._tape()
-        if tape.read_only:
-            raise TapeError(f"Tape {tape.name!r} opens read-only; cells cannot be recorded on it")
-        # Cells recorded before the first anchor would fall outside every phase's view.
-        tape.ensure_bootstrap_anchor()
         if not self.active:
             self._shell.events.register("post_run_cell", self.post_run_cell)
             self.active = True
@@ -45,6 +40,25 @@ class CellRecorder:
         if self.active:
             self._shell.events.unregister("post_run_cell", self.post_run_cell)
             self.active = False
+
+    def post_run_cell(self, result: Any) -> None:
+        raise NotImplementedError
+
+
+class CellRecorder(CellListener):
+    """Records executed cells as ``notebook.cell`` events on the current tape."""
+
+    def __init__(self, shell: Any, tape: Callable[[], Tape]) -> None:
+        super().__init__(shell)
+        self._tape = tape
+
+    def start(self) -> None:
+        tape = self._tape()
+        if tape.read_only:
+            raise TapeError(f"Tape {tape.name!r} opens read-only; cells cannot be recorded on it")
+        # Cells recorded before the first anchor would fall outside every phase's view.
+        tape.ensure_bootstrap_anchor()
+        super().start()
 
     def post_run_cell(self, result: Any) -> None:
         source = (getattr(result.info, "raw_cell", None) or "").strip()
