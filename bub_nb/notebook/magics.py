@@ -7,7 +7,6 @@ one-line ``UsageError``.
 
 from __future__ import annotations
 
-import keyword
 import sys
 from typing import Any
 
@@ -15,24 +14,23 @@ from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class, no_var_expand
 from IPython.core.magic_arguments import argument, magic_arguments
-from IPython.display import display
 from traitlets import TraitError, observe
 from traitlets.config import Config
 
-from bub_nb.errors import AnchorNotFoundError, BubNbError
-from bub_nb.notebook.display import AnswerDisplay, handoff_confirmation, show
+from bub_nb.errors import BubNbError
+from bub_nb.notebook.commands.context import ContextCommands
+from bub_nb.notebook.commands.handoff import HandoffCommands
+from bub_nb.notebook.commands.lesson import LessonCommands
+from bub_nb.notebook.commands.memory import MemoryCommands
+from bub_nb.notebook.commands.tape import TapeCommands, with_tape_help
+from bub_nb.notebook.commands.turn import TurnCommand
 from bub_nb.notebook.kernel import NotebookKernel
-from bub_nb.notebook.lesson import LessonCommands
-from bub_nb.notebook.memory_commands import MemoryCommands
 from bub_nb.notebook.origin import NotebookOrigin
-from bub_nb.notebook.outcome import CUT_SHORT, footer, interrupted
-from bub_nb.notebook.parsing.interpolate import interpolate
-from bub_nb.notebook.parsing.magic_line import parse_line, parse_state, parser_of, split_line_prompt, split_words
+from bub_nb.notebook.parsing.magic_line import parse_line, parser_of, split_line_prompt, split_words
 from bub_nb.notebook.recording import CellRecorder
 from bub_nb.notebook.renamed import RenameNotice
 from bub_nb.notebook.session import NotebookSession
 from bub_nb.notebook.settings import MagicSettings
-from bub_nb.notebook.tape_commands import TapeCommands, with_tape_help
 from bub_nb.notebook.usage_errors import one_line, usage_errors
 
 
@@ -50,6 +48,9 @@ class BubMagics(Magics, MagicSettings):
         self.memory_commands = MemoryCommands(self.session)
         self.lesson_commands = LessonCommands(self.session)
         self.rename_notice = RenameNotice(self.session)
+        self.turn_command = TurnCommand(self.shell, self.session, self.rename_notice, self._cell_number)
+        self.handoff_commands = HandoffCommands(self.session, self._cell_number)
+        self.context_commands = ContextCommands(self.session, lambda: self.context)
 
     @property
     def ip(self) -> InteractiveShell:
@@ -134,49 +135,9 @@ class BubMagics(Magics, MagicSettings):
             args, text = parse_line(self.bub_magic, line), cell
             if args.prompt:
                 raise UsageError(f"%%bub takes the prompt from the cell; unexpected words: {' '.join(args.prompt)!r}")
-        prompt = interpolate(text, self.ip.user_ns).strip()
-        if not prompt:
-            raise UsageError("The prompt is empty: write it in the cell under %%bub (or after %bub)")
-        if args.output and (not args.output.isidentifier() or keyword.iskeyword(args.output)):
-            raise UsageError(f"-o {args.output!r} is not a valid variable name")
-        if args.budget is not None and args.budget < 0:
-            raise UsageError(f"--budget {args.budget} is not a number of tokens; give one, or 0 for no budget")
-        agent = self.session.agent(
-            model=args.model, context=args.context, tools=args.tools, cell=self._cell_number(), budget=args.budget
-        )
-        stream = self.stream and not args.no_stream
-        renamed = self.rename_notice.text()
-        if renamed:
-            show(renamed)
-        if args.output:
-            self.ip.user_ns.pop(args.output, None)  # a failed turn must not leave an earlier answer there
-        answer = AnswerDisplay(self.shell, stream=stream)
-        try:
-            turn = self.session.run_turn(agent, prompt, on_delta=answer.add if stream else None)
-        except KeyboardInterrupt:
-            agent.abort()
-            answer.finish(interrupted(answer.text))
-            # Raised on, like any Python cell's, so Jupyter cancels the cells queued after this one; raised
-            # afresh so the traceback ends in this cell, not in the event loop the turn happened to be in.
-            raise KeyboardInterrupt from None
-        except BubNbError as exc:
-            if answer.text:
-                answer.finish(f"{answer.text}\n\n{CUT_SHORT}")
-            else:
-                answer.discard()
-            failed = getattr(exc, "turn", None)
-            for notice in failed.notices if failed is not None else ():  # what the turn wrote before it failed
-                show(f"⚠️ {notice}")
-            raise UsageError(one_line(exc)) from None
-        anchor = turn.view.anchor.name if turn.view is not None and turn.view.anchor is not None else None
-        metadata = {"bub_nb": {"tape": agent.tape.name, "entry_ids": turn.entry_ids, "anchor": anchor}}
-        answer.finish(turn.text, footer=footer(turn, anchor), metadata=metadata)
-        for notice in turn.notices:
-            show(f"⚠️ {notice}")
-        if args.output and turn.ok:
-            self.ip.user_ns[args.output] = turn.text
+        self.turn_command.run(args, text, stream=self.stream and not args.no_stream)
         if self.show_context:
-            self._show_context(None)
+            self.context_commands.show(None)
 
     def _cell_number(self) -> int | None:
         """The running cell's In[n]: IPython counts up before or after running, depending on its version."""
@@ -196,30 +157,7 @@ class BubMagics(Magics, MagicSettings):
     @usage_errors
     def handoff_magic(self, line: str) -> None:
         """Write an anchor: the next turn's view starts there and carries its state."""
-        args = parse_line(self.handoff_magic, line)
-        if not args.name:
-            raise UsageError(
-                "%handoff needs an anchor NAME: %handoff NAME [key=value ...] [--state JSON] [--summarize]"
-            )
-        state = parse_state(args.pairs, args.state)
-        earlier = self._anchor_named(args.name)
-        if args.summarize:
-            if "summarize" in state:
-                raise UsageError("With --summarize, 'summarize' cannot also be a state key; rename it")
-            agent = self.session.agent(model=args.model, cell=self._cell_number())
-            written = agent.handoff(args.name, summarize=True, **state)
-            anchor = next(entry for entry in written if entry.kind == "anchor")
-            state = anchor.payload.get("state") or {}
-        else:
-            anchor, _event = self.session.tape.handoff(args.name, state or None, source="notebook")
-        show(handoff_confirmation(self.session.tape, anchor, state, earlier))
-
-    def _anchor_named(self, name: str) -> int | None:
-        """The id of the newest anchor called ``name`` on the tape, if there is one."""
-        try:
-            return self.session.tape.find_anchor(name).id
-        except AnchorNotFoundError:
-            return None
+        self.handoff_commands.handoff(parse_line(self.handoff_magic, line))
 
     @magic_arguments("anchors")
     @argument("--limit", type=int, default=None, help="only the last N anchors")
@@ -229,14 +167,7 @@ class BubMagics(Magics, MagicSettings):
         """The tape's anchors as a DataFrame: name, id, date, state, entries since, and what each summary cites
         (``sources``), how many of its sentences cite nothing (``uncited``) and what it kept of its phase
         (``retention``: kept/total per kind of artifact, see ``bub_nb.retention``)."""
-        from bub_nb.context.retention import retention_lines
-        from bub_nb.tape.reports.transcript import anchors_frame
-
-        args = parse_line(self.anchors_magic, line)
-        frame = anchors_frame(self.session.tape)
-        lines = retention_lines(self.session.tape)
-        frame["retention"] = frame["id"].map(lines).astype("string")
-        return frame if args.limit is None else frame.tail(args.limit)
+        return self.handoff_commands.anchors(parse_line(self.anchors_magic, line).limit)
 
     @magic_arguments("context")
     @argument("mode", nargs="?", default=None, help="last, full, phases, window:N, notebook or an anchor name")
@@ -246,24 +177,7 @@ class BubMagics(Magics, MagicSettings):
     @usage_errors
     def context_magic(self, line: str) -> None:
         """Show the view the next turn would send, a recorded turn's request, or the diff of two views."""
-        from bub_nb.context import TurnOf, parse_run
-        from bub_nb.notebook.widgets import ContextDiffView, ContextView
-
-        args = parse_line(self.context_magic, line)
-        if sum(given is not None for given in (args.mode, args.turn, args.diff)) > 1:
-            raise UsageError("%context takes one of a mode, --turn N or --diff A B")
-        if args.turn is not None:
-            display(ContextView(self.session.tape, TurnOf(parse_run(args.turn))))
-        elif args.diff is not None:
-            display(ContextDiffView(self.session.tape, *args.diff))
-        else:
-            self._show_context(args.mode)
-
-    def _show_context(self, mode: str | None) -> None:
-        from bub_nb.context import parse_mode
-        from bub_nb.notebook.widgets import ContextView
-
-        display(ContextView(self.session.tape, parse_mode(mode or self.context or "last")))
+        self.context_commands.run(parse_line(self.context_magic, line))
 
     @magic_arguments("memory")
     @argument("action", nargs="?", default="show", help="show | save TEXT | daily TEXT | clear | prune")

@@ -11,8 +11,8 @@ from harness.shell import Notebook
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
+from bub_nb.notebook.commands.tape import SUBCOMMANDS
 from bub_nb.notebook.parsing.magic_line import split_line_prompt, takes_value
-from bub_nb.notebook.tape_commands import SUBCOMMANDS
 
 
 def user_messages(nb: Notebook) -> list[str]:

@@ -1,0 +1,1 @@
+"""What the magics do, one module per magic: each parses nothing and raises one-line ``UsageError``s."""

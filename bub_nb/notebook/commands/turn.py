@@ -1,0 +1,80 @@
+"""``%%bub``: run one agent turn from a cell, streaming the answer and keeping what an interrupt cut short."""
+
+from __future__ import annotations
+
+import argparse
+import keyword
+from typing import TYPE_CHECKING, Any
+
+from IPython.core.error import UsageError
+
+from bub_nb.errors import BubNbError
+from bub_nb.notebook.display import AnswerDisplay, show
+from bub_nb.notebook.outcome import CUT_SHORT, footer, interrupted
+from bub_nb.notebook.parsing.interpolate import interpolate
+from bub_nb.notebook.usage_errors import one_line
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from bub_nb.notebook.renamed import RenameNotice
+    from bub_nb.notebook.session import NotebookSession
+
+
+class TurnCommand:
+    """One ``%%bub`` cell: check the options, run the turn, show the answer, its footer and its notices."""
+
+    def __init__(
+        self,
+        shell: Any,
+        session: NotebookSession,
+        rename_notice: RenameNotice,
+        cell_number: Callable[[], int | None],
+    ) -> None:
+        self._shell = shell
+        self._session = session
+        self._rename_notice = rename_notice
+        self._cell_number = cell_number
+
+    def run(self, args: argparse.Namespace, text: str, *, stream: bool) -> None:
+        user_ns = self._shell.user_ns
+        prompt = interpolate(text, user_ns).strip()
+        if not prompt:
+            raise UsageError("The prompt is empty: write it in the cell under %%bub (or after %bub)")
+        if args.output and (not args.output.isidentifier() or keyword.iskeyword(args.output)):
+            raise UsageError(f"-o {args.output!r} is not a valid variable name")
+        if args.budget is not None and args.budget < 0:
+            raise UsageError(f"--budget {args.budget} is not a number of tokens; give one, or 0 for no budget")
+        agent = self._session.agent(
+            model=args.model, context=args.context, tools=args.tools, cell=self._cell_number(), budget=args.budget
+        )
+        renamed = self._rename_notice.text()
+        if renamed:
+            show(renamed)
+        if args.output:
+            user_ns.pop(args.output, None)  # a failed turn must not leave an earlier answer there
+        answer = AnswerDisplay(self._shell, stream=stream)
+        try:
+            turn = self._session.run_turn(agent, prompt, on_delta=answer.add if stream else None)
+        except KeyboardInterrupt:
+            agent.abort()
+            answer.finish(interrupted(answer.text))
+            # Raised on, like any Python cell's, so Jupyter cancels the cells queued after this one; raised
+            # afresh so the traceback ends in this cell, not in the event loop the turn happened to be in.
+            raise KeyboardInterrupt from None
+        except BubNbError as exc:
+            if answer.text:
+                answer.finish(f"{answer.text}\n\n{CUT_SHORT}")
+            else:
+                answer.discard()
+            failed = getattr(exc, "turn", None)
+            for notice in failed.notices if failed is not None else ():  # what the turn wrote before it failed
+                show(f"⚠️ {notice}")
+            raise UsageError(one_line(exc)) from None
+        anchor = turn.view.anchor.name if turn.view is not None and turn.view.anchor is not None else None
+        metadata = {"bub_nb": {"tape": agent.tape.name, "entry_ids": turn.entry_ids, "anchor": anchor}}
+        answer.finish(turn.text, footer=footer(turn, anchor), metadata=metadata)
+        for notice in turn.notices:
+            show(f"⚠️ {notice}")
+        if args.output and turn.ok:
+            user_ns[args.output] = turn.text
