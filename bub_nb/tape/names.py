@@ -120,7 +120,8 @@ SCHEME = "tape://"
 
 @dataclass(frozen=True, slots=True)
 class TapeAddress:
-    """``tape://<tape>/entry/<id>`` or ``tape://<tape>/anchor/<name>`` (names may contain ``/``)."""
+    """``tape://<tape>/entry/<id>`` or ``tape://<tape>/anchor/<name>`` (names may contain ``/``). On a database
+    another role's tape is ``owner/name``: ``tape://<owner>/<tape>/entry/<id>``."""
 
     tape: str
     kind: str
@@ -132,6 +133,8 @@ class TapeAddress:
             raise TapeAddressError(f"Address {address!r} does not start with {SCHEME!r}")
         tape, _, rest = address[len(SCHEME) :].partition("/")
         kind, _, target = rest.partition("/")
+        if kind not in ("entry", "anchor") and target.partition("/")[0] in ("entry", "anchor"):  # owner/name
+            tape, (kind, _, target) = f"{tape}/{kind}", target.partition("/")
         if not tape or kind not in ("entry", "anchor") or not target:
             raise TapeAddressError(
                 f"Address {address!r} is not tape://<tape>/entry/<id> or tape://<tape>/anchor/<name>"

@@ -29,6 +29,7 @@ from bub_nb.tape.citations import beyond, cited_ids
 from bub_nb.tape.entries import TapeEntry, utc_now
 from bub_nb.tape.forks.renumber import renumber_text
 from bub_nb.tape.names import check_handoff_name, entry_address
+from bub_nb.tape.stores.protocol import KnowsOwners
 
 if TYPE_CHECKING:
     from bub_nb.tape import Tape
@@ -148,7 +149,7 @@ def write_agent_handoff(
         ]
     )
     anchor = next(entry for entry in sent if entry.kind == "anchor")
-    received_record = referenced(sent_record, sender_tape.name, anchor.id)
+    received_record = referenced(sent_record, address_name(sender_tape), anchor.id)
     try:
         received = receiver_tape.extend(
             [
@@ -186,6 +187,16 @@ def referenced(record: Mapping[str, Any], sender: str, anchor_id: int) -> dict[s
     content["refs"] = [entry_address(sender, entry_id) for entry_id in sorted(cited)]
     content["anchor"] = entry_address(sender, anchor_id)
     return moved
+
+
+def address_name(tape: Tape) -> str:
+    """How ``tape://`` addresses name ``tape`` for any reader: on a database with its owner (``owner/name``), so
+    a teacher reading the receiver's tape is led to the sender's, not to a tape of its own by that name."""
+    store = tape.base_store
+    if isinstance(store, KnowsOwners):
+        owner, name = store.owner_and_name(tape.name)
+        return f"{owner}/{name}"
+    return tape.name
 
 
 def _texts(record: Mapping[str, Any]) -> list[tuple[str, str]]:

@@ -7,13 +7,19 @@ from typing import TYPE_CHECKING, Any
 
 from bub_nb.agent.eventloop import run_sync
 from bub_nb.agent.summarize import closing_phase, summarise_phase
-from bub_nb.agent.team.handoff import AgentHandoff, check_agent_handoff, handoff_record, write_agent_handoff
+from bub_nb.agent.team.handoff import (
+    AgentHandoff,
+    address_name,
+    check_agent_handoff,
+    handoff_record,
+    write_agent_handoff,
+)
 from bub_nb.agent.team.ownership import Passing, check_may_run, holder, passings
 from bub_nb.errors import AgentError
 from bub_nb.tape import Tape
 from bub_nb.tape.entries import TapeEntry
 from bub_nb.tape.events import SUMMARY
-from bub_nb.tape.names import MAIN_AGENT, agent_tape_name, check_agent_name, notebook_of_tape
+from bub_nb.tape.names import MAIN_AGENT, agent_tape_name, check_agent_name, entry_address, notebook_of_tape
 
 if TYPE_CHECKING:
     from bub_nb.agent.loop import Agent
@@ -122,7 +128,7 @@ class Team:
             args["next_steps"] = next_steps or made.next_steps or None
             before = (TapeEntry.event(SUMMARY, made.event_data(name), **dict(meta or {})),)
         last = sender_tape.last_id
-        tape_ref = sender_tape.address(last) if last else None
+        tape_ref = entry_address(address_name(sender_tape), last) if last else None
         record = handoff_record(sender, to, tape_ref=tape_ref, ownership=ownership, state=state, **args)
         return write_agent_handoff(sender_tape, receiver_tape, name, record, before=before, meta=meta)
 
