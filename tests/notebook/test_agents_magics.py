@@ -101,3 +101,16 @@ def test_the_model_can_call_in_another_agent_with_the_handoff_tool(nb: Notebook)
     nb.run("%%bub -m scripted\nPlease get this reviewed")
     team = nb.magics.session.team()
     assert team.holder() == "reviewer" and [p.sender for p in team.history()] == ["main"]
+
+
+def test_context_of_an_agent_shows_its_view_and_the_cited_entries_only_on_request(nb: Notebook) -> None:
+    two_agents(nb)
+    nb.run("%handoff review/1 --from analyst --to reviewer summary='A mean was asked [#6]'")
+    nb.run("%context --agent reviewer")
+    assert "references the view's anchor carries" not in nb.shown()
+    nb.run("%context --agent reviewer --expand-refs")
+    shown = nb.shown()
+    assert f"`tape://{nb.tape.name}~analyst/entry/6` (message): What is the mean of 1, 2 and 3?" in shown
+    assert "(shown here, not sent to the model)" in shown
+    with pytest.raises(UsageError, match="--expand-refs goes with the view"):
+        nb.run("%context --agent reviewer --turn -1 --expand-refs")

@@ -27,18 +27,13 @@ from typing import TYPE_CHECKING, Any, Final
 from bub_nb.errors import AgentError, CitationError
 from bub_nb.tape.citations import beyond, cited_ids
 from bub_nb.tape.entries import TapeEntry, utc_now
+from bub_nb.tape.events import CONTEXT_HANDOFF, HANDOFF_FAILED
 from bub_nb.tape.forks.renumber import renumber_text
 from bub_nb.tape.names import check_handoff_name, entry_address
 from bub_nb.tape.stores.protocol import KnowsOwners
 
 if TYPE_CHECKING:
     from bub_nb.tape import Tape
-
-CONTEXT_HANDOFF: Final = "context_handoff"
-"""The event (and the anchor state's key) a handoff between agents writes on both tapes."""
-
-HANDOFF_FAILED: Final = "context_handoff.failed"
-"""Written on the sender's tape when the receiver's half could not be written: ``{"anchor", "to", "error"}``."""
 
 OWNERSHIPS: Final = ("transfer", "share")
 AGENT_PREFIX: Final = "agent:"

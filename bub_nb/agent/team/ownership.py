@@ -11,8 +11,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from bub_nb.agent.team.handoff import AGENT_PREFIX, CONTEXT_HANDOFF
+from bub_nb.agent.team.handoff import AGENT_PREFIX
 from bub_nb.errors import NotHoldingError
+from bub_nb.tape.events import CONTEXT_HANDOFF
 
 if TYPE_CHECKING:
     from bub_nb.tape import Tape

@@ -1,4 +1,5 @@
-"""``%context``: the view the next turn would send, a recorded turn's request, or the diff of two views."""
+"""``%context``: the view the next turn would send (of any agent, its references expanded on request), a recorded
+turn's request, or the diff of two views."""
 
 from __future__ import annotations
 
@@ -8,10 +9,14 @@ from typing import TYPE_CHECKING
 from IPython.core.error import UsageError
 from IPython.display import display
 
+from bub_nb.notebook.display import show
+from bub_nb.tape.names import MAIN_AGENT
+
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from bub_nb.notebook.session import NotebookSession
+    from bub_nb.tape import Tape
 
 
 class ContextCommands:
@@ -27,16 +32,36 @@ class ContextCommands:
 
         if sum(given is not None for given in (args.mode, args.turn, args.diff)) > 1:
             raise UsageError("%context takes one of a mode, --turn N or --diff A B")
+        if args.expand_refs and (args.turn is not None or args.diff is not None):
+            raise UsageError("--expand-refs goes with the view the next turn would send, not with --turn or --diff")
+        tape = self._tape_of(args.agent)
         if args.turn is not None:
-            display(ContextView(self._session.tape, TurnOf(parse_run(args.turn))))
+            display(ContextView(tape, TurnOf(parse_run(args.turn))))
         elif args.diff is not None:
-            display(ContextDiffView(self._session.tape, *args.diff))
+            display(ContextDiffView(tape, *args.diff))
         else:
-            self.show(args.mode)
+            self.show(args.mode, agent=args.agent, expand_refs=args.expand_refs)
 
-    def show(self, mode: str | None) -> None:
-        """The view of ``mode`` (the configured mode, else ``last``) as the context widget."""
+    def show(self, mode: str | None, *, agent: str | None = None, expand_refs: bool = False) -> None:
+        """The view of ``mode`` (the agent's mode, the configured mode, else ``last``) as the context widget;
+        with ``expand_refs`` the entries its handoff anchor cites from another agent's tape, after it."""
         from bub_nb.context import parse_mode
+        from bub_nb.context.references import expand_references, references_markdown
         from bub_nb.notebook.widgets import ContextView
 
-        display(ContextView(self._session.tape, parse_mode(mode or self._default_mode() or "last")))
+        tape = self._tape_of(agent)
+        own = self._session.agents.get(agent) if agent else None
+        chosen = parse_mode(mode or (own.context if own is not None else None) or self._default_mode() or "last")
+        display(ContextView(tape, chosen))
+        if expand_refs:
+            from bub_nb.context import build_view
+
+            show(references_markdown(expand_references(tape, build_view(tape, chosen))))
+
+    def _tape_of(self, agent: str | None) -> Tape:
+        """The named agent's tape; without a name the holder's, once agents are defined, else the notebook's."""
+        session = self._session
+        if agent is None and not session.agents:
+            return session.tape
+        team = session.team()
+        return team.tape_of(agent or team.holder() or MAIN_AGENT)
