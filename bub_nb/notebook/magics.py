@@ -194,6 +194,7 @@ class BubMagics(Magics, MagicSettings):
     @argument("--instructions", default=None, help="what it is for, added to its system prompt")
     @argument("--tools", default=None, help="its tools, as %%bub --tools takes them")
     @argument("--context", default=None, help="its view mode, as %%bub --context takes it")
+    @argument("--lanes", action="store_true", help="draw the agents as lanes, with the handoffs between them")
     @line_magic("agent")  # type: ignore[arg-type]  # IPython types only the bare form
     @usage_errors
     def agent_magic(self, line: str) -> None:

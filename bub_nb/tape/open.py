@@ -8,7 +8,16 @@ from typing import TYPE_CHECKING
 from bub_nb.errors import TapeError, TapeNameError, TapeNotFoundError
 from bub_nb.tape.entries import TapeEntry
 from bub_nb.tape.locations import current_notebook, tapes_home
-from bub_nb.tape.names import TapeAddress, check_file_name, check_tape_file_name, validate_tape_name
+from bub_nb.tape.names import (
+    AGENT_MARK,
+    MAIN_AGENT,
+    TapeAddress,
+    agent_of_tape,
+    check_file_name,
+    check_tape_file_name,
+    notebook_of_tape,
+    validate_tape_name,
+)
 from bub_nb.tape.stores.archive import ArchiveTapeStore, is_archive_name
 from bub_nb.tape.stores.file import FileTapeStore
 from bub_nb.tape.stores.protocol import KnowsOwners, TapeStore
@@ -102,3 +111,15 @@ def resolve(address: str, *, home: str | Path | None = None, store: TapeStore | 
     chosen = resolve_store(store) if home is None or store is not None else None
     base = chosen or file_store(check_folder(tapes_home(home)))
     return Tape(readable_tape(base, parsed.tape, address), base).resolve(address)
+
+
+def notebook_tapes(tape: Tape) -> dict[str, Tape]:
+    """The tapes of the notebook ``tape`` belongs to, by agent: ``main`` first, then each agent's, by name."""
+    base = notebook_of_tape(tape.name)
+    store = tape.base_store
+    found = {MAIN_AGENT: Tape(base, store)}
+    for name in sorted(store.list_tapes()):
+        agent = agent_of_tape(name)
+        if agent and name == f"{base}{AGENT_MARK}{agent}":
+            found[agent] = Tape(name, store)
+    return found

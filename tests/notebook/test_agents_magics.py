@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from harness.shell import Notebook
 from IPython.core.error import UsageError
@@ -114,3 +116,22 @@ def test_context_of_an_agent_shows_its_view_and_the_cited_entries_only_on_reques
     assert "(shown here, not sent to the model)" in shown
     with pytest.raises(UsageError, match="--expand-refs goes with the view"):
         nb.run("%context --agent reviewer --turn -1 --expand-refs")
+
+
+def test_the_lanes_draw_each_agent_and_the_handoffs_between_them(nb: Notebook, tmp_path: Path) -> None:
+    from bub_nb.notebook.widgets import AgentLanes
+
+    two_agents(nb)
+    nb.run("%handoff review/1 --from analyst --to reviewer summary='A mean was asked [#6]'")
+    nb.run("%%bub\nIs it right?")
+    nb.run("%agent --lanes")
+    lanes = AgentLanes(nb.tape)
+    text = lanes.to_text()
+    assert "analyst" in text and ">→reviewer" in text and "⚓←analyst" in text
+    html = lanes.to_html()
+    assert 'class="bub-handoff-from" data-to="reviewer" data-ownership="transfer" data-reached="true"' in html
+    nb.run(f"%tape export md {tmp_path / 'story.md'}")
+    story = (tmp_path / "story.md").read_text()
+    assert "🤝 **analyst → reviewer** (transfer) ⚓ review/1" in story and "**reviewer** was asked" in story
+    with pytest.raises(UsageError, match="--lanes draws every agent"):
+        nb.run("%agent analyst --lanes")

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from IPython.core.error import UsageError
+
 from bub_nb.notebook.agents import AgentSettings
 from bub_nb.notebook.display import show
 
@@ -21,11 +23,18 @@ class AgentCommands:
         self._session = session
 
     def run(self, args: argparse.Namespace) -> None:
+        if args.lanes:
+            if args.name is not None or any(value is not None for value in _options(args).values()):
+                raise UsageError("--lanes draws every agent and takes nothing else: %agent --lanes")
+            from IPython.display import display
+
+            from bub_nb.notebook.widgets import AgentLanes
+
+            display(AgentLanes(self._session.tape))
+            return
         if args.name is None:
             given = [flag for flag, value in _options(args).items() if value is not None]
             if given:
-                from IPython.core.error import UsageError
-
                 raise UsageError(f"{', '.join(given)} set an agent's settings and need its NAME: {AGENT_USAGE}")
             show(self.listing())
             return
