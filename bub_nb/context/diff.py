@@ -45,6 +45,8 @@ class ContextDiff:
     b_ids: tuple[int, ...] = ()
     cited: tuple[int, ...] = ()
     """Across two agents' tapes: entries of ``a``'s tape that ``b``'s handoff anchor names by ``tape://`` reference."""
+    agents: tuple[str, str] | None = None
+    """Across two agents' tapes: the agents whose views ``a`` and ``b`` are."""
 
     @property
     def token_change(self) -> dict[str, int]:
@@ -62,7 +64,9 @@ class ContextDiff:
     @property
     def summary(self) -> str:
         change = self.total_b - self.total_a
-        cited = f"; {self.b} cites {len(self.cited)} entries of {self.a}'s tape by reference" if self.cited else ""
+        cited = ""
+        if self.agents is not None:
+            cited = f"; {self.agents[1]} cites {len(self.cited)} entries of {self.agents[0]}'s tape by reference"
         return (
             f"Context diff {self.a} → {self.b}: {len(self.entered)} entered, {len(self.left)} left, "
             f"{len(self.stayed)} stayed; {change:+d} tokens{cited}"
@@ -148,9 +152,10 @@ def _across_tapes(a: View, b: View) -> ContextDiff:
     # A database names the sender's tape with its owner: compare by the plain name after it.
     cited = {int(ref.target) for ref in named if ref.kind == "entry" and ref.tape.rpartition("/")[2] == a.tape}
     a_ids, b_ids = tuple(a.entry_ids), tuple(b.entry_ids)
+    agents = (agent_of_tape(a.tape) or "main", agent_of_tape(b.tape) or "main")
     return ContextDiff(
-        a=f"{agent_of_tape(a.tape) or 'main'}: {view_label(a)}",
-        b=f"{agent_of_tape(b.tape) or 'main'}: {view_label(b)}",
+        a=f"{agents[0]}: {view_label(a)}",
+        b=f"{agents[1]}: {view_label(b)}",
         entered=b_ids,
         left=a_ids,
         stayed=(),
@@ -159,6 +164,7 @@ def _across_tapes(a: View, b: View) -> ContextDiff:
         a_ids=a_ids,
         b_ids=b_ids,
         cited=tuple(sorted(cited)),
+        agents=agents,
     )
 
 

@@ -105,7 +105,7 @@ def _hand_to_agent(
         meta=agent.meta,
         **state,
     )
-    return f"handed off to {to} ({done.ownership}): {done}"
+    return f"handed off: {done}"
 
 
 @tool(name="tape.anchors")
