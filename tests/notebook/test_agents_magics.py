@@ -135,3 +135,11 @@ def test_the_lanes_draw_each_agent_and_the_handoffs_between_them(nb: Notebook, t
     assert "🤝 **analyst → reviewer** (transfer) ⚓ review/1" in story and "**reviewer** was asked" in story
     with pytest.raises(UsageError, match="--lanes draws every agent"):
         nb.run("%agent analyst --lanes")
+
+
+def test_a_plain_handoff_goes_on_the_holders_tape(nb: Notebook) -> None:
+    two_agents(nb)
+    nb.run("%handoff review/1 --from analyst --to reviewer")
+    nb.run("%handoff phase/checking summary='halfway'")
+    reviewer = nb.magics.session.team().tape_of("reviewer")
+    assert reviewer.last_anchor().name == "phase/checking" and len(nb.tape) == 0

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from bub_nb.notebook.session import NotebookSession
+    from bub_nb.tape import Tape
 
 HANDOFF_USAGE = "%handoff NAME [key=value ...] [--state JSON] [--summarize] [--to AGENT [--reason TEXT] [--share]]"
 
@@ -43,7 +44,8 @@ class HandoffCommands:
         given = [flag for flag, on in pairs if on]
         if given:
             raise UsageError(f"{', '.join(given)} go with --to AGENT, a handoff to another agent: {HANDOFF_USAGE}")
-        earlier = self._anchor_named(args.name)
+        tape = self._holders_tape()
+        earlier = self._anchor_named(tape, args.name)
         if args.summarize:
             if "summarize" in state:
                 raise UsageError("With --summarize, 'summarize' cannot also be a state key; rename it")
@@ -52,8 +54,17 @@ class HandoffCommands:
             anchor = next(entry for entry in written if entry.kind == "anchor")
             state = anchor.payload.get("state") or {}
         else:
-            anchor, _event = self._session.tape.handoff(args.name, state or None, source="notebook")
-        show(handoff_confirmation(self._session.tape, anchor, state, earlier))
+            anchor, _event = tape.handoff(args.name, state or None, source="notebook")
+        show(handoff_confirmation(tape, anchor, state, earlier))
+
+    def _holders_tape(self) -> Tape:
+        """Where a plain handoff goes: the notebook's tape, or once agents are defined the holder's, where the
+        next ``%%bub`` cell runs."""
+        session = self._session
+        if not session.agents:
+            return session.tape
+        team = session.team()
+        return team.tape_of(team.holder() or MAIN_AGENT)
 
     def hand_to_agent(self, args: argparse.Namespace, state: dict[str, Any]) -> None:
         """``--to AGENT``: the handoff between agents, written on both tapes, and what it moved."""
@@ -105,9 +116,9 @@ class HandoffCommands:
         frame["retention"] = frame["id"].map(lines).astype("string")
         return frame if limit is None else frame.tail(limit)
 
-    def _anchor_named(self, name: str) -> int | None:
+    def _anchor_named(self, tape: Tape, name: str) -> int | None:
         """The id of the newest anchor called ``name`` on the tape, if there is one."""
         try:
-            return self._session.tape.find_anchor(name).id
+            return tape.find_anchor(name).id
         except AnchorNotFoundError:
             return None
