@@ -143,3 +143,16 @@ def test_a_plain_handoff_goes_on_the_holders_tape(nb: Notebook) -> None:
     nb.run("%handoff phase/checking summary='halfway'")
     reviewer = nb.magics.session.team().tape_of("reviewer")
     assert reviewer.last_anchor().name == "phase/checking" and len(nb.tape) == 0
+
+
+def test_who_holds_the_conversation_is_read_from_the_tapes_after_a_restart(nb: Notebook) -> None:
+    two_agents(nb)
+    nb.run("%handoff review/1 --from analyst --to reviewer")
+    nb.run("%unload_ext bub_nb")
+    nb.run("%load_ext bub_nb")  # a fresh session, as after a kernel restart: nothing kept in memory
+    nb.run("%agent analyst\n%agent reviewer")
+    assert nb.magics.session.team().holder() == "reviewer"
+    with pytest.raises(UsageError, match="'reviewer' holds it now"):
+        nb.run("%%bub --agent analyst\nStill mine?")
+    nb.run("%%bub\nAnd now?")
+    assert nb.magics.session.last_agent.name == "reviewer"
