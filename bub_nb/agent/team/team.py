@@ -34,6 +34,7 @@ class Team:
     def __init__(self, tape: Tape, agents: Iterable[Agent | str] = ()) -> None:
         self.tape = Tape(notebook_of_tape(tape.name), tape.base_store)
         self._agents: dict[str, Agent | None] = {MAIN_AGENT: None}
+        self._history: tuple[tuple[tuple[str, int], ...], list[Passing]] | None = None
         for agent in agents:
             self.add(agent)
 
@@ -70,8 +71,13 @@ class Team:
         return {name: self.tape_of(name) for name in self._agents}
 
     def history(self) -> list[Passing]:
-        """Every complete handoff between the team's agents, oldest first, from the tapes."""
-        return passings(self.tapes())
+        """Every complete handoff between the team's agents, oldest first, from the tapes (read again whenever
+        one of them grew: other writers are always seen)."""
+        tapes = self.tapes()
+        key = tuple((name, tape.last_id) for name, tape in tapes.items())
+        if self._history is None or self._history[0] != key:
+            self._history = (key, passings(tapes))
+        return list(self._history[1])
 
     def holder(self) -> str | None:
         """The agent that holds the conversation: the receiver of the newest transfer, else ``None``."""
