@@ -163,7 +163,8 @@ class BubMagics(Magics, MagicSettings):
     @line_magic("handoff")  # type: ignore[arg-type]  # IPython types only the bare form
     @usage_errors
     def handoff_magic(self, line: str) -> None:
-        """Write an anchor: the next turn's view starts there and carries its state."""
+        """Write an anchor: the next turn's view starts there and carries its state. With ``--to AGENT`` hand the
+        conversation to another agent of the notebook, on both agents' tapes."""
         self.handoff_commands.handoff(parse_line(self.handoff_magic, line))
 
     @magic_arguments("anchors")
