@@ -55,6 +55,9 @@ def test_no_view_holds_an_entry_twice_over_random_handoff_graphs(steps: list[tup
 
     assert team.holder() == expected_holder
     for agent, tape in tapes.items():
+        for mode in (None, "phases"):  # the full tape and every phase's anchor: still each entry once
+            ids = tape.view(mode).entry_ids
+            assert len(ids) == len(set(ids)), f"{agent}'s {mode} view holds an entry twice"
         view = tape.view()
         assert len(view.entry_ids) == len(set(view.entry_ids)), f"{agent}'s view holds an entry twice"
         own = {(tape.name, entry_id) for entry_id in view.entry_ids}
