@@ -154,3 +154,14 @@ def test_a_summarised_handoff_cites_the_senders_entries() -> None:
     done = team.handoff("review", sender="a", to="b", summarize=True)
     assert any(e.kind == "event" and e.payload["name"] == "summary" for e in done.sent)
     assert done.record["content"]["refs"] == ["tape://nb~a/entry/6", "tape://nb~a/entry/7"]
+
+
+def test_a_share_to_an_agent_that_handed_the_conversation_away_lets_it_run_again_without_moving_the_holder() -> None:
+    team, agents = team_of(MemoryTapeStore(), "analyst", "critic")
+    agents["analyst"].run("hello")
+    team.handoff("to-critic", sender="analyst", to="critic")
+    agents["critic"].run("checked")
+    team.handoff("look-too", to="analyst", share=True)
+    assert team.holder() == "critic"
+    agents["analyst"].run("I may go on")
+    agents["critic"].run("and so may I")

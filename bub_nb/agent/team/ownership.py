@@ -2,7 +2,7 @@
 
 A handoff counts once the receiver's anchor exists (a half-written one never does). The holder is the receiver
 of the newest ``transfer``; an agent that handed the conversation away by transfer, and has not been handed it
-back since, may not run. ``share`` handoffs move nothing.
+since, may not run. A ``share`` moves no ownership and leaves both agents able to run: its receiver too.
 """
 
 from __future__ import annotations
@@ -68,12 +68,12 @@ def holder(history: Sequence[Passing]) -> str | None:
 
 
 def handed_away(history: Sequence[Passing]) -> set[str]:
-    """The agents that transferred the conversation and were not handed it back since."""
+    """The agents that transferred the conversation and were not handed it (or a share of it) since."""
     away: set[str] = set()
     for passing in history:
         if passing.ownership == "transfer":
             away.add(passing.sender)
-            away.discard(passing.receiver)
+        away.discard(passing.receiver)
     return away
 
 
