@@ -127,7 +127,7 @@ def test_the_lanes_draw_each_agent_and_the_handoffs_between_them(nb: Notebook, t
     nb.run("%agent --lanes")
     lanes = AgentLanes(nb.tape)
     text = lanes.to_text()
-    assert "analyst" in text and ">→reviewer" in text and "⚓←analyst" in text
+    assert "analyst" in text and "→reviewer" in text and "⚓←analyst" in text
     html = lanes.to_html()
     assert 'class="bub-handoff-from" data-to="reviewer" data-ownership="transfer" data-reached="true"' in html
     nb.run(f"%tape export md {tmp_path / 'story.md'}")

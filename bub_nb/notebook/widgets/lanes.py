@@ -21,8 +21,8 @@ if TYPE_CHECKING:
     from bub_nb.tape import Tape
 
 MAX_BEATS: Final = 60
-GLYPHS: Final = {"prompt": "💬", "answer": "🤖", "tool": "🔧", "anchor": "⚓", "handoff": "🤝"}
-TEXT_GLYPHS: Final = {"prompt": "ask", "answer": "ans", "tool": "tool", "anchor": "#", "handoff": ">"}
+GLYPHS: Final = {"prompt": "ask", "answer": "ans", "tool": "tool", "anchor": "⚓", "handoff": "→"}
+COLORS: Final = {"prompt": "#cfe2ff", "answer": "#d1e7dd", "tool": "#e2e3e5", "anchor": "#fff3cd"}
 _STYLE: Final = (
     "<style>.bub-lanes td{border-left:1px dotted #ccc;padding:2px 4px;text-align:center;white-space:nowrap}"
     ".bub-lanes th{text-align:left;padding-right:8px}.bub-handoff-from,.bub-handoff-to{background:#fff3cd}"
@@ -46,7 +46,7 @@ class AgentLanes(WidgetDisplay):
             self._parts["body"].value = self.to_html()
         return self.beats
 
-    def _cells(self, glyphs: dict[str, str] = GLYPHS) -> tuple[list[str], list[Beat], list[dict[str, str]]]:
+    def _cells(self) -> tuple[list[str], list[Beat], list[dict[str, str]]]:
         """The lanes (every agent that did something; all of them before anything happened), the beats shown
         and, per beat, each lane's cell."""
         active = [agent for agent in self.tapes if any(agent in (beat.agent, beat.to) for beat in self.beats)]
@@ -55,20 +55,18 @@ class AgentLanes(WidgetDisplay):
         columns = []
         for beat in shown:
             cells = dict.fromkeys(agents, "")
-            cells[beat.agent] = glyphs[beat.kind]
+            cells[beat.agent] = GLYPHS[beat.kind]
             if beat.kind == "handoff" and beat.to in cells:
                 low, high = sorted((agents.index(beat.agent), agents.index(beat.to)))
                 for lane in agents[low + 1 : high]:
                     cells[lane] = "|"
-                cells[beat.agent] = (
-                    f"{glyphs['handoff']}→{beat.to}" if beat.reached else f"{glyphs['handoff']}✗{beat.to}"
-                )
+                cells[beat.agent] = f"→{beat.to}" if beat.reached else f"✗→{beat.to}"
                 cells[beat.to] = f"⚓←{beat.agent}" if beat.reached else ""
             columns.append(cells)
         return agents, shown, columns
 
     def to_text(self) -> str:
-        agents, shown, columns = self._cells(TEXT_GLYPHS)
+        agents, shown, columns = self._cells()
         width = max((len(agent) for agent in agents), default=4)
         cell = max([3, *(len(c[a]) for c in columns for a in agents)])
         lines = [f"Agents as lanes: {len(agents)} agents, {len(self.beats)} beats"]
@@ -93,11 +91,11 @@ class AgentLanes(WidgetDisplay):
             )
         hidden = len(self.beats) - len(shown)
         note = f'<div class="bub-note">… {hidden} earlier beats not shown</div>' if hidden else ""
-        legend = " ".join(f"{glyph} {kind}" for kind, glyph in GLYPHS.items())
+        legend = " · ".join(f"{glyph} {kind}" for kind, glyph in GLYPHS.items())
         body = (
             f"{_STYLE}<div class='bub-section'>Agents as lanes</div>{note}<table class='bub-lanes'>"
             f"<thead><tr><th>agent</th>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
-            f"<div class='bub-legend'>{esc(legend)} · ⚓← received a handoff</div>"
+            f"<div class='bub-legend'>{esc(legend)} · ⚓← received a handoff · ✗ a handoff that failed</div>"
         )
         return wrap(body, "bub-lanes-view")
 
@@ -122,4 +120,8 @@ def _cell(agent: str, beat: Beat, column: dict[str, str]) -> str:
         return f'<td class="bub-handoff-to" title="⚓ {esc(beat.name)}">{esc(text)}</td>'
     if beat.kind == "handoff":
         return f'<td class="bub-handoff-across">{esc(text)}</td>'
-    return f'<td title="#{beat.entry_id} {esc(clip(beat.text, 200))}">{esc(text)}</td>'
+    color = COLORS.get(beat.kind, "")
+    return (
+        f'<td title="#{beat.entry_id} {esc(clip(beat.text, 200))}"><span style="background:{color};'
+        f'border-radius:6px;padding:0 4px">{esc(text)}</span></td>'
+    )
