@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from harness.classroom import classroom
+from harness.shell import Notebook
 
 import bub_nb
 from bub_nb import Agent, open_tape
@@ -41,4 +42,21 @@ def test_a_handoff_between_agents_on_postgres_resolves_for_its_owner_and_the_tea
         bub_nb.resolve(content["refs"][0], store=room.dsn[ben])
     teacher = PostgresTapeStore(room.dsn[room.teacher])
     assert bub_nb.resolve(f"tape://{ann}/lesson~reviewer/anchor/review/1", store=teacher).id == 1
+    teacher.close()
+
+
+def test_the_magics_hand_off_between_agents_on_postgres(nb: Notebook) -> None:
+    room = classroom(students=1)
+    (ann,) = room.students
+    nb.run(f'%config BubMagics.store = "{room.dsn[ann]}"')
+    nb.run("%tape use lesson --new")
+    nb.run("%agent analyst\n%agent reviewer")
+    nb.run("%%bub --agent analyst\nWhat is the mean of 1, 2 and 3?")
+    nb.run("%handoff review/1 --from analyst --to reviewer summary='A mean was asked [#6]'")
+    nb.run("%context --agent reviewer --expand-refs")
+    assert f"`tape://{ann}/lesson~analyst/entry/6` (message): What is the mean of 1, 2 and 3?" in nb.shown()
+    nb.run("%%bub\nIs it right?")
+    assert nb.magics.session.last_agent.tape.name == "lesson~reviewer"
+    teacher = PostgresTapeStore(room.dsn[room.teacher])
+    assert f"{ann}/lesson~reviewer" in teacher.list_tapes()
     teacher.close()
