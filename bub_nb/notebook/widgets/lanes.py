@@ -69,7 +69,8 @@ class AgentLanes(WidgetDisplay):
         agents, shown, columns = self._cells()
         width = max((len(agent) for agent in agents), default=4)
         cell = max([3, *(len(c[a]) for c in columns for a in agents)])
-        lines = [f"Agents as lanes: {len(agents)} agents, {len(self.beats)} beats"]
+        counted = f"{len(agents)} agent{'s' * (len(agents) != 1)}, {len(self.beats)} beat{'s' * (len(self.beats) != 1)}"
+        lines = [f"Agents as lanes: {counted}"]
         for agent in agents:
             row = " ".join(f"{column[agent] or '·':^{cell}}" for column in columns)
             lines.append(f"  {agent:<{width}} {row}".rstrip())
