@@ -22,9 +22,16 @@ DATES = st.sampled_from(
         "2026-02-09T23:59:59.999999+00:00",
         "2026-02-10T00:00:00+00:00",
         "2026-02-10T01:00:00Z",
-        "2026-02-10T02:00:00+03:00",  # before the 10th at midnight UTC? no: 23:00 on the 9th
+        "2026-02-10T02:00:00+03:00",  # 23:00 on the 9th, UTC
         "2026-02-11",
         "2026-03-01T12:00:00.5+00:00",
+        "2026-02-10T00:00:00.5Z",
+        "2026-02-10T00:00:00",  # no zone: UTC
+        "2026-02-10T00:00:00.123456789+00:00",
+        "2026-02-10T00:00:00.25",
+        "2026-02-10T00:00:00.2500001Z",
+        "2026-13-10T00:00:00+00:00",  # spelled as a UTC date, but no date
+        "2026-02-10 01:00:00+00:00",
         "not a date",
         "",
         None,  # no date: the line carries a float timestamp instead
@@ -88,7 +95,16 @@ def filtered(whole: pd.DataFrame, kinds: list[str], since: str | None) -> pd.Dat
 @given(
     tapes=st.lists(LINES, max_size=3),
     kinds=st.lists(st.sampled_from(["message", "event", "anchor", "tool_call", "error"]), max_size=2, unique=True),
-    since=st.sampled_from([None, "2026-02-10", "2026-02-10T01:00:00", "2026-02-20"]),
+    since=st.sampled_from(
+        [
+            None,
+            "2026-02-10",
+            "2026-02-10T01:00:00",
+            "2026-02-10T00:00:00.25",
+            "2026-02-10T00:00:00.2500000005",
+            "2026-02-20",
+        ]
+    ),
 )
 def test_a_lean_read_gives_the_rows_phases_and_notebooks_of_the_filtered_whole_frame(
     tapes: list[list[tuple[str, str, str | None]]], kinds: list[str], since: str | None

@@ -10,6 +10,7 @@ every line whose head cannot be read or whose date is not text; the caller filte
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -32,6 +33,7 @@ class _Head(msgspec.Struct, gc=False):
 
 
 _HEAD = msgspec.json.Decoder(_Head).decode
+_UTC_DATE = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.(\d{1,9}))?(?:Z|\+00:00)?", re.ASCII)
 _UNREADABLE = (msgspec.DecodeError, ValueError, RecursionError)  # ValueError: not UTF-8
 
 
@@ -73,12 +75,32 @@ class WantedLines:
         return [lines[row] for row in kept]
 
     def _from_since(self, rows: list[int], dates: list[str]) -> list[int]:
-        """Those of ``rows`` dated at or after ``since``, the dates read as a frame's ``date`` column reads them."""
-        import pandas as pd
+        """Those of ``rows`` dated at or after ``since``, the dates read as a frame's ``date`` column reads them.
 
-        moments = pd.to_datetime(pd.Series(dates, dtype="object"), utc=True, format="ISO8601", errors="coerce")
-        late = (moments >= self.since).to_numpy()
-        return [row for row, keep in zip(rows, late.tolist(), strict=True) if keep]
+        A date in UTC spelled as bub_nb and Bub write it (``2026-02-10T09:30:00.123456+00:00``, ``Z`` or no zone
+        too) is placed by its text: its second and its fraction padded to nine digits, whose text order is time
+        order. Any other spelling is parsed as the frame parses it (pandas' ISO 8601 reader)."""
+        since = self.since
+        moment = (
+            since.strftime("%Y-%m-%dT%H:%M:%S") + f"{since.microsecond * 1000 + getattr(since, 'nanosecond', 0):09d}"
+        )
+        kept: list[int] = []
+        parse: list[int] = []
+        utc = _UTC_DATE.fullmatch
+        for number, date in enumerate(dates):
+            found = utc(date)
+            if found is None:
+                parse.append(number)
+            elif date[:19] + (found[1] or "").ljust(9, "0") >= moment:
+                kept.append(rows[number])
+        if parse:
+            import pandas as pd
+
+            texts = pd.Series([dates[number] for number in parse], dtype="object")
+            moments = pd.to_datetime(texts, utc=True, format="ISO8601", errors="coerce")
+            late = (moments >= since).tolist()
+            kept += [rows[number] for number, keep in zip(parse, late, strict=True) if keep]
+        return kept
 
 
 def _head(line: bytes) -> _Head | None:
