@@ -22,10 +22,8 @@ moves far less than the clock. The load average is printed before and after.
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
-import os
 import subprocess
 import sys
 import time
@@ -35,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import corpus
-from _common import cache_dir, ms, print_table, timed
+from _common import cache_dir, main_at_scale, ms, timed
 from tape import full_read
 
 from bub_nb.tape import FileTapeStore, open_tape, read_tapes
@@ -286,20 +284,5 @@ def rows(size: int, runs: int = RUNS) -> list[list[Any]]:
     ]
 
 
-def load() -> str:
-    return "load average " + " / ".join(f"{value:.2f}" for value in os.getloadavg()) + " (1 / 5 / 15 min)"
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--size", type=int, default=1_000_000, help="entries in the tape")
-    parser.add_argument("--runs", type=int, default=RUNS, help="runs of each frame figure and its baseline")
-    args = parser.parse_args()
-    print(f"before: {load()}")
-    table = rows(args.size, args.runs)
-    print(f"after: {load()}")
-    print_table(["figure", "bub_nb", "baseline", "ratio", "target"], table)
-
-
 if __name__ == "__main__":
-    main()
+    main_at_scale(__doc__, rows, RUNS, "runs of each frame figure and its baseline")
