@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
+from harness.widgets import find
 
 from bub_nb.agent import Agent
 from bub_nb.context import TurnOf, student_turn, view_of_turn
@@ -26,16 +26,6 @@ def class_home(tmp_path: Path) -> FileTapeStore:
             Agent(tape, "offline").run(f"{student}: question {turn + 2}")
     open_tape("dan-lesson", store=store).ensure_bootstrap_anchor()  # a student who has not asked anything yet
     return store
-
-
-def find(widget: Any, css_class: str) -> Any:
-    stack = [widget]
-    while stack:
-        current = stack.pop()
-        if css_class in getattr(current, "_dom_classes", ()):
-            return current
-        stack.extend(getattr(current, "children", ()))
-    raise AssertionError(f"no widget with class {css_class!r}")
 
 
 def test_a_students_last_turn_is_the_request_context_turn_shows(class_home: FileTapeStore) -> None:
