@@ -58,3 +58,12 @@ def pd_isna(value: object) -> bool:
     import pandas as pd
 
     return bool(pd.isna(value))
+
+
+def test_a_lean_read_names_the_same_agents_as_the_whole_read(handed_back: Team, tmp_path: Path) -> None:
+    open_tape("nb", home=tmp_path).append_error("note", "only the notebook's own tape holds an error")
+    whole = bub_nb.read_tapes(tmp_path)
+    lean = bub_nb.read_tapes(tmp_path, kinds=["error"])
+    assert lean["agent"].tolist() == whole[whole["kind"] == "error"]["agent"].tolist() == ["main"]
+    arrow = bub_nb.read_tapes(tmp_path, kinds=["error"], as_="arrow")
+    assert arrow.column("agent").to_pylist() == ["main"]

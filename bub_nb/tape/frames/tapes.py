@@ -76,7 +76,8 @@ def read_tapes(
     decoded, names, starts = Columns(), [], []
     wanted = _wanted(kinds, since)
     with gc_paused():
-        for name in store.list_tapes():  # every file Bub would list, even one whose name we would not give
+        every = store.list_tapes()
+        for name in every:  # every file Bub would list, even one whose name we would not give
             starts.append(len(decoded))
             store.columns(name, into=decoded, wanted=wanted)
             names += [name] * (len(decoded) - starts[-1])
@@ -84,7 +85,7 @@ def read_tapes(
     if not names:
         frame["kind"] = frame["kind"].astype("category")  # categorical even with no rows, as analysts expect
     frame["notebook"] = text_series(_notebook_column(frame))
-    frame["agent"] = text_series(agent_column(frame[TAPE_NAME].tolist()))
+    frame["agent"] = text_series(agent_column(frame[TAPE_NAME].tolist(), every))
     if include_archives:
         frame["archived"] = False
         archives = [NamedTape(path.name, ArchiveTapeStore(path, store)) for path in archive_files(folder)]
@@ -120,13 +121,14 @@ def _arrow_home(home: str | Path | None, wanted: WantedLines | None = None) -> A
     store = file_store(_folder(home))
     decoded, names, starts = Columns(), [], []
     with gc_paused():
-        for name in store.list_tapes():
+        every = store.list_tapes()
+        for name in every:
             starts.append(len(decoded))
             store.columns(name, into=decoded, wanted=wanted)
             names += [name] * (len(decoded) - starts[-1])
         table = columns_to_arrow(decoded, starts, names)
         notebooks = notebook_column(decoded, starts, names)
-    agents = _pa().array(agent_column(names), type=_pa().string())
+    agents = _pa().array(agent_column(names, every), type=_pa().string())
     return table.append_column("notebook", notebooks).append_column("agent", agents)
 
 
@@ -183,12 +185,13 @@ def _notebook_column(frame: pd.DataFrame) -> list[str | None]:
     return [notebooks.get(name) for name in frame[TAPE_NAME].tolist()]
 
 
-def agent_column(names: Sequence[str]) -> list[str | None]:
+def agent_column(names: Sequence[str], tapes: Sequence[str] | None = None) -> list[str | None]:
     """Each row's agent, from its tape's name: ``<tape>~<agent>`` is that agent's; a tape with agents' tapes
-    beside it is its notebook's unnamed agent, ``main``; any other tape is no agent's."""
+    beside it (among ``tapes``, default the rows' own) is its notebook's unnamed agent, ``main``; any other
+    tape is no agent's."""
     unique = dict.fromkeys(names)
     agents = {name: agent_of_tape(name) for name in unique}
-    notebooks = {notebook_of_tape(name) for name, agent in agents.items() if agent}
+    notebooks = {notebook_of_tape(name) for name in (tapes if tapes is not None else unique) if agent_of_tape(name)}
     for name, agent in agents.items():
         if agent is None and name in notebooks:
             agents[name] = MAIN_AGENT
