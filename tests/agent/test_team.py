@@ -165,3 +165,26 @@ def test_a_share_to_an_agent_that_handed_the_conversation_away_lets_it_run_again
     assert team.holder() == "critic"
     agents["analyst"].run("I may go on")
     agents["critic"].run("and so may I")
+
+
+class InterruptedFor(MemoryTapeStore):
+    """A store where an interrupt (Ctrl-C) lands while one tape is written."""
+
+    def __init__(self, failing: str) -> None:
+        super().__init__()
+        self.failing = failing
+
+    def append(self, tape: str, entries: Sequence[TapeEntry]) -> list[TapeEntry]:
+        if tape == self.failing:
+            raise KeyboardInterrupt
+        return super().append(tape, entries)
+
+
+def test_an_interrupt_between_the_two_writes_is_marked_too_and_goes_on() -> None:
+    team, agents = team_of(InterruptedFor("nb~reviewer"), "analyst", "reviewer")
+    agents["analyst"].run("hello")
+    with pytest.raises(KeyboardInterrupt):
+        team.handoff("review/1", sender="analyst", to="reviewer")
+    last = agents["analyst"].tape.read()[-1]
+    assert last.payload["name"] == HANDOFF_FAILED and last.payload["data"]["error"] == "KeyboardInterrupt"
+    assert team.holder() is None

@@ -152,17 +152,16 @@ def write_agent_handoff(
                 TapeEntry.event(CONTEXT_HANDOFF, received_record, **meta),
             ]
         )
-    except Exception as exc:
+    except BaseException as exc:  # an interrupt between the two writes leaves the same half-handoff
         _mark_failed(sender_tape, anchor, record["to"], exc, meta)
+        if not isinstance(exc, Exception):
+            raise
         raise AgentError(
             f"Handoff {name!r} to {record['to']} failed on tape {receiver_tape.name!r} ({exc}); "
             f"the sender's anchor #{anchor.id} is marked failed ({HANDOFF_FAILED}) and holds nothing for the receiver"
         ) from exc
-    ownership = record["content"]["ownership"]
-    return AgentHandoff(
-        name, record["from"][len(AGENT_PREFIX) :], record["to"][len(AGENT_PREFIX) :], ownership, tuple(sent),
-        tuple(received),
-    )  # fmt: skip
+    sender, receiver = (record[key][len(AGENT_PREFIX) :] for key in ("from", "to"))
+    return AgentHandoff(name, sender, receiver, record["content"]["ownership"], tuple(sent), tuple(received))
 
 
 def referenced(record: Mapping[str, Any], sender: str, anchor_id: int) -> dict[str, Any]:
@@ -202,9 +201,10 @@ def _texts(record: Mapping[str, Any]) -> list[tuple[str, str]]:
     return [(key, text) for key, text in pairs if isinstance(text, str)]
 
 
-def _mark_failed(tape: Tape, anchor: TapeEntry, receiver: str, error: Exception, meta: Mapping[str, Any]) -> None:
+def _mark_failed(tape: Tape, anchor: TapeEntry, receiver: str, error: BaseException, meta: Mapping[str, Any]) -> None:
+    said = str(error) or type(error).__name__
     try:
-        tape.append_event(HANDOFF_FAILED, {"anchor": anchor.id, "to": receiver, "error": str(error)[:300]}, **meta)
+        tape.append_event(HANDOFF_FAILED, {"anchor": anchor.id, "to": receiver, "error": said[:300]}, **meta)
     except Exception as again:
         raise AgentError(
             f"Handoff {anchor.payload.get('name')!r} to {receiver} failed on the receiver's tape ({error}), and "
