@@ -27,7 +27,7 @@ def test_agent_alone_lists_the_agents_their_tapes_and_the_holder(nb: Notebook) -
     nb.run("%agent")
     shown = nb.shown()
     assert f"`{nb.tape.name}~analyst`" in shown and "| main |" in shown
-    assert "Nobody has been handed the conversation" in shown
+    assert "Nobody has been handed the conversation" in shown and "Handoffs" not in shown
 
 
 def test_a_cell_without_agent_still_runs_on_the_notebooks_tape(nb: Notebook) -> None:
@@ -57,6 +57,9 @@ def test_a_transfer_makes_the_receiver_the_holder_and_the_sender_refuses_until_h
     nb.run("%handoff review/done --to analyst summary='Checked'")
     nb.run("%%bub\nThanks")
     assert nb.magics.session.last_agent.name == "analyst"
+    nb.run("%agent")
+    there, back = "analyst → reviewer (transfer, ⚓ review/1)", "reviewer → analyst (transfer, ⚓ review/done)"
+    assert f"Handoffs, oldest first: {there}; {back}." in nb.shown()
 
 
 @pytest.mark.parametrize(

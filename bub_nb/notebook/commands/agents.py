@@ -13,6 +13,8 @@ from bub_nb.notebook.display import show
 if TYPE_CHECKING:
     from bub_nb.notebook.session import NotebookSession
 
+_SHOWN = 10  # handoffs the listing names, the newest
+
 AGENT_USAGE = "%agent NAME [-m MODEL] [--instructions TEXT] [--tools a,b] [--context MODE]"
 
 
@@ -61,6 +63,7 @@ class AgentCommands:
         """The agents as a Markdown table: tape, model, entries, and which one holds the conversation."""
         session = self._session
         team = session.team()
+        history = team.history()
         holder = team.holder()
         rows = ["| agent | tape | model | entries | holds |", "|---|---|---|---:|---|"]
         for name in team.names:
@@ -74,7 +77,10 @@ class AgentCommands:
             who = "Nobody has been handed the conversation: a `%%bub` cell runs as `main`."
         else:
             who = f"`{holder}` holds the conversation: a `%%bub` cell without `--agent` runs as it."
-        return "\n".join(rows) + f"\n\n{who}"
+        passed = [f"{p.sender} → {p.receiver} ({p.ownership}, ⚓ {p.name})" for p in history[-_SHOWN:]]
+        earlier = f"{len(history) - _SHOWN} earlier, then " if len(history) > _SHOWN else ""
+        handoffs = f"\n\nHandoffs, oldest first: {earlier}{'; '.join(passed)}." if passed else ""
+        return "\n".join(rows) + f"\n\n{who}{handoffs}"
 
 
 def _options(args: argparse.Namespace) -> dict[str, str | None]:
