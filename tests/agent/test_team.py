@@ -188,3 +188,15 @@ def test_an_interrupt_between_the_two_writes_is_marked_too_and_goes_on() -> None
     last = agents["analyst"].tape.read()[-1]
     assert last.payload["name"] == HANDOFF_FAILED and last.payload["data"]["error"] == "KeyboardInterrupt"
     assert team.holder() is None
+
+
+def test_a_model_naming_an_agent_that_does_not_exist_gets_the_refusal_as_its_tool_result() -> None:
+    tape = Tape("nb", MemoryTapeStore())
+    call = {"name": "tape_handoff", "arguments": {"name": "specialist", "to": "ghost"}}
+    analyst = Agent(tape, ScriptedModel([{"tool_calls": [call]}, "I will go on myself."]), name="analyst")
+    team = Team(tape, [analyst, "reviewer"])
+    turn = analyst.run("Get this reviewed")
+    results = [e.payload["results"][0] for e in turn.entries if e.kind == "tool_result"]
+    assert "No agent named 'ghost'" in str(results[0]) and turn.text == "I will go on myself."
+    assert not any(e.kind == "anchor" and e.name == "specialist" for e in analyst.tape.read())
+    assert team.history() == [] and not tape.base_store.exists("nb~reviewer")
