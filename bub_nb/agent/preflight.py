@@ -5,14 +5,17 @@ A refusal raises a :class:`~bub_nb.errors.BubNbError` and leaves the tape's entr
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from bub_nb.agent.commands import check_command, is_command
 from bub_nb.agent.models.calibration import estimate_request
 from bub_nb.agent.tools import builtin_registry
+from bub_nb.context.messages import anchor_message
 from bub_nb.context.modes import as_strategy
+from bub_nb.context.request import PROMPT_PLACEHOLDER, NextRequest, next_request
 from bub_nb.context.strategies import NamedAnchor
-from bub_nb.context.tokens import count_messages_tokens
+from bub_nb.context.tokens import count_message_tokens, count_messages_tokens
 from bub_nb.errors import BubNbError, BudgetError, ContextLengthError, PromptTooLongError
 
 if TYPE_CHECKING:
@@ -109,6 +112,31 @@ def prompt_estimate(agent: TurnSubject, prompt: str) -> int:
         {"role": "user", "content": prompt},
     ]
     return count_messages_tokens(messages)
+
+
+def request_preview(agent: TurnSubject, prompt: str = PROMPT_PLACEHOLDER) -> NextRequest:
+    """The whole request the agent's next turn would send for ``prompt``, in parts, against its model's window.
+
+    Writes nothing. On a tape without an anchor, the turn first writes ``session/start``, which its view starts
+    at, so the preview shows that anchor's message where the turn will send it.
+    """
+    view = agent.view()
+    if view.mode == "last-anchor" and agent.tape.last_anchor() is None:
+        message = anchor_message("session/start", {"owner": "human"})
+        view = replace(view, messages=(message,), tokens=(count_message_tokens(message),), sources=(0,), entry_ids=())
+    tools = getattr(agent, "tools", None)
+    schemas = tools.schemas() if tools is not None else []
+    window = context_window_of(agent.model)
+    counted = bool(getattr(agent.model, "counts_tool_schemas", True))
+    return next_request(
+        view,
+        agent.system_prompt(prompt),
+        schemas,
+        prompt=prompt,
+        window=window,
+        model=agent.model.name,
+        tools_in_window=counted,
+    )
 
 
 def check_budget(agent: TurnSubject, prompt: str) -> None:

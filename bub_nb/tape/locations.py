@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -72,6 +73,30 @@ def current_notebook() -> NotebookLocation:
 
 class _ReadsBackwards(Protocol):
     def iter_reverse(self, kinds: Sequence[str] = ()) -> Iterator[TapeEntry]: ...
+
+
+class _NamedTape(_ReadsBackwards, Protocol):
+    @property
+    def name(self) -> str: ...
+
+
+_HASHED = re.compile(r"[0-9a-f]{16}__[0-9a-f]{16}")
+
+
+def readable_tape_name(tape: _NamedTape) -> str:
+    """A tape's name as people read it: a notebook's hashed tape is ``trip-lesson.ipynb (305ba4c2)``.
+
+    Hashed names come from a notebook's path, which the hash cannot give back: the running notebook
+    names its own tape, a ``notebook`` event names the notebook that wrote it. Any other name is shown as it is.
+    """
+    name = tape.name
+    if not _HASHED.fullmatch(name):
+        return name
+    notebook = current_notebook()
+    if notebook.tape_name == name and notebook.session_id != DEFAULT_SESSION_ID:
+        return f"{notebook.session_id} ({name[:8]})"
+    path = recorded_notebook(tape)
+    return f"{Path(path).name} ({name[:8]})" if path else name
 
 
 def recorded_notebook(tape: _ReadsBackwards) -> str | None:

@@ -109,6 +109,12 @@ CSS: Final = f"""
 .bub-w .bub-stack{{display:inline-flex;height:10px;vertical-align:-1px;min-width:1px}}
 .bub-w .bub-stack span{{display:block;height:100%}}
 .bub-w.bub-w .bub-current td{{font-weight:600}}
+.bub-w .bub-gauge{{margin:4px 0;max-width:48em}}
+.bub-w .bub-gauge-bar{{position:relative;display:flex;height:12px;border-radius:2px;background:var(--bub-line)}}
+.bub-w .bub-gauge-fill{{display:block;height:100%}}
+.bub-w .bub-gauge-limit,.bub-w .bub-limit{{position:absolute;top:-3px;bottom:-3px;width:2px;margin-left:-1px;
+ background:var(--bub-fg)}}
+.bub-w .bub-gauge-text{{font:11px var(--bub-mono);margin-top:2px}}
 .bub-context-view .widget-toggle-buttons .widget-toggle-button{{font-size:11px}}
 .bub-context-view .widget-html-content,.bub-memory-view .widget-html-content,.bub-timeline .widget-html-content{{
  min-width:0;line-height:normal}}
