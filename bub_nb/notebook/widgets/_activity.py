@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
+from bub_nb.agent.models.refusals import reported_prompt, reported_window
 from bub_nb.tape.entries import TapeEntry, is_phase_anchor
-from bub_nb.tape.events import RUN, run_data, run_usage
+from bub_nb.tape.events import LOOP_STEP, RUN, run_data, run_usage
 from bub_nb.tape.reports.prices import cost_of
 
 MAX_BUCKETS: Final = 48
@@ -73,6 +74,16 @@ class RunSummary:
     completion_tokens: int | None
     elapsed_ms: float | None
     phase: str | None
+    window: int | None = None
+    """For a refused request, the context window the refusal named."""
+
+    @property
+    def refused(self) -> bool:
+        """A request the model refused as over its window (an overflow, which an auto handoff followed)."""
+        return self.status == REFUSED
+
+
+REFUSED: Final = "refused"
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +95,8 @@ class Activity:
     turns: tuple[RunSummary, ...]
     anchors: tuple[tuple[int, str], ...]
     memory_anchors: int
+    refusals: tuple[RunSummary, ...] = ()
+    """Requests refused as over the window, each with the tokens and window the refusal named."""
 
 
 def _int(value: Any) -> int | None:
@@ -120,6 +133,7 @@ def measure(entries: Iterable[TapeEntry], prices: Mapping[str, Mapping[str, floa
     """Count a tape's entries by phase, by time and by turn, in one pass; ``prices`` give each phase its cost."""
     phases: list[Phase] = []
     turns: list[RunSummary] = []
+    refusals: list[RunSummary] = []
     anchors: list[tuple[int, str]] = []
     memory_anchors = 0
     stamped: list[tuple[datetime, TapeEntry]] = []
@@ -146,11 +160,35 @@ def measure(entries: Iterable[TapeEntry], prices: Mapping[str, Mapping[str, floa
             phase.completion_tokens += turn.completion_tokens or 0
             cost = cost_of(turn.model, turn.prompt_tokens, turn.completion_tokens, prices or {})
             phase.cost = None if cost is None or phase.cost is None else phase.cost + cost
+        elif entry.kind == "event" and name == LOOP_STEP:
+            refusal = _refusal(entry, phase.anchor)
+            if refusal is not None:
+                refusals.append(refusal)
         moment = _when(entry)
         if moment is not None:
             stamped.append((moment, entry))
     buckets, step = _bucket(stamped)
-    return Activity(count, tuple(phases), buckets, step, tuple(turns), tuple(anchors), memory_anchors)
+    return Activity(count, tuple(phases), buckets, step, tuple(turns), tuple(anchors), memory_anchors, tuple(refusals))
+
+
+def _refusal(entry: TapeEntry, phase: str | None) -> RunSummary | None:
+    """The refused request a ``loop.step`` event of an auto handoff records, with what the refusal counted."""
+    data = entry.payload.get("data")
+    if not isinstance(data, dict) or data.get("status") != "auto_handoff":
+        return None
+    error = str(data.get("error", ""))
+    return RunSummary(
+        number=0,
+        entry_id=entry.id,
+        date=entry.date,
+        status=REFUSED,
+        model=None,
+        prompt_tokens=reported_prompt(error),
+        completion_tokens=None,
+        elapsed_ms=None,
+        phase=phase,
+        window=reported_window(error),
+    )
 
 
 def _bucket(stamped: list[tuple[datetime, TapeEntry]]) -> tuple[tuple[Bucket, ...], str]:
