@@ -93,7 +93,7 @@ def next_request(
     block = _MEMORY_BLOCK.search(system_prompt)
     memory = count_text_tokens(block.group(0)) if block else 0
     names = [str((schema.get("function") or {}).get("name", "?")) for schema in schemas]
-    start = f"from ⚓ {view.anchor.name} (#{view.anchor.id})" if view.anchor is not None else "from the first entry"
+    start = f"from anchor {view.anchor.name} (#{view.anchor.id})" if view.anchor is not None else "from the first entry"
     parts = (
         RequestPart("system prompt", count_message_tokens(system) - memory, _first_line(system_prompt)),
         RequestPart("memory block", memory, _memory_detail(block.group(0) if block else "")),

@@ -178,6 +178,6 @@ def handoff_confirmation(tape: Tape, anchor: TapeEntry, state: dict[str, Any], e
         else ""
     )
     return (
-        f"⚓ Handoff **{anchor.name}** written as entry #{anchor.id} on tape `{tape.name}`. "
+        f"Handoff **{anchor.name}** written as entry #{anchor.id} on tape `{tape.name}`. "
         f"The next turn's view starts here and carries:\n\n{shown}{again}"
     )

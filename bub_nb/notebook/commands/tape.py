@@ -78,7 +78,7 @@ def first_view_text(tape: Tape) -> str:
     """What the next turn on a (forked) tape will see: where its view starts, what it holds, its memory."""
     view = tape.view()
     anchor = view.anchor
-    start = f"⚓ {anchor.name}" if anchor is not None else "the first entry"
+    start = f"anchor {anchor.name}" if anchor is not None else "the first entry"
     keys = ", ".join(sorted(anchor.state)) if anchor is not None and anchor.state else "no state"
     version = MemoryZone(tape).read().version
     memory = f"memory v{version}" if version else "no saved memory"
@@ -149,7 +149,7 @@ def _reset(commands: TapeCommands, args: argparse.Namespace) -> None:
         where = " The tape held no entries, so there was nothing to archive." if args.archive else ""
     else:
         where = " The old entries were discarded."
-    show(f"Tape `{tape.name}` starts over at ⚓ session/start.{where}")
+    show(f"Tape `{tape.name}` starts over at anchor session/start.{where}")
 
 
 @subcommand(
@@ -202,7 +202,7 @@ def _replay(commands: TapeCommands, args: argparse.Namespace) -> Any:
         "opens the fork."
     )
     if frame.attrs.get("stopped"):
-        show(f"⚠️ {frame.attrs['stopped']}")
+        show(f"Warning: {frame.attrs['stopped']}")
     return frame
 
 

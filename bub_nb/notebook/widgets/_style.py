@@ -104,7 +104,10 @@ CSS: Final = f"""
 .bub-w .bub-column{{position:relative;display:flex;flex-direction:column-reverse;flex:1 1 0;min-width:3px;
  max-width:26px;min-height:1px}}
 .bub-w .bub-column span{{display:block;width:100%}}
-.bub-w .bub-column .bub-tick{{position:absolute;top:-14px;left:0;font-size:10px;line-height:12px}}
+/* Signs are drawn, not typed: a browser without an emoji font shows a drawn tick, never an empty box. */
+.bub-w .bub-column .bub-tick{{position:absolute;top:-12px;left:50%;margin-left:-1px;width:2px;height:9px;
+ background:{KIND_COLORS["anchor"]}}}
+.bub-w .bub-tick-key{{display:inline-block;width:2px;height:9px;background:{KIND_COLORS["anchor"]};vertical-align:-1px}}
 .bub-w .bub-axis{{display:flex;justify-content:space-between;font:10px var(--bub-mono);opacity:.7}}
 .bub-w .bub-stack{{display:inline-flex;height:10px;vertical-align:-1px;min-width:1px}}
 .bub-w .bub-stack span{{display:block;height:100%}}

@@ -68,7 +68,7 @@ def column_html(bucket: Bucket, peak: int) -> str:
     if bucket.anchors:
         names = ", ".join(f"#{i} {name}" for i, name in bucket.anchors)
         title += f"\nanchors: {names}"
-        tick = '<span class="bub-tick">⚓</span>'
+        tick = '<span class="bub-tick"></span>'
     height = COLUMN_PX * bucket.entries / peak if peak else 0
     spans = "".join(
         f'<span style="height:{height * bucket.kinds[kind] / bucket.entries:.1f}px;background:{COLORS[kind]}"></span>'

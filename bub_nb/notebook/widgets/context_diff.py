@@ -151,7 +151,7 @@ class ContextDiffView(WidgetDisplay):
 def _cell_html(cell: StripCell, mark: str | None) -> str:
     classes = cell.css_classes + (f" {mark}" if mark else "")
     anchor_attr = f' data-anchor-name="{esc(cell.anchor)}"' if cell.anchor is not None else ""
-    label = f"⚓ {esc(cell.anchor)}" if cell.anchor is not None and not cell.memory_anchor else ""
+    label = esc(cell.anchor) if cell.anchor is not None and not cell.memory_anchor else ""
     return (
         f'<span class="{classes}" data-entry-id="{cell.id}" data-kind="{esc(cell.kind)}"{anchor_attr}'
         f' title="{esc(cell.tip)}">{label}</span>'

@@ -7,7 +7,7 @@ Stable hooks for styling and browser tests:
   ``bub-window-size`` (message count), ``bub-refresh`` (button); the parts: ``bub-context-header``,
   ``bub-context-strip``, ``bub-context-messages``.
 - strip cells: ``<span class="bub-cell bub-kind-<kind>" data-entry-id="<id>" data-kind="<kind>">``,
-  plus ``bub-role-<role>`` on messages, ``bub-anchor`` (phase anchors, labelled ``⚓ <name>``) or
+  plus ``bub-role-<role>`` on messages, ``bub-anchor`` (phase anchors, labelled with their name) or
   ``bub-memory-anchor`` (``memory/...`` anchors) with ``data-anchor-name``, ``bub-in-window`` inside
   the selected range, ``bub-in-view`` when the entry reaches the model, ``bub-dropped`` when its
   messages were left out to keep the API sequence valid, ``bub-cited`` when the summary of the view's

@@ -51,7 +51,7 @@ PHASE_BAR_PX: Final = 220
 
 
 def _phase_label(phase: Phase) -> str:
-    return f"⚓ {phase.anchor}" if phase.anchor is not None else "(before the first anchor)"
+    return f"anchor {phase.anchor}" if phase.anchor is not None else "(before the first anchor)"
 
 
 def _count(number: int, one: str, many: str | None = None) -> str:
@@ -180,7 +180,7 @@ class TapeTimeline(WidgetDisplay):
         peak = max(b.entries for b in buckets)
         lines = []
         for bucket in buckets:
-            anchors = "  ⚓ " + ", ".join(name for _, name in bucket.anchors) if bucket.anchors else ""
+            anchors = "  anchor " + ", ".join(name for _, name in bucket.anchors) if bucket.anchors else ""
             lines.append(
                 f"  {bucket.start:%Y-%m-%d %H:%M}  {bucket.entries:>6}  "
                 f"{kind_bar_text(bucket.kinds, peak):<{TEXT_BAR}}"
@@ -266,7 +266,8 @@ class TapeTimeline(WidgetDisplay):
             f'<span><span class="bub-cell" style="background:{COLORS[kind]}"></span>{esc(label)}</span>'
             for kind, label in KINDS
         )
-        return f'<div class="bub-legend">{items}<span>⚓ phase anchor written</span></div>'
+        tick = '<span><span class="bub-tick-key"></span> phase anchor written</span>'
+        return f'<div class="bub-legend">{items}{tick}</div>'
 
     def _gauge_html(self) -> str:
         return "" if self.gauge is None else gauge_html(*self.gauge, what="last turn:")
