@@ -21,6 +21,7 @@ from bub_nb.context.diff import view_for
 from bub_nb.notebook.widgets._display import WidgetDisplay, refreshable_html
 from bub_nb.notebook.widgets._strip import StripCell, build_strip, legend_html, strip_legend_text
 from bub_nb.notebook.widgets._style import esc, wrap
+from bub_nb.tape.locations import readable_tape_name
 
 if TYPE_CHECKING:
     import ipywidgets
@@ -55,6 +56,7 @@ class ContextDiffView(WidgetDisplay):
 
     def __init__(self, tape: Tape, a: str | View, b: str | View, *, max_entries: int = 240) -> None:
         self.tape = tape
+        self._name = readable_tape_name(tape)
         self.a, self.b = a, b
         self.max_entries = max_entries
         self._body: Any = None
@@ -93,7 +95,7 @@ class ContextDiffView(WidgetDisplay):
 
     def to_text(self) -> str:
         diff = self._diff
-        lines = [f"Context diff of tape {self.tape.name!r}", str(diff), f"Strips (a = {diff.a}, b = {diff.b})"]
+        lines = [f"Context diff of tape {self._name}", str(diff), f"Strips (a = {diff.a}, b = {diff.b})"]
         cells = self._strips[0].cells
         if self._strips[0].hidden:
             lines.append(f"  … {self._strips[0].hidden} earlier entries not shown")
@@ -135,7 +137,7 @@ class ContextDiffView(WidgetDisplay):
             '<span class="bub-entered">▢ entered</span> (sent in b, not in a)</div>'
         )
         body = (
-            f'<div class="bub-title">Context diff · tape <code>{esc(self.tape.name)}</code></div>'
+            f'<div class="bub-title">Context diff · tape <code>{esc(self._name)}</code></div>'
             + self._strips_html()
             + key
             + legend_html()

@@ -79,6 +79,7 @@ class ContextView(WidgetDisplay):
         if max_entries < 1 or max_messages < 1:
             raise ContextError(f"max_entries and max_messages must be positive, got {max_entries!r}, {max_messages!r}")
         self.tape = tape
+        self._name = readable_tape_name(tape)
         self.max_entries = max_entries
         self.max_messages = max_messages
         self._strategy = as_view_mode(mode)
@@ -160,7 +161,7 @@ class ContextView(WidgetDisplay):
         return f"Tape strip ({span}, {len(strip.cells)} of {strip.total} entries)"
 
     def to_text(self) -> str:
-        lines = [f"Context of tape {self.tape.name!r}: {summary_line(self._view)}"]
+        lines = [f"Context of tape {self._name}: {summary_line(self._view)}"]
         if isinstance(self._view, TurnView):
             lines.append(self._view.title)
         if self.gauge is not None:
@@ -180,7 +181,7 @@ class ContextView(WidgetDisplay):
         error = f'<div class="bub-error">{esc(self._error)}</div>' if self._error else ""
         turn = f" · {esc(self._view.title)}" if isinstance(self._view, TurnView) else ""
         return (
-            f'<div class="bub-title">Context · tape <code>{esc(self.tape.name)}</code>{turn}</div>'
+            f'<div class="bub-title">Context · tape <code>{esc(self._name)}</code>{turn}</div>'
             f'<div class="bub-note" data-mode="{esc(self._view.mode)}">{esc(summary_line(self._view))}</div>{error}'
             + ("" if self.gauge is None else gauge_html(*self.gauge, self._gauge_parts(), "window:") + _what_html())
         )

@@ -38,6 +38,7 @@ from bub_nb.notebook.widgets._timeline_bars import (
     turns_peak,
     window_limit,
 )
+from bub_nb.tape.locations import readable_tape_name
 from bub_nb.tape.reports.prices import current_prices, format_cost
 
 if TYPE_CHECKING:
@@ -79,6 +80,7 @@ class TapeTimeline(WidgetDisplay):
         model: Any = None,
     ) -> None:
         self.tape = tape
+        self._name = readable_tape_name(tape)
         self.prices = prices
         self.model = None if model is None else resolve_model(model)
         self._parts: dict[str, Any] = {}
@@ -143,7 +145,7 @@ class TapeTimeline(WidgetDisplay):
 
     def to_text(self) -> str:
         activity = self._activity
-        lines = [f"Timeline of tape {self.tape.name!r}: {self._summary()}"]
+        lines = [f"Timeline of tape {self._name}: {self._summary()}"]
         lines.append("Phases")
         phases = activity.phases[-MAX_PHASES:]
         if len(activity.phases) > len(phases):
@@ -213,7 +215,7 @@ class TapeTimeline(WidgetDisplay):
     def to_html(self) -> str:
         activity = self._activity
         body = (
-            f'<div class="bub-title">Timeline · tape <code>{esc(self.tape.name)}</code></div>'
+            f'<div class="bub-title">Timeline · tape <code>{esc(self._name)}</code></div>'
             f'<div class="bub-note">{esc(self._summary())}</div>'
             f"{self._phases_html()}"
             f'<div class="bub-section">Activity per {esc(activity.step)} (UTC)</div>{self._columns_html()}'
