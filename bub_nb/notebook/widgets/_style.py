@@ -117,6 +117,7 @@ CSS: Final = f"""
 .bub-w .bub-gauge-fill{{display:block;height:100%}}
 .bub-w .bub-gauge-limit,.bub-w .bub-limit{{position:absolute;top:-3px;bottom:-3px;width:2px;margin-left:-1px;
  background:var(--bub-fg)}}
+.bub-w .bub-turns-window{{overflow-x:auto}}
 .bub-w.bub-w td.bub-bars{{position:relative;white-space:nowrap}}
 .bub-w.bub-w tr.bub-refused td{{color:{KIND_COLORS["error"]}}}
 .bub-w .bub-gauge-text{{font:11px var(--bub-mono);margin-top:2px}}

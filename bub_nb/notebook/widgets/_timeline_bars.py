@@ -102,7 +102,8 @@ def turn_html(turn: RunSummary, peak: int, limit: int | None = None) -> str:
         f'<tr class="{css}" data-entry-id="{turn.entry_id}" data-prompt-tokens="{tokens_text(turn.prompt_tokens)}"'
         f' data-completion-tokens="{tokens_text(turn.completion_tokens)}">'
         f'<td class="bub-num">{turn.number or ""}</td>'
-        f'<td class="bub-num">#{turn.entry_id}</td><td>{esc(clip(turn.phase or "", 28))}</td>'
+        f'<td class="bub-num">#{turn.entry_id}</td>'
+        f'<td title="{esc(turn.phase or "")}">{esc(clip(turn.phase or "", 20))}</td>'
         f"<td>{esc(turn.model or ('' if turn.refused else '?'))}{status}</td>"
         f'<td class="bub-num">{tokens_text(turn.prompt_tokens)}</td>'
         f'<td class="bub-num">{tokens_text(turn.completion_tokens)}</td>'

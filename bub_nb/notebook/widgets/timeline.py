@@ -220,7 +220,8 @@ class TapeTimeline(WidgetDisplay):
             f"{self._phases_html()}"
             f'<div class="bub-section">Activity per {esc(activity.step)} (UTC)</div>{self._columns_html()}'
             f"{self._legend_html()}"
-            f'<div class="bub-section">Turns · tokens each run reported</div>{self._gauge_html()}{self._turns_html()}'
+            f'<div class="bub-section">Turns · tokens each run reported</div>'
+            f'<div class="bub-turns-window">{self._gauge_html()}{self._turns_html()}</div>'
         )
         return wrap(body, "bub-timeline")
 
