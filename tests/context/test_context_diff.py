@@ -85,7 +85,8 @@ def test_tokens_by_source_add_up_and_follow_tools_memory_and_anchors(
 
     before, after = tape.view_of_turn(-2), tape.view_of_turn(-1)
     for view in (before, after, tape.view(None)):
-        assert sum(tokens_by_source(view).values()) + REPLY_PRIMING == view.total_tokens
+        assert sum(tokens_by_source(view).values()) == view.total_tokens  # what %context shows, priming included
+        assert tokens_by_source(view)["reply priming"] == REPLY_PRIMING
     change = diff_views(before, after).token_change
     assert set(change) == set(SOURCES)
     assert change["memory block"] > 0  # the saved note reached the second turn's system prompt
