@@ -65,3 +65,14 @@ def test_context_view_with_a_model_draws_used_over_limit(nb: Notebook) -> None:
     assert ContextView(nb.tape).gauge is None and 'class="bub-gauge"' not in ContextView(nb.tape).to_html()
     nb.run("%context -m offline")
     assert 'class="bub-gauge"' in shown_html(nb) and 'data-limit=""' in shown_html(nb)
+
+
+def test_plain_context_gauges_only_a_configured_model_with_a_known_window(nb: Notebook) -> None:
+    nb.run("%%bub\nHello")
+    nb.run("%config BubMagics.model = 'offline'")
+    nb.run("%context")
+    assert 'class="bub-gauge"' not in shown_html(nb), "nothing to gauge against: the window is unknown"
+    nb.run("from bub_nb.agent.models import OfflineModel\nsmall = OfflineModel(context_window=900)")
+    nb.run("%config BubMagics.model = 'small'")
+    nb.run("%context")
+    assert 'data-limit="900"' in shown_html(nb)

@@ -42,8 +42,16 @@ class ContextCommands:
             self.show(args.mode, model)
 
     def _model(self, spec: str | None) -> Model | None:
-        """The model named with ``-m`` (a spec or a notebook variable), else the configured one when it is set."""
-        return self._session.model(spec) if spec or self._session.settings.model else None
+        """The model named with ``-m`` (a spec or a notebook variable), else the configured one when its window is
+        known: without a window there is nothing to gauge against."""
+        from bub_nb.agent.preflight import context_window_of
+
+        if spec:
+            return self._session.model(spec)
+        if not self._session.settings.model:
+            return None
+        model = self._session.model(None)
+        return model if context_window_of(model) is not None else None
 
     def show(self, mode: str | None, model: str | None = None) -> None:
         """The view of ``mode`` (the configured mode, else ``last``) as the context widget, gauged against the

@@ -120,6 +120,7 @@ CSS: Final = f"""
 .bub-w .bub-turns-window{{overflow-x:auto}}
 .bub-w.bub-w td.bub-bars{{position:relative;white-space:nowrap}}
 .bub-w.bub-w tr.bub-refused td{{color:{KIND_COLORS["error"]}}}
+.bub-w .bub-gauge-note{{font-size:11px;margin:0 0 2px}}
 .bub-w .bub-gauge-text{{font:11px var(--bub-mono);margin-top:2px}}
 .bub-context-view .widget-toggle-buttons .widget-toggle-button{{font-size:11px}}
 .bub-context-view .widget-html-content,.bub-memory-view .widget-html-content,.bub-timeline .widget-html-content{{

@@ -54,7 +54,7 @@ _WHAT = " (the whole request: system prompt, memory, view, prompt, tools; %conte
 
 
 def _what_html() -> str:
-    return f'<div class="bub-note bub-muted">{esc(_WHAT.strip(" ()"))}</div>'
+    return f'<div class="bub-gauge-note bub-muted">{esc(_WHAT.strip(" ()"))}</div>'
 
 
 class ContextView(WidgetDisplay):
