@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import re
+import time
+from pathlib import Path
 
 from bub_nb.agent import Agent
 from bub_nb.agent.models import OfflineModel
 from bub_nb.context import view_of_turn
-from bub_nb.notebook.widgets import TapeTimeline
-from bub_nb.tape import Tape
+from bub_nb.notebook.widgets import ContextView, TapeTimeline
+from bub_nb.tape import Tape, open_tape
 
 FACT = "Fact {n}: the team decided on option {n} because the budget allows it and the deadline is near. "
 
@@ -63,3 +65,22 @@ def test_follow_refreshes_the_gauge_as_the_tape_grows(tape: Tape) -> None:
     agent.run(FACT.format(n=1) * 4)
     timeline.refresh()
     assert timeline.gauge is not None and first is not None and timeline.gauge[0] > first[0]
+
+
+def test_followed_gauges_fill_up_as_another_writer_adds_turns(tmp_path: Path) -> None:
+    tape = open_tape("lesson", home=tmp_path)
+    small = OfflineModel(context_window=2000)
+    Agent(tape, small).run("Hello")
+    view, timeline = ContextView(tape, model=small, follow=True), TapeTimeline(tape, model=small, follow=True)
+    try:
+        assert view.gauge is not None and timeline.gauge is not None
+        before = (view.gauge[0], timeline.gauge[0])
+        Agent(open_tape("lesson", home=tmp_path), small).run(FACT.format(n=1) * 3)  # another writer, the same file
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and (view.gauge[0], timeline.gauge[0]) == before:
+            time.sleep(0.1)
+        assert view.gauge[0] > before[0] and timeline.gauge[0] > before[1]
+        assert f"{view.gauge[0]} / 2000 tokens" in view.to_text()
+    finally:
+        view.unfollow()
+        timeline.unfollow()

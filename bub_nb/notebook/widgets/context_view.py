@@ -63,7 +63,8 @@ class ContextView(WidgetDisplay):
     ``mode`` is any view mode ``build_view`` accepts (``LAST_ANCHOR``, an anchor name, ``None`` for
     the full tape, ``window(n)`` or a strategy), or an ``int`` for a window. ``max_entries`` bounds
     the strip to the tape's last entries; ``max_messages`` bounds the message list. With ``follow``
-    the view refreshes itself as another process writes the tape.
+    the view refreshes itself as another process writes the tape. With ``model`` (a model or a spec) a gauge
+    draws the whole next request under this mode (or the recorded turn's request) against its context window.
     """
 
     def __init__(
