@@ -92,6 +92,9 @@ def turn_html(turn: RunSummary, peak: int, limit: int | None = None) -> str:
             TURN_BAR_PX * completion / peak if peak else 0, COMPLETION_COLOR, f"{completion} completion tokens"
         )
         status = "" if turn.status == "ok" else f' <span class="bub-error">{esc(turn.status)}</span>'
+        if turn.calls > 1:  # its usage adds up several requests, so its bar can pass a line no request passed
+            tip = f"its usage adds up {turn.calls} model calls"
+            status += f' <span class="bub-muted" title="{tip}">· {turn.calls} calls</span>'
     line = ""
     if limit is not None and peak:
         left = 8 + TURN_BAR_PX * limit / peak  # the cell's padding, then the bar's scale
@@ -142,3 +145,16 @@ def window_limit(refusals: Iterable[RunSummary], model_window: int | None) -> in
     if model_window is not None:
         return model_window
     return next((r.window for r in reversed(list(refusals)) if r.window is not None), None)
+
+
+def turn_text(turn: RunSummary, peak: int, limit: int | None) -> str:
+    """One turn's line for terminals: number, entry, tokens, time, model and its bar against the limit."""
+    elapsed = "–" if turn.elapsed_ms is None else f"{turn.elapsed_ms:.0f}"
+    status = ("" if turn.status == "ok" else f"  [{turn.status}]") + (
+        f"  [{turn.calls} calls]" if turn.calls > 1 else ""
+    )
+    return (
+        f"  {turn.number or '':>5} {'#' + str(turn.entry_id):>7}  {tokens_text(turn.prompt_tokens):>7} "
+        f"{tokens_text(turn.completion_tokens):>7}  {elapsed:>7}  "
+        f"{clip(turn.model or '', 16):<16} {turn_bar_text(turn, peak, limit)}{status}"
+    )

@@ -32,9 +32,8 @@ from bub_nb.notebook.widgets._timeline_bars import (
     column_html,
     kind_bar_html,
     kind_bar_text,
-    tokens_text,
-    turn_bar_text,
     turn_html,
+    turn_text,
     turns_peak,
     window_limit,
 )
@@ -198,16 +197,9 @@ class TapeTimeline(WidgetDisplay):
         lines.append(f"  {'turn':>5} {'entry':>7}  {'prompt':>7} {'compl.':>7}  {'ms':>7}  {'model':<16} bar")
         limit = self.limit
         peak = turns_peak(shown, limit)
-        for turn in shown:
-            elapsed = "–" if turn.elapsed_ms is None else f"{turn.elapsed_ms:.0f}"
-            status = "" if turn.status == "ok" else f"  [{turn.status}]"
-            lines.append(
-                f"  {turn.number or '':>5} {'#' + str(turn.entry_id):>7}  {tokens_text(turn.prompt_tokens):>7} "
-                f"{tokens_text(turn.completion_tokens):>7}  {elapsed:>7}  "
-                f"{clip(turn.model or '', 16):<16} {turn_bar_text(turn, peak, limit)}{status}"
-            )
+        lines.extend(turn_text(turn, peak, limit) for turn in shown)
         window = "" if limit is None else f"  | window {limit}"
-        lines.append(f"  █ prompt  ▒ completion  X refused{window}")
+        lines.append(f"  █ prompt  ▒ completion  X refused{window}  (a turn of several calls adds them up)")
         return lines
 
     # -- HTML -------------------------------------------------------------------------------------
