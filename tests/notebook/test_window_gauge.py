@@ -89,7 +89,7 @@ def test_followed_gauges_fill_up_as_another_writer_adds_turns(tmp_path: Path) ->
 def test_a_turn_whose_usage_adds_up_several_calls_says_how_many(tape: Tape) -> None:
     overflowing(tape)
     timeline = TapeTimeline(tape, model=OfflineModel(context_window=800))
-    after = [t for t in timeline.activity.turns if t.entry_id > timeline.activity.refusals[0].entry_id][0]
+    after = next(t for t in timeline.activity.turns if t.entry_id > timeline.activity.refusals[0].entry_id)
     summary = next(e for e in tape.read(kinds=("event",)) if e.name == "summary")
     assert after.calls == 1 + len(summary.payload["data"]["requests"]) > 1  # the retry, and the summary's requests
     assert all(t.calls == 1 for t in timeline.activity.turns if t.entry_id < summary.id)
