@@ -178,7 +178,8 @@ class BubMagics(Magics, MagicSettings):
     @line_magic("context")  # type: ignore[arg-type]  # IPython types only the bare form
     @usage_errors
     def context_magic(self, line: str) -> None:
-        """Show the view the next turn would send, a recorded turn's request, or the diff of two views."""
+        """Show the view the next turn would send, the whole next request (--next), a recorded turn's request, or the
+        diff of two views."""
         self.context_commands.run(parse_line(self.context_magic, line))
 
     @magic_arguments("memory")
