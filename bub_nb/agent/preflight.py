@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 from bub_nb.agent.commands import check_command, is_command
 from bub_nb.agent.models.calibration import estimate_request
 from bub_nb.agent.tools import builtin_registry
-from bub_nb.context.messages import anchor_message
 from bub_nb.context.modes import as_strategy
 from bub_nb.context.request import PROMPT_PLACEHOLDER, NextRequest, next_request
 from bub_nb.context.strategies import NamedAnchor
-from bub_nb.context.tokens import count_message_tokens, count_messages_tokens
+from bub_nb.context.tokens import count_messages_tokens
 from bub_nb.errors import BubNbError, BudgetError, ContextLengthError, PromptTooLongError
+from bub_nb.memory.cache import memory_of
 
 if TYPE_CHECKING:
     from bub_nb.agent.models import Model
@@ -117,25 +117,29 @@ def prompt_estimate(agent: TurnSubject, prompt: str) -> int:
 def request_preview(agent: TurnSubject, prompt: str = PROMPT_PLACEHOLDER) -> NextRequest:
     """The whole request the agent's next turn would send for ``prompt``, in parts, against its model's window.
 
-    Writes nothing. On a tape without an anchor, the turn first writes ``session/start``, which its view starts
-    at, so the preview shows that anchor's message where the turn will send it.
+    Writes nothing: what the turn writes before its first request (``session/start`` on a tape without an anchor,
+    the memory zone, the system prompt and the prompt) goes to a fork that is dropped, and the view is built there,
+    so it is the view the turn will send in any mode (a window counts the prompt among its messages).
     """
-    view = agent.view()
-    if view.mode == "last-anchor" and agent.tape.last_anchor() is None:
-        message = anchor_message("session/start", {"owner": "human"})
-        view = replace(view, messages=(message,), tokens=(count_message_tokens(message),), sources=(0,), entry_ids=())
+    tape = agent.tape
+    with tape.fork(merge_back=False):
+        tape.ensure_bootstrap_anchor()
+        memory_of(tape, ensure=True)
+        system = agent.system_prompt(prompt)
+        tape.append_system(system)
+        asked = tape.append_message({"role": "user", "content": prompt})
+        view = agent.view()
+    if view.sources and view.sources[-1] == asked.id:  # the prompt is a part of its own
+        view = replace(view, messages=view.messages[:-1], tokens=view.tokens[:-1], sources=view.sources[:-1])
     tools = getattr(agent, "tools", None)
-    schemas = tools.schemas() if tools is not None else []
-    window = context_window_of(agent.model)
-    counted = bool(getattr(agent.model, "counts_tool_schemas", True))
     return next_request(
         view,
-        agent.system_prompt(prompt),
-        schemas,
+        system,
+        tools.schemas() if tools is not None else [],
         prompt=prompt,
-        window=window,
+        window=context_window_of(agent.model),
         model=agent.model.name,
-        tools_in_window=counted,
+        tools_in_window=bool(getattr(agent.model, "counts_tool_schemas", True)),
     )
 
 

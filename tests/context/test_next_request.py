@@ -10,7 +10,7 @@ import pytest
 from bub_nb.agent import Agent
 from bub_nb.agent.models import OfflineModel, OpenAIModel
 from bub_nb.agent.preflight import request_preview
-from bub_nb.context import build_view
+from bub_nb.context import FULL, build_view, window
 from bub_nb.context.request import PARTS, gauge_text, next_request
 from bub_nb.context.tokens import (
     REPLY_PRIMING,
@@ -103,3 +103,20 @@ def test_the_gauge_says_when_a_request_is_over_the_window() -> None:
     assert gauge_text(200, 800, width=8) == "[##......] 200 / 800 tokens (25%)"
     assert gauge_text(900, 800, width=8).endswith("OVER THE WINDOW")
     assert gauge_text(12, None) == "12 tokens (window unknown)"
+
+
+@pytest.mark.parametrize("context", [window(4), FULL, "session/start"], ids=["window:4", "full", "anchor"])
+def test_every_mode_previews_the_view_the_turn_then_sends(
+    openai_server: OpenAICompatibleServer, tape: Tape, model: OpenAIModel, context: Any
+) -> None:
+    tape.ensure_bootstrap_anchor()
+    agent = Agent(tape, model, context=context)
+    for number in range(3):
+        openai_server.reply(f"Answer {number}.")
+        agent.run(f"Fact {number}: the meeting moved to room {number}.")
+    before = len(tape)
+    shown = request_preview(agent, "Where is the meeting?")
+    assert len(tape) == before, "a preview writes nothing"
+    openai_server.reply("Room 2.")
+    agent.run("Where is the meeting?")
+    assert list(shown.messages) == openai_server.last_request["messages"]
