@@ -183,10 +183,13 @@ class BubMagics(Magics, MagicSettings):
     @argument("--diff", nargs=2, metavar=("A", "B"), help="what changes from view A to B: modes or turn:N")
     @argument("--agent", metavar="NAME", help="that agent's view (see %%agent); default: the holder's")
     @argument("--expand-refs", action="store_true", help="also show the entries a handoff's tape:// references cite")
+    @argument("--next", action="store_true", help="the whole next request: system prompt, memory, view, prompt, tools")
+    @argument("-m", "--model", help="the model whose context window the tokens are gauged against")
     @line_magic("context")  # type: ignore[arg-type]  # IPython types only the bare form
     @usage_errors
     def context_magic(self, line: str) -> None:
-        """Show the view the next turn would send, a recorded turn's request, or the diff of two views."""
+        """Show the view the next turn would send, the whole next request (--next), a recorded turn's request, or the
+        diff of two views."""
         self.context_commands.run(parse_line(self.context_magic, line))
 
     @magic_arguments("agent")
