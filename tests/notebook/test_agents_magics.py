@@ -117,7 +117,7 @@ def test_context_of_an_agent_shows_its_view_and_the_cited_entries_only_on_reques
     shown = nb.shown()
     assert f"`tape://{nb.tape.name}~analyst/entry/6` (message): What is the mean of 1, 2 and 3?" in shown
     assert "(shown here, not sent to the model)" in shown
-    with pytest.raises(UsageError, match="--expand-refs goes with the view the next turn sends"):
+    with pytest.raises(UsageError, match="--expand-refs goes with the view the next turn would send"):
         nb.run("%context --agent reviewer --turn -1 --expand-refs")
 
 
