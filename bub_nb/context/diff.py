@@ -43,6 +43,8 @@ class ContextDiff:
     tokens_b: dict[str, int]
     a_ids: tuple[int, ...] = ()
     b_ids: tuple[int, ...] = ()
+    retracted: tuple[int, ...] = ()
+    """The entries that ``left`` because a retraction took them back."""
 
     @property
     def token_change(self) -> dict[str, int]:
@@ -60,8 +62,9 @@ class ContextDiff:
     @property
     def summary(self) -> str:
         change = self.total_b - self.total_a
+        retracted = f" ({len(self.retracted)} retracted)" if self.retracted else ""
         return (
-            f"Context diff {self.a} → {self.b}: {len(self.entered)} entered, {len(self.left)} left, "
+            f"Context diff {self.a} → {self.b}: {len(self.entered)} entered, {len(self.left)} left{retracted}, "
             f"{len(self.stayed)} stayed; {change:+d} tokens"
         )
 
@@ -129,6 +132,7 @@ def diff_views(a: View, b: View) -> ContextDiff:
         tokens_b=tokens_by_source(b),
         a_ids=a_ids,
         b_ids=b_ids,
+        retracted=tuple(i for i in a_ids if i not in in_b and i in b.retracted),
     )
 
 
