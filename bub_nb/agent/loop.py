@@ -17,7 +17,7 @@ from bub_nb.agent.preflight import check_recorded_prompt_fits, check_turn
 from bub_nb.agent.registry import default_pipeline
 from bub_nb.agent.results import DEFAULT_RESULT_TOKENS, check_result_budget, fit_result
 from bub_nb.agent.state import TurnState
-from bub_nb.agent.tools import Tool, ToolCallError, ToolContext, ToolRegistry, builtin_registry
+from bub_nb.agent.tools import Tool, ToolCallError, ToolContext, ToolRegistry, model_builtins
 from bub_nb.agent.turn import RunningTurn, Turn, TurnRecorder
 from bub_nb.context.messages import result_text
 from bub_nb.context.tokens import count_messages_tokens
@@ -75,8 +75,7 @@ class Agent:
         self.result_budget = check_result_budget(result_budget)
         registry = ToolRegistry()
         if builtin_tools:
-            builtins = builtin_registry()
-            chosen = builtins if builtin_tools is True else builtins.select(builtin_tools)  # type: ignore[arg-type]
+            chosen = model_builtins(builtin_tools)
             for builtin in chosen:
                 registry.register(builtin)
         for item in tools or ():

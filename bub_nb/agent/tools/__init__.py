@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
-from bub_nb.agent.tools.builtin import BUILTIN_TOOLS, builtin_registry
+from bub_nb.agent.tools.builtin import BUILTIN_TOOLS, OPT_IN, builtin_registry, model_builtins
 from bub_nb.agent.tools.registry import Tool, ToolCallError, ToolContext, ToolRegistry, tool
 from bub_nb.agent.tools.signatures import parameters_schema, parse_docstring
 
 __all__ = [
     "BUILTIN_TOOLS",
+    "OPT_IN",
     "Tool",
     "ToolCallError",
     "ToolContext",
     "ToolRegistry",
     "builtin_registry",
+    "model_builtins",
     "parameters_schema",
     "parse_docstring",
     "tool",

@@ -87,7 +87,7 @@ def _what(entry: TapeEntry) -> str:
 
 def _refusal(entry: TapeEntry) -> str:
     if entry.kind == "anchor":
-        return f"Entry #{entry.id} is {_what(entry)}: anchors are phase boundaries and cannot be retracted"
+        return f"Entry #{entry.id} is {_what(entry)}: anchors cannot be retracted (a handoff starts a new phase instead)"
     return (
         f"Entry #{entry.id} is {_what(entry)}, which never reaches a view, so there is nothing to retract; "
         f"only {', '.join(RETRACTABLE)} entries can be"
@@ -106,8 +106,8 @@ def chosen_ids(entries: Sequence[TapeEntry], first: int, last: int) -> list[int]
     anchors = [entry for entry in asked if entry.kind == "anchor"]
     if anchors:
         raise RetractionError(
-            f"Range {spelled(first, last)} holds anchor #{anchors[0].id} ({anchors[0].name}); anchors are phase "
-            "boundaries and cannot be retracted: name the entries on either side of it"
+            f"Range {spelled(first, last)} holds anchor #{anchors[0].id} ({anchors[0].name}); anchors cannot be "
+            "retracted: name the entries on either side of it"
         )
     ids = [entry.id for entry in asked if entry.kind in RETRACTABLE]
     if not ids:
