@@ -12,7 +12,7 @@
     │   ├── EntryNotFoundError     an entry id or address that resolves to nothing (also a KeyError)
     │   ├── CitationError          an anchor state citing entries the tape does not hold (also a ValueError)
     │   ├── TapeAddressError       a ``tape://`` address that cannot be parsed
-    │   └── RetractionError        entries that cannot be retracted, unretracted or redacted as asked (also a ValueError)
+    │   └── RetractionError        entries that cannot be retracted, brought back or redacted (also a ValueError)
     ├── ContextError               a view mode or strategy that cannot be used
     ├── MemoryZoneError            a memory note or date that cannot be stored
     ├── ModelError                 the model could not be reached or answered badly

@@ -6,9 +6,9 @@ None of them runs shell or kernel code. Each answers with a short text a person 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from datetime import date as Date
-from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from bub_nb.agent.tools.registry import Tool, ToolContext, ToolRegistry, tool

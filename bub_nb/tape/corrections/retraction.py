@@ -87,7 +87,7 @@ def _what(entry: TapeEntry) -> str:
 
 def _refusal(entry: TapeEntry) -> str:
     if entry.kind == "anchor":
-        return f"Entry #{entry.id} is {_what(entry)}: anchors cannot be retracted (a handoff starts a new phase instead)"
+        return f"Entry #{entry.id} is {_what(entry)}: anchors cannot be retracted (a handoff starts a phase instead)"
     return (
         f"Entry #{entry.id} is {_what(entry)}, which never reaches a view, so there is nothing to retract; "
         f"only {', '.join(RETRACTABLE)} entries can be"
@@ -138,13 +138,14 @@ def retraction(
     if undo:
         ids = [i for i in ids if i in retracted]
         if not ids:
-            what = f"Entry {spelled(first, last)} is" if first == last else f"No entry of {spelled(first, last)} is"
+            what = f"Entry {spelled(first, last)} is not" if first == last else f"No entry of {spelled(first, last)} is"
             raise RetractionError(f"{what} retracted, so there is nothing to unretract")
     else:
         already = [i for i in ids if i in retracted]
         if already:
             shown = ", ".join(f"#{i}" for i in already[:5])
-            raise RetractionError(f"Entry {shown} {'is' if len(already) == 1 else 'are'} already retracted; unretract brings it back")
+            verb = "is" if len(already) == 1 else "are"
+            raise RetractionError(f"Entry {shown} {verb} already retracted; unretract brings it back")
     taken = sorted({member for i in ids for member in groups.get(i, {i})})
     if undo:
         taken = [i for i in taken if i in retracted]

@@ -9,13 +9,11 @@ stay as they were. Roles still have no ``UPDATE`` on the entries.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from bub_nb.tape._lines import decode_records, dumps
+from psycopg import sql
 
-if TYPE_CHECKING:
-    from bub_nb.tape._lines import Record
-    from bub_nb.tape.stores.postgres.store import PostgresTapeStore
+from bub_nb.tape._lines import Record, decode_records, dumps
 
 _ARGUMENTS = "bigint, bigint[], text[], text[]"
 
@@ -50,7 +48,15 @@ def redaction_statements(schema: str, group: str) -> list[str]:
     ]
 
 
-def redact_rows(store: PostgresTapeStore, names: Iterable[str], change: Callable[[Record], Record | None]) -> int:
+class _Database(Protocol):
+    """The store's connections and queries (a ``PostgresTapeStore``)."""
+
+    def connection(self, tape: str | None) -> Any: ...
+
+    def query(self, text: str) -> sql.Composed: ...
+
+
+def redact_rows(store: _Database, names: Iterable[str], change: Callable[[Record], Record | None]) -> int:
     """Apply ``change`` to every entry of this role's tapes called one of ``names``, live and archived.
 
     Returns how many entries were rewritten; all of them in one transaction, or none.
@@ -83,4 +89,3 @@ def _texts(records: list[Any]) -> tuple[list[str], list[str]]:
         [dumps(r["payload"]).decode("utf-8", "surrogatepass") for r in records],
         [dumps(r["meta"]).decode("utf-8", "surrogatepass") for r in records],
     )
-
