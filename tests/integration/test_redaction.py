@@ -13,7 +13,7 @@ from typing import Any
 import psycopg
 import pytest
 from harness.shell import Notebook
-from harness.tapes import bub_read
+from harness.tapes import bub_read, postgres_store
 from psycopg import sql
 
 from bub_nb.errors import EntryNotFoundError, RetractionError
@@ -117,3 +117,19 @@ def test_an_interrupted_rewrite_leaves_the_old_tape_whole(tmp_path: Path, monkey
         tape.redact(1)
     assert tape.path.read_bytes() == before  # type: ignore[union-attr]
     assert [p.name for p in tape.path.parent.iterdir() if "rewrite" in p.name] == []  # type: ignore[union-attr]
+
+
+def test_on_the_database_a_redaction_can_hide_an_entry_but_never_change_what_it_said(postgres: Any) -> None:
+    store = postgres_store()
+    tape = open_tape("lesson", store=store)
+    tape.append_message({"role": "user", "content": f"my key {KEY}"})
+    tape.append_message({"role": "assistant", "content": "noted"})
+    event = tape.redact(1, by="student")
+    assert event.payload["data"]["database"] == 1 and KEY not in str(tape.read())
+    assert tape.get(1).payload["content"].startswith("[redacted sha256:")
+    with store.connection(None) as conn:
+        key = conn.execute(store.query("SELECT key FROM {s}.tapes WHERE name = 'lesson'")).fetchone()[0]
+        forged = '{"role":"assistant","content":"I never said noted"}'
+        with pytest.raises(psycopg.Error, match="only replaces texts"):
+            conn.execute(store.query("SELECT {s}.redact_entries(%s, %s, %s, %s)"), (key, [2], [forged], ["{}"]))
+    assert tape.get(2).payload["content"] == "noted"
