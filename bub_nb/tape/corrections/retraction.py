@@ -25,7 +25,7 @@ RETRACTABLE: Final = ("message", "tool_call", "tool_result")
 #: How far before the first asked id the entries are read, to find the call a result answers.
 LOOK_BACK: Final = 256
 
-_SPAN = re.compile(r"#?(\d+)(?:\s*[-–]\s*#?(\d+))?")
+_SPAN = re.compile(r"#?([0-9]{1,18})(?:\s*[-–]\s*#?([0-9]{1,18}))?")
 
 Target = int | str | range
 
