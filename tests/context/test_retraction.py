@@ -134,3 +134,13 @@ def test_a_past_turn_still_shows_what_it_sent_and_the_diff_shows_the_tokens_free
     openai_server.reply("Fresh.")
     agent.run("Go on")
     assert "turned out wrong" not in json.dumps(openai_server.requests[-1]["messages"])
+
+
+def test_a_summarising_handoff_leaves_retracted_entries_out_of_its_summary(tape: Tape) -> None:
+    tape.ensure_bootstrap_anchor()
+    tape.append_message({"role": "user", "content": "We measured 42 widgets in plant A."})
+    wrong = tape.append_message({"role": "user", "content": "Also 999999 gadgets in /tmp/wrong.csv"})
+    tape.retract(wrong.id, reason="never happened")
+    entries = Agent(tape, "offline").handoff("phase/next", summarize=True)
+    state = next(e for e in entries if e.kind == "anchor").payload["state"]
+    assert "999999" not in json.dumps(state) and wrong.id not in state["sources"]
