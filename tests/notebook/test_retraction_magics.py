@@ -75,3 +75,14 @@ def test_a_model_is_given_retraction_only_when_the_user_names_it(nb: Notebook) -
         options = session.agent_options(tools=spec)
         agent = Agent(nb.tape, options.model, tools=options.tools, builtin_tools=options.builtin_tools)
         assert OPT_IN & set(agent.tools.names) == given, spec
+
+
+def test_the_context_view_marks_retracted_entries(nb: Notebook) -> None:
+    from bub_nb.notebook.widgets import ContextView
+
+    nb.run("%%bub\nHello")
+    prompt = next(e for e in nb.tape.read() if e.kind == "message")
+    nb.tape.retract(prompt.id)
+    view = ContextView(nb.tape, "full")
+    assert f'bub-retracted" data-entry-id="{prompt.id}"' in view.to_html()
+    assert f"retracted, so left out: #{prompt.id}" in view.to_text() and "~ retracted" in view.to_text()
