@@ -15,30 +15,53 @@ from pathlib import Path
 from filelock import FileLock
 
 from bub_nb.errors import TapeError
-from bub_nb.tape._lines import Record, decode_record, dumps
+from bub_nb.tape._lines import Record, decode_record, dumps, load_json
 
 #: Given a decoded line, its replacement, or ``None`` to keep the line as it is.
 LineChange = Callable[[Record], Record | None]
 
+_ATTEMPTS = 5
+
 
 def rewrite_lines(path: Path, change: LineChange) -> list[int]:
-    """Replace the lines of ``path`` that ``change`` rewrites; returns their ids (nothing written when none)."""
+    """Replace the lines of ``path`` that ``change`` rewrites; returns their ids (nothing written when none).
+
+    Only ``payload`` and ``meta`` of a changed line are replaced; its other fields stay as its writer wrote them
+    (an older line's ``timestamp``, say). A writer that appends without the lock (Bub) and lands while the new
+    file is prepared is noticed by the size, and the rewrite starts again from its line.
+    """
     with FileLock(str(path) + ".lock", mode=0o600):
-        try:
-            lines = path.read_bytes().split(b"\n")
-        except OSError as error:
-            raise TapeError(f"Tape file {str(path)!r} cannot be read: {error.strerror}") from None
-        changed: list[int] = []
-        for number, line in enumerate(lines):
-            record = decode_record(line) if line.strip() else None
-            replaced = change(record) if record is not None else None
-            if replaced is not None:
-                lines[number] = dumps(replaced)
-                changed.append(int(record["id"]))  # type: ignore[index]
-        if changed:
+        for _ in range(_ATTEMPTS):
+            try:
+                original = path.read_bytes()
+            except OSError as error:
+                raise TapeError(f"Tape file {str(path)!r} cannot be read: {error.strerror}") from None
+            lines, changed = _changed_lines(original, change)
+            if not changed:
+                return []
+            if path.stat().st_size != len(original):
+                continue  # another writer appended meanwhile
             replace_atomically(path, b"\n".join(lines))
             path.with_name(path.name + ".idx").unlink(missing_ok=True)
-        return changed
+            return changed
+    raise TapeError(f"Tape file {str(path)!r} kept growing while it was rewritten; nothing was rewritten, try again")
+
+
+def _changed_lines(data: bytes, change: LineChange) -> tuple[list[bytes], list[int]]:
+    lines = data.split(b"\n")
+    changed: list[int] = []
+    for number, line in enumerate(lines):
+        record = decode_record(line) if line.strip() else None
+        replaced = change(record) if record is not None else None
+        if record is None or replaced is None:
+            continue
+        raw = load_json(line)
+        raw["payload"] = replaced["payload"]
+        if "meta" in raw or replaced["meta"]:
+            raw["meta"] = replaced["meta"]
+        lines[number] = dumps(raw)
+        changed.append(int(record["id"]))
+    return lines, changed
 
 
 def replace_atomically(path: Path, data: bytes) -> None:
