@@ -7,9 +7,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from harness.tapes import bub_append, bub_read
 
-from bub_nb.tape import TapeEntry, open_tape
+from bub_nb.errors import TapeError
+from bub_nb.tape import MemoryTapeStore, TapeEntry, open_tape
 from bub_nb.tape.corrections import marker
 from bub_nb.tape.stores.rewrite import rewrite_lines
 
@@ -55,3 +57,22 @@ def test_a_line_bub_appends_while_the_file_is_rewritten_is_kept(tmp_path: Path) 
 
     assert rewrite_lines(path, change) == [1]
     assert [(e["id"], e["payload"]["content"]) for e in bub_read(path)] == [(1, "gone"), (2, "appended meanwhile")]
+
+
+def test_an_entry_left_only_in_an_archive_is_redacted_there_and_the_live_tape_records_it(tmp_path: Path) -> None:
+    tape = open_tape("t", home=tmp_path)
+    tape.append_message({"role": "user", "content": SECRET})
+    archived = tape.reset(archive=True)[0].payload["state"]["archived"]
+    archive = open_tape(archived)
+    assert archive.read_only
+    event = archive.redact(1)
+    assert SECRET not in Path(archived).read_text() and archive.get(1).payload["content"] == marker(SECRET)
+    assert tape.read()[-1] == event and event.payload["data"]["ids"] == [[1, 1]]
+
+
+def test_a_tape_kept_only_in_memory_cannot_be_redacted(tmp_path: Path) -> None:
+    tape = open_tape("m", store=MemoryTapeStore())
+    tape.append_message({"role": "user", "content": SECRET})
+    with pytest.raises(TapeError, match="redaction rewrites files or a database"):
+        tape.redact(1)
+    assert len(tape) == 1

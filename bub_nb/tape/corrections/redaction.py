@@ -24,7 +24,7 @@ from bub_nb.errors import EntryNotFoundError, RetractionError, TapeError
 from bub_nb.tape._lines import Record
 from bub_nb.tape.entries import TapeEntry
 from bub_nb.tape.events import REDACT, id_ranges
-from bub_nb.tape.stores.archive import archive_files
+from bub_nb.tape.stores.archive import archive_files, is_archive_name
 from bub_nb.tape.stores.lineage import store_lineage
 from bub_nb.tape.stores.protocol import FileBacked, TapeStore
 from bub_nb.tape.stores.rewrite import rewrite_lines
@@ -104,10 +104,15 @@ def targets(store: TapeStore, tape: str, ids: Iterable[int]) -> list[Target]:
     return found
 
 
+def live_name(tape: str) -> str:
+    """The tape an archive (``<name>.jsonl.<stamp>.bak``) was the earlier life of; any other name as it is."""
+    return tape.split(".jsonl.")[0] if is_archive_name(tape) else tape
+
+
 def family(store: TapeStore, tape: str) -> set[str]:
-    """The tape and every tape linked to it by forks, either way, however far."""
+    """The tape (an archive's live tape) and every tape linked to it by forks, either way, however far."""
     links = [(r.get("parent"), r.get("child")) for r in store_lineage(store)]
-    names, grown = {tape}, True
+    names, grown = {live_name(tape)}, True
     while grown:
         grown = False
         for parent, child in links:
@@ -137,7 +142,7 @@ def redact_files(store: TapeStore, tape: str, found: list[Target]) -> Redaction:
     done = Redaction(rewrite_lines(own, _change(found, by_id=True)) if own.exists() else [])
     names = family(store, tape)
     others = [p for p in archive_files(Path(store.directory)) if p.name.split(".jsonl.")[0] in names]
-    others += [store.path_for(name) for name in sorted(names - {tape})]
+    others += [store.path_for(name) for name in sorted(names)]
     for path in others:
         if path.exists() and path != own and (ids := rewrite_lines(path, _change(found, by_id=False))):
             done.copies[path.name] = ids

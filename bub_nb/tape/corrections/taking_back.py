@@ -8,11 +8,19 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Protocol
 
 from bub_nb.errors import TapeError
-from bub_nb.tape.corrections.redaction import Redaction, family, redact_database, redact_event, redact_files, targets
+from bub_nb.tape.corrections.redaction import (
+    Redaction,
+    family,
+    live_name,
+    redact_database,
+    redact_event,
+    redact_files,
+    targets,
+)
 from bub_nb.tape.corrections.retraction import Target, retraction
 from bub_nb.tape.entries import TapeEntry
 from bub_nb.tape.events import RETRACT, UNRETRACT, retracted_ids
-from bub_nb.tape.stores.protocol import FileBacked, TapeStore
+from bub_nb.tape.stores.protocol import FileBacked, MayBeReadOnly, TapeStore
 
 if TYPE_CHECKING:
     from bub_nb.tape.stores.postgres.store import PostgresTapeStore
@@ -61,7 +69,8 @@ class TakingBack:
 
         The one rewrite bub_nb makes: ids, kinds and dates stay; the text becomes ``[redacted sha256:…]`` in the
         tape's file, its archives, the tapes forked from it or it from, and in ``databases`` (PostgreSQL stores
-        the home was pushed to). Returns the ``redact`` event written afterwards, which names the ids and copies.
+        the home was pushed to). Returns the ``redact`` event written afterwards, which names the ids and copies;
+        on an archive (opened read-only) the ids are the archive's, and the event goes on its live tape.
         """
         if self._forks.get():
             raise TapeError(f"Tape {self.name!r} cannot be redacted inside fork()")
@@ -78,4 +87,6 @@ class TakingBack:
                 raise TapeError(f"Tape {self.name!r} lives in {store!r}; redaction rewrites files or a database")
             for database in databases:
                 done.database += redact_database(database, names, found)
+            if isinstance(store, MayBeReadOnly) and not store.writable(self.name):  # an archive: its live tape
+                return store.append(live_name(self.name), [redact_event(done, by)])[0]  # records it
             return self.append(redact_event(done, by))
