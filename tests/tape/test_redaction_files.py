@@ -7,11 +7,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 from harness.tapes import bub_append, bub_read
 
 from bub_nb.errors import TapeError
-from bub_nb.tape import MemoryTapeStore, TapeEntry, open_tape
+from bub_nb.tape import MemoryTapeStore, TapeEntry, open_tape, read_tapes
 from bub_nb.tape.corrections import marker
 from bub_nb.tape.stores.rewrite import rewrite_lines
 
@@ -76,3 +77,13 @@ def test_a_tape_kept_only_in_memory_cannot_be_redacted(tmp_path: Path) -> None:
     with pytest.raises(TapeError, match="redaction rewrites files or a database"):
         tape.redact(1)
     assert len(tape) == 1
+
+
+def test_a_lean_read_of_some_kinds_still_knows_which_rows_are_retracted(tmp_path: Path) -> None:
+    tape = open_tape("t", home=tmp_path)
+    kept = tape.append_message({"role": "user", "content": "kept"})
+    gone = tape.append_message({"role": "user", "content": "taken back"})
+    tape.retract(gone.id)
+    for frame in (read_tapes(tmp_path, kinds=["message"]), read_tapes(tmp_path, kinds=["message"], as_="arrow")):
+        rows = frame if isinstance(frame, pd.DataFrame) else frame.to_pandas()
+        assert dict(zip(rows["id"], rows["retracted"], strict=True)) == {kept.id: False, gone.id: True}
