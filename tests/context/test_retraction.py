@@ -12,6 +12,7 @@ from test_context_properties import TAPE, assert_consistent, assert_valid_for_op
 
 from bub_nb.agent import Agent
 from bub_nb.agent.models import OpenAIModel
+from bub_nb.agent.replay import replay
 from bub_nb.context import FULL, LAST_ANCHOR, PHASES, build_view, diff_views, parse_mode, window
 from bub_nb.errors import EntryNotFoundError, RetractionError
 from bub_nb.tape import Tape, TapeEntry
@@ -144,3 +145,27 @@ def test_a_summarising_handoff_leaves_retracted_entries_out_of_its_summary(tape:
     entries = Agent(tape, "offline").handoff("phase/next", summarize=True)
     state = next(e for e in entries if e.kind == "anchor").payload["state"]
     assert "999999" not in json.dumps(state) and wrong.id not in state["sources"]
+
+
+def test_a_forked_session_keeps_its_retractions_on_the_fork_s_own_ids(tape: Tape) -> None:
+    tape.append_message({"role": "user", "content": "before the fork"})
+    tape.append_message({"role": "assistant", "content": "noted"})
+    tape.handoff("phase/one")
+    tape.append_message({"role": "user", "content": "kept"})
+    wrong = tape.append_message({"role": "user", "content": "wrong"})
+    tape.retract(wrong.id)
+    child = tape.fork_session("child", from_anchor="phase/one")
+    copied = next(e for e in child.read() if e.kind == "message" and e.payload["content"] == "wrong")
+    assert child.retracted() == {copied.id} and copied.id != wrong.id
+    assert [m["content"] for m in child.view().messages if m["role"] == "user"] == ["kept"]
+
+
+def test_a_replay_copies_no_retraction_onto_its_fork_whose_ids_are_other_entries(tape: Tape) -> None:
+    agent = Agent(tape, "offline")
+    agent.run("first question")
+    prompt = next(e for e in tape.read() if e.kind == "message" and e.payload["content"] == "first question")
+    tape.retract(prompt.id)
+    agent.run("second question")
+    frame = replay(tape, model="offline")
+    fork = Tape(frame.attrs["fork"], tape.base_store)
+    assert len(frame) == 2 and not [e for e in fork.read() if e.name in ("retract", "unretract")]
