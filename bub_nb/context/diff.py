@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Final
 
 from bub_nb.context.messages import Message
 from bub_nb.context.modes import parse_mode
-from bub_nb.context.tokens import count_text_tokens
+from bub_nb.context.tokens import REPLY_PRIMING, count_text_tokens
 from bub_nb.context.turns import TurnView, parse_run, view_of_turn
 from bub_nb.context.view import View, build_view
 from bub_nb.errors import ContextError
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from bub_nb.tape import Tape
 
 #: The sources a view's tokens come from, in the order diffs list them.
-SOURCES: Final = ("system prompt", "memory block", "anchor state", "messages", "tool results")
+SOURCES: Final = ("system prompt", "memory block", "anchor state", "messages", "tool results", "reply priming")
 
 _ANCHOR_PREFIX: Final = "[Anchor created: "
 
@@ -159,9 +159,11 @@ def view_label(view: View) -> str:
 def tokens_by_source(view: View) -> dict[str, int]:
     """The view's token estimate split by where each message comes from (see :data:`SOURCES`).
 
-    The memory block is counted out of the system prompt it sits in; the reply priming is left out.
+    The memory block is counted out of the system prompt it sits in; the reply priming is a source of its own, so
+    the sources add up to the view's ``total_tokens``, the figure ``%context`` shows.
     """
     totals = dict.fromkeys(SOURCES, 0)
+    totals["reply priming"] = REPLY_PRIMING
     for message, tokens in zip(view.messages, view.tokens, strict=True):
         totals[_source(message)] += tokens
     if isinstance(view, TurnView) and view.memory_block:

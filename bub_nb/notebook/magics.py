@@ -173,10 +173,13 @@ class BubMagics(Magics, MagicSettings):
     @argument("mode", nargs="?", default=None, help="last, full, phases, window:N, notebook or an anchor name")
     @argument("--turn", metavar="N", help="what a recorded turn sent: -1 the last turn, #ID its run event, or a run id")
     @argument("--diff", nargs=2, metavar=("A", "B"), help="what changes from view A to B: modes or turn:N")
+    @argument("--next", action="store_true", help="the whole next request: system prompt, memory, view, prompt, tools")
+    @argument("-m", "--model", help="the model whose context window the tokens are gauged against")
     @line_magic("context")  # type: ignore[arg-type]  # IPython types only the bare form
     @usage_errors
     def context_magic(self, line: str) -> None:
-        """Show the view the next turn would send, a recorded turn's request, or the diff of two views."""
+        """Show the view the next turn would send, the whole next request (--next), a recorded turn's request, or the
+        diff of two views."""
         self.context_commands.run(parse_line(self.context_magic, line))
 
     @magic_arguments("memory")

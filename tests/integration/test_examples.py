@@ -201,7 +201,29 @@ def check_other_agents_logs(run: Executed) -> None:
     assert "2025-11-19 22:53:34.908" in timeline and "2025-12-28 12:18:30.533" in timeline
 
 
+def check_lesson_context(run: Executed) -> None:
+    # The window fills: %context --next gauges the whole request against the echo model's 800 tokens.
+    shown = run.text("%context --next")
+    assert "/ 800 tokens" in shown and "tool schemas" in shown and "reply priming" in shown
+    # The handoff's state reaches the model; the overflow refused a request, handed off and retried.
+    assert "The anchor `trip/decided` carries: summary: Class trip for 24" in run.text("%%bub -m echo\nWhat do you")
+    overflow = run.tape.find_anchor("auto_handoff/context_overflow")
+    assert overflow.state is not None and overflow.state["reason"] == "context_length_exceeded"
+    retried = run.text("%%bub -m echo\nFact 6")
+    assert "Warning: The prompt did not fit" in retried and "view from anchor auto_handoff/context_overflow" in retried
+    assert "Fact 1:" not in retried.split("Warning:")[0]
+    timeline = run.text("TapeTimeline(tape, model=echo)")
+    assert "[refused]" in timeline and "| window 800" in timeline
+    # The fork goes back to the decision: its view starts at the intention carrying trip/decided's summary.
+    fork = open_tape("lesson-context-plane", home=run.folder.parent / "home")
+    assert fork.view().anchor is not None and fork.view().anchor.name == "intention"
+    assert "we chose the train" in run.text("%%bub -m offline:echo\nHow do we travel?")
+    checks = [text for text in (run.text("bub_nb.check"), run.text("fork = ")) if text]
+    assert len(checks) == 2 and all(text.startswith("**Check passed") for text in checks)
+
+
 CHECKS: dict[str, Callable[[Executed], None]] = {
+    "lesson-context.ipynb": check_lesson_context,
     "agent-and-data.ipynb": check_agent_and_data,
     "quickstart.ipynb": check_quickstart,
     "instruments.ipynb": check_instruments,
@@ -254,16 +276,28 @@ def test_an_example_run_twice_from_the_top_shows_the_same_outputs(name: str, tmp
 
 #: Cells that show a column of milliseconds a run took, by notebook: their numbers, and the padding that lines them
 #: up in columns, are left out of the comparison.
-TIMED_CELLS = {"instruments.ipynb": ("entries_before = len(tape)", "from bub_nb.notebook.widgets import TapeTimeline")}
+TIMED_CELLS = {
+    "instruments.ipynb": ("entries_before = len(tape)", "from bub_nb.notebook.widgets import TapeTimeline"),
+    "lesson-context.ipynb": ("TapeTimeline(tape, model=echo)",),
+}
+
+
+#: A timeline's activity per minute: a run that crosses a minute has one more column than a run that does not.
+ACTIVITY = re.compile(r"Activity per .*?(?=Turns)", re.DOTALL)
 
 
 def comparable(run: Executed) -> list[str]:
     timed = TIMED_CELLS.get(run.name, ())
     shown = shown_outputs(run)
     return [
-        re.sub(r" +", " ", re.sub(r"\d+(\.\d+)?", "<n>", text)) if cell.source.startswith(timed) else text
+        untimed(text) if cell.source.startswith(timed) else text
         for cell, text in zip(run.code_cells, shown, strict=True)
     ]
+
+
+def untimed(text: str) -> str:
+    """A timed cell's output without its numbers, their padding and a timeline's activity over time."""
+    return re.sub(r" +", " ", re.sub(r"\d+(\.\d+)?", "<n>", ACTIVITY.sub("", text)))
 
 
 def test_every_example_that_loads_the_magics_starts_a_lesson_of_its_own_name() -> None:

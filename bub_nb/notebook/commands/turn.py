@@ -69,12 +69,12 @@ class TurnCommand:
                 answer.discard()
             failed = getattr(exc, "turn", None)
             for notice in failed.notices if failed is not None else ():  # what the turn wrote before it failed
-                show(f"⚠️ {notice}")
+                show(f"Warning: {notice}")
             raise UsageError(one_line(exc)) from None
         anchor = turn.view.anchor.name if turn.view is not None and turn.view.anchor is not None else None
         metadata = {"bub_nb": {"tape": agent.tape.name, "entry_ids": turn.entry_ids, "anchor": anchor}}
         answer.finish(turn.text, footer=footer(turn, anchor), metadata=metadata)
         for notice in turn.notices:
-            show(f"⚠️ {notice}")
+            show(f"Warning: {notice}")
         if args.output and turn.ok:
             user_ns[args.output] = turn.text

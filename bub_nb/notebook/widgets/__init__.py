@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from bub_nb.notebook.widgets.class_overview import ClassOverview
 from bub_nb.notebook.widgets.context_diff import ContextDiffView
-from bub_nb.notebook.widgets.context_view import ContextView
+from bub_nb.notebook.widgets.context_view import ContextView, NextRequestView
 from bub_nb.notebook.widgets.memory_view import MemoryView
 from bub_nb.notebook.widgets.timeline import TapeTimeline
 
-__all__ = ["ClassOverview", "ContextDiffView", "ContextView", "MemoryView", "TapeTimeline"]
+__all__ = ["ClassOverview", "ContextDiffView", "ContextView", "MemoryView", "NextRequestView", "TapeTimeline"]

@@ -4,7 +4,9 @@ Hooks: the root VBox has ``bub-timeline``; in the HTML, ``table.bub-phases`` has
 ``tr.bub-phase`` per phase (``data-anchor``, ``data-entries``, ``data-cost``: empty when unpriced),
 ``.bub-columns`` holds one ``.bub-column`` per time bucket (``data-start``, ``data-entries``) with
 ``.bub-tick`` on buckets where a phase anchor was written, and ``table.bub-turns`` one ``tr.bub-turn`` per ``run`` event
-(``data-entry-id``, ``data-prompt-tokens``, ``data-completion-tokens``).
+(``data-entry-id``, ``data-prompt-tokens``, ``data-completion-tokens``); a request refused as over the window is a
+``tr.bub-turn.bub-refused`` with a red bar, and with a known window every bar cell holds a ``.bub-limit`` line. With a
+turn, ``div.bub-gauge`` draws the last request's tokens against the window (see ``_gauge``).
 """
 
 from __future__ import annotations
@@ -12,20 +14,30 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
-from bub_nb.notebook.widgets._activity import Activity, Phase, measure
+from bub_nb.agent.models import resolve_model
+from bub_nb.agent.preflight import context_window_of
+from bub_nb.context import view_of_turn
+from bub_nb.context.request import gauge_text
+from bub_nb.errors import BubNbError
+from bub_nb.notebook.widgets._activity import Activity, Phase, RunSummary, measure
 from bub_nb.notebook.widgets._display import WidgetDisplay, refreshable_html
-from bub_nb.notebook.widgets._style import COMPLETION_COLOR, PROMPT_COLOR, bar, clip, esc, text_bar, wrap
+from bub_nb.notebook.widgets._gauge import gauge_html
+from bub_nb.notebook.widgets._style import COMPLETION_COLOR, PROMPT_COLOR, bar, clip, esc, wrap
 from bub_nb.notebook.widgets._timeline_bars import (
     COLORS,
     GLYPHS,
     KINDS,
+    REFUSED_COLOR,
     TEXT_BAR,
     column_html,
     kind_bar_html,
     kind_bar_text,
-    tokens_text,
     turn_html,
+    turn_text,
+    turns_peak,
+    window_limit,
 )
+from bub_nb.tape.locations import readable_tape_name
 from bub_nb.tape.reports.prices import current_prices, format_cost
 
 if TYPE_CHECKING:
@@ -39,7 +51,7 @@ PHASE_BAR_PX: Final = 220
 
 
 def _phase_label(phase: Phase) -> str:
-    return f"⚓ {phase.anchor}" if phase.anchor is not None else "(before the first anchor)"
+    return f"anchor {phase.anchor}" if phase.anchor is not None else "(before the first anchor)"
 
 
 def _count(number: int, one: str, many: str | None = None) -> str:
@@ -53,13 +65,23 @@ def _cost(phase: Phase) -> str:
 
 
 class TapeTimeline(WidgetDisplay):
-    """A tape's activity: how many entries each phase holds, when they were written, what each turn cost."""
+    """A tape's activity: how many entries each phase holds, when they were written, what each turn cost.
+
+    With ``model`` (a model or a spec), the turn bars are drawn against its context window; without one, against
+    the window the newest refusal named."""
 
     def __init__(
-        self, tape: Tape, *, follow: bool = False, prices: Mapping[str, Mapping[str, float]] | None = None
+        self,
+        tape: Tape,
+        *,
+        follow: bool = False,
+        prices: Mapping[str, Mapping[str, float]] | None = None,
+        model: Any = None,
     ) -> None:
         self.tape = tape
+        self._name = readable_tape_name(tape)
         self.prices = prices
+        self.model = None if model is None else resolve_model(model)
         self._parts: dict[str, Any] = {}
         self._activity = measure(tape.read(), self._prices())
         if follow:  # refresh as the tape's owner writes it
@@ -72,6 +94,28 @@ class TapeTimeline(WidgetDisplay):
     @property
     def activity(self) -> Activity:
         return self._activity
+
+    @property
+    def limit(self) -> int | None:
+        """The context window the turn bars are drawn against: the model's, else the one a refusal named."""
+        return window_limit(self._activity.refusals, None if self.model is None else context_window_of(self.model))
+
+    @property
+    def gauge(self) -> tuple[int, int | None] | None:
+        """The last turn's last request against the window: its rebuilt request's tokens (a run's usage adds up
+        every call it made, an overflow's summary included), else the prompt tokens it reported."""
+        if not self._activity.turns:
+            return None
+        last = self._activity.turns[-1]
+        try:
+            return view_of_turn(self.tape, last.entry_id).total_tokens, self.limit
+        except BubNbError:
+            return None if last.prompt_tokens is None else (last.prompt_tokens, self.limit)
+
+    def _rows(self) -> tuple[list[RunSummary], int]:
+        """The turns and refused requests shown, in tape order, and how many earlier ones are not."""
+        rows = sorted((*self._activity.turns, *self._activity.refusals), key=lambda turn: turn.entry_id)
+        return rows[-MAX_TURNS:], max(0, len(rows) - MAX_TURNS)
 
     def refresh(self) -> Activity:
         """Read the tape again; entries written since are counted."""
@@ -92,13 +136,15 @@ class TapeTimeline(WidgetDisplay):
         ]
         if activity.turns:
             parts.append(f"{prompt} prompt + {completion} completion tokens reported")
+        if activity.refusals:
+            parts.append(_count(len(activity.refusals), "request") + " refused as over the window")
         return " · ".join(parts)
 
     # -- text -------------------------------------------------------------------------------------
 
     def to_text(self) -> str:
         activity = self._activity
-        lines = [f"Timeline of tape {self.tape.name!r}: {self._summary()}"]
+        lines = [f"Timeline of tape {self._name}: {self._summary()}"]
         lines.append("Phases")
         phases = activity.phases[-MAX_PHASES:]
         if len(activity.phases) > len(phases):
@@ -121,6 +167,8 @@ class TapeTimeline(WidgetDisplay):
             lines.append("  (the tape is empty)")
         lines.append(f"Activity per {activity.step} (UTC)")
         lines.extend(self._buckets_text())
+        if self.gauge is not None:
+            lines.append(f"Window: last turn {gauge_text(*self.gauge)}")
         lines.append("Turns (tokens each run reported)")
         lines.extend(self._turns_text())
         lines.append("  " + "  ".join(f"{GLYPHS[kind]} {label}" for kind, label in KINDS))
@@ -133,7 +181,7 @@ class TapeTimeline(WidgetDisplay):
         peak = max(b.entries for b in buckets)
         lines = []
         for bucket in buckets:
-            anchors = "  ⚓ " + ", ".join(name for _, name in bucket.anchors) if bucket.anchors else ""
+            anchors = "  anchor " + ", ".join(name for _, name in bucket.anchors) if bucket.anchors else ""
             lines.append(
                 f"  {bucket.start:%Y-%m-%d %H:%M}  {bucket.entries:>6}  "
                 f"{kind_bar_text(bucket.kinds, peak):<{TEXT_BAR}}"
@@ -142,25 +190,16 @@ class TapeTimeline(WidgetDisplay):
         return lines
 
     def _turns_text(self) -> list[str]:
-        turns = self._activity.turns
-        if not turns:
+        shown, hidden = self._rows()
+        if not shown:
             return ["  (no model runs yet)"]
-        shown = turns[-MAX_TURNS:]
-        lines = [] if len(shown) == len(turns) else [f"  … {len(turns) - len(shown)} earlier turns not shown"]
+        lines = [] if not hidden else [f"  … {hidden} earlier turns not shown"]
         lines.append(f"  {'turn':>5} {'entry':>7}  {'prompt':>7} {'compl.':>7}  {'ms':>7}  {'model':<16} bar")
-        peak = max(((t.prompt_tokens or 0) + (t.completion_tokens or 0) for t in shown), default=0)
-        for turn in shown:
-            bar_text = text_bar(turn.prompt_tokens or 0, peak, TEXT_BAR, "█") + text_bar(
-                turn.completion_tokens or 0, peak, TEXT_BAR, "▒"
-            )
-            elapsed = "–" if turn.elapsed_ms is None else f"{turn.elapsed_ms:.0f}"
-            status = "" if turn.status == "ok" else f"  [{turn.status}]"
-            lines.append(
-                f"  {turn.number:>5} {'#' + str(turn.entry_id):>7}  {tokens_text(turn.prompt_tokens):>7} "
-                f"{tokens_text(turn.completion_tokens):>7}  {elapsed:>7}  "
-                f"{clip(turn.model or '?', 16):<16} {bar_text}{status}"
-            )
-        lines.append("  █ prompt  ▒ completion")
+        limit = self.limit
+        peak = turns_peak(shown, limit)
+        lines.extend(turn_text(turn, peak, limit) for turn in shown)
+        window = "" if limit is None else f"  | window {limit}"
+        lines.append(f"  █ prompt  ▒ completion  X refused{window}  (a turn of several calls adds them up)")
         return lines
 
     # -- HTML -------------------------------------------------------------------------------------
@@ -168,12 +207,13 @@ class TapeTimeline(WidgetDisplay):
     def to_html(self) -> str:
         activity = self._activity
         body = (
-            f'<div class="bub-title">Timeline · tape <code>{esc(self.tape.name)}</code></div>'
+            f'<div class="bub-title">Timeline · tape <code>{esc(self._name)}</code></div>'
             f'<div class="bub-note">{esc(self._summary())}</div>'
             f"{self._phases_html()}"
             f'<div class="bub-section">Activity per {esc(activity.step)} (UTC)</div>{self._columns_html()}'
             f"{self._legend_html()}"
-            f'<div class="bub-section">Turns · tokens each run reported</div>{self._turns_html()}'
+            f'<div class="bub-section">Turns · tokens each run reported</div>'
+            f'<div class="bub-turns-window">{self._gauge_html()}{self._turns_html()}</div>'
         )
         return wrap(body, "bub-timeline")
 
@@ -221,23 +261,27 @@ class TapeTimeline(WidgetDisplay):
             f'<span><span class="bub-cell" style="background:{COLORS[kind]}"></span>{esc(label)}</span>'
             for kind, label in KINDS
         )
-        return f'<div class="bub-legend">{items}<span>⚓ phase anchor written</span></div>'
+        tick = '<span><span class="bub-tick-key"></span> phase anchor written</span>'
+        return f'<div class="bub-legend">{items}{tick}</div>'
+
+    def _gauge_html(self) -> str:
+        return "" if self.gauge is None else gauge_html(*self.gauge, what="last turn:")
 
     def _turns_html(self) -> str:
-        turns = self._activity.turns
-        if not turns:
+        shown, hidden = self._rows()
+        if not shown:
             return '<div class="bub-muted">(no model runs yet)</div>'
-        shown = turns[-MAX_TURNS:]
-        peak = max(((t.prompt_tokens or 0) + (t.completion_tokens or 0) for t in shown), default=0)
-        rows = "".join(turn_html(turn, peak) for turn in shown)
-        hidden = len(turns) - len(shown)
+        limit = self.limit
+        peak = turns_peak(shown, limit)
+        rows = "".join(turn_html(turn, peak, limit) for turn in shown)
         note = f'<div class="bub-note">… {hidden} earlier turns not shown</div>' if hidden else ""
         return (
             f'{note}<table class="bub-turns"><thead><tr><th class="bub-num">turn</th><th class="bub-num">entry</th>'
             '<th>phase</th><th>model</th><th class="bub-num">prompt</th><th class="bub-num">completion</th>'
             f'<th></th><th class="bub-num">ms</th></tr></thead><tbody>{rows}</tbody></table>'
             f'<div class="bub-legend"><span>{bar(10, PROMPT_COLOR)} prompt</span>'
-            f"<span>{bar(10, COMPLETION_COLOR)} completion</span></div>"
+            f"<span>{bar(10, COMPLETION_COLOR)} completion</span><span>{bar(10, REFUSED_COLOR)} refused</span>"
+            f"{'' if limit is None else f'<span>| window {limit}</span>'}</div>"
         )
 
     # -- the widget -------------------------------------------------------------------------------
