@@ -172,6 +172,35 @@ def tape_reset(context: ToolContext, archive: bool = True) -> str:
     return "tape reset" + (f"; the old tape is archived at {archived}" if archived else "")
 
 
+@tool(name="tape.retract")
+def tape_retract(context: ToolContext, entries: str, reason: str | None = None) -> str:
+    """Take entries out of every later view; they stay on the tape. A tool call goes with its results.
+
+    Args:
+        entries: An entry id (7) or an inclusive range of ids (5-9).
+        reason: Why they are taken back.
+    """
+    event = _tape(context).retract(entries, reason=reason)
+    return f"retracted {_ids_text(event)} (#{event.id})"
+
+
+@tool(name="tape.unretract")
+def tape_unretract(context: ToolContext, entries: str, reason: str | None = None) -> str:
+    """Bring retracted entries back into later views.
+
+    Args:
+        entries: An entry id (7) or an inclusive range of ids (5-9).
+        reason: Why they come back.
+    """
+    event = _tape(context).unretract(entries, reason=reason)
+    return f"brought back {_ids_text(event)} (#{event.id})"
+
+
+def _ids_text(event: Any) -> str:
+    spans = event.payload["data"]["ids"]
+    return ", ".join(f"#{a}" if a == b else f"#{a}-#{b}" for a, b in spans)
+
+
 def model_asked(context: ToolContext) -> bool:
     """Whether a model's turn made this call (the loop passes its ``run_id``), not a person's command."""
     return bool(context.state.get("run_id"))
@@ -261,12 +290,19 @@ BUILTIN_TOOLS: tuple[Tool, ...] = (
     tape_info,
     tape_search,
     tape_reset,
+    tape_retract,
+    tape_unretract,
     memory_save,
     memory_daily,
     memory_recall,
     memory_show,
     memory_clear,
 )
+
+
+OPT_IN: frozenset[str] = frozenset({"tape.retract", "tape.unretract"})
+"""Builtin tools a model is given only when the user names them (``--tools tape.retract``); a person's comma
+command runs them always. A glob such as ``tape.*`` does not reach them."""
 
 
 def builtin_registry() -> ToolRegistry:
@@ -277,12 +313,23 @@ def builtin_registry() -> ToolRegistry:
 def agent_registry(
     tools: Iterable[Tool | Callable[..., Any]] | ToolRegistry | None, builtins: bool | Iterable[str]
 ) -> ToolRegistry:
-    """An agent's tools: the builtins it chose (``True`` for all of them), then its own."""
+    """An agent's tools: the builtins it chose (see :func:`model_builtins`), then its own."""
     registry = ToolRegistry()
     if builtins:
-        every = builtin_registry()
-        for builtin in every if builtins is True else every.select(builtins):  # type: ignore[arg-type]
+        for builtin in model_builtins(builtins):
             registry.register(builtin)
     for item in tools or ():
         registry.register(item)
     return registry
+
+
+def model_builtins(selection: bool | Iterable[str]) -> ToolRegistry:
+    """The builtin tools a model is given: all but :data:`OPT_IN` (``True``), or those ``selection`` names,
+    where a glob leaves the opt-in tools out and only their own names bring them in."""
+    builtins = builtin_registry()
+    if selection is True:
+        return builtins.select(name for name in builtins.names if name not in OPT_IN)
+    names = [selection] if isinstance(selection, str) else list(selection or ())
+    chosen = builtins.select(names)
+    named = {item.name for item in chosen if item.name in names or item.model_name in names}
+    return ToolRegistry(item for item in chosen if item.name not in OPT_IN or item.name in named)

@@ -274,3 +274,35 @@ def _record(commands: TapeCommands, args: argparse.Namespace) -> None:
         show("⏺ Recording executed cells as `notebook.cell` events (try `--context notebook`).")
     else:
         show("⏹ Stopped recording cells.")
+
+
+_SPAN_HELP = "an entry id (7) or an inclusive range of ids (5-9)"
+
+
+@subcommand(
+    "retract",
+    "Take entries out of every later view; they stay on the tape, and a call goes with its results.",
+    arg("entries", metavar="ID|A-B", help=_SPAN_HELP),
+    arg("--reason", default=None, metavar="TEXT", help="why they are taken back"),
+)
+def _retract(commands: TapeCommands, args: argparse.Namespace) -> None:
+    event = commands.session.tape.retract(args.entries, reason=args.reason)
+    show(
+        f"Retracted {_spans(event)} (event #{event.id}): later views leave them out, past turns keep what they sent. "
+        f"`%context --diff turn:-1 last` shows the tokens freed; `%tape unretract {args.entries}` brings them back."
+    )
+
+
+@subcommand(
+    "unretract",
+    "Bring retracted entries back into later views.",
+    arg("entries", metavar="ID|A-B", help=_SPAN_HELP),
+    arg("--reason", default=None, metavar="TEXT", help="why they come back"),
+)
+def _unretract(commands: TapeCommands, args: argparse.Namespace) -> None:
+    event = commands.session.tape.unretract(args.entries, reason=args.reason)
+    show(f"Brought back {_spans(event)} (event #{event.id}): later views include them again.")
+
+
+def _spans(event: Any) -> str:
+    return ", ".join(f"#{a}" if a == b else f"#{a}–#{b}" for a, b in event.payload["data"]["ids"])
