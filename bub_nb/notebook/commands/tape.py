@@ -11,13 +11,11 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from IPython.core.error import UsageError
 from IPython.core.magic_arguments import MagicArgumentParser
 
-from bub_nb.memory import MemoryZone
-from bub_nb.notebook.display import show
+from bub_nb.notebook.display import first_view_text, show
 from bub_nb.tape.locations import readable_tape_name
 
 if TYPE_CHECKING:
     from bub_nb.notebook.session import NotebookSession
-    from bub_nb.tape import Tape
 
 Handler = Callable[["TapeCommands", argparse.Namespace], Any]
 
@@ -73,20 +71,6 @@ def with_tape_help(magic: Documented) -> Documented:
     """Give the ``%tape`` magic :func:`tape_help` as its docstring, so ``%tape?`` never goes stale."""
     magic.__doc__ = tape_help()
     return magic
-
-
-def first_view_text(tape: Tape) -> str:
-    """What the next turn on a (forked) tape will see: where its view starts, what it holds, its memory."""
-    view = tape.view()
-    anchor = view.anchor
-    start = f"anchor {anchor.name}" if anchor is not None else "the first entry"
-    keys = ", ".join(sorted(anchor.state)) if anchor is not None and anchor.state else "no state"
-    version = MemoryZone(tape).read().version
-    memory = f"memory v{version}" if version else "no saved memory"
-    return (
-        f"Its first view starts at {start} ({keys}) and holds {len(view.messages)} messages "
-        f"(≈{view.total_tokens} tokens), with {memory}."
-    )
 
 
 class TapeCommands:
