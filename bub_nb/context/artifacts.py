@@ -139,10 +139,17 @@ def content_words(sentence: str) -> frozenset[str]:
     return frozenset(w for w in (m.lower() for m in _WORD.findall(sentence)) if w not in _STOP)
 
 
+QUOTED: Final = re.compile(r"“[^”]{40,}”|\"[^\"\n]{40,}\"")
+"""A long quotation: the words of another entry, which decide nothing of their own where they are quoted."""
+
+
 def _decisions(text: str) -> list[tuple[int, Artifact]]:
-    """The decision sentences of ``text``: only the lines holding a decision word are split into sentences."""
+    """The decision sentences of ``text``: only the lines holding a decision word are split into sentences;
+    a long quotation is left out (an answer quoting the user repeats a decision, it does not make one)."""
     found = []
     done = -1
+    if "“" in text or '"' in text:
+        text = QUOTED.sub(_blank, text)
     for match in DECISION.finditer(text):
         if match.start() <= done:
             continue

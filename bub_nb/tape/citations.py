@@ -155,7 +155,9 @@ def _split_sentences(text: str) -> list[str]:
             if char not in ".!?" or closing or straight or at + 1 >= len(line) or not line[at + 1].isspace():
                 continue
             word = line[start:at].rsplit(None, 1)[-1].lstrip("([\"'“‘").lower() if line[start:at].strip() else ""
-            if char == "." and (word in ABBREVIATIONS or (len(word) == 1 and word.isalpha())):
+            # "ms." ends "took 68 ms." but not "Ms. Lee": only the capitalised title is an abbreviation.
+            abbreviation = word in ABBREVIATIONS and (word != "ms" or line[at - 2 : at - 1] == "M")
+            if char == "." and (abbreviation or (len(word) == 1 and word.isalpha())):
                 continue
             pieces.append(line[start : at + 1])
             start = at + 1
