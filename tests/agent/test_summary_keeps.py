@@ -11,6 +11,7 @@ from bub_nb.agent import Agent
 from bub_nb.agent.models import OfflineModel
 from bub_nb.agent.models.extractive import Item, extractive_summary
 from bub_nb.agent.models.gist import FLOOR, SHARE
+from bub_nb.agent.summarize import Phase, Summary, extractive_phase_summary, fitted
 from bub_nb.context.retention import anchor_retention
 from bub_nb.context.tokens import count_text_tokens
 from bub_nb.tape import Tape
@@ -122,3 +123,12 @@ def test_the_summary_cites_only_its_entries_and_stays_in_its_budget(said: list[t
     size = sum(count_text_tokens(item.text) + 4 for item in items)
     assert count_text_tokens(summary) <= max(FLOOR, SHARE * size) + len(summary.splitlines()) * 2
     assert extractive_summary(items) == (summary, steps)
+
+
+def test_a_tight_room_cuts_every_other_line_before_a_decision() -> None:
+    items = [Item(index, index, "user", f"Fact {index}: the value is {index * 11} ms.") for index in range(2, 9)]
+    items.insert(3, Item(20, 20, "user", "We decided to use polars."))
+    summary = extractive_phase_summary(Phase(tuple(sorted(items, key=lambda item: item.first))))
+    room = count_text_tokens(json.dumps(Summary.state(summary), ensure_ascii=False)) // 3
+    cut = fitted(summary, room)
+    assert cut.summary.splitlines() == ["- Decided: We decided to use polars [#20]."]
