@@ -153,6 +153,8 @@ class BubMagics(Magics, MagicSettings):
     @argument("--state", help="state as a JSON object; key=value pairs are added on top")
     @argument("--summarize", action="store_true", help="the model summarises the phase it closes, citing entries")
     @argument("-m", "--model", default=None, help="with --summarize: the model that summarises")
+    @argument("--preview", action="store_true", help="show what would be written (summary, retention, tokens)")
+    @argument("--accept", action="store_true", help="write the handoff previewed under NAME, as it was shown")
     @line_magic("handoff")  # type: ignore[arg-type]  # IPython types only the bare form
     @usage_errors
     def handoff_magic(self, line: str) -> None:

@@ -6,9 +6,10 @@ import argparse
 from typing import TYPE_CHECKING
 
 from IPython.core.error import UsageError
+from IPython.core.getipython import get_ipython
 
 from bub_nb.errors import AnchorNotFoundError
-from bub_nb.notebook.display import handoff_confirmation, show
+from bub_nb.notebook.display import handoff_confirmation, preview_markdown, rich_frontend, show
 from bub_nb.notebook.parsing.magic_line import parse_state
 
 if TYPE_CHECKING:
@@ -16,9 +17,11 @@ if TYPE_CHECKING:
 
     import pandas as pd
 
+    from bub_nb.agent.handoff import HandoffPreview
     from bub_nb.notebook.session import NotebookSession
+    from bub_nb.tape import TapeEntry
 
-HANDOFF_USAGE = "%handoff NAME [key=value ...] [--state JSON] [--summarize]"
+HANDOFF_USAGE = "%handoff NAME [key=value ...] [--state JSON] [--summarize] [--preview | --accept]"
 
 
 class HandoffCommands:
@@ -27,16 +30,25 @@ class HandoffCommands:
     def __init__(self, session: NotebookSession, cell_number: Callable[[], int | None]) -> None:
         self._session = session
         self._cell_number = cell_number
+        self._previews: dict[str, HandoffPreview] = {}
 
     def handoff(self, args: argparse.Namespace) -> None:
-        """Write the anchor ``args.name`` (summarised by the model with ``--summarize``) and confirm it."""
+        """Write the anchor ``args.name`` (summarised by the model with ``--summarize``) and confirm it; with
+        ``--preview`` show what would be written and write nothing, with ``--accept`` write that preview."""
         if not args.name:
             raise UsageError(f"%handoff needs an anchor NAME: {HANDOFF_USAGE}")
+        if args.accept:
+            return self._accept(args)
         state = parse_state(args.pairs, args.state)
         earlier = self._anchor_named(args.name)
+        if args.summarize and "summarize" in state:
+            raise UsageError("With --summarize, 'summarize' cannot also be a state key; rename it")
+        if args.preview:
+            agent = self._session.agent(model=args.model, cell=self._cell_number())
+            preview = agent.preview_handoff(args.name, summarize=args.summarize, **state)
+            self._previews[args.name] = preview
+            return self._show_preview(preview)
         if args.summarize:
-            if "summarize" in state:
-                raise UsageError("With --summarize, 'summarize' cannot also be a state key; rename it")
             agent = self._session.agent(model=args.model, cell=self._cell_number())
             written = agent.handoff(args.name, summarize=True, **state)
             anchor = next(entry for entry in written if entry.kind == "anchor")
@@ -44,6 +56,42 @@ class HandoffCommands:
         else:
             anchor, _event = self._session.tape.handoff(args.name, state or None, source="notebook")
         show(handoff_confirmation(self._session.tape, anchor, state, earlier))
+
+    def _show_preview(self, preview: HandoffPreview) -> None:
+        show(preview_markdown(preview))
+        if rich_frontend(get_ipython()):
+            from IPython.display import display
+
+            from bub_nb.notebook.widgets.handoff_preview import accept_button
+
+            display(accept_button(preview, lambda written: self._written(preview, written)))
+
+    def _accept(self, args: argparse.Namespace) -> None:
+        """Write the handoff previewed under ``args.name``, as it was shown."""
+        if args.pairs or args.state or args.summarize or args.preview or args.model:
+            raise UsageError(
+                f"%handoff {args.name} --accept writes the preview as it was shown: it takes no state, "
+                "--summarize, --preview or -m"
+            )
+        preview = self._previews.get(args.name)
+        if preview is None:
+            raise UsageError(
+                f"No preview of handoff {args.name!r} to accept: run %handoff {args.name} --summarize --preview first"
+            )
+        if preview.tape is not self._session.tape:
+            raise UsageError(
+                f"The preview of {args.name!r} was made on tape {preview.tape.name!r}, and the notebook now uses "
+                f"{self._session.tape.name!r}; nothing was written: preview it again"
+            )
+        show(self._written(preview, preview.accept()))
+
+    def _written(self, preview: HandoffPreview, written: list[TapeEntry]) -> str:
+        """The confirmation of an accepted preview (it is accepted once: it leaves the pending previews)."""
+        if self._previews.get(preview.name) is preview:
+            del self._previews[preview.name]
+        anchor = next(entry for entry in written if entry.kind == "anchor")
+        earlier = [a.id for a in preview.tape.anchors(limit=None) if a.name == preview.name and a.id < anchor.id]
+        return handoff_confirmation(preview.tape, anchor, preview.state, earlier[-1] if earlier else None)
 
     def anchors(self, limit: int | None) -> pd.DataFrame:
         """The anchors as a frame, with a ``retention`` column for the ones that carry a summary."""
