@@ -508,3 +508,19 @@ def test_the_strip_marks_what_the_view_anchors_summary_lost_with_a_tooltip_and_a
     assert "lost by that summary" in context.to_html()  # the legend says so
     context.set_mode("session/start")  # a view from an anchor without a summary marks nothing
     assert ids_with(strip_cells(context.to_html()), "bub-lost") == [] and "lost by" not in context.to_text()
+
+
+def test_a_summary_shows_as_text_with_referenced_citations_in_the_context_view_and_the_timeline(
+    tmp_path: Path,
+) -> None:
+    tape, cited = summarised_tape(tmp_path)
+    context = ContextView(tape)
+    markup = context.to_html()
+    anchor_row = Elements(markup).with_class("bub-message")[0]
+    assert int(anchor_row["data-entry-id"]) == tape.find_anchor("phase/review").id
+    assert "⚓ phase/review: The user asked for the tape info" in context.to_text()
+    assert f'<a class="bub-cite" href="#entry-{cited[0]}" data-entry-id="{cited[0]}"' in markup
+    assert "<details><summary>raw state</summary>" in markup and "[Anchor created" not in markup.split("<pre>")[0]
+    timeline = TapeTimeline(tape)
+    assert f'data-entry-id="{cited[1]}"' in timeline.to_html() and "raw state" in timeline.to_html()
+    assert "    summary: The user asked for the tape info" in timeline.to_text()

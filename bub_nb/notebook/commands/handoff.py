@@ -95,12 +95,17 @@ class HandoffCommands:
 
     def anchors(self, limit: int | None) -> pd.DataFrame:
         """The anchors as a frame, with a ``retention`` column for the ones that carry a summary."""
-        from bub_nb.context.retention import retention_lines
+        import pandas as pd
+
+        from bub_nb.context.retention import has_summary, retention_lines
         from bub_nb.tape.reports.transcript import anchors_frame
 
         frame = anchors_frame(self._session.tape)
         lines = retention_lines(self._session.tape)
         frame["retention"] = frame["id"].map(lines).astype("string")
+        # The summary as text beside the raw state: what a reader reads first.
+        texts = [state.get("summary") if has_summary(state) else None for state in frame["state"]]
+        frame.insert(frame.columns.get_loc("state"), "summary", pd.array(texts, dtype="string"))
         return frame if limit is None else frame.tail(limit)
 
     def _anchor_named(self, name: str) -> int | None:

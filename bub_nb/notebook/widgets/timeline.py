@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from bub_nb.notebook.widgets._activity import Activity, Phase, measure
 from bub_nb.notebook.widgets._display import WidgetDisplay, refreshable_html
+from bub_nb.notebook.widgets._messages import summary_html
 from bub_nb.notebook.widgets._style import COMPLETION_COLOR, PROMPT_COLOR, bar, clip, esc, text_bar, wrap
 from bub_nb.notebook.widgets._timeline_bars import (
     COLORS,
@@ -61,7 +62,8 @@ class TapeTimeline(WidgetDisplay):
         self.tape = tape
         self.prices = prices
         self._parts: dict[str, Any] = {}
-        self._activity = measure(tape.read(), self._prices())
+        self._summaries: dict[int, dict[str, Any]] = {}
+        self._activity = self._measure()
         if follow:  # refresh as the tape's owner writes it
             self.follow()
 
@@ -69,13 +71,20 @@ class TapeTimeline(WidgetDisplay):
         """The prices given, else the ones in use (``bub_nb.set_prices``, ``BUB_PRICES``), read at each refresh."""
         return current_prices() if self.prices is None else self.prices
 
+    def _measure(self) -> Activity:
+        """Count the tape's activity, and keep the states of its anchors that carry a summary."""
+        entries = self.tape.read()
+        states = ((e.id, e.payload.get("state")) for e in entries if e.kind == "anchor")
+        self._summaries = {i: s for i, s in states if isinstance(s, dict) and isinstance(s.get("summary"), str)}
+        return measure(entries, self._prices())
+
     @property
     def activity(self) -> Activity:
         return self._activity
 
     def refresh(self) -> Activity:
         """Read the tape again; entries written since are counted."""
-        self._activity = measure(self.tape.read(), self._prices())
+        self._activity = self._measure()
         if self._widget is not None and self._parts:
             self._parts["body"].value = self.to_html()
         return self._activity
@@ -117,6 +126,8 @@ class TapeTimeline(WidgetDisplay):
                 f"  {clip(_phase_label(phase), 40):<{min(width, 40)}}  {span:>13} {phase.entries:>6}  "
                 f"{kind_bar_text(phase.kinds, peak):<{TEXT_BAR}}{tokens}"
             )
+            if (state := self._summaries.get(phase.anchor_id or 0)) is not None:
+                lines.append(f"    summary: {clip(' '.join(str(state['summary']).split()), 90)}")
         if not phases:
             lines.append("  (the tape is empty)")
         lines.append(f"Activity per {activity.step} (UTC)")
@@ -187,7 +198,7 @@ class TapeTimeline(WidgetDisplay):
             rows.append(
                 f'<tr class="bub-phase" data-anchor="{esc(phase.anchor or "")}" data-entries="{phase.entries}" '
                 f'data-cost="{cost}">'
-                f'<td title="{esc(_phase_label(phase))}">{esc(clip(_phase_label(phase), 40))}</td>'
+                f'<td title="{esc(_phase_label(phase))}">{self._label_html(phase)}</td>'
                 f'<td class="bub-num">#{phase.first_id}–#{phase.last_id}</td><td class="bub-num">{phase.entries}</td>'
                 f"<td>{kind_bar_html(phase.kinds, PHASE_BAR_PX * phase.entries / peak if peak else 0)}</td>"
                 f'<td class="bub-num">{phase.turns or ""}</td><td class="bub-num">{tokens}</td>'
@@ -203,6 +214,12 @@ class TapeTimeline(WidgetDisplay):
             '<th class="bub-num">prompt + completion</th><th class="bub-num">cost</th></tr></thead>'
             f"<tbody>{''.join(rows)}</tbody></table>"
         )
+
+    def _label_html(self, phase: Phase) -> str:
+        """The phase's name; with a summary, a fold that opens on it (citations referenced, raw state folded)."""
+        label = esc(clip(_phase_label(phase), 40))
+        state = self._summaries.get(phase.anchor_id or 0)
+        return label if state is None else f"<details><summary>{label}</summary>{summary_html(state)}</details>"
 
     def _columns_html(self) -> str:
         buckets = self._activity.buckets
