@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from textwrap import shorten
 from typing import TYPE_CHECKING, Any
 
+from bub_nb.agent.commands import remember_preview
 from bub_nb.agent.models.calibration import scale_of
 from bub_nb.agent.models.extractive import carried_into
 from bub_nb.agent.preflight import context_window_of
@@ -103,7 +104,22 @@ class HandoffPreview:
         """Write what was previewed (no model is asked again); refused with one line when the preview is stale."""
         if (reason := self.stale()) is not None:
             raise BubNbError(reason)
-        return self.tape.extend(list(self.entries))
+        written = self.tape.extend(list(self.entries))
+        remember_preview(self, forget=True)
+        return written
+
+    def to_text(self) -> str:
+        """The preview in plain text, as a comma command answers it."""
+        state = self.state
+        lines = [f"Preview of handoff {self.name!r}: nothing is written yet."]
+        for key in ("summary", "next_steps"):
+            if isinstance(state.get(key), str) and state[key].strip():
+                lines += [f"{key.replace('_', ' ').capitalize()}:", state[key].strip()]
+        if self.retention is not None:
+            lines.append(f"What the summary keeps: {self.retention.short()}")
+        lines.append(f"The next view: {self.tokens_before:,} tokens now, {self.tokens_after:,} once written.")
+        lines.append(f"Accept it with ,handoff name={self.name} accept=true (no model is asked again).")
+        return "\n".join(lines)
 
 
 async def preview_handoff(
@@ -130,6 +146,7 @@ async def preview_handoff(
     if has_summary(preview.state) and isinstance(span, list) and len(span) == 2:
         found = report(tape.read(span[0], span[1] + 1), preview.state, anchor=name).found
         preview = replace(preview, retention=Retention(name, 0, (span[0], span[1]), found))
+    remember_preview(preview)
     return preview
 
 

@@ -46,13 +46,13 @@ def test_a_preview_writes_nothing_and_the_accept_writes_it_with_no_second_reques
     state = nb.tape.find_anchor("phase/loaded").state
     assert state["summary"] == f"Loaded data/sales.csv with 1,200 rows [#{asked}]." and state["owner"] == "ana"
     assert "Handoff **phase/loaded** written" in nb.shown()
-    nb.refused("%handoff phase/loaded --accept", "No preview of handoff 'phase/loaded' to accept")
+    nb.refused("%handoff phase/loaded --accept", "No preview of handoff 'phase/loaded' on tape")
 
 
 def test_an_accept_is_refused_without_a_preview_with_options_or_when_the_tape_moved_on(nb: Notebook) -> None:
     nb.run("%config BubMagics.model = 'offline'")
     nb.run("%%bub\nWe decided to use polars.")
-    nb.refused("%handoff phase/1 --accept", "No preview of handoff 'phase/1' to accept")
+    nb.refused("%handoff phase/1 --accept", "No preview of handoff 'phase/1' on tape")
     before = tape_bytes(nb)
     nb.run("%handoff phase/1 --summarize --preview")
     assert tape_bytes(nb) == before
@@ -73,3 +73,13 @@ def test_the_accept_button_writes_the_preview_once(nb: Notebook) -> None:
     button.click()
     assert button.disabled and nb.tape.find_anchor("phase/button").state == preview.state
     assert nb.tape.anchor_names().count("phase/button") == 1
+
+
+def test_a_comma_preview_writes_nothing_and_percent_accept_takes_it(nb: Notebook) -> None:
+    nb.run("%config BubMagics.model = 'offline'")
+    nb.run("%%bub\nWe decided to keep 12 rows of data/a.csv.")
+    before = tape_bytes(nb)
+    nb.run(",handoff name=phase/comma summarize=true preview=true")
+    assert tape_bytes(nb) == before
+    nb.run("%handoff phase/comma --accept")
+    assert "data/a.csv" in nb.tape.find_anchor("phase/comma").state["summary"]

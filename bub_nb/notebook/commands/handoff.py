@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from IPython.core.error import UsageError
 from IPython.core.getipython import get_ipython
 
+from bub_nb.agent.commands import pending_preview
 from bub_nb.errors import AnchorNotFoundError
 from bub_nb.notebook.display import handoff_confirmation, preview_markdown, rich_frontend, show
 from bub_nb.notebook.parsing.magic_line import parse_state
@@ -30,7 +31,6 @@ class HandoffCommands:
     def __init__(self, session: NotebookSession, cell_number: Callable[[], int | None]) -> None:
         self._session = session
         self._cell_number = cell_number
-        self._previews: dict[str, HandoffPreview] = {}
 
     def handoff(self, args: argparse.Namespace) -> None:
         """Write the anchor ``args.name`` (summarised by the model with ``--summarize``) and confirm it; with
@@ -45,9 +45,7 @@ class HandoffCommands:
             raise UsageError("With --summarize, 'summarize' cannot also be a state key; rename it")
         if args.preview:
             agent = self._session.agent(model=args.model, cell=self._cell_number())
-            preview = agent.preview_handoff(args.name, summarize=args.summarize, **state)
-            self._previews[args.name] = preview
-            return self._show_preview(preview)
+            return self._show_preview(agent.preview_handoff(args.name, summarize=args.summarize, **state))
         if args.summarize:
             agent = self._session.agent(model=args.model, cell=self._cell_number())
             written = agent.handoff(args.name, summarize=True, **state)
@@ -73,22 +71,16 @@ class HandoffCommands:
                 f"%handoff {args.name} --accept writes the preview as it was shown: it takes no state, "
                 "--summarize, --preview or -m"
             )
-        preview = self._previews.get(args.name)
+        preview = pending_preview(self._session.tape, args.name)  # previews are kept per tape
         if preview is None:
             raise UsageError(
-                f"No preview of handoff {args.name!r} to accept: run %handoff {args.name} --summarize --preview first"
+                f"No preview of handoff {args.name!r} on tape {self._session.tape.name!r} to accept: "
+                f"run %handoff {args.name} --summarize --preview first"
             )
-        if preview.tape is not self._session.tape:
-            raise UsageError(
-                f"The preview of {args.name!r} was made on tape {preview.tape.name!r}, and the notebook now uses "
-                f"{self._session.tape.name!r}; nothing was written: preview it again"
-            )
-        show(self._written(preview, preview.accept()))
+        show(self._written(cast("HandoffPreview", preview), preview.accept()))
 
     def _written(self, preview: HandoffPreview, written: list[TapeEntry]) -> str:
-        """The confirmation of an accepted preview (it is accepted once: it leaves the pending previews)."""
-        if self._previews.get(preview.name) is preview:
-            del self._previews[preview.name]
+        """The confirmation of an accepted preview."""
         anchor = next(entry for entry in written if entry.kind == "anchor")
         earlier = [a.id for a in preview.tape.anchors(limit=None) if a.name == preview.name and a.id < anchor.id]
         return handoff_confirmation(preview.tape, anchor, preview.state, earlier[-1] if earlier else None)
