@@ -5,8 +5,9 @@ Each artifact of the phase (a number with its unit, a file path, a URL, an ident
 (:mod:`.decisions`) gets a ``Decided:`` line. The text may take :data:`SHARE` of the phase's tokens (never less
 than :data:`FLOOR`), so that with its bookkeeping a summary stays under a fifth of the phase. When it does not
 fit, what goes first is the count of tool calls, then identifiers, commands and URLs (oldest first), then what
-the earlier anchor carried, then all but the newest decisions, then numbers and paths (oldest first). When room
-is left, the user's messages are quoted whole instead of noted, newest first, and then the last answer.
+the earlier anchor carried but its decisions, then all but the newest few decisions of the phase, then the
+carried decisions, then numbers and paths (oldest first), and the newest decisions last. When room is left, the
+user's messages are quoted whole instead of noted, newest first, and then the last answer.
 """
 
 from __future__ import annotations
