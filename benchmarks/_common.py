@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import argparse
+import os
 import statistics
 import tempfile
 import time
@@ -55,3 +57,21 @@ def print_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
 
 def ms(seconds: float) -> str:
     return f"{seconds * 1000:.2f} ms"
+
+
+def load() -> str:
+    """The machine's load average, printed before and after a run: the figures of a busy machine say so."""
+    return "load average " + " / ".join(f"{value:.2f}" for value in os.getloadavg()) + " (1 / 5 / 15 min)"
+
+
+def main_at_scale(doc: str, rows: Callable[[int, int], Sequence[Sequence[Any]]], runs: int, runs_help: str) -> None:
+    """A script's ``main`` for figures over one tape of ``--size`` entries, each measured ``--runs`` times: the
+    load before and after, then the table of ``rows(size, runs)``."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--size", type=int, default=1_000_000, help="entries in the tape")
+    parser.add_argument("--runs", type=int, default=runs, help=runs_help)
+    args = parser.parse_args()
+    print(f"before: {load()}")
+    table = rows(args.size, args.runs)
+    print(f"after: {load()}")
+    print_table(["figure", "bub_nb", "baseline", "ratio", "target"], table)

@@ -14,15 +14,14 @@ clock: the machine may be shared). The load average is printed before and after.
 
 from __future__ import annotations
 
-import argparse
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import corpus
-from _common import ms, print_table
-from scale import TAPES_IN_HOME, _ratio, _size, home_of_many, in_turn, load
+from _common import main_at_scale, ms, timed
+from scale import TAPES_IN_HOME, _ratio, _size, home_of_many, in_turn
 
 from bub_nb.tape import open_tape, read_tapes
 
@@ -95,7 +94,7 @@ def table_rows(path: Path, runs: int = RUNS) -> list[list[Any]]:
     rows = []
     for name in ("runs", "tool_calls"):
         helper = getattr(frame.tape, name)
-        best = min(_seconds(helper) for _ in range(runs))
+        best = min(timed(helper) for _ in range(runs))
         count = len(helper())
         rows.append(
             [f"{_size(path)}: df.tape.{name}() ({count:,} rows)", ms(best), f"{ms(framed)} (to_frame())",
@@ -104,27 +103,10 @@ def table_rows(path: Path, runs: int = RUNS) -> list[list[Any]]:
     return rows
 
 
-def _seconds(call: Callable[[], Any]) -> float:
-    clock = time.perf_counter()
-    call()
-    return time.perf_counter() - clock
-
-
 def rows(size: int, runs: int = RUNS) -> list[list[Any]]:
     path = corpus.cached_tape(size)
     return [*to_arrow_rows(path, runs), *read_tapes_row(path, runs), *table_rows(path, runs)]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--size", type=int, default=1_000_000, help="entries in the tape")
-    parser.add_argument("--runs", type=int, default=RUNS, help="runs of each figure and its baseline")
-    args = parser.parse_args()
-    print(f"before: {load()}")
-    table = rows(args.size, args.runs)
-    print(f"after: {load()}")
-    print_table(["figure", "bub_nb", "baseline", "ratio", "target"], table)
-
-
 if __name__ == "__main__":
-    main()
+    main_at_scale(__doc__, rows, RUNS, "runs of each figure and its baseline")

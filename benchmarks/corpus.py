@@ -25,7 +25,7 @@ FORMAT = 3  # bump when the generated tapes change, so stale caches are not reus
 ANCHOR_EVERY = 50
 MEMORY_EVERY = 5000
 _TOOLS = ("tape_search", "memory_recall", "tape_info", "tape_anchors")
-_START = datetime(2026, 1, 1, tzinfo=UTC)
+START = datetime(2026, 1, 1, tzinfo=UTC)
 
 Record = tuple[str, dict[str, Any], dict[str, Any]]
 
@@ -67,7 +67,7 @@ def records() -> Iterator[Record]:
     for turn in itertools.count():
         if since_memory >= MEMORY_EVERY:
             version, since_memory = version + 1, 0
-            yield from _memory_zone(version, (_START + timedelta(days=version)).isoformat())
+            yield from _memory_zone(version, (START + timedelta(days=version)).isoformat())
         if since_anchor >= ANCHOR_EVERY:
             phase, since_anchor = phase + 1, 0
             state = {"summary": f"phase {phase} done", "next_steps": f"start phase {phase + 1}"}
@@ -85,7 +85,7 @@ def build(path: Path, entries: int) -> None:
     with open(partial, "wb") as handle:
         batch: list[bytes] = []
         for number, (kind, payload, meta) in enumerate(itertools.islice(records(), entries), start=1):
-            date = (_START + timedelta(milliseconds=number)).isoformat()
+            date = (START + timedelta(milliseconds=number)).isoformat()
             batch.append(orjson.dumps({"id": number, "kind": kind, "payload": payload, "meta": meta, "date": date}))
             if len(batch) >= 10_000:
                 handle.write(b"\n".join(batch) + b"\n")

@@ -17,7 +17,7 @@ from bub_nb.context.strategies import (
     Window,
     window,
 )
-from bub_nb.context.turns import RunSpec, TurnOf, TurnView, find_run, parse_run, view_of_turn
+from bub_nb.context.turns import RunSpec, TurnOf, TurnView, find_run, parse_run, student_turn, view_of_turn
 from bub_nb.context.view import RunUsage, View, build_view, last_run_usage, view_from_selection
 from bub_nb.tape import seams
 from bub_nb.tape.anchors import LAST_ANCHOR
@@ -55,6 +55,7 @@ __all__ = [
     "parse_mode",
     "parse_run",
     "render_entries",
+    "student_turn",
     "tokens_by_source",
     "view_from_selection",
     "view_of_turn",

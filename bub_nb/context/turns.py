@@ -19,6 +19,7 @@ from bub_nb.tape.events import NOTEBOOK_CELL, RUN, RecordedView, run_view
 
 if TYPE_CHECKING:
     from bub_nb.tape import Tape
+    from bub_nb.tape.stores.protocol import TapeStore
 
 #: How a run is named: its run id, the entry id of its ``run`` event, or a position (``-1`` is the last turn).
 RunSpec = str | int
@@ -146,6 +147,16 @@ def view_of_turn(tape: Tape, run: RunSpec) -> TurnView:
         memory_version=recorded.memory_version,
         recorded_system_tokens=recorded.system_tokens,
     )
+
+
+def student_turn(tape_name: str, store: TapeStore | str | None = None, run: RunSpec = -1) -> TurnView:
+    """A student's recorded turn (the last one unless ``run`` says), as ``%context --turn`` rebuilds it: what a
+    teacher opens from the class overview. ``tape_name`` is the overview's ``tape_name`` (``owner/name`` on a
+    database) and ``store`` what ``class_overview`` was given; a tape the store does not hold is an error that
+    names the tapes it may have meant, and so is one without turns."""
+    from bub_nb.tape.open import open_tape
+
+    return view_of_turn(open_tape(tape_name, store=store, create=False), run)
 
 
 def _system_entry(tape: Tape, run: TapeEntry, run_id: str, span: list[TapeEntry]) -> TapeEntry:

@@ -14,7 +14,6 @@ from __future__ import annotations
 from typing import Any, Final
 
 from bub_nb.imports.draft import TapeDraft
-from bub_nb.imports.records import NotJson
 from bub_nb.imports.values import mapping, openai_usage
 
 FORMAT: Final = "claude-code"
@@ -45,15 +44,7 @@ def read(records: Any, draft: TapeDraft) -> dict[str, Any]:
     main = any(
         isinstance(r, dict) and r.get("type") in ("user", "assistant") and not r.get("isSidechain") for r in records
     )
-    for record in records:
-        if isinstance(record, NotJson):
-            draft.take(str(record), "not-json")
-            draft.keep("the line is not JSON")
-            continue
-        if not isinstance(record, dict):
-            draft.take(record, type(record).__name__)
-            draft.keep("the line is not a JSON object")
-            continue
+    for record in draft.json_objects(records):
         kind = record.get("type")
         draft.take(record, str(kind), record.get("timestamp"))
         for key, field in (("session", "sessionId"), ("version", "version"), ("cwd", "cwd")):

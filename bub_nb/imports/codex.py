@@ -12,7 +12,6 @@ from __future__ import annotations
 from typing import Any, Final
 
 from bub_nb.imports.draft import RECORD_EVENT_PREFIX, TapeDraft
-from bub_nb.imports.records import NotJson
 from bub_nb.imports.responses import add_item
 from bub_nb.imports.values import mapping, openai_usage
 
@@ -38,15 +37,7 @@ def read(records: Any, draft: TapeDraft) -> dict[str, Any]:
     """Add every record to ``draft``; returns what the log says of its session."""
     session: dict[str, Any] = {}
     state = {"model": None, "turn": 0}
-    for record in records:
-        if isinstance(record, NotJson):
-            draft.take(str(record), "not-json")
-            draft.keep("the line is not JSON")
-            continue
-        if not isinstance(record, dict):
-            draft.take(record, type(record).__name__)
-            draft.keep("the line is not a JSON object")
-            continue
+    for record in draft.json_objects(records):
         kind = str(record.get("type"))
         payload = record.get("payload")
         if not isinstance(payload, dict):  # an older rollout: the item, or the header, is the line itself

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final
 
+from bub_nb.imports.records import NOT_JSON, NotJson
 from bub_nb.imports.values import entry_date, openai_call, text
 from bub_nb.tape.entries import TapeEntry
 from bub_nb.tape.events import RUN
@@ -185,6 +187,19 @@ class TapeDraft:
         self.kept[kind] += 1
         self.kept_records.add(self.record)
         self.event(UNMAPPED, {"record": self.record, "type": kind, "reason": reason, "raw": raw})
+
+    def json_objects(self, records: Iterable[Any]) -> Iterator[dict[str, Any]]:
+        """The records that are JSON objects, for the importer to read; any other (a line that is not JSON, an
+        array, a number) is taken and kept whole here, as no log's records are anything but objects."""
+        for record in records:
+            if isinstance(record, NotJson):
+                self.take(str(record), NOT_JSON)
+                self.keep("the line is not JSON")
+            elif not isinstance(record, dict):
+                self.take(record, type(record).__name__)
+                self.keep("the line is not a JSON object")
+            else:
+                yield record
 
     # -- the end -----------------------------------------------------------------------------------
 

@@ -16,16 +16,20 @@ _BULK_OBJECTS = 5_000
 
 
 def record_date(data: Record) -> str:
-    """The entry's ``date``; older lines carry a float ``timestamp`` instead, turned into the same ISO form."""
+    """The entry's ``date``; older lines carry a float ``timestamp`` instead, turned into the same ISO form.
+
+    A line with neither, or with a timestamp no date can hold, gets ``""``: no date, as unreadable as a
+    ``date`` some writer garbled, and read alike (``NaT`` in a frame, ``ValueError`` from ``entry.when``)."""
     date = data.get("date")
     if isinstance(date, str):
         return date
     stamp = data.get("timestamp")
+    if not isinstance(stamp, int | float) or isinstance(stamp, bool):
+        return ""
     try:
-        seconds = float(stamp) if isinstance(stamp, int | float) else 0.0
-        return datetime.fromtimestamp(seconds, tz=UTC).isoformat()
+        return datetime.fromtimestamp(stamp, tz=UTC).isoformat()
     except (OverflowError, OSError, ValueError):  # an absurd timestamp must not make the tape unreadable
-        return datetime.fromtimestamp(0, tz=UTC).isoformat()
+        return ""
 
 
 def as_record(data: Any) -> Record | None:

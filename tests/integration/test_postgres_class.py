@@ -120,3 +120,25 @@ def test_a_teacher_pulls_the_class_into_a_folder_per_student(tmp_path: Path) -> 
         assert line["payload"]["content"] == f"{student}'s"
     assert pull(teacher, tmp_path).total == 0  # the second time, nothing is new
     teacher.close()
+
+
+def test_a_teacher_opens_each_students_last_turn_from_the_class_overview() -> None:
+    from bub_nb.agent import Agent
+    from bub_nb.context import student_turn, view_of_turn
+    from bub_nb.notebook.widgets import ClassOverview
+
+    room = classroom(students=2)
+    for student in room.students:
+        tape = open_tape("lesson", store=room.dsn[student])
+        Agent(tape, "offline").run(f"{student} asks first")
+        Agent(tape, "offline").run(f"{student} asks again")
+    teacher = PostgresTapeStore(room.dsn[room.teacher], schema=S)
+    overview = ClassOverview(teacher)
+    for student in room.students:
+        name = f"{student}/lesson"
+        assert name in list(overview.frame["tape_name"])
+        turn = student_turn(name, teacher)
+        assert turn.messages[-1]["content"] == f"{student} asks again"
+        assert turn == view_of_turn(open_tape("lesson", store=room.dsn[student]), -1)  # as the student sees it
+        assert overview.turn(name).view == turn
+    teacher.close()

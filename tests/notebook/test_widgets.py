@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from harness.widgets import find
 
 import bub_nb.memory  # noqa: F401  (registers Tape.memory)
 from bub_nb import LAST_ANCHOR, Tape, TapeEntry, open_tape
@@ -102,16 +103,6 @@ def ids_with(cells: list[dict[str, Any]], css_class: str) -> list[int]:
 
 def message_ids(markup: str) -> list[int]:
     return [int(row["data-entry-id"]) for row in Elements(markup).with_class("bub-message")]
-
-
-def find(widget: Any, css_class: str) -> Any:
-    stack = [widget]
-    while stack:
-        current = stack.pop()
-        if css_class in getattr(current, "_dom_classes", ()):
-            return current
-        stack.extend(getattr(current, "children", ()))
-    raise AssertionError(f"no widget with class {css_class!r}")
 
 
 def widget_html(view: ContextView) -> str:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
+import numpy as np
 import pandas as pd
 import pytest
 from harness.hostile_lines import HOSTILE, tape_lines
@@ -206,6 +207,7 @@ def string_storage(storage: str) -> Iterator[None]:
 def test_text_columns_take_the_dtype_pandas_infers_from_their_values(
     tmp_path: Path, metas: list[Any], storage: str
 ) -> None:
+    """...and ``str`` when every value is missing, as in a frame where some are not: one dtype in every frame."""
     tape = open_tape("t", store=FileTapeStore(tmp_path))
     tape.handoff("phase/a")
     for _ in range(3):
@@ -214,7 +216,10 @@ def test_text_columns_take_the_dtype_pandas_infers_from_their_values(
     with string_storage(storage):
         frame = tape.to_frame()
         for column in TEXT_COLUMNS:
-            pd.testing.assert_series_equal(frame[column], pd.Series(frame[column].tolist(), name=column))
+            values = frame[column].tolist()
+            missing = all(pd.isna(value) for value in values)
+            expected = pd.Series(values, name=column, dtype=pd.StringDtype(na_value=np.nan) if missing else None)
+            pd.testing.assert_series_equal(frame[column], expected)
     if frame["content"].dtype != object:
         assert frame["content"].dtype.storage == storage
 
@@ -236,7 +241,9 @@ def test_a_lone_surrogate_in_a_text_column_keeps_the_frame_readable(tmp_path: Pa
 def test_a_derived_text_column_takes_the_dtype_and_values_pandas_infers(values: list[str | None], storage: str) -> None:
     with string_storage(storage):
         built = _text_column(list(values), text_or_none=True)
-        pd.testing.assert_series_equal(pd.Series(built), pd.Series(values))
+        text = pd.StringDtype(na_value=np.nan)
+        expected = pd.Series(values, dtype=text if all(value is None for value in values) else None)
+        pd.testing.assert_series_equal(pd.Series(built), expected)
 
 
 @settings(max_examples=200, deadline=None)

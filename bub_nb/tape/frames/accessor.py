@@ -165,10 +165,16 @@ class TapeAccessor:
         return self._frame[self._frame["kind"].isin(kinds)] if kinds else self._frame
 
     def anchors(self) -> pd.DataFrame:
+        """The anchor rows: ``id``, ``date``, ``name``, ``state`` (what ``Tape.anchors()`` and ``%anchors`` call
+        it: the state dict, else ``None``) and the whole ``payload`` as before."""
+        self._need("anchors", "id", "date", "name", "payload")
         columns = ["id", "date", "name", "payload"]
         if TAPE_NAME in self._frame.columns:
             columns.insert(0, TAPE_NAME)
-        return self._frame[self._frame["kind"] == "anchor"][columns]
+        anchors = self._frame[self._frame["kind"] == "anchor"][columns]
+        states = [_state(payload) for payload in anchors["payload"].tolist()]
+        anchors.insert(len(columns) - 1, "state", pd.Series(states, index=anchors.index, dtype="object"))
+        return anchors
 
     def summary(self, by: Sequence[str] = ("phase", "kind")) -> pd.DataFrame:
         """Entry counts per phase and kind (per tape too, on a frame of several), a picture of a session."""
@@ -262,3 +268,8 @@ class TapeAccessor:
         self._need("to_messages", "payload", "meta", "date")
         ordered = self._frame.sort_values("id", kind="stable")
         return seams.messages(frame_to_entries(ordered))
+
+
+def _state(payload: Any) -> dict[str, Any] | None:
+    state = payload.get("state") if isinstance(payload, dict) else None
+    return state if isinstance(state, dict) else None

@@ -76,9 +76,7 @@ def columns_to_frame(
                 TAPE_NAME: _text_column(tape_names, text_or_none=True),
                 "id": pd.Series(ids),
                 "kind": kind_column(kinds),
-                "date": pd.to_datetime(
-                    pd.Series(columns.dates, dtype="object"), utc=True, format="ISO8601", errors="coerce"
-                ),
+                "date": frame_dates(columns.dates),
                 "role": _text_column(text.roles, text_or_none=True),
                 "name": _text_column(text.names, text_or_none=True),
                 "content": _text_column(text.contents, text_or_none=True),
@@ -96,6 +94,13 @@ def columns_to_frame(
             copy=False,  # every column was built here for this frame alone: no need to copy it again
         )
     return frame if count else _empty(frame)
+
+
+def frame_dates(dates: list[str]) -> pd.Series:
+    """The ``date`` column: UTC to the microsecond, whatever precision the dates are written with (pandas would
+    pick the unit from the text, so two tapes' frames would differ), a missing or unreadable date missing."""
+    moments = pd.to_datetime(pd.Series(dates, dtype="object"), utc=True, format="ISO8601", errors="coerce")
+    return moments.dt.as_unit("us")
 
 
 def _empty(frame: pd.DataFrame) -> pd.DataFrame:
@@ -154,7 +159,7 @@ def _text_column(values: list[Any], *, text_or_none: bool = False) -> pd.Series 
     """
     if text_or_none:
         if not any(values) and values.count(None) == len(values):  # ``any`` stops at the first non-empty string
-            return values
+            return pd.Series(values, dtype=pd.StringDtype(na_value=np.nan))  # ``str`` all the same: one dtype
     else:
         kinds = set(map(type, values))
         if str not in kinds or not kinds <= TEXT_OR_NONE:

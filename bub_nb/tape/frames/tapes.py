@@ -25,6 +25,7 @@ from bub_nb.tape.locations import bub_home, tapes_home
 from bub_nb.tape.stores.archive import ArchiveTapeStore, archive_files
 from bub_nb.tape.stores.columns import TAPE_NAME, Columns
 from bub_nb.tape.stores.resolve import file_store
+from bub_nb.tape.stores.wanted import WantedLines
 
 
 def read_tapes(
@@ -63,16 +64,17 @@ def read_tapes(
     if as_ != "pandas":
         if store is not None or include_archives:
             raise TapeError(f"read_tapes(as_={as_!r}) reads a Bub home's files, without archives")
-        return _lean(_arrow_home(home), kinds, since, columns, as_)
+        return _lean(_arrow_home(home, _wanted(kinds, since)), kinds, since, columns, as_)
     if store is not None:
         return _lean(store_frame(store), kinds, since, columns, as_)
     folder = _folder(home)
     store = file_store(folder)
     decoded, names, starts = Columns(), [], []
+    wanted = _wanted(kinds, since)
     with gc_paused():
         for name in store.list_tapes():  # every file Bub would list, even one whose name we would not give
             starts.append(len(decoded))
-            store.columns(name, into=decoded)
+            store.columns(name, into=decoded, wanted=wanted)
             names += [name] * (len(decoded) - starts[-1])
         frame = columns_to_frame(decoded, starts, names=names)
     if not names:
@@ -98,8 +100,15 @@ def _folder(home: str | Path | None) -> Path:
     return folder
 
 
-def _arrow_home(home: str | Path | None) -> Any:
-    """Every tape of a home as one Arrow table, ``notebook`` last."""
+def _wanted(kinds: Sequence[str], since: Any) -> WantedLines | None:
+    """Which lines a lean read decodes, or ``None`` to decode them all."""
+    if not kinds and since is None:
+        return None
+    return WantedLines(frozenset(kinds), None if since is None else _moment(since))
+
+
+def _arrow_home(home: str | Path | None, wanted: WantedLines | None = None) -> Any:
+    """Every tape of a home as one Arrow table, ``notebook`` last; with ``wanted``, only the lines it picks."""
     from bub_nb.tape.frames.arrow import columns_to_arrow, notebook_column, pyarrow
 
     pyarrow()  # the one-line error before any tape is read, when pyarrow is missing
@@ -108,7 +117,7 @@ def _arrow_home(home: str | Path | None) -> Any:
     with gc_paused():
         for name in store.list_tapes():
             starts.append(len(decoded))
-            store.columns(name, into=decoded)
+            store.columns(name, into=decoded, wanted=wanted)
             names += [name] * (len(decoded) - starts[-1])
         table = columns_to_arrow(decoded, starts, names)
         notebooks = notebook_column(decoded, starts, names)
@@ -123,6 +132,9 @@ def _lean(table: Any, kinds: Sequence[str], since: Any, columns: Sequence[str] |
             frame = frame[frame["kind"].isin(kinds)]
         if since is not None:
             frame = frame[frame["date"] >= _moment(since)]
+        if (kinds or since is not None) and isinstance(frame["kind"].dtype, pd.CategoricalDtype):
+            # the kinds of the rows kept, whichever lines were decoded to find them
+            frame["kind"] = frame["kind"].cat.remove_unused_categories()
         if columns is not None:
             frame = frame[[column for column in frame.columns if column in columns]]
         return frame.reset_index(drop=True) if (kinds or since is not None) else frame

@@ -26,6 +26,7 @@ from bub_nb.tape.stores._index_file import IndexFile
 from bub_nb.tape.stores.columns import Columns, decode_columns
 from bub_nb.tape.stores.protocol import AnchorRef, StoreStats
 from bub_nb.tape.stores.search import candidate_lines
+from bub_nb.tape.stores.wanted import WantedLines
 
 _FIRST_CHUNK = 1 << 14
 _REVERSE_BLOCK = 1 << 18
@@ -227,8 +228,9 @@ class TapeFile:
                     out.append(record)
         return out
 
-    def columns(self, into: Columns | None = None) -> Columns:
-        """Every entry, decoded straight into columns (``into`` when given), for DataFrames.
+    def columns(self, into: Columns | None = None, wanted: WantedLines | None = None) -> Columns:
+        """Every entry, decoded straight into columns (``into`` when given), for DataFrames; with ``wanted``,
+        only the lines it picks are decoded (see ``wanted``).
 
         No index is needed to read a whole file: every complete line is read, and an unfinished last
         line is left out as the index leaves it.
@@ -236,7 +238,7 @@ class TapeFile:
         out = Columns() if into is None else into
         with contextlib.suppress(FileNotFoundError), open(self.path, "rb") as handle, gc_paused():
             for lines in line_blocks(handle, os.fstat(handle.fileno()).st_size, READ_CHUNK):
-                decode_columns(lines, into=out)
+                decode_columns(lines if wanted is None else wanted.pick(lines), into=out)
         return out
 
     def read(self, start: int = 1, stop: int | None = None) -> list[TapeEntry]:

@@ -15,6 +15,7 @@ from bub_nb.tape.stores._tape_file import TapeFile
 from bub_nb.tape.stores.archive import next_archive_path
 from bub_nb.tape.stores.columns import Columns
 from bub_nb.tape.stores.protocol import AnchorRef, StoreStats
+from bub_nb.tape.stores.wanted import WantedLines
 
 
 class FileTapeStore:
@@ -62,9 +63,10 @@ class FileTapeStore:
         """Like ``read`` but as the decoded dicts, for bulk consumers such as DataFrames."""
         return self._file(tape).records(start, stop)
 
-    def columns(self, tape: str, into: Columns | None = None) -> Columns:
-        """Every entry of ``tape`` as columns (added to ``into`` when given), the fastest way to a DataFrame."""
-        return self._file(tape).columns(into)
+    def columns(self, tape: str, into: Columns | None = None, wanted: WantedLines | None = None) -> Columns:
+        """Every entry of ``tape`` as columns (added to ``into`` when given), the fastest way to a DataFrame;
+        with ``wanted``, only the lines it picks are decoded (a superset of those it asks for)."""
+        return self._file(tape).columns(into, wanted)
 
     def iter_reverse(self, tape: str) -> Iterator[TapeEntry]:
         return self._file(tape).iter_reverse()
