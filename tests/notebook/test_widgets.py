@@ -509,9 +509,12 @@ def test_a_summary_shows_as_text_with_referenced_citations_in_the_context_view_a
     markup = context.to_html()
     anchor_row = Elements(markup).with_class("bub-message")[0]
     assert int(anchor_row["data-entry-id"]) == tape.find_anchor("phase/review").id
-    assert "⚓ phase/review: The user asked for the tape info" in context.to_text()
+    assert "[Anchor created: phase/review] summary: The user asked for the tape" in context.to_text()
     assert f'<a class="bub-cite" href="#entry-{cited[0]}" data-entry-id="{cited[0]}"' in markup
-    assert "<details><summary>raw state</summary>" in markup and "[Anchor created" not in markup.split("<pre>")[0]
+    row = markup[markup.index(f'<tr class="bub-message" data-entry-id="{anchor_row["data-entry-id"]}"') :]
+    row = row[: row.index("</tr>")]
+    assert "<details><summary>raw state</summary>" in row
+    assert "&quot;summary&quot;" not in row.split("raw state")[0]  # no JSON before the fold
     timeline = TapeTimeline(tape)
     assert f'data-entry-id="{cited[1]}"' in timeline.to_html() and "raw state" in timeline.to_html()
     assert "    summary: The user asked for the tape info" in timeline.to_text()

@@ -41,8 +41,8 @@ class HandoffCommands:
             return self._accept(args)
         state = parse_state(args.pairs, args.state)
         earlier = self._anchor_named(args.name)
-        if args.summarize and "summarize" in state:
-            raise UsageError("With --summarize, 'summarize' cannot also be a state key; rename it")
+        if (args.summarize or args.preview) and "summarize" in state:
+            raise UsageError("With --summarize or --preview, 'summarize' cannot also be a state key; rename it")
         if args.preview:
             agent = self._session.agent(model=args.model, cell=self._cell_number())
             return self._show_preview(agent.preview_handoff(args.name, summarize=args.summarize, **state))

@@ -98,8 +98,9 @@ def summary_html(state: dict[str, Any]) -> str:
 
 
 def summary_preview(name: str, state: dict[str, Any], width: int) -> str:
-    """One line for an anchor message with a summary: its name and the summary's opening words."""
-    return clip(f"⚓ {name}: " + " ".join(str(state.get("summary", "")).split()), width)
+    """One line for an anchor message with a summary: how the model is told of the anchor, then the summary's
+    opening words as text (the JSON it was sent in is in the fold)."""
+    return clip(f"[Anchor created: {name}] summary: " + " ".join(str(state.get("summary", "")).split()), width)
 
 
 def message_rows(view: View, limit: int) -> tuple[list[MessageRow], int, int]:
