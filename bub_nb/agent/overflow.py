@@ -97,7 +97,7 @@ def overflow_error(exc: ContextLengthError, context: Any, view: View, anchor: An
             "one: use --context last, hand off less often, or use a model with a larger window"
         )
     if anchor is not None:
-        reasons.append(f"the phase already starts at ⚓ {anchor.name} #{anchor.id}, so no new handoff was written")
+        reasons.append(f"the phase already starts at anchor {anchor.name} #{anchor.id}, so no new handoff was written")
     if not reasons:
         return exc
     return ContextLengthError(f"{exc}; {'; '.join(reasons)}")

@@ -5,15 +5,18 @@ A refusal raises a :class:`~bub_nb.errors.BubNbError` and leaves the tape's entr
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from bub_nb.agent.commands import check_command, is_command
 from bub_nb.agent.models.calibration import estimate_request
 from bub_nb.agent.tools import builtin_registry
 from bub_nb.context.modes import as_strategy
+from bub_nb.context.request import PROMPT_PLACEHOLDER, NextRequest, next_request
 from bub_nb.context.strategies import NamedAnchor
 from bub_nb.context.tokens import count_messages_tokens
 from bub_nb.errors import BubNbError, BudgetError, ContextLengthError, PromptTooLongError
+from bub_nb.memory.cache import memory_of
 
 if TYPE_CHECKING:
     from bub_nb.agent.models import Model
@@ -109,6 +112,35 @@ def prompt_estimate(agent: TurnSubject, prompt: str) -> int:
         {"role": "user", "content": prompt},
     ]
     return count_messages_tokens(messages)
+
+
+def request_preview(agent: TurnSubject, prompt: str = PROMPT_PLACEHOLDER) -> NextRequest:
+    """The whole request the agent's next turn would send for ``prompt``, in parts, against its model's window.
+
+    Writes nothing: what the turn writes before its first request (``session/start`` on a tape without an anchor,
+    the memory zone, the system prompt and the prompt) goes to a fork that is dropped, and the view is built there,
+    so it is the view the turn will send in any mode (a window counts the prompt among its messages).
+    """
+    tape = agent.tape
+    with tape.fork(merge_back=False):
+        tape.ensure_bootstrap_anchor()
+        memory_of(tape, ensure=True)
+        system = agent.system_prompt(prompt)
+        tape.append_system(system)
+        asked = tape.append_message({"role": "user", "content": prompt})
+        view = agent.view()
+    if view.sources and view.sources[-1] == asked.id:  # the prompt is a part of its own
+        view = replace(view, messages=view.messages[:-1], tokens=view.tokens[:-1], sources=view.sources[:-1])
+    tools = getattr(agent, "tools", None)
+    return next_request(
+        view,
+        system,
+        tools.schemas() if tools is not None else [],
+        prompt=prompt,
+        window=context_window_of(agent.model),
+        model=agent.model.name,
+        tools_in_window=bool(getattr(agent.model, "counts_tool_schemas", True)),
+    )
 
 
 def check_budget(agent: TurnSubject, prompt: str) -> None:

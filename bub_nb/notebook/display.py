@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from IPython.display import display, update_display
 
 from bub_nb.tape.citations import BOOKKEEPING_KEYS, CITING_TITLES, find_citations, format_citation
+from bub_nb.tape.locations import readable_tape_name
 from bub_nb.tape.reports.transcript import entry_target
 from bub_nb.tape.text import payload_text
 
@@ -183,7 +184,7 @@ def handoff_confirmation(tape: Tape, anchor: TapeEntry, state: dict[str, Any], e
         else ""
     )
     return (
-        f"⚓ Handoff **{anchor.name}** written as entry #{anchor.id} on tape `{tape.name}`. "
+        f"Handoff **{anchor.name}** written as entry #{anchor.id} on tape `{readable_tape_name(tape)}`. "
         f"The next turn's view starts here and carries:\n\n{shown}{again}"
     )
 

@@ -6,7 +6,7 @@ from typing import Any
 
 INTERRUPTED_WITH_TEXT = "⏹ *Interrupted: the partial answer is kept on the tape.*"
 INTERRUPTED_EMPTY = "⏹ *Interrupted before any answer arrived; the prompt is kept on the tape.*"
-CUT_SHORT = "⚠️ *The answer was cut short; the partial text is on the tape.*"
+CUT_SHORT = "Warning: *The answer was cut short; the partial text is on the tape.*"
 
 
 def interrupted(partial: str) -> str:
@@ -24,7 +24,7 @@ def footer(turn: Any, anchor: str | None) -> str:
         return ""
     parts = [turn.model]
     if anchor:
-        parts.append(f"view from ⚓ {anchor}")
+        parts.append(f"view from anchor {anchor}")
     if turn.view is not None:
         view = turn.view
         parts.append(

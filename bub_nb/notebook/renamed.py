@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bub_nb.tape import current_notebook
+from bub_nb.tape.locations import readable_tape_name
 from bub_nb.tape.renamed import left_behind
 
 if TYPE_CHECKING:
@@ -34,7 +35,7 @@ class RenameNotice:
         old, others = found[0], len(found) - 1
         more = f" ({others} more tape{'s' if others > 1 else ''} of gone notebooks in this folder)" if others else ""
         return (
-            f"Note: this notebook starts a new, empty tape `{tape.name}`, because a notebook's tape is named after "
-            f"its file. `{Path(old.notebook).name}` in this folder is gone, renamed perhaps, and its tape "
-            f"`{old.tape}` holds {old.entries} entries{more}. `%tape use {old.tape}` continues that tape instead."
+            f"Note: this notebook starts a new, empty tape `{readable_tape_name(tape)}`, because a notebook's tape "
+            f"is named after its file. `{Path(old.notebook).name}` in this folder is gone, renamed perhaps, and its "
+            f"tape `{old.tape}` holds {old.entries} entries{more}. `%tape use {old.tape}` continues that tape instead."
         )

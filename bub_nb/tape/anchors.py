@@ -139,9 +139,9 @@ class AnchorSummary:
 
     def _repr_markdown_(self) -> str:
         state = orjson.dumps(self.state).decode() if self.state else ""
-        return f"⚓ **{self.name}** (#{self.id}, {self.date[:19]}{self._citations_note()}) {state}"
+        return f"anchor **{self.name}** (#{self.id}, {self.date[:19]}{self._citations_note()}) {state}"
 
     def _repr_html_(self) -> str:
         state = html.escape(orjson.dumps(self.state).decode()) if self.state else ""
         where = f"#{self.id} {self.date[:19]}{self._citations_note()}"
-        return f"<span>⚓ <b>{html.escape(self.name)}</b> <small>{where}</small> <code>{state}</code></span>"
+        return f"<span>anchor <b>{html.escape(self.name)}</b> <small>{where}</small> <code>{state}</code></span>"

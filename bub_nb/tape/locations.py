@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -74,9 +75,50 @@ class _ReadsBackwards(Protocol):
     def iter_reverse(self, kinds: Sequence[str] = ()) -> Iterator[TapeEntry]: ...
 
 
-def recorded_notebook(tape: _ReadsBackwards) -> str | None:
-    """The notebook path the newest ``notebook`` event on ``tape`` records, if any."""
-    for entry in tape.iter_reverse(kinds=("event",)):
+class _NamedTape(_ReadsBackwards, Protocol):
+    @property
+    def name(self) -> str: ...
+
+    def read(self, start: int = 1, stop: int | None = None, kinds: Sequence[str] = ()) -> list[TapeEntry]: ...
+
+
+_HASHED = re.compile(r"[0-9a-f]{16}__[0-9a-f]{16}")
+
+
+def readable_tape_name(tape: _NamedTape) -> str:
+    """A tape's name as people read it: a notebook's hashed tape is ``trip-lesson.ipynb (305ba4c2)``.
+
+    Hashed names come from a notebook's path, which the hash cannot give back: the running notebook
+    names its own tape, a ``notebook`` event names the notebook that wrote it. Any other name is shown as it is.
+    """
+    name = tape.name
+    if not _HASHED.fullmatch(name):
+        return name
+    notebook = current_notebook()
+    if notebook.tape_name == name and notebook.session_id != DEFAULT_SESSION_ID:
+        return f"{notebook.session_id} ({name[:8]})"
+    path = recorded_notebook(tape, look_at=_NAMING_EVENTS) or _first_notebook(tape)
+    return f"{Path(path).name} ({name[:8]})" if path else name
+
+
+def _first_notebook(tape: _NamedTape) -> str | None:
+    """The notebook the tape's first ``notebook`` event names, among its first entries (where it is written)."""
+    for entry in tape.read(1, _NAMING_EVENTS, kinds=("event",)):
+        data = entry.payload.get("data")
+        if entry.name == NOTEBOOK and isinstance(data, dict) and isinstance(data.get("path"), str):
+            return str(data["path"])
+    return None
+
+
+_NAMING_EVENTS = 64  # a name is shown often: look at the newest events only, never a whole long tape
+
+
+def recorded_notebook(tape: _ReadsBackwards, look_at: int | None = None) -> str | None:
+    """The notebook path the newest ``notebook`` event on ``tape`` records, if any (among its newest ``look_at``
+    events when given)."""
+    for seen, entry in enumerate(tape.iter_reverse(kinds=("event",))):
+        if look_at is not None and seen >= look_at:
+            return None
         data = entry.payload.get("data")
         if entry.name == NOTEBOOK and isinstance(data, dict) and isinstance(data.get("path"), str):
             return str(data["path"])

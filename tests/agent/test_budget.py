@@ -127,8 +127,8 @@ def test_the_timeline_and_the_markdown_export_show_tokens_and_cost_per_phase(
 
     markdown = transcript_markdown(tape)
     assert "## Budget per phase" in markdown
-    assert "| ⚓ session/start | 2 | 300 | 30 | 0.00084 |" in markdown
-    phase_b = next(line for line in markdown.splitlines() if line.startswith("| ⚓ phase/b"))
+    assert "| anchor session/start | 2 | 300 | 30 | 0.00084 |" in markdown
+    phase_b = next(line for line in markdown.splitlines() if line.startswith("| anchor phase/b"))
     assert phase_b.endswith("| –|") or phase_b.endswith("| – |")
 
 

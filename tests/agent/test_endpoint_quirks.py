@@ -226,7 +226,7 @@ def test_the_cell_says_what_an_overflow_wrote_even_when_the_retry_fails(
     openai_server.refuse(400, refusal).reply("Summary:\nTapes [#3].").refuse(400, refusal)
     with pytest.raises(UsageError, match="maximum context length is 8192"):
         nb.run("%%bub -m openai:tiny\nWhat next?")
-    assert "⚠️ The prompt did not fit the model's context: handoff ⚓ auto_handoff/context_overflow #" in nb.shown()
+    assert "Warning: The prompt did not fit the model's context: handoff auto_handoff/context_overflow #" in nb.shown()
 
 
 def test_the_retry_after_an_overflow_is_smaller_than_the_request_that_overflowed(

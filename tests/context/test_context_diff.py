@@ -21,6 +21,7 @@ from bub_nb.context import SOURCES, TurnOf, tokens_by_source
 from bub_nb.context.tokens import REPLY_PRIMING
 from bub_nb.errors import ContextError
 from bub_nb.notebook.widgets import ContextDiffView, ContextView
+from bub_nb.notebook.widgets.context_diff import CHUNK
 from bub_nb.tape import Tape
 from bub_nb.testing import OpenAICompatibleServer
 
@@ -84,7 +85,8 @@ def test_tokens_by_source_add_up_and_follow_tools_memory_and_anchors(
 
     before, after = tape.view_of_turn(-2), tape.view_of_turn(-1)
     for view in (before, after, tape.view(None)):
-        assert sum(tokens_by_source(view).values()) + REPLY_PRIMING == view.total_tokens
+        assert sum(tokens_by_source(view).values()) == view.total_tokens  # what %context shows, priming included
+        assert tokens_by_source(view)["reply priming"] == REPLY_PRIMING
     change = diff_views(before, after).token_change
     assert set(change) == set(SOURCES)
     assert change["memory block"] > 0  # the saved note reached the second turn's system prompt
@@ -119,7 +121,8 @@ def test_the_diff_widget_aligns_both_strips_and_marks_what_entered_and_left(tape
     tape.append_message({"role": "user", "content": "two"})
     shown = ContextDiffView(tape, "last", "full")
     page = shown.to_html()
-    sides = re.findall(r'<div class="bub-diff-side" data-side="(a|b)">(.*?)</div></div>', page, re.DOTALL)
+    side = r'<div class="bub-diff-side" data-side="(a|b)" data-chunk="0">(.*?)</div></div>'
+    sides = re.findall(side, page, re.DOTALL)
     assert [side for side, _ in sides] == ["a", "b"]
     (_, a), (_, b) = sides
     ids = re.compile(r'data-entry-id="(\d+)"')
@@ -200,3 +203,26 @@ def test_bad_turn_and_diff_arguments_are_one_usage_error(nb: Notebook, line: str
         nb.run(line)
     assert "\n" not in str(caught.value).strip()
     assert len(nb.tape) == before
+
+
+@pytest.mark.parametrize("entries", [38, 215])
+def test_long_strips_break_together_so_every_entry_of_a_sits_above_its_entry_of_b(tape: Tape, entries: int) -> None:
+    tape.ensure_bootstrap_anchor()
+    for number in range(entries - 3):
+        tape.append_message({"role": "user" if number % 2 else "assistant", "content": f"message {number}"})
+    tape.handoff("phase/late", {"summary": "late"})
+    page = ContextDiffView(tape, "full", "last").to_html()
+    rows = re.findall(
+        r'<span class="bub-diff-label" data-side="(a|b)"[^>]*>([^<]*)</span>'
+        r'<div class="bub-diff-side" data-side="\1" data-chunk="(\d+)"><div class="bub-strip">(.*?)</div></div>',
+        page,
+        re.DOTALL,
+    )
+    ids = re.compile(r'data-entry-id="(\d+)"')
+    assert [side for side, *_ in rows] == ["a", "b"] * (len(rows) // 2) and len(rows) >= 2
+    pairs = list(zip(rows[::2], rows[1::2], strict=True))
+    for (_, _, chunk_a, cells_a), (_, _, chunk_b, cells_b) in pairs:
+        assert chunk_a == chunk_b and ids.findall(cells_a) == ids.findall(cells_b)  # each row pair: the same entries
+        assert len(ids.findall(cells_a)) <= CHUNK
+    assert [i for (_, _, _, cells), _ in pairs for i in ids.findall(cells)] == [str(e.id) for e in tape.read()]
+    assert 'class="bub-diff-strips"' in page  # one grid: the labels have a column of their own

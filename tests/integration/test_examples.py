@@ -199,7 +199,54 @@ def check_other_agents_logs(run: Executed) -> None:
     assert "2025-11-19 22:53:34.908" in timeline and "2025-12-28 12:18:30.533" in timeline
 
 
+def check_agents(run: Executed) -> None:
+    analyst, reviewer = (open_tape(f"agents~{name}", store=run.tape.base_store) for name in ("analyst", "reviewer"))
+    handed = reviewer.find_anchor("review/march")
+    record = handed.state["context_handoff"]
+    assert (record["from"], record["to"]) == ("agent:analyst", "agent:reviewer")
+    assert record["content"]["ownership"] == "transfer"
+    cited = [reviewer.resolve(ref) for ref in record["content"]["refs"]]
+    assert [(e.kind, e.payload["role"]) for e in cited] == [("message", "user"), ("message", "assistant")]
+    assert cited[0].payload["content"] == "The March sales were 120, 95 and 130. What is their mean?"
+    # The reviewer answered from exactly what it was handed: its view began at the handoff anchor, nothing copied.
+    first_run = next(entry for entry in reviewer.read() if entry.name == "run")
+    assert first_run.payload["data"]["view"]["anchor"] == handed.id
+    answer = run.text("%%bub\nIs the analyst's mean right?")
+    assert "handed over by `agent:analyst`" in answer and "tape://agents~analyst/entry/6" in answer
+    assert "'analyst' handed the conversation to 'reviewer'" in run.text("try:")
+    assert "(shown here, not sent to the model)" in run.text("%context --agent reviewer --expand-refs")
+    back = analyst.find_anchor("review/done").state["context_handoff"]
+    assert back["from"] == "agent:reviewer" and back["content"]["refs"] == ["tape://agents~reviewer/entry/7"]
+    assert "starts at anchor `review/done`" in run.text("%%bub\nThanks.")
+    assert "reviewer cites 3 entries of analyst's tape by reference" in run.text("print(bub_nb.diff_views")
+    assert "**reviewer** from step 3; **analyst** from step 6" in run.text("from IPython.display import Markdown")
+    assert len(run.tape) == 0  # the notebook's own agent never ran
+
+
+def check_lesson_context(run: Executed) -> None:
+    # The window fills: %context --next gauges the whole request against the echo model's 800 tokens.
+    shown = run.text("%context --next")
+    assert "/ 800 tokens" in shown and "tool schemas" in shown and "reply priming" in shown
+    # The handoff's state reaches the model; the overflow refused a request, handed off and retried.
+    assert "The anchor `trip/decided` carries: summary: Class trip for 24" in run.text("%%bub -m echo\nWhat do you")
+    overflow = run.tape.find_anchor("auto_handoff/context_overflow")
+    assert overflow.state is not None and overflow.state["reason"] == "context_length_exceeded"
+    retried = run.text("%%bub -m echo\nFact 6")
+    assert "Warning: The prompt did not fit" in retried and "view from anchor auto_handoff/context_overflow" in retried
+    assert "Fact 1:" not in retried.split("Warning:")[0]
+    timeline = run.text("TapeTimeline(tape, model=echo)")
+    assert "[refused]" in timeline and "| window 800" in timeline
+    # The fork goes back to the decision: its view starts at the intention carrying trip/decided's summary.
+    fork = open_tape("lesson-context-plane", home=run.folder.parent / "home")
+    assert fork.view().anchor is not None and fork.view().anchor.name == "intention"
+    assert "we chose the train" in run.text("%%bub -m offline:echo\nHow do we travel?")
+    checks = [text for text in (run.text("bub_nb.check"), run.text("fork = ")) if text]
+    assert len(checks) == 2 and all(text.startswith("**Check passed") for text in checks)
+
+
 CHECKS: dict[str, Callable[[Executed], None]] = {
+    "agents.ipynb": check_agents,
+    "lesson-context.ipynb": check_lesson_context,
     "agent-and-data.ipynb": check_agent_and_data,
     "quickstart.ipynb": check_quickstart,
     "instruments.ipynb": check_instruments,
@@ -252,16 +299,28 @@ def test_an_example_run_twice_from_the_top_shows_the_same_outputs(name: str, tmp
 
 #: Cells that show a column of milliseconds a run took, by notebook: their numbers, and the padding that lines them
 #: up in columns, are left out of the comparison.
-TIMED_CELLS = {"instruments.ipynb": ("entries_before = len(tape)", "from bub_nb.notebook.widgets import TapeTimeline")}
+TIMED_CELLS = {
+    "instruments.ipynb": ("entries_before = len(tape)", "from bub_nb.notebook.widgets import TapeTimeline"),
+    "lesson-context.ipynb": ("TapeTimeline(tape, model=echo)",),
+}
+
+
+#: A timeline's activity per minute: a run that crosses a minute has one more column than a run that does not.
+ACTIVITY = re.compile(r"Activity per .*?(?=Turns)", re.DOTALL)
 
 
 def comparable(run: Executed) -> list[str]:
     timed = TIMED_CELLS.get(run.name, ())
     shown = shown_outputs(run)
     return [
-        re.sub(r" +", " ", re.sub(r"\d+(\.\d+)?", "<n>", text)) if cell.source.startswith(timed) else text
+        untimed(text) if cell.source.startswith(timed) else text
         for cell, text in zip(run.code_cells, shown, strict=True)
     ]
+
+
+def untimed(text: str) -> str:
+    """A timed cell's output without its numbers, their padding and a timeline's activity over time."""
+    return re.sub(r" +", " ", re.sub(r"\d+(\.\d+)?", "<n>", ACTIVITY.sub("", text)))
 
 
 def test_every_example_that_loads_the_magics_starts_a_lesson_of_its_own_name() -> None:

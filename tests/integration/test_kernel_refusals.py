@@ -72,7 +72,9 @@ def test_an_auto_handoff_in_a_kernel_shows_its_notice_in_the_cell(kernel: Kernel
         server.reply("Recovered.")
         shown = kernel.ok("%%bub -m openai:test-model\nWhat next?")
     notice = shown.strip().splitlines()[-1]
-    assert notice.startswith("⚠️ The prompt did not fit the model's context: handoff ⚓ auto_handoff/context_overflow #")
+    assert notice.startswith(
+        "Warning: The prompt did not fit the model's context: handoff auto_handoff/context_overflow #"
+    )
     assert "entries left the view" in notice
 
 

@@ -27,7 +27,7 @@ def test_a_fork_with_an_intention_keeps_the_anchor_state_the_history_and_the_mem
     kernel.ok("%handoff lesson/1 summary='tapes are append-only'")
     kernel.ok("%%bub\nAnd an anchor?")
     shown = kernel.ok("%tape fork side --from lesson/1 --intention 'try X'")
-    assert "starts at ⚓ intention (next_steps, summary)" in shown and "memory v1" in shown
+    assert "starts at anchor intention (next_steps, summary)" in shown and "memory v1" in shown
     side = open_tape("side", home=tmp_path / "home")
     view = side.view()
     assert view.anchor is not None and view.anchor.state == {"summary": "tapes are append-only", "next_steps": "try X"}

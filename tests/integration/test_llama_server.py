@@ -180,9 +180,9 @@ def test_a_bub_session_in_a_kernel_grown_past_the_window_hands_off_once(gguf: Pa
             shown = kernel.ok(f"%%bub --tools none\nPart {number}: " + "the tape keeps every cell " * 12, timeout=180)
             if "auto_handoff/context_overflow" in shown:
                 break
-        assert "⚠️ The prompt did not fit the model's context: handoff ⚓ auto_handoff/context_overflow" in shown
+        assert "Warning: The prompt did not fit the model's context: handoff auto_handoff/context_overflow" in shown
         after = kernel.ok("%%bub --tools none\nAnd then?", timeout=180)
-        assert "did not fit" not in after and "view from ⚓ auto_handoff/context_overflow" in after
+        assert "did not fit" not in after and "view from anchor auto_handoff/context_overflow" in after
         handoffs = [e for e in kernel.tape.read(kinds=("anchor",)) if e.name.startswith("auto_handoff")]
         assert len(handoffs) == 1
         # The tiny model's summary cites nothing: %handoff --summarize is refused and writes nothing.

@@ -139,7 +139,7 @@ def test_tape_subcommands(nb: Notebook, tmp_path: Path) -> None:
 
     nb.run(f"%tape export md {tmp_path / 'session.md'}")
     transcript = (tmp_path / "session.md").read_text()
-    assert "## ⚓ session/start" in transcript and "find the needle please" in transcript
+    assert "## Anchor session/start" in transcript and "find the needle please" in transcript
     nb.run(f"%tape export jsonl {tmp_path / 'copy.jsonl'}")
     assert len((tmp_path / "copy.jsonl").read_text().splitlines()) == len(nb.tape.read())
 

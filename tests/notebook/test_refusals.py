@@ -225,7 +225,9 @@ def test_auto_handoff_shows_a_notice_in_the_cell(nb: Notebook, monkeypatch: pyte
     anchor = nb.tape.read(kinds=("anchor",))[-1]
     assert anchor.payload["name"] == "auto_handoff/context_overflow"
     notice = nb.shown().splitlines()[-1]
-    assert notice.startswith("⚠️ The prompt did not fit the model's context: handoff ⚓ auto_handoff/context_overflow")
+    assert notice.startswith(
+        "Warning: The prompt did not fit the model's context: handoff auto_handoff/context_overflow"
+    )
     assert f"#{anchor.id} written" in notice and "entries left the view" in notice
 
 

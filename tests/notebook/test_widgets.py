@@ -122,7 +122,7 @@ def test_strip_has_a_cell_per_entry_coloured_by_kind_with_anchors_marked(tape: T
     assert ids_with(cells, "bub-anchor") == [e.id for e in phase]
     assert ids_with(cells, "bub-memory-anchor") == [e.id for e in memory] and memory
     labelled = {c["data-anchor-name"]: c["text"] for c in cells if "bub-anchor" in c["classes"]}
-    assert labelled == {"session/start": "⚓ session/start", "phase/tools": "⚓ phase/tools"}
+    assert labelled == {"session/start": "session/start", "phase/tools": "phase/tools"}
 
 
 def test_last_anchor_window_highlights_exactly_the_views_entries(tape: Tape) -> None:
@@ -416,7 +416,7 @@ def test_timeline_counts_phases_and_each_turns_tokens(tape: Tape) -> None:
     assert [(t["data-prompt-tokens"], t["data-completion-tokens"]) for t in turns] == [("40", "8"), ("95", "21")]
     text = timeline.to_text()
     assert "2 turns" in text and "135 prompt + 29 completion tokens reported" in text
-    assert "⚓ phase/tools" in text
+    assert "anchor phase/tools" in text
 
 
 def test_timeline_buckets_entries_over_time_and_marks_anchors(tmp_path: Path) -> None:
@@ -435,7 +435,7 @@ def test_timeline_buckets_entries_over_time_and_marks_anchors(tmp_path: Path) ->
     assert columns[0]["data-start"] == "2026-02-01T06:00:00+00:00"
     assert columns[-1]["data-start"] == "2026-02-03T18:00:00+00:00" and len(columns) == 11
     assert [int(c["data-entries"]) for c in columns if int(c["data-entries"])] == [2, 1]
-    assert "⚓ phase/later" in timeline.to_text()
+    assert "anchor phase/later" in timeline.to_text()
     assert timeline.to_html().count('class="bub-tick"') == 2
 
 

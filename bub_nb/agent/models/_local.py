@@ -37,6 +37,8 @@ class LocalModel(ABC):
 
     name: str = "local"
     context_window: int | None = None
+    counts_tool_schemas: bool = False
+    """Whether the window holds the tool schemas too (endpoints count them; a local model does not)."""
 
     @abstractmethod
     def answer(self, messages: list[Message], tools: list[ToolSchema] | None, prompt_tokens: int) -> Completion:

@@ -52,6 +52,7 @@ _SENT = (
     re.compile(r"\((\d+) in the messages", re.I),
     re.compile(r"your request has (\d+) input tokens", re.I),
     re.compile(r"prompt \(length (\d+)\)", re.I),
+    re.compile(r"prompt too long: (\d+) tokens", re.I),  # the offline model's own wording
 )
 
 LASTING_FAILURES: tuple[tuple[str, str], ...] = (

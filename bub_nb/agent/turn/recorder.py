@@ -203,7 +203,7 @@ class TurnRecorder(CarriesOverReset):
             if not summary.summary:
                 carried = f" (the summary of #{first}-#{last} did not fit the window)"
         self.notices.append(
-            f"The prompt did not fit the model's context: handoff ⚓ {AUTO_HANDOFF_ANCHOR}{where} written{carried}, "
+            f"The prompt did not fit the model's context: handoff {AUTO_HANDOFF_ANCHOR}{where} written{carried}, "
             f"{left_view} entries left the view (they stay on the tape)"
         )
         if summary is not None:

@@ -13,6 +13,7 @@ from IPython.core.magic_arguments import MagicArgumentParser
 
 from bub_nb.memory import MemoryZone
 from bub_nb.notebook.display import show
+from bub_nb.tape.locations import readable_tape_name
 
 if TYPE_CHECKING:
     from bub_nb.notebook.session import NotebookSession
@@ -78,7 +79,7 @@ def first_view_text(tape: Tape) -> str:
     """What the next turn on a (forked) tape will see: where its view starts, what it holds, its memory."""
     view = tape.view()
     anchor = view.anchor
-    start = f"⚓ {anchor.name}" if anchor is not None else "the first entry"
+    start = f"anchor {anchor.name}" if anchor is not None else "the first entry"
     keys = ", ".join(sorted(anchor.state)) if anchor is not None and anchor.state else "no state"
     version = MemoryZone(tape).read().version
     memory = f"memory v{version}" if version else "no saved memory"
@@ -149,7 +150,7 @@ def _reset(commands: TapeCommands, args: argparse.Namespace) -> None:
         where = " The tape held no entries, so there was nothing to archive." if args.archive else ""
     else:
         where = " The old entries were discarded."
-    show(f"Tape `{tape.name}` starts over at ⚓ session/start.{where}")
+    show(f"Tape `{readable_tape_name(tape)}` starts over at anchor session/start.{where}")
 
 
 @subcommand(
@@ -202,7 +203,7 @@ def _replay(commands: TapeCommands, args: argparse.Namespace) -> Any:
         "opens the fork."
     )
     if frame.attrs.get("stopped"):
-        show(f"⚠️ {frame.attrs['stopped']}")
+        show(f"Warning: {frame.attrs['stopped']}")
     return frame
 
 
@@ -211,7 +212,8 @@ _FORMATS = {"md": "md", "markdown": "md", "jsonl": "jsonl"}
 
 @subcommand(
     "export",
-    "Write the tape as a Markdown transcript per phase, or as JSON Lines (the format follows a .jsonl PATH).",
+    "Write the tape as a Markdown transcript per phase (with agents: their story across their tapes, in order), "
+    "or as JSON Lines (the format follows a .jsonl PATH).",
     arg("parts", nargs="+", metavar="[md|jsonl] PATH", help="the format, then the file to write"),
 )
 def _export(commands: TapeCommands, args: argparse.Namespace) -> None:
@@ -232,6 +234,13 @@ def _export(commands: TapeCommands, args: argparse.Namespace) -> None:
             from bub_nb.tape.reports.transcript import write_jsonl
 
             count = write_jsonl(tape, path)
+        elif commands.session.agents:  # several agents: one story across their tapes, in order
+            from bub_nb.tape.open import notebook_tapes
+            from bub_nb.tape.reports.story import story_markdown
+
+            tapes = notebook_tapes(tape)
+            path.write_text(story_markdown(tapes), encoding="utf-8")
+            count = sum(len(each) for each in tapes.values())
         else:
             from bub_nb.tape.reports.transcript import transcript_markdown
 
@@ -239,7 +248,7 @@ def _export(commands: TapeCommands, args: argparse.Namespace) -> None:
             count = len(tape)
     except OSError as exc:
         raise UsageError(f"Cannot write the export to {str(path)!r}: {exc.strerror or exc}") from None
-    show(f"Exported {count} entries of `{tape.name}` to `{path}` ({fmt}).")
+    show(f"Exported {count} entries of `{readable_tape_name(tape)}` to `{path}` ({fmt}).")
 
 
 @subcommand(
@@ -251,7 +260,7 @@ def _export(commands: TapeCommands, args: argparse.Namespace) -> None:
 def _use(commands: TapeCommands, args: argparse.Namespace) -> None:
     tape = commands.session.use(args.target, create=args.new)
     fresh = " (a new tape: it is written on the first turn)" if not len(tape) else ""
-    show(f"Now on tape `{tape.name}` ({len(tape)} entries) at `{tape.location}`{fresh}.")
+    show(f"Now on tape `{readable_tape_name(tape)}` ({len(tape)} entries) at `{tape.location}`{fresh}.")
 
 
 @subcommand(

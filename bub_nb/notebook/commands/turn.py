@@ -46,7 +46,12 @@ class TurnCommand:
         if args.budget is not None and args.budget < 0:
             raise UsageError(f"--budget {args.budget} is not a number of tokens; give one, or 0 for no budget")
         agent = self._session.agent(
-            model=args.model, context=args.context, tools=args.tools, cell=self._cell_number(), budget=args.budget
+            model=args.model,
+            context=args.context,
+            tools=args.tools,
+            cell=self._cell_number(),
+            budget=args.budget,
+            name=args.agent,
         )
         renamed = self._rename_notice.text()
         if renamed:
@@ -69,12 +74,12 @@ class TurnCommand:
                 answer.discard()
             failed = getattr(exc, "turn", None)
             for notice in failed.notices if failed is not None else ():  # what the turn wrote before it failed
-                show(f"⚠️ {notice}")
+                show(f"Warning: {notice}")
             raise UsageError(one_line(exc)) from None
         anchor = turn.view.anchor.name if turn.view is not None and turn.view.anchor is not None else None
         metadata = {"bub_nb": {"tape": agent.tape.name, "entry_ids": turn.entry_ids, "anchor": anchor}}
         answer.finish(turn.text, footer=footer(turn, anchor), metadata=metadata)
         for notice in turn.notices:
-            show(f"⚠️ {notice}")
+            show(f"Warning: {notice}")
         if args.output and turn.ok:
             user_ns[args.output] = turn.text

@@ -8,8 +8,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
+from bub_nb.agent.handoff import AUTO_HANDOFF_ANCHOR
+from bub_nb.agent.models.refusals import reported_prompt, reported_window
 from bub_nb.tape.entries import TapeEntry, is_phase_anchor
-from bub_nb.tape.events import RUN, run_data, run_usage
+from bub_nb.tape.events import LOOP_STEP, RUN, SUMMARY, run_data, run_usage
 from bub_nb.tape.reports.prices import cost_of
 
 MAX_BUCKETS: Final = 48
@@ -73,6 +75,18 @@ class RunSummary:
     completion_tokens: int | None
     elapsed_ms: float | None
     phase: str | None
+    window: int | None = None
+    """For a refused request, the context window the refusal named."""
+    calls: int = 1
+    """The model calls the run's usage adds up: its steps, and the summaries an overflow asked for."""
+
+    @property
+    def refused(self) -> bool:
+        """A request the model refused as over its window (an overflow, which an auto handoff followed)."""
+        return self.status == REFUSED
+
+
+REFUSED: Final = "refused"
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +98,8 @@ class Activity:
     turns: tuple[RunSummary, ...]
     anchors: tuple[tuple[int, str], ...]
     memory_anchors: int
+    refusals: tuple[RunSummary, ...] = ()
+    """Requests refused as over the window, each with the tokens and window the refusal named."""
 
 
 def _int(value: Any) -> int | None:
@@ -98,7 +114,7 @@ def _when(entry: TapeEntry) -> datetime | None:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
-def _turn(entry: TapeEntry, number: int, phase: str | None) -> RunSummary:
+def _turn(entry: TapeEntry, number: int, phase: str | None, summaries: int = 0) -> RunSummary:
     data: dict[str, Any] = run_data(entry) or {}
     usage: dict[str, Any] = run_usage(entry) or {}
     elapsed = data.get("elapsed_ms")
@@ -113,6 +129,7 @@ def _turn(entry: TapeEntry, number: int, phase: str | None) -> RunSummary:
         completion_tokens=_int(usage.get("completion_tokens")),
         elapsed_ms=elapsed if isinstance(elapsed, int | float) and not isinstance(elapsed, bool) else None,
         phase=phase,
+        calls=max(1, _int(data.get("steps")) or 1) + summaries,
     )
 
 
@@ -120,6 +137,8 @@ def measure(entries: Iterable[TapeEntry], prices: Mapping[str, Mapping[str, floa
     """Count a tape's entries by phase, by time and by turn, in one pass; ``prices`` give each phase its cost."""
     phases: list[Phase] = []
     turns: list[RunSummary] = []
+    refusals: list[RunSummary] = []
+    summaries = 0  # summary calls since the last run event: its usage counts them
     anchors: list[tuple[int, str]] = []
     memory_anchors = 0
     stamped: list[tuple[datetime, TapeEntry]] = []
@@ -139,18 +158,55 @@ def measure(entries: Iterable[TapeEntry], prices: Mapping[str, Mapping[str, floa
         phase.kinds[kind] += 1
         phase.last_id = entry.id
         if entry.kind == "event" and name == RUN:
-            turn = _turn(entry, len(turns) + 1, phase.anchor)
+            turn = _turn(entry, len(turns) + 1, phase.anchor, summaries)
+            summaries = 0
             turns.append(turn)
             phase.turns += 1
             phase.prompt_tokens += turn.prompt_tokens or 0
             phase.completion_tokens += turn.completion_tokens or 0
             cost = cost_of(turn.model, turn.prompt_tokens, turn.completion_tokens, prices or {})
             phase.cost = None if cost is None or phase.cost is None else phase.cost + cost
+        elif entry.kind == "event" and name == SUMMARY:
+            summaries += _summary_calls(entry)
+        elif entry.kind == "event" and name == LOOP_STEP:
+            refusal = _refusal(entry, phase.anchor)
+            if refusal is not None:
+                refusals.append(refusal)
         moment = _when(entry)
         if moment is not None:
             stamped.append((moment, entry))
     buckets, step = _bucket(stamped)
-    return Activity(count, tuple(phases), buckets, step, tuple(turns), tuple(anchors), memory_anchors)
+    return Activity(count, tuple(phases), buckets, step, tuple(turns), tuple(anchors), memory_anchors, tuple(refusals))
+
+
+def _summary_calls(entry: TapeEntry) -> int:
+    """How many model calls the summarising of an overflow made inside a turn (its requests); 0 for other summaries,
+    which a handoff asked for outside any turn."""
+    data = entry.payload.get("data")
+    if not isinstance(data, dict) or data.get("anchor") != AUTO_HANDOFF_ANCHOR:
+        return 0
+    requests = data.get("requests")
+    return len(requests) if isinstance(requests, list) and requests else 1
+
+
+def _refusal(entry: TapeEntry, phase: str | None) -> RunSummary | None:
+    """The refused request a ``loop.step`` event of an auto handoff records, with what the refusal counted."""
+    data = entry.payload.get("data")
+    if not isinstance(data, dict) or data.get("status") != "auto_handoff":
+        return None
+    error = str(data.get("error", ""))
+    return RunSummary(
+        number=0,
+        entry_id=entry.id,
+        date=entry.date,
+        status=REFUSED,
+        model=None,
+        prompt_tokens=reported_prompt(error),
+        completion_tokens=None,
+        elapsed_ms=None,
+        phase=phase,
+        window=reported_window(error),
+    )
 
 
 def _bucket(stamped: list[tuple[datetime, TapeEntry]]) -> tuple[tuple[Bucket, ...], str]:

@@ -13,8 +13,11 @@ from bub_nb.notebook.widgets._style import KIND_COLORS, bar, clip, esc
 from bub_nb.tape.citations import CITING_TITLES, find_citations
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from bub_nb.context import View
     from bub_nb.context.messages import Message
+    from bub_nb.tape import TapeEntry
 
 BODY_CHARS: Final = 4000
 PREVIEW_CHARS: Final = 110
@@ -95,6 +98,17 @@ def summary_html(state: dict[str, Any]) -> str:
     raw = json.dumps(state, indent=2, ensure_ascii=False, default=str)
     parts.append(f"<details><summary>raw state</summary><pre>{esc(raw)}</pre></details>")
     return f'<div class="bub-summary">{"".join(parts)}</div>'
+
+
+def summary_states(entries: Iterable[TapeEntry]) -> dict[int, dict[str, Any]]:
+    """``anchor id -> state`` for the anchors among ``entries`` whose state holds a summary."""
+    states = ((entry.id, entry.payload.get("state")) for entry in entries if entry.kind == "anchor")
+    return {i: state for i, state in states if isinstance(state, dict) and isinstance(state.get("summary"), str)}
+
+
+def folded(label: str, state: dict[str, Any] | None) -> str:
+    """``label`` (HTML), or with a summary's ``state`` a fold that opens on the summary (:func:`summary_html`)."""
+    return label if state is None else f"<details><summary>{label}</summary>{summary_html(state)}</details>"
 
 
 def summary_preview(name: str, state: dict[str, Any], width: int) -> str:

@@ -184,7 +184,7 @@ def strip_html(strip: Strip) -> str:
         )
     for cell in strip.cells:
         anchor_attr = f' data-anchor-name="{esc(cell.anchor)}"' if cell.anchor is not None else ""
-        label = f"⚓ {esc(cell.anchor)}" if cell.anchor is not None and not cell.memory_anchor else ""
+        label = esc(cell.anchor) if cell.anchor is not None and not cell.memory_anchor else ""
         parts.append(
             f'<span class="{cell.css_classes}" data-entry-id="{cell.id}" data-kind="{esc(cell.kind)}"{anchor_attr}'
             f' title="{esc(cell.tip)}">{label}</span>'

@@ -106,11 +106,24 @@ CSS: Final = f"""
 .bub-w .bub-column{{position:relative;display:flex;flex-direction:column-reverse;flex:1 1 0;min-width:3px;
  max-width:26px;min-height:1px}}
 .bub-w .bub-column span{{display:block;width:100%}}
-.bub-w .bub-column .bub-tick{{position:absolute;top:-14px;left:0;font-size:10px;line-height:12px}}
+/* Signs are drawn, not typed: a browser without an emoji font shows a drawn tick, never an empty box. */
+.bub-w .bub-column .bub-tick{{position:absolute;top:-12px;left:50%;margin-left:-1px;width:2px;height:9px;
+ background:{KIND_COLORS["anchor"]}}}
+.bub-w .bub-tick-key{{display:inline-block;width:2px;height:9px;background:{KIND_COLORS["anchor"]};vertical-align:-1px}}
 .bub-w .bub-axis{{display:flex;justify-content:space-between;font:10px var(--bub-mono);opacity:.7}}
 .bub-w .bub-stack{{display:inline-flex;height:10px;vertical-align:-1px;min-width:1px}}
 .bub-w .bub-stack span{{display:block;height:100%}}
 .bub-w.bub-w .bub-current td{{font-weight:600}}
+.bub-w .bub-gauge{{margin:4px 0;max-width:48em}}
+.bub-w .bub-gauge-bar{{position:relative;display:flex;height:12px;border-radius:2px;background:var(--bub-line)}}
+.bub-w .bub-gauge-fill{{display:block;height:100%}}
+.bub-w .bub-gauge-limit,.bub-w .bub-limit{{position:absolute;top:-3px;bottom:-3px;width:2px;margin-left:-1px;
+ background:var(--bub-fg)}}
+.bub-w .bub-turns-window{{overflow-x:auto}}
+.bub-w.bub-w td.bub-bars{{position:relative;white-space:nowrap}}
+.bub-w.bub-w tr.bub-refused td{{color:{KIND_COLORS["error"]}}}
+.bub-w .bub-gauge-note{{font-size:11px;margin:0 0 2px}}
+.bub-w .bub-gauge-text{{font:11px var(--bub-mono);margin-top:2px}}
 .bub-context-view .widget-toggle-buttons .widget-toggle-button{{font-size:11px}}
 .bub-context-view .widget-html-content,.bub-memory-view .widget-html-content,.bub-timeline .widget-html-content{{
  min-width:0;line-height:normal}}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from typing import Final
 
 from bub_nb.notebook.widgets._activity import MEMORY_ANCHOR, Bucket, RunSummary
@@ -17,9 +18,11 @@ from bub_nb.notebook.widgets._style import (
     bar,
     clip,
     esc,
+    text_bar,
 )
 
 TURN_BAR_PX: Final = 200
+REFUSED_COLOR: Final = KIND_COLORS["error"]
 COLUMN_PX: Final = 74
 TEXT_BAR: Final = 32
 KINDS: Final = (*LEGEND, (MEMORY_ANCHOR, "memory anchor"))
@@ -65,7 +68,7 @@ def column_html(bucket: Bucket, peak: int) -> str:
     if bucket.anchors:
         names = ", ".join(f"#{i} {name}" for i, name in bucket.anchors)
         title += f"\nanchors: {names}"
-        tick = '<span class="bub-tick">⚓</span>'
+        tick = '<span class="bub-tick"></span>'
     height = COLUMN_PX * bucket.entries / peak if peak else 0
     spans = "".join(
         f'<span style="height:{height * bucket.kinds[kind] / bucket.entries:.1f}px;background:{COLORS[kind]}"></span>'
@@ -78,19 +81,80 @@ def column_html(bucket: Bucket, peak: int) -> str:
     )
 
 
-def turn_html(turn: RunSummary, peak: int) -> str:
+def turn_html(turn: RunSummary, peak: int, limit: int | None = None) -> str:
+    """One turn's row: its tokens as bars against the window's limit line; a refused request is one red bar."""
     prompt, completion = turn.prompt_tokens or 0, turn.completion_tokens or 0
-    bars = bar(TURN_BAR_PX * prompt / peak if peak else 0, PROMPT_COLOR, f"{prompt} prompt tokens") + bar(
-        TURN_BAR_PX * completion / peak if peak else 0, COMPLETION_COLOR, f"{completion} completion tokens"
-    )
-    status = "" if turn.status == "ok" else f' <span class="bub-error">{esc(turn.status)}</span>'
+    if turn.refused:
+        bars = bar(TURN_BAR_PX * (prompt or limit or 0) / peak if peak else 0, REFUSED_COLOR, _refused_note(turn))
+        status = f' <span class="bub-error">{esc(_refused_note(turn))}</span>'
+    else:
+        bars = bar(TURN_BAR_PX * prompt / peak if peak else 0, PROMPT_COLOR, f"{prompt} prompt tokens") + bar(
+            TURN_BAR_PX * completion / peak if peak else 0, COMPLETION_COLOR, f"{completion} completion tokens"
+        )
+        status = "" if turn.status == "ok" else f' <span class="bub-error">{esc(turn.status)}</span>'
+        if turn.calls > 1:  # its usage adds up several requests, so its bar can pass a line no request passed
+            tip = f"its usage adds up {turn.calls} model calls"
+            status += f' <span class="bub-muted" title="{tip}">· {turn.calls} calls</span>'
+    line = ""
+    if limit is not None and peak:
+        left = 8 + TURN_BAR_PX * limit / peak  # the cell's padding, then the bar's scale
+        line = f'<span class="bub-limit" style="left:{left:.1f}px" title="window {limit}"></span>'
     elapsed = "" if turn.elapsed_ms is None else f"{turn.elapsed_ms:.0f}"
+    css = "bub-turn bub-refused" if turn.refused else "bub-turn"
     return (
-        f'<tr class="bub-turn" data-entry-id="{turn.entry_id}" data-prompt-tokens="{tokens_text(turn.prompt_tokens)}"'
-        f' data-completion-tokens="{tokens_text(turn.completion_tokens)}"><td class="bub-num">{turn.number}</td>'
-        f'<td class="bub-num">#{turn.entry_id}</td><td>{esc(clip(turn.phase or "", 28))}</td>'
-        f"<td>{esc(turn.model or '?')}{status}</td>"
+        f'<tr class="{css}" data-entry-id="{turn.entry_id}" data-prompt-tokens="{tokens_text(turn.prompt_tokens)}"'
+        f' data-completion-tokens="{tokens_text(turn.completion_tokens)}">'
+        f'<td class="bub-num">{turn.number or ""}</td>'
+        f'<td class="bub-num">#{turn.entry_id}</td>'
+        f'<td title="{esc(turn.phase or "")}">{esc(clip(turn.phase or "", 20))}</td>'
+        f"<td>{esc(turn.model or ('' if turn.refused else '?'))}{status}</td>"
         f'<td class="bub-num">{tokens_text(turn.prompt_tokens)}</td>'
         f'<td class="bub-num">{tokens_text(turn.completion_tokens)}</td>'
-        f'<td>{bars}</td><td class="bub-num">{elapsed}</td></tr>'
+        f'<td class="bub-bars">{bars}{line}</td><td class="bub-num">{elapsed}</td></tr>'
+    )
+
+
+def _refused_note(turn: RunSummary) -> str:
+    tokens = "?" if turn.prompt_tokens is None else str(turn.prompt_tokens)
+    window = f" > {turn.window}" if turn.window is not None else ""
+    return f"refused: {tokens}{window} tokens"
+
+
+def turn_bar_text(turn: RunSummary, peak: int, limit: int | None = None) -> str:
+    """A turn's bar for terminals (``█`` prompt, ``▒`` completion, ``X`` refused), with ``|`` at the window's limit."""
+    if turn.refused:
+        chars = list(text_bar(turn.prompt_tokens or limit or 0, peak, TEXT_BAR, "X"))
+    else:
+        prompt = text_bar(turn.prompt_tokens or 0, peak, TEXT_BAR, "█")
+        chars = list(prompt + text_bar(turn.completion_tokens or 0, peak, TEXT_BAR, "▒"))
+    if limit is not None and peak:
+        at = min(TEXT_BAR, round(TEXT_BAR * limit / peak))
+        chars += " " * (at + 1 - len(chars))
+        chars[at] = "|"
+    return "".join(chars)
+
+
+def turns_peak(turns: Iterable[RunSummary], limit: int | None) -> int:
+    """The scale of the turn bars: the largest turn or refused request, and the window."""
+    sizes = [(t.prompt_tokens or 0) + (t.completion_tokens or 0) for t in turns]
+    return max([*sizes, limit or 0], default=0)
+
+
+def window_limit(refusals: Iterable[RunSummary], model_window: int | None) -> int | None:
+    """The window drawn on the bars: the model's, else the one the newest refusal named."""
+    if model_window is not None:
+        return model_window
+    return next((r.window for r in reversed(list(refusals)) if r.window is not None), None)
+
+
+def turn_text(turn: RunSummary, peak: int, limit: int | None) -> str:
+    """One turn's line for terminals: number, entry, tokens, time, model and its bar against the limit."""
+    elapsed = "–" if turn.elapsed_ms is None else f"{turn.elapsed_ms:.0f}"
+    status = ("" if turn.status == "ok" else f"  [{turn.status}]") + (
+        f"  [{turn.calls} calls]" if turn.calls > 1 else ""
+    )
+    return (
+        f"  {turn.number or '':>5} {'#' + str(turn.entry_id):>7}  {tokens_text(turn.prompt_tokens):>7} "
+        f"{tokens_text(turn.completion_tokens):>7}  {elapsed:>7}  "
+        f"{clip(turn.model or '', 16):<16} {turn_bar_text(turn, peak, limit)}{status}"
     )

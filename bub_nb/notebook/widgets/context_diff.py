@@ -4,7 +4,9 @@ Stable hooks for styling and browser tests:
 
 - root VBox: ``bub-context-diff`` (with a ``bub-refresh`` button); the static HTML wraps everything in
   ``div.bub-w.bub-context-diff`` with ``data-a`` and ``data-b`` (the two views' labels).
-- each strip: ``div.bub-diff-side`` with ``data-side`` ``a`` or ``b``; its cells are the context strip's
+- the strips: ``div.bub-diff-strips``, one grid of row pairs of :data:`CHUNK` entries each; every row is a
+  ``span.bub-diff-label`` then a ``div.bub-diff-side`` with ``data-side`` ``a`` or ``b`` and ``data-chunk``; its cells
+  are the context strip's
   (``bub-cell``, ``data-entry-id``, ``bub-in-view``…) plus ``bub-left`` (side a: sent in a, not in b),
   ``bub-entered`` (side b: sent in b, not in a) or ``bub-stayed`` (sent in both).
 - the diff tables: ``tr.bub-diff-entered``, ``tr.bub-diff-left``, ``tr.bub-diff-stayed``.
@@ -17,8 +19,9 @@ from typing import TYPE_CHECKING, Any, Final
 from bub_nb.context import ContextDiff, View, diff_views
 from bub_nb.context.diff import view_for
 from bub_nb.notebook.widgets._display import WidgetDisplay, refreshable_html
-from bub_nb.notebook.widgets._strip import Strip, StripCell, build_strip, legend_html, strip_legend_text
+from bub_nb.notebook.widgets._strip import StripCell, build_strip, legend_html, strip_legend_text
 from bub_nb.notebook.widgets._style import esc, wrap
+from bub_nb.tape.locations import readable_tape_name
 
 if TYPE_CHECKING:
     import ipywidgets
@@ -26,9 +29,17 @@ if TYPE_CHECKING:
     from bub_nb.tape import Tape
 
 TEXT_WIDTH: Final = 64
+CHUNK: Final = 32
+"""Entries per row pair: both strips break at the same entries, so a long tape stays aligned at any zoom."""
+# One grid holds every row pair: the labels share a column of their own (they never overlap a strip), each
+# strip keeps its row (no wrapping of its own), and a row too wide scrolls with its partner.
 _DIFF_CSS: Final = """<style>
-.bub-w .bub-diff-side{display:flex;align-items:center;gap:6px}
-.bub-w .bub-diff-side .bub-diff-label{font:600 10px var(--bub-mono);min-width:9em;opacity:.8}
+.bub-w .bub-diff-strips{display:grid;grid-template-columns:max-content max-content;column-gap:6px;
+ align-items:center;overflow-x:auto;padding-bottom:2px}
+.bub-w .bub-diff-label{font:600 10px var(--bub-mono);opacity:.8;white-space:nowrap;max-width:18em;overflow:hidden;
+ text-overflow:ellipsis}
+.bub-w .bub-diff-side .bub-strip{flex-wrap:nowrap;padding:2px}
+.bub-w .bub-diff-gap{grid-column:1 / -1;height:4px}
 .bub-w .bub-cell.bub-left{outline:2px solid #e15759;outline-offset:1px}
 .bub-w .bub-cell.bub-entered{outline:2px solid #59a14f;outline-offset:1px}
 .bub-w .bub-diff-key{font:10px var(--bub-mono);opacity:.85;margin:2px 0}
@@ -45,6 +56,7 @@ class ContextDiffView(WidgetDisplay):
 
     def __init__(self, tape: Tape, a: str | View, b: str | View, *, max_entries: int = 240) -> None:
         self.tape = tape
+        self._name = readable_tape_name(tape)
         self.a, self.b = a, b
         self.max_entries = max_entries
         self._body: Any = None
@@ -83,7 +95,7 @@ class ContextDiffView(WidgetDisplay):
 
     def to_text(self) -> str:
         diff = self._diff
-        lines = [f"Context diff of tape {self.tape.name!r}", str(diff), f"Strips (a = {diff.a}, b = {diff.b})"]
+        lines = [f"Context diff of tape {self._name}", str(diff), f"Strips (a = {diff.a}, b = {diff.b})"]
         cells = self._strips[0].cells
         if self._strips[0].hidden:
             lines.append(f"  … {self._strips[0].hidden} earlier entries not shown")
@@ -99,14 +111,24 @@ class ContextDiffView(WidgetDisplay):
         lines.extend("  " + line for line in strip_legend_text()[:1])
         return "\n".join(line.rstrip() for line in lines)
 
-    def _side_html(self, side: str, label: str, strip: Strip) -> str:
-        marks = self._marks(side)
-        cells = "".join(_cell_html(cell, marks.get(cell.id)) for cell in strip.cells)
-        more = f'<span class="bub-more">… {strip.hidden} earlier entries</span>' if strip.hidden else ""
-        return (
-            f'<div class="bub-diff-side" data-side="{side}"><span class="bub-diff-label">{side}: {esc(label)}</span>'
-            f'<div class="bub-strip">{more}{cells}</div></div>'
-        )
+    def _strips_html(self) -> str:
+        """Both strips as row pairs of :data:`CHUNK` entries in one grid, so they break at the same entries."""
+        diff, (strip_a, strip_b) = self._diff, self._strips
+        sides = (("a", diff.a, strip_a, self._marks("a")), ("b", diff.b, strip_b, self._marks("b")))
+        rows = []
+        for chunk, at in enumerate(range(0, max(len(strip_a.cells), 1), CHUNK)):
+            if chunk:
+                rows.append('<div class="bub-diff-gap"></div>')
+            for side, label, strip, marks in sides:
+                cells = "".join(_cell_html(cell, marks.get(cell.id)) for cell in strip.cells[at : at + CHUNK])
+                name = f"{side}: {label}" if chunk == 0 else f"{side} #{strip.cells[at].id}" if cells else side
+                rows.append(
+                    f'<span class="bub-diff-label" data-side="{side}" title="{esc(f"{side}: {label}")}">{esc(name)}'
+                    f'</span><div class="bub-diff-side" data-side="{side}" data-chunk="{chunk}">'
+                    f'<div class="bub-strip">{cells}</div></div>'
+                )
+        more = f'<div class="bub-more">… {strip_a.hidden} earlier entries</div>' if strip_a.hidden else ""
+        return f'{more}<div class="bub-diff-strips">{"".join(rows)}</div>'
 
     def to_html(self) -> str:
         diff = self._diff
@@ -115,9 +137,8 @@ class ContextDiffView(WidgetDisplay):
             '<span class="bub-entered">▢ entered</span> (sent in b, not in a)</div>'
         )
         body = (
-            f'<div class="bub-title">Context diff · tape <code>{esc(self.tape.name)}</code></div>'
-            + self._side_html("a", diff.a, self._strips[0])
-            + self._side_html("b", diff.b, self._strips[1])
+            f'<div class="bub-title">Context diff · tape <code>{esc(self._name)}</code></div>'
+            + self._strips_html()
             + key
             + legend_html()
             + diff._repr_html_()
@@ -132,7 +153,7 @@ class ContextDiffView(WidgetDisplay):
 def _cell_html(cell: StripCell, mark: str | None) -> str:
     classes = cell.css_classes + (f" {mark}" if mark else "")
     anchor_attr = f' data-anchor-name="{esc(cell.anchor)}"' if cell.anchor is not None else ""
-    label = f"⚓ {esc(cell.anchor)}" if cell.anchor is not None and not cell.memory_anchor else ""
+    label = esc(cell.anchor) if cell.anchor is not None and not cell.memory_anchor else ""
     return (
         f'<span class="{classes}" data-entry-id="{cell.id}" data-kind="{esc(cell.kind)}"{anchor_attr}'
         f' title="{esc(cell.tip)}">{label}</span>'

@@ -17,6 +17,7 @@ from bub_nb.memory import MemorySnapshot, MemoryVersion, MemoryZone, MemoryZoneE
 from bub_nb.memory.snapshot import RECENT_DAYS, as_date
 from bub_nb.notebook.widgets._display import WidgetDisplay
 from bub_nb.notebook.widgets._style import esc, wrap
+from bub_nb.tape.locations import readable_tape_name
 
 if TYPE_CHECKING:
     import ipywidgets
@@ -115,7 +116,7 @@ class MemoryView(WidgetDisplay):
 
     def to_text(self) -> str:
         snapshot, day = self._snapshot, self._day()
-        lines = [f"Memory zone of tape {self.tape.name!r}: {self._where()}", "Long-term memory"]
+        lines = [f"Memory zone of tape {readable_tape_name(self.tape)}: {self._where()}", "Long-term memory"]
         lines.extend(_indent(snapshot.long_term or "(empty)"))
         lines.append(f"Today's notes ({day.isoformat()})")
         lines.extend(_indent(_note_body(snapshot.daily(day), day.isoformat()) or "(none)"))
@@ -152,7 +153,7 @@ class MemoryView(WidgetDisplay):
     def _body_html(self) -> str:
         snapshot, day = self._snapshot, self._day()
         parts = [
-            f'<div class="bub-title">Memory · tape <code>{esc(self.tape.name)}</code></div>'
+            f'<div class="bub-title">Memory · tape <code>{esc(readable_tape_name(self.tape))}</code></div>'
             f'<div class="bub-note">{esc(self._where())}</div>'
         ]
         parts.append(_section("Long-term memory", "bub-memory-long-term", snapshot.long_term))

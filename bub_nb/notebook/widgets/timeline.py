@@ -4,7 +4,9 @@ Hooks: the root VBox has ``bub-timeline``; in the HTML, ``table.bub-phases`` has
 ``tr.bub-phase`` per phase (``data-anchor``, ``data-entries``, ``data-cost``: empty when unpriced),
 ``.bub-columns`` holds one ``.bub-column`` per time bucket (``data-start``, ``data-entries``) with
 ``.bub-tick`` on buckets where a phase anchor was written, and ``table.bub-turns`` one ``tr.bub-turn`` per ``run`` event
-(``data-entry-id``, ``data-prompt-tokens``, ``data-completion-tokens``).
+(``data-entry-id``, ``data-prompt-tokens``, ``data-completion-tokens``); a request refused as over the window is a
+``tr.bub-turn.bub-refused`` with a red bar, and with a known window every bar cell holds a ``.bub-limit`` line. With a
+turn, ``div.bub-gauge`` draws the last request's tokens against the window (see ``_gauge``).
 """
 
 from __future__ import annotations
@@ -12,21 +14,31 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
-from bub_nb.notebook.widgets._activity import Activity, Phase, measure
+from bub_nb.agent.models import resolve_model
+from bub_nb.agent.preflight import context_window_of
+from bub_nb.context import view_of_turn
+from bub_nb.context.request import gauge_text
+from bub_nb.errors import BubNbError
+from bub_nb.notebook.widgets._activity import Activity, Phase, RunSummary, measure
 from bub_nb.notebook.widgets._display import WidgetDisplay, refreshable_html
-from bub_nb.notebook.widgets._messages import summary_html
-from bub_nb.notebook.widgets._style import COMPLETION_COLOR, PROMPT_COLOR, bar, clip, esc, text_bar, wrap
+from bub_nb.notebook.widgets._gauge import gauge_html
+from bub_nb.notebook.widgets._messages import folded, summary_states
+from bub_nb.notebook.widgets._style import COMPLETION_COLOR, PROMPT_COLOR, bar, clip, esc, wrap
 from bub_nb.notebook.widgets._timeline_bars import (
     COLORS,
     GLYPHS,
     KINDS,
+    REFUSED_COLOR,
     TEXT_BAR,
     column_html,
     kind_bar_html,
     kind_bar_text,
-    tokens_text,
     turn_html,
+    turn_text,
+    turns_peak,
+    window_limit,
 )
+from bub_nb.tape.locations import readable_tape_name
 from bub_nb.tape.reports.prices import current_prices, format_cost
 
 if TYPE_CHECKING:
@@ -40,7 +52,7 @@ PHASE_BAR_PX: Final = 220
 
 
 def _phase_label(phase: Phase) -> str:
-    return f"⚓ {phase.anchor}" if phase.anchor is not None else "(before the first anchor)"
+    return f"anchor {phase.anchor}" if phase.anchor is not None else "(before the first anchor)"
 
 
 def _count(number: int, one: str, many: str | None = None) -> str:
@@ -54,15 +66,24 @@ def _cost(phase: Phase) -> str:
 
 
 class TapeTimeline(WidgetDisplay):
-    """A tape's activity: how many entries each phase holds, when they were written, what each turn cost."""
+    """A tape's activity: how many entries each phase holds, when they were written, what each turn cost.
+
+    With ``model`` (a model or a spec), the turn bars are drawn against its context window; without one, against
+    the window the newest refusal named."""
 
     def __init__(
-        self, tape: Tape, *, follow: bool = False, prices: Mapping[str, Mapping[str, float]] | None = None
+        self,
+        tape: Tape,
+        *,
+        follow: bool = False,
+        prices: Mapping[str, Mapping[str, float]] | None = None,
+        model: Any = None,
     ) -> None:
         self.tape = tape
+        self._name = readable_tape_name(tape)
         self.prices = prices
+        self.model = None if model is None else resolve_model(model)
         self._parts: dict[str, Any] = {}
-        self._summaries: dict[int, dict[str, Any]] = {}
         self._activity = self._measure()
         if follow:  # refresh as the tape's owner writes it
             self.follow()
@@ -73,14 +94,34 @@ class TapeTimeline(WidgetDisplay):
 
     def _measure(self) -> Activity:
         """Count the tape's activity, and keep the states of its anchors that carry a summary."""
-        entries = self.tape.read()
-        states = ((e.id, e.payload.get("state")) for e in entries if e.kind == "anchor")
-        self._summaries = {i: s for i, s in states if isinstance(s, dict) and isinstance(s.get("summary"), str)}
+        self._summaries = summary_states(entries := self.tape.read())
         return measure(entries, self._prices())
 
     @property
     def activity(self) -> Activity:
         return self._activity
+
+    @property
+    def limit(self) -> int | None:
+        """The context window the turn bars are drawn against: the model's, else the one a refusal named."""
+        return window_limit(self._activity.refusals, None if self.model is None else context_window_of(self.model))
+
+    @property
+    def gauge(self) -> tuple[int, int | None] | None:
+        """The last turn's last request against the window: its rebuilt request's tokens (a run's usage adds up
+        every call it made, an overflow's summary included), else the prompt tokens it reported."""
+        if not self._activity.turns:
+            return None
+        last = self._activity.turns[-1]
+        try:
+            return view_of_turn(self.tape, last.entry_id).total_tokens, self.limit
+        except BubNbError:
+            return None if last.prompt_tokens is None else (last.prompt_tokens, self.limit)
+
+    def _rows(self) -> tuple[list[RunSummary], int]:
+        """The turns and refused requests shown, in tape order, and how many earlier ones are not."""
+        rows = sorted((*self._activity.turns, *self._activity.refusals), key=lambda turn: turn.entry_id)
+        return rows[-MAX_TURNS:], max(0, len(rows) - MAX_TURNS)
 
     def refresh(self) -> Activity:
         """Read the tape again; entries written since are counted."""
@@ -101,13 +142,15 @@ class TapeTimeline(WidgetDisplay):
         ]
         if activity.turns:
             parts.append(f"{prompt} prompt + {completion} completion tokens reported")
+        if activity.refusals:
+            parts.append(_count(len(activity.refusals), "request") + " refused as over the window")
         return " · ".join(parts)
 
     # -- text -------------------------------------------------------------------------------------
 
     def to_text(self) -> str:
         activity = self._activity
-        lines = [f"Timeline of tape {self.tape.name!r}: {self._summary()}"]
+        lines = [f"Timeline of tape {self._name}: {self._summary()}"]
         lines.append("Phases")
         phases = activity.phases[-MAX_PHASES:]
         if len(activity.phases) > len(phases):
@@ -132,6 +175,8 @@ class TapeTimeline(WidgetDisplay):
             lines.append("  (the tape is empty)")
         lines.append(f"Activity per {activity.step} (UTC)")
         lines.extend(self._buckets_text())
+        if self.gauge is not None:
+            lines.append(f"Window: last turn {gauge_text(*self.gauge)}")
         lines.append("Turns (tokens each run reported)")
         lines.extend(self._turns_text())
         lines.append("  " + "  ".join(f"{GLYPHS[kind]} {label}" for kind, label in KINDS))
@@ -144,7 +189,7 @@ class TapeTimeline(WidgetDisplay):
         peak = max(b.entries for b in buckets)
         lines = []
         for bucket in buckets:
-            anchors = "  ⚓ " + ", ".join(name for _, name in bucket.anchors) if bucket.anchors else ""
+            anchors = "  anchor " + ", ".join(name for _, name in bucket.anchors) if bucket.anchors else ""
             lines.append(
                 f"  {bucket.start:%Y-%m-%d %H:%M}  {bucket.entries:>6}  "
                 f"{kind_bar_text(bucket.kinds, peak):<{TEXT_BAR}}"
@@ -153,25 +198,16 @@ class TapeTimeline(WidgetDisplay):
         return lines
 
     def _turns_text(self) -> list[str]:
-        turns = self._activity.turns
-        if not turns:
+        shown, hidden = self._rows()
+        if not shown:
             return ["  (no model runs yet)"]
-        shown = turns[-MAX_TURNS:]
-        lines = [] if len(shown) == len(turns) else [f"  … {len(turns) - len(shown)} earlier turns not shown"]
+        lines = [] if not hidden else [f"  … {hidden} earlier turns not shown"]
         lines.append(f"  {'turn':>5} {'entry':>7}  {'prompt':>7} {'compl.':>7}  {'ms':>7}  {'model':<16} bar")
-        peak = max(((t.prompt_tokens or 0) + (t.completion_tokens or 0) for t in shown), default=0)
-        for turn in shown:
-            bar_text = text_bar(turn.prompt_tokens or 0, peak, TEXT_BAR, "█") + text_bar(
-                turn.completion_tokens or 0, peak, TEXT_BAR, "▒"
-            )
-            elapsed = "–" if turn.elapsed_ms is None else f"{turn.elapsed_ms:.0f}"
-            status = "" if turn.status == "ok" else f"  [{turn.status}]"
-            lines.append(
-                f"  {turn.number:>5} {'#' + str(turn.entry_id):>7}  {tokens_text(turn.prompt_tokens):>7} "
-                f"{tokens_text(turn.completion_tokens):>7}  {elapsed:>7}  "
-                f"{clip(turn.model or '?', 16):<16} {bar_text}{status}"
-            )
-        lines.append("  █ prompt  ▒ completion")
+        limit = self.limit
+        peak = turns_peak(shown, limit)
+        lines.extend(turn_text(turn, peak, limit) for turn in shown)
+        window = "" if limit is None else f"  | window {limit}"
+        lines.append(f"  █ prompt  ▒ completion  X refused{window}  (a turn of several calls adds them up)")
         return lines
 
     # -- HTML -------------------------------------------------------------------------------------
@@ -179,12 +215,13 @@ class TapeTimeline(WidgetDisplay):
     def to_html(self) -> str:
         activity = self._activity
         body = (
-            f'<div class="bub-title">Timeline · tape <code>{esc(self.tape.name)}</code></div>'
+            f'<div class="bub-title">Timeline · tape <code>{esc(self._name)}</code></div>'
             f'<div class="bub-note">{esc(self._summary())}</div>'
             f"{self._phases_html()}"
             f'<div class="bub-section">Activity per {esc(activity.step)} (UTC)</div>{self._columns_html()}'
             f"{self._legend_html()}"
-            f'<div class="bub-section">Turns · tokens each run reported</div>{self._turns_html()}'
+            f'<div class="bub-section">Turns · tokens each run reported</div>'
+            f'<div class="bub-turns-window">{self._gauge_html()}{self._turns_html()}</div>'
         )
         return wrap(body, "bub-timeline")
 
@@ -195,10 +232,10 @@ class TapeTimeline(WidgetDisplay):
         for phase in phases:
             tokens = f"{phase.prompt_tokens} + {phase.completion_tokens}" if phase.turns else ""
             cost = "" if phase.cost is None or not phase.turns else f"{phase.cost:.10g}"
+            label = folded(esc(clip(_phase_label(phase), 40)), self._summaries.get(phase.anchor_id or 0))
             rows.append(
-                f'<tr class="bub-phase" data-anchor="{esc(phase.anchor or "")}" data-entries="{phase.entries}" '
-                f'data-cost="{cost}">'
-                f'<td title="{esc(_phase_label(phase))}">{self._label_html(phase)}</td>'
+                f'<tr class="bub-phase" data-anchor="{esc(phase.anchor or "")}" '
+                f'data-entries="{phase.entries}" data-cost="{cost}"><td title="{esc(_phase_label(phase))}">{label}</td>'
                 f'<td class="bub-num">#{phase.first_id}–#{phase.last_id}</td><td class="bub-num">{phase.entries}</td>'
                 f"<td>{kind_bar_html(phase.kinds, PHASE_BAR_PX * phase.entries / peak if peak else 0)}</td>"
                 f'<td class="bub-num">{phase.turns or ""}</td><td class="bub-num">{tokens}</td>'
@@ -214,12 +251,6 @@ class TapeTimeline(WidgetDisplay):
             '<th class="bub-num">prompt + completion</th><th class="bub-num">cost</th></tr></thead>'
             f"<tbody>{''.join(rows)}</tbody></table>"
         )
-
-    def _label_html(self, phase: Phase) -> str:
-        """The phase's name; with a summary, a fold that opens on it (citations referenced, raw state folded)."""
-        label = esc(clip(_phase_label(phase), 40))
-        state = self._summaries.get(phase.anchor_id or 0)
-        return label if state is None else f"<details><summary>{label}</summary>{summary_html(state)}</details>"
 
     def _columns_html(self) -> str:
         buckets = self._activity.buckets
@@ -238,23 +269,27 @@ class TapeTimeline(WidgetDisplay):
             f'<span><span class="bub-cell" style="background:{COLORS[kind]}"></span>{esc(label)}</span>'
             for kind, label in KINDS
         )
-        return f'<div class="bub-legend">{items}<span>⚓ phase anchor written</span></div>'
+        tick = '<span><span class="bub-tick-key"></span> phase anchor written</span>'
+        return f'<div class="bub-legend">{items}{tick}</div>'
+
+    def _gauge_html(self) -> str:
+        return "" if self.gauge is None else gauge_html(*self.gauge, what="last turn:")
 
     def _turns_html(self) -> str:
-        turns = self._activity.turns
-        if not turns:
+        shown, hidden = self._rows()
+        if not shown:
             return '<div class="bub-muted">(no model runs yet)</div>'
-        shown = turns[-MAX_TURNS:]
-        peak = max(((t.prompt_tokens or 0) + (t.completion_tokens or 0) for t in shown), default=0)
-        rows = "".join(turn_html(turn, peak) for turn in shown)
-        hidden = len(turns) - len(shown)
+        limit = self.limit
+        peak = turns_peak(shown, limit)
+        rows = "".join(turn_html(turn, peak, limit) for turn in shown)
         note = f'<div class="bub-note">… {hidden} earlier turns not shown</div>' if hidden else ""
         return (
             f'{note}<table class="bub-turns"><thead><tr><th class="bub-num">turn</th><th class="bub-num">entry</th>'
             '<th>phase</th><th>model</th><th class="bub-num">prompt</th><th class="bub-num">completion</th>'
             f'<th></th><th class="bub-num">ms</th></tr></thead><tbody>{rows}</tbody></table>'
             f'<div class="bub-legend"><span>{bar(10, PROMPT_COLOR)} prompt</span>'
-            f"<span>{bar(10, COMPLETION_COLOR)} completion</span></div>"
+            f"<span>{bar(10, COMPLETION_COLOR)} completion</span><span>{bar(10, REFUSED_COLOR)} refused</span>"
+            f"{'' if limit is None else f'<span>| window {limit}</span>'}</div>"
         )
 
     # -- the widget -------------------------------------------------------------------------------

@@ -35,7 +35,7 @@ from bub_nb.tape.citations import (
 )
 
 _LIST_START = re.compile(r"^(?:[-*\u2022]|\d+[.)])\s")
-_ROLE_TITLES = {"user": "🧑 User", "assistant": "🤖 Assistant", "tool": "🔧 Tool"}
+_ROLE_TITLES = {"user": "User", "assistant": "Assistant", "tool": "Tool"}
 
 
 def _quote(text: str) -> str:
@@ -50,24 +50,24 @@ def _entry_markdown(entry: TapeEntry) -> str | None:
             partial = " *(partial: interrupted)*" if entry.meta.get("partial") else ""
             return f"**{title}**{partial} · #{entry.id}\n\n{entry_text(entry)}"
         case "tool_call":
-            return f"🔧 *tool call* · #{entry.id}\n\n```\n{entry_text(entry)}\n```"
+            return f"*tool call* · #{entry.id}\n\n```\n{entry_text(entry)}\n```"
         case "tool_result":
-            return f"🔧 *tool result* · #{entry.id}\n\n```\n{entry_text(entry)[:4000]}\n```"
+            return f"*tool result* · #{entry.id}\n\n```\n{entry_text(entry)[:4000]}\n```"
         case "error":
-            return f"⚠️ **error** · #{entry.id}: {entry_text(entry)}"
+            return f"**error** · #{entry.id}: {entry_text(entry)}"
         case "anchor" if not is_phase_anchor(entry.name):
             version = (entry.payload.get("state") or {}).get("version")
-            return f"🧠 *{entry.name}*" + (f" v{version}" if version is not None else "") + f" · #{entry.id}"
+            return f"*{entry.name}*" + (f" v{version}" if version is not None else "") + f" · #{entry.id}"
         case "event" if (entry.name or "").startswith("memory."):
             data = entry.payload.get("data") or {}
             day = f" {data['date']}" if data.get("date") else ""
-            return f"🧠 *{entry.name}*{day} · #{entry.id}\n\n{_quote(str(data.get('content', '')))}"
+            return f"*{entry.name}*{day} · #{entry.id}\n\n{_quote(str(data.get('content', '')))}"
         case "event" if entry.name == RUN:
             return f"<sub>{_run_line(run_data(entry) or {})}</sub>"
         case "event" if entry.name == NOTEBOOK_CELL:
             data = entry.payload.get("data") or {}
-            error = f"\n\n⚠️ {data['error']}" if data.get("error") else ""
-            return f"📓 *cell [{data.get('cell')}]* · #{entry.id}\n\n```python\n{data.get('source', '')}\n```{error}"
+            error = f"\n\n**error:** {data['error']}" if data.get("error") else ""
+            return f"*cell [{data.get('cell')}]* · #{entry.id}\n\n```python\n{data.get('source', '')}\n```{error}"
     return None
 
 
@@ -135,7 +135,7 @@ def budget_markdown(phases: list[PhaseUsage]) -> list[str]:
         "| --- | ---: | ---: | ---: | ---: |",
     ]
     for phase in phases:
-        name = f"⚓ {phase.phase}" if phase.phase is not None else "(before the first anchor)"
+        name = f"anchor {phase.phase}" if phase.phase is not None else "(before the first anchor)"
         cost = "–" if phase.cost is None else format_cost(phase.cost)
         lines.append(f"| {name} | {phase.turns} | {phase.tokens_in} | {phase.tokens_out} | {cost} |")
     return [*lines, ""]
@@ -231,7 +231,7 @@ def link_entries(text: str, targets: Container[int]) -> str:
 def phase_section(anchor: TapeEntry, targets: Container[int]) -> list[str]:
     """The lines that open a phase: heading, where it is, the summary and next steps with linked citations,
     then the rest of the state, one ``key: value`` line each."""
-    lines = [f"## ⚓ {anchor.name}", f"<sub>#{anchor.id} · {anchor.date[:19]}</sub>", ""]
+    lines = [f"## Anchor {anchor.name}", f"<sub>#{anchor.id} · {anchor.date[:19]}</sub>", ""]
     state = anchor.payload.get("state")
     if not isinstance(state, dict) or not state:
         return lines

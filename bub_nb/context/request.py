@@ -1,0 +1,151 @@
+"""The whole request the next turn sends: system prompt, memory block, view, prompt and tools, each with its tokens.
+
+A view is only part of what a model receives. The next request also carries the system prompt (with the
+``<memory>`` block inside it), the prompt being typed and the tool schemas, and the endpoint counts the reply
+priming too. :func:`next_request` splits that request into parts whose tokens add up to exactly what the
+request counts: :func:`~bub_nb.context.tokens.count_messages_tokens` of its messages (the reply priming
+included, once) plus :func:`~bub_nb.context.tokens.count_tools_tokens` of its tools.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from bub_nb.context.display import message_preview
+from bub_nb.context.messages import Message
+from bub_nb.context.tokens import REPLY_PRIMING, count_message_tokens, count_text_tokens, count_tools_tokens
+from bub_nb.context.view import View
+
+PROMPT_PLACEHOLDER: Final = "(the prompt you type next)"
+PARTS: Final = ("system prompt", "memory block", "view", "prompt", "reply priming", "tool schemas")
+_MEMORY_BLOCK: Final = re.compile(r"<memory>\n.*?\n</memory>", re.DOTALL)
+
+
+@dataclass(frozen=True, slots=True)
+class RequestPart:
+    """One part of a request: its name (one of :data:`PARTS`), its tokens and one line saying what it holds."""
+
+    name: str
+    tokens: int
+    detail: str
+
+
+@dataclass(frozen=True, slots=True)
+class NextRequest:
+    """The request the next turn would send, in parts, against the model's context window (``None``: unknown)."""
+
+    parts: tuple[RequestPart, ...]
+    messages: tuple[Message, ...]
+    tools: tuple[Mapping[str, Any], ...]
+    view: View
+    window: int | None = None
+    model: str = ""
+    tools_in_window: bool = True
+    """Whether the model counts the tool schemas against its window (an endpoint does; the offline model does not)."""
+
+    @property
+    def total_tokens(self) -> int:
+        """The tokens of the whole request: the parts' sum, which is what the request itself counts."""
+        return sum(part.tokens for part in self.parts)
+
+    @property
+    def window_tokens(self) -> int:
+        """The tokens the model measures against its window: the total, less the tool schemas if it leaves them out."""
+        return self.total_tokens - (0 if self.tools_in_window else self.tokens_of("tool schemas"))
+
+    @property
+    def room(self) -> int | None:
+        """Tokens the window has left for the answer (negative when the request does not fit)."""
+        return None if self.window is None else self.window - self.window_tokens
+
+    def tokens_of(self, name: str) -> int:
+        """The tokens of the part called ``name`` (see :data:`PARTS`)."""
+        return next(part.tokens for part in self.parts if part.name == name)
+
+    def to_text(self) -> str:
+        return "\n".join(request_lines(self))
+
+    def __str__(self) -> str:
+        return self.to_text()
+
+
+def next_request(
+    view: View,
+    system_prompt: str,
+    tools: Iterable[Mapping[str, Any]] = (),
+    *,
+    prompt: str = PROMPT_PLACEHOLDER,
+    window: int | None = None,
+    model: str = "",
+    tools_in_window: bool = True,
+) -> NextRequest:
+    """The request of ``system_prompt``, then ``view``'s messages, then ``prompt`` as the user's, sent with ``tools``.
+
+    The memory block is counted out of the system prompt it sits in; the reply priming is a part of its own,
+    so the parts add up to the request's count.
+    """
+    system: Message = {"role": "system", "content": system_prompt}
+    user: Message = {"role": "user", "content": prompt}
+    schemas = tuple(tools)
+    block = _MEMORY_BLOCK.search(system_prompt)
+    memory = count_text_tokens(block.group(0)) if block else 0
+    names = [str((schema.get("function") or {}).get("name", "?")) for schema in schemas]
+    start = f"from anchor {view.anchor.name} (#{view.anchor.id})" if view.anchor is not None else "from the first entry"
+    parts = (
+        RequestPart("system prompt", count_message_tokens(system) - memory, _first_line(system_prompt)),
+        RequestPart("memory block", memory, _memory_detail(block.group(0) if block else "")),
+        RequestPart("view", sum(view.tokens), f"[{view.mode}] {start}: {len(view.messages)} messages"),
+        RequestPart("prompt", count_message_tokens(user), message_preview(user, 60)),
+        RequestPart("reply priming", REPLY_PRIMING, "what every chat request adds for the answer to start"),
+        RequestPart("tool schemas", count_tools_tokens(dict(schema) for schema in schemas), _tools_detail(names)),
+    )
+    return NextRequest(parts, (system, *view.messages, user), schemas, view, window, model, tools_in_window)
+
+
+def _first_line(text: str) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else "(empty)"
+    return line if len(line) <= 60 else line[:59] + "…"
+
+
+def _memory_detail(block: str) -> str:
+    inner = " ".join(block.removeprefix("<memory>").removesuffix("</memory>").split())
+    if not block:
+        return "(no <memory> block)"
+    return inner if len(inner) <= 60 else inner[:59] + "…"
+
+
+def _tools_detail(names: list[str]) -> str:
+    if not names:
+        return "(no tools)"
+    listed = ", ".join(names[:6]) + (f", … {len(names) - 6} more" if len(names) > 6 else "")
+    return f"{len(names)} tools: {listed}"
+
+
+def gauge_text(used: int, window: int | None, width: int = 40) -> str:
+    """``[#######.....] 312 / 800 tokens (39%)``: a window gauge for terminals; without a window, the count."""
+    if window is None:
+        return f"{used} tokens (window unknown)"
+    filled = min(width, round(width * used / window)) if window else width
+    over = " OVER THE WINDOW" if used > window else ""
+    return f"[{'#' * filled}{'.' * (width - filled)}] {used} / {window} tokens ({round(100 * used / window)}%){over}"
+
+
+def request_lines(request: NextRequest) -> list[str]:
+    """The request as text: a gauge, one line per part, the total."""
+    model = f" to {request.model}" if request.model else ""
+    lines = [f"The next request{model}", gauge_text(request.window_tokens, request.window)]
+    if not request.tools_in_window and request.tools:
+        lines.append(f"  (the window holds the messages: {request.model or 'this model'} leaves the tool schemas out)")
+    for part in request.parts:
+        lines.append(f"  {part.name:<14} {part.tokens:>6}  {part.detail}")
+    lines.append(f"  {'total':<14} {request.total_tokens:>6}  the whole request (the parts add up to it)")
+    if request.room is not None:
+        lines.append(
+            f"  {'room left':<14} {request.room:>6}  for the answer"
+            if request.room >= 0
+            else f"  {'over by':<14} {-request.room:>6}  the next turn overflows: a handoff is written first"
+        )
+    return lines

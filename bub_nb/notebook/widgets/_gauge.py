@@ -1,0 +1,99 @@
+"""The window gauge: tokens used against the model's context window, and the next request drawn in its parts.
+
+Hooks: ``div.bub-gauge`` (``data-used``, ``data-limit``: empty when the window is unknown, ``data-over``) holds
+``.bub-gauge-bar`` (one ``.bub-gauge-fill`` per part, ``data-part``) and ``.bub-gauge-text`` (``312 / 800 tokens``);
+``table.bub-request`` has one ``tr.bub-request-part`` per part (``data-part``, ``data-tokens``) and the total cell
+``data-total-tokens``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Final
+
+from bub_nb.context.request import NextRequest, gauge_text, request_lines
+from bub_nb.notebook.widgets._style import COMPLETION_COLOR, KIND_COLORS, MEMORY_COLOR, USER_COLOR, esc
+
+PART_COLORS: Final = {
+    "system prompt": KIND_COLORS["system"],
+    "memory block": MEMORY_COLOR,
+    "view": KIND_COLORS["message"],
+    "prompt": USER_COLOR,
+    "reply priming": "#bab0ac",
+    "tool schemas": COMPLETION_COLOR,
+}
+USED_COLOR: Final = KIND_COLORS["message"]
+OVER_COLOR: Final = KIND_COLORS["error"]
+
+
+def gauge_html(used: int, limit: int | None, parts: Sequence[tuple[str, int]] = (), what: str = "") -> str:
+    """A bar filled to ``used`` of ``limit`` (in ``parts`` when given), red once over, with its numbers as text."""
+    over = limit is not None and used > limit
+    scale = max(used, limit or used, 1)
+    pieces = parts or (("used", used),)
+    fills = "".join(
+        f'<span class="bub-gauge-fill" data-part="{esc(name)}" title="{esc(name)}: {tokens} tokens" '
+        f'style="width:{100 * tokens / scale:.2f}%;background:{_color(name, over)}"></span>'
+        for name, tokens in pieces
+        if tokens > 0
+    )
+    line = "" if limit is None else f'<span class="bub-gauge-limit" style="left:{100 * limit / scale:.2f}%"></span>'
+    label = f"{what} " if what else ""
+    text = gauge_text(used, limit).split("] ", 1)[-1]
+    return (
+        f'<div class="bub-gauge" data-used="{used}" data-limit="{"" if limit is None else limit}" '
+        f'data-over="{str(over).lower()}"><div class="bub-gauge-bar">{fills}{line}</div>'
+        f'<div class="bub-gauge-text{" bub-error" if over else ""}">{esc(label + text)}</div></div>'
+    )
+
+
+def _color(part: str, over: bool = False) -> str:
+    return OVER_COLOR if over else PART_COLORS.get(part, USED_COLOR)
+
+
+def request_html(request: NextRequest) -> str:
+    """The next request: its gauge, one row per part with its tokens and what it holds, the total and the room."""
+    parts = window_parts(request)
+    rows = "".join(
+        f'<tr class="bub-request-part" data-part="{esc(part.name)}" data-tokens="{part.tokens}">'
+        f'<td><span class="bub-bar" style="width:10px;background:{_color(part.name)}"></span> {esc(part.name)}</td>'
+        f'<td class="bub-num">{part.tokens}</td><td class="bub-muted">{esc(part.detail)}</td></tr>'
+        for part in request.parts
+    )
+    room = request.room
+    note = ""
+    if room is not None:
+        note = (
+            f'<tr class="bub-room"><td>room left</td><td class="bub-num">{room}</td><td class="bub-muted">'
+            "for the answer</td></tr>"
+            if room >= 0
+            else f'<tr class="bub-room"><td class="bub-error">over by</td><td class="bub-num bub-error">{-room}</td>'
+            '<td class="bub-error">the next turn overflows: a handoff is written first</td></tr>'
+        )
+    model = f" to <code>{esc(request.model)}</code>" if request.model else ""
+    return (
+        f'<div class="bub-title">The next request{model}</div>'
+        + gauge_html(request.window_tokens, request.window, parts, "request:")
+        + (
+            ""
+            if request.tools_in_window or not request.tools
+            else f'<div class="bub-note bub-muted">The window holds the messages: {esc(request.model or "this model")} '
+            "leaves the tool schemas out.</div>"
+        )
+        + '<table class="bub-request"><thead><tr><th>part</th><th class="bub-num">tokens</th><th>holds</th></tr>'
+        f"</thead><tbody>{rows}"
+        f'<tr class="bub-total"><td>total</td><td class="bub-num" data-total-tokens="{request.total_tokens}">'
+        f'{request.total_tokens}</td><td class="bub-muted">the whole request (the parts add up to it)</td></tr>'
+        f"{note}</tbody></table>"
+    )
+
+
+def window_parts(request: NextRequest) -> list[tuple[str, int]]:
+    """The parts the model measures against its window, for the gauge."""
+    return [
+        (part.name, part.tokens) for part in request.parts if request.tools_in_window or part.name != "tool schemas"
+    ]
+
+
+def request_text(request: NextRequest) -> str:
+    return "\n".join(request_lines(request))
