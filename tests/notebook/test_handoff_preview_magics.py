@@ -58,6 +58,8 @@ def test_an_accept_is_refused_without_a_preview_with_options_or_when_the_tape_mo
     assert tape_bytes(nb) == before
     nb.refused("%handoff phase/1 --accept owner=me", "takes no state")
     nb.refused("%handoff phase/1 --preview summarize=1", "cannot also be a state key")
+    nb.refused("%handoff phase/1 --preview --to helper", "not one --to an agent")
+    nb.refused("%handoff phase/1 --accept --to helper", "takes no state")
     nb.run("%%bub\nOne more thing.")
     nb.refused("%handoff phase/1 --accept", "stale: the tape was at #")
     assert "phase/1" not in nb.tape.anchor_names()
