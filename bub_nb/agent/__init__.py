@@ -5,6 +5,7 @@ from __future__ import annotations
 from bub_nb.agent import registry
 from bub_nb.agent.builtin import BuiltinPlugin
 from bub_nb.agent.framework import TurnPipeline, TurnResult
+from bub_nb.agent.handoff import HandoffPreview
 from bub_nb.agent.hooks import Envelope, StreamEvent, hookimpl
 from bub_nb.agent.loop import Agent
 from bub_nb.agent.models import Model, OfflineModel, OpenAIModel, ScriptedModel, resolve_model
@@ -16,6 +17,7 @@ __all__ = [
     "Agent",
     "BuiltinPlugin",
     "Envelope",
+    "HandoffPreview",
     "Model",
     "OfflineModel",
     "OpenAIModel",

@@ -8,7 +8,8 @@ command. Strings become integers or booleans where the tool's schema asks for th
 
 Every builtin tool is a command under its own name (``,tape.search query=foo``), and the short
 aliases ``,handoff``, ``,anchors`` and ``,memory`` are Bub's spellings. Each command run is logged
-on the tape as an event ``command`` with ``{name, args, status}``. An unknown command, one that does
+on the tape as an event ``command`` with ``{name, args, status}``, but ``,handoff ... preview=true``, which
+writes nothing (``,handoff name=N accept=true`` writes what it showed). An unknown command, one that does
 not parse or arguments that do not fit are refused with a :class:`CommandError` before anything is written.
 """
 
@@ -18,7 +19,8 @@ import re
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
+from weakref import WeakKeyDictionary
 
 from bub_nb.agent.tools import Tool, ToolCallError, ToolContext, ToolRegistry, builtin_registry
 from bub_nb.errors import BubNbError, CommandError
@@ -39,6 +41,7 @@ ALIASES: dict[str, str] = {
 _NAME = re.compile(r"^[A-Za-z][\w.-]*$")
 _KEY = re.compile(r"^[A-Za-z_]\w*$")
 _TRUE, _FALSE = {"true", "yes", "on", "1"}, {"false", "no", "off", "0"}
+_PREVIEWING = ("preview", "accept")
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +65,36 @@ class CommandResult:
 
     def __str__(self) -> str:
         return self.output
+
+
+class Preview(Protocol):
+    """A handoff shown but not written yet (:class:`~bub_nb.agent.handoff.HandoffPreview` is one)."""
+
+    @property
+    def tape(self) -> Tape: ...
+    @property
+    def name(self) -> str: ...
+    def accept(self) -> list[TapeEntry]: ...
+    def to_text(self) -> str: ...
+
+
+_PENDING: WeakKeyDictionary[Tape, dict[str, Preview]] = WeakKeyDictionary()
+"""The previews made on each tape and not accepted yet, by anchor name (the newest of each name), so
+``,handoff name=N accept=true`` and ``%handoff N --accept`` find what was shown, however it was asked for."""
+
+
+def remember_preview(preview: Preview, *, forget: bool = False) -> None:
+    """Keep ``preview`` as the pending one of its name on its tape; with ``forget``, drop it (it was accepted)."""
+    pending = _PENDING.setdefault(preview.tape, {})
+    if not forget:
+        pending[preview.name] = preview
+    elif pending.get(preview.name) is preview:
+        del pending[preview.name]
+
+
+def pending_preview(tape: Tape, name: str) -> Preview | None:
+    """The newest preview of a handoff ``name`` on ``tape`` not accepted yet, if any."""
+    return _PENDING.get(tape, {}).get(name)
 
 
 def is_command(text: str) -> bool:
@@ -122,6 +155,8 @@ def check_command(text: str, registry: ToolRegistry) -> CheckedCommand:
         known = ", ".join(PREFIX + command for command in command_names(registry))
         raise CommandError(f"Unknown command {PREFIX + parsed.name!r}; known commands: {known}")
     tool = registry.get(name)
+    if _is_preview(parsed):  # a preview's arguments are not the tool's: the model is never offered them
+        return CheckedCommand(parsed, tool, dict(_preview_arguments(parsed)))
     arguments = arguments_for(tool, parsed)
     try:
         arguments = tool.validate(arguments)
@@ -148,6 +183,9 @@ def run_command(
     tools' (an agent passes itself, so ``,handoff summarize=true`` has a model to summarise with).
     """
     registry = tools if tools is not None else builtin_registry()
+    parsed = parse_command(text)
+    if _is_preview(parsed):
+        return _previewed(tape, parsed, meta, state)
     checked = check_command(text, registry)  # an unknown or malformed command writes nothing
     command = checked.tool
     if command is None:
@@ -215,6 +253,51 @@ def _coerce(value: str, schema: Mapping[str, Any]) -> Any:
         except ValueError:
             pass
     return value  # left as text, so the schema check names the mismatch
+
+
+def _previewed(
+    tape: Tape, parsed: ParsedCommand, meta: Mapping[str, Any] | None, state: Mapping[str, Any] | None
+) -> CommandResult:
+    """``,handoff name=N [summarize=true] preview=true`` shows a handoff and writes nothing (not even its
+    ``command`` event); ``,handoff name=N accept=true`` writes the newest preview of ``N`` as it was shown."""
+    args = _preview_arguments(parsed)
+    name = args["name"]
+    if args.get("accept", "").lower() in _TRUE:
+        preview = pending_preview(tape, name)
+        if preview is None:
+            raise CommandError(f"No preview of handoff {name!r} to accept: run ,handoff name={name} preview=true first")
+        written = preview.accept()  # a stale preview is refused there, with nothing written
+        anchor = next(entry for entry in written if entry.kind == "anchor")
+        output = f"anchor added: {name} (#{anchor.id}) as previewed"
+        result = CommandResult(HANDOFF_TOOL, output, "ok", {"name": name, "accept": True}, tuple(written))
+        return _logged(tape, meta, result)
+    agent = (state or {}).get("agent")
+    if agent is None:
+        raise CommandError("preview=true needs an agent's model: run it in a %%bub or comma cell")
+    summarize = args.pop("summarize", "false").lower() in _TRUE
+    given = {key: value for key, value in args.items() if key in ("summary", "next_steps")}
+    preview = agent.preview_handoff(name, summarize=summarize, **given)  # a failed summary raises, writing nothing
+    return CommandResult(HANDOFF_TOOL, preview.to_text(), "ok", {"name": name, "preview": True})
+
+
+def _is_preview(parsed: ParsedCommand) -> bool:
+    return ALIASES.get(parsed.name, parsed.name) == HANDOFF_TOOL and bool({"preview", "accept"} & parsed.kwargs.keys())
+
+
+def _preview_arguments(parsed: ParsedCommand) -> dict[str, str]:
+    """The arguments of a ``,handoff`` that previews or accepts, checked; a :class:`CommandError` says what is wrong."""
+    args = dict(parsed.kwargs)
+    free = [key for key in ("name", "summary", "next_steps") if key not in args]
+    args.update(zip(free, parsed.positional, strict=False))
+    if len(parsed.positional) > len(free) or set(args) - {"name", "summary", "next_steps", "summarize", *_PREVIEWING}:
+        raise CommandError(",handoff with preview= or accept= takes name=, summary=, next_steps= and summarize=")
+    try:
+        check_handoff_name(args.get("name"))
+    except BubNbError as exc:
+        raise CommandError(str(exc)) from None
+    if args.get("accept", "").lower() in _TRUE and set(args) - {"name", "accept"}:
+        raise CommandError(f",handoff name={args['name']} accept=true writes the preview as shown: it takes no more")
+    return args
 
 
 def _logged(tape: Tape, meta: Mapping[str, Any] | None, result: CommandResult) -> CommandResult:

@@ -2,17 +2,18 @@
 
 Everything is checked and summarised before the first write: a failed summary writes nothing. A
 summarising handoff writes a ``summary`` event (what the summary cost), then the anchor and its
-``handoff`` event, in one append.
+``handoff`` event, in one append. A preview does all of that but the append, which accepting it does.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from dataclasses import replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from textwrap import shorten
 from typing import TYPE_CHECKING, Any
 
+from bub_nb.agent.commands import remember_preview
 from bub_nb.agent.models.calibration import scale_of
 from bub_nb.agent.models.extractive import carried_into
 from bub_nb.agent.preflight import context_window_of
@@ -25,7 +26,9 @@ from bub_nb.agent.summarize import (
     summarise_phase,
 )
 from bub_nb.context.messages import anchor_message
+from bub_nb.context.retention import Retention, has_summary, report
 from bub_nb.context.tokens import count_messages_tokens
+from bub_nb.errors import BubNbError
 from bub_nb.tape.citations import check_citations, check_state_citations, own_words_state
 from bub_nb.tape.entries import TapeEntry, plain_json
 from bub_nb.tape.events import SUMMARY, handoff_entries
@@ -33,6 +36,7 @@ from bub_nb.tape.names import check_handoff_name
 
 if TYPE_CHECKING:
     from bub_nb.agent.models import Model
+    from bub_nb.context import View
     from bub_nb.tape import Tape
 
 AUTO_HANDOFF_ANCHOR = "auto_handoff/context_overflow"
@@ -46,13 +50,104 @@ async def write_handoff(
 
     Returns what was written: the ``summary`` event (when summarising), the anchor, the ``handoff`` event.
     """
+    return tape.extend(await handoff_to_write(tape, model, name, state, summarize=summarize, meta=meta))
+
+
+async def handoff_to_write(
+    tape: Tape, model: Model, name: str, state: Mapping[str, Any], *, summarize: bool, meta: Mapping[str, Any]
+) -> list[TapeEntry]:
+    """The entries :func:`write_handoff` writes, checked (and summarised) but not written."""
     check_handoff_name(name)
     plain_json(dict(state))  # a state the tape cannot hold is refused before the model is asked
-    if not summarize:
-        return tape.handoff(name, dict(state) or None, **meta)
     check_state_citations(dict(state), tape.last_id)  # the user's own summary= is bounded by the tape too
+    if not summarize:
+        return handoff_entries(name, dict(state) or None, **meta)
     summary = await summarise_phase(model, closing_phase(tape))
-    return tape.extend(summary_entries(name, summary, state, meta))
+    return summary_entries(name, summary, state, meta)
+
+
+@dataclass(frozen=True)
+class HandoffPreview:
+    """A handoff checked and summarised but not written: what :meth:`accept` writes, exactly, with no model call.
+
+    ``state`` is the anchor's state (its ``summary`` cites the phase), ``retention`` what the summary keeps of
+    the phase (``None`` without a summary), and ``tokens_before`` / ``tokens_after`` what the next view costs
+    now and once the handoff is written. A preview goes stale when the tape moves on: accepting it then is
+    refused and writes nothing.
+    """
+
+    tape: Tape
+    name: str
+    entries: tuple[TapeEntry, ...]
+    retention: Retention | None
+    tokens_before: int
+    tokens_after: int
+    last_id: int
+    last_entry: tuple[TapeEntry, ...]
+
+    @property
+    def state(self) -> dict[str, Any]:
+        anchor = next(entry for entry in self.entries if entry.kind == "anchor")
+        return dict(anchor.payload.get("state") or {})
+
+    def stale(self) -> str | None:
+        """Why accepting is refused (the tape moved on since the preview), or ``None``."""
+        last = self.tape.last_id
+        if last == self.last_id and tuple(self.tape.read(last, last + 1)) == self.last_entry:
+            return None
+        return (
+            f"The preview of handoff {self.name!r} is stale: the tape was at #{self.last_id} and is now at "
+            f"#{self.tape.last_id}; nothing was written: preview it again"
+        )
+
+    def accept(self) -> list[TapeEntry]:
+        """Write what was previewed (no model is asked again); refused with one line when the preview is stale."""
+        if (reason := self.stale()) is not None:
+            raise BubNbError(reason)
+        written = self.tape.extend(list(self.entries))
+        remember_preview(self, forget=True)
+        return written
+
+    def to_text(self) -> str:
+        """The preview in plain text, as a comma command answers it."""
+        state = self.state
+        lines = [f"Preview of handoff {self.name!r}: nothing is written yet."]
+        for key in ("summary", "next_steps"):
+            if isinstance(state.get(key), str) and state[key].strip():
+                lines += [f"{key.replace('_', ' ').capitalize()}:", state[key].strip()]
+        if self.retention is not None:
+            lines.append(f"What the summary keeps: {self.retention.short()}")
+        lines.append(f"The next view: {self.tokens_before:,} tokens now, {self.tokens_after:,} once written.")
+        lines.append(f"Accept it with ,handoff name={self.name} accept=true (no model is asked again).")
+        return "\n".join(lines)
+
+
+async def preview_handoff(
+    tape: Tape,
+    model: Model,
+    name: str,
+    state: Mapping[str, Any],
+    *,
+    summarize: bool,
+    meta: Mapping[str, Any],
+    view: Callable[[], View],
+) -> HandoffPreview:
+    """The handoff :func:`write_handoff` would write, with its retention report and the next view's tokens before
+    and after it; nothing is written (the view after is built in a fork that is dropped)."""
+    last_id = tape.last_id
+    last_entry = tuple(tape.read(last_id, last_id + 1))
+    entries = await handoff_to_write(tape, model, name, state, summarize=summarize, meta=meta)
+    before = view().total_tokens
+    with tape.fork(merge_back=False):
+        tape.extend(entries)
+        after = view().total_tokens
+    preview = HandoffPreview(tape, name, tuple(entries), None, before, after, last_id, last_entry)
+    span = preview.state.get("range")
+    if has_summary(preview.state) and isinstance(span, list) and len(span) == 2:
+        found = report(tape.read(span[0], span[1] + 1), preview.state, anchor=name).found
+        preview = replace(preview, retention=Retention(name, 0, (span[0], span[1]), found))
+    remember_preview(preview)
+    return preview
 
 
 def summary_entries(name: str, summary: Summary, state: Mapping[str, Any], meta: Mapping[str, Any]) -> list[TapeEntry]:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from bub_nb.agent.commands import is_command, run_command
 from bub_nb.agent.eventloop import Closing, closed, next_item, once, run_sync
-from bub_nb.agent.handoff import overflow_room, overflow_summary, write_handoff
+from bub_nb.agent.handoff import HandoffPreview, overflow_room, overflow_summary, preview_handoff, write_handoff
 from bub_nb.agent.models import Completion, Model, TextDelta, resolve_model
 from bub_nb.agent.overflow import hopeless_overflow, narrowed_phases
 from bub_nb.agent.preflight import check_recorded_prompt_fits, check_turn
@@ -134,11 +134,9 @@ class Agent:
                 run_sync(closed(deltas))
 
     def abort(self) -> Turn | None:
-        """Stop the running turn now: it is recorded as interrupted, its partial answer kept.
-
-        Nothing more is written for that turn, and the task running it is cancelled (a turn started
-        with :meth:`arun` then returns the interrupted :class:`Turn`). ``None`` when no turn runs.
-        """
+        """Stop the running turn now: it is recorded as interrupted, its partial answer kept. Nothing more is written
+        for that turn, and the task running it is cancelled (a turn started with :meth:`arun` then returns the
+        interrupted :class:`Turn`). ``None`` when no turn runs."""
         running, self._running = self._running, None
         if running is None:
             return None
@@ -146,17 +144,21 @@ class Agent:
         return self.last_turn
 
     async def ahandoff(self, name: str, /, *, summarize: bool = False, **state: Any) -> list[TapeEntry]:
-        """Write the anchor ``name`` carrying ``state``; with ``summarize`` the model first summarises the phase.
-
-        The summary cites the phase's entries (``[#12]``) and goes in the state with ``next_steps``,
-        ``sources``, ``range``, ``summarized_by``, ``uncited`` and ``removed_citations``; ``state`` wins
-        over those keys. A summary that fails writes nothing. Returns the entries written.
-        """
+        """Write the anchor ``name`` carrying ``state``; with ``summarize`` the model first summarises the phase. The
+        summary cites the phase's entries (``[#12]``) and goes in the state with ``next_steps``, ``sources``,
+        ``range``, ``summarized_by``, ``uncited`` and ``removed_citations``; ``state`` wins over those keys. A
+        summary that fails writes nothing. Returns the entries written."""
         return await write_handoff(self.tape, self.model, name, state, summarize=summarize, meta=self.meta)
 
     def handoff(self, name: str, /, *, summarize: bool = False, **state: Any) -> list[TapeEntry]:
         """:meth:`ahandoff` from synchronous code."""
         return run_sync(self.ahandoff(name, summarize=summarize, **state))
+
+    def preview_handoff(self, name: str, /, *, summarize: bool = True, **state: Any) -> HandoffPreview:
+        """What :meth:`handoff` would write (summarised unless ``summarize=False``), what its summary keeps and the
+        next view's tokens before and after it; nothing is written until the preview's ``accept()``."""
+        meta, view = self.meta, self.view
+        return run_sync(preview_handoff(self.tape, self.model, name, state, summarize=summarize, meta=meta, view=view))
 
     def check(self, prompt: str) -> None:
         """Refuse a turn that could not be recorded truthfully, before anything is written (a ``BubNbError``)."""
@@ -266,10 +268,8 @@ class Agent:
             await self._run_tools(recorder, completion)
             if recorder.closed:
                 return
-        message = (
-            f"Stopped after {self.max_steps} model calls without a final answer (max_steps={self.max_steps}); "
-            "the tool calls so far are on the tape"
-        )
+        message = f"Stopped after {self.max_steps} model calls without a final answer (max_steps={self.max_steps}); "
+        message += "the tool calls so far are on the tape"
         recorder.error("max_steps", message, {"max_steps": self.max_steps})
         recorder.finish("max_steps", message, error=message, answer=False)
         yield ("\n\n" if streamed else "") + message

@@ -274,7 +274,8 @@ def _checked(
 
 def fitted(summary: Summary, room: int | None, state: Callable[[Summary], dict[str, Any]] = Summary.state) -> Summary:
     """``summary`` cut to its newest lines until its ``state`` is at most ``room`` tokens (as JSON), so a retry
-    that carries it still fits the window; the summary is left out entirely when even one line does not fit."""
+    that carries it still fits the window; ``Decided:`` lines go last, and the summary is left out entirely when
+    even one line does not fit."""
     if room is None:
         return summary
     lines = summary.summary.splitlines()
@@ -283,7 +284,9 @@ def fitted(summary: Summary, room: int | None, state: Callable[[Summary], dict[s
         if steps:
             steps = ""
         elif lines:
-            lines = lines[1:]  # the oldest go first: the retry needs the latest most
+            # The oldest go first (the retry needs the latest most), decisions after every other line.
+            plain = next((index for index, line in enumerate(lines) if "Decided:" not in line), 0)
+            lines = lines[:plain] + lines[plain + 1 :]
         else:
             break
         first, last = summary.range

@@ -73,7 +73,7 @@ def references_markdown(references: list[Reference]) -> str:
     lines = [f"**{len(references)} references** the view's anchor carries (shown here, not sent to the model):", ""]
     for ref in references:
         if ref.entry is None:
-            lines.append(f"- `{ref.address}`: ⚠️ {ref.error}")
+            lines.append(f"- `{ref.address}`: cannot be read: {ref.error}")
             continue
         text = " ".join(entry_text(ref.entry).split())
         text = text if len(text) <= 200 else text[:199] + "…"

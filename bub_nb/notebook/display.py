@@ -17,6 +17,7 @@ from bub_nb.tape.reports.transcript import entry_target
 from bub_nb.tape.text import payload_text
 
 if TYPE_CHECKING:
+    from bub_nb.agent.handoff import HandoffPreview
     from bub_nb.tape import Tape, TapeEntry
 
 _UPDATE_EVERY = 0.08  # seconds between in-place redraws; the last one always happens
@@ -164,14 +165,18 @@ def summary_markdown(tape: Tape, state: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def state_markdown(tape: Tape, state: dict[str, Any]) -> str:
+    """An anchor's state as people read it: a summary as text with linked citations, any other state as JSON."""
+    if is_summary(state):
+        return summary_markdown(tape, state)
+    dumped = json.dumps(state, indent=2, ensure_ascii=False, default=str) if state else "(no state)"
+    return f"```json\n{dumped}\n```"
+
+
 def handoff_confirmation(tape: Tape, anchor: TapeEntry, state: dict[str, Any], earlier: int | None) -> str:
     """What ``%handoff`` says it wrote: the anchor, then its summary as text (or its state as JSON), and whether the
     tape already held an anchor of that name (``earlier``, its id)."""
-    if is_summary(state):
-        shown = summary_markdown(tape, state)
-    else:
-        dumped = json.dumps(state, indent=2, ensure_ascii=False, default=str) if state else "(no state)"
-        shown = f"```json\n{dumped}\n```"
+    shown = state_markdown(tape, state)
     again = (
         f" The tape already held an anchor **{anchor.name}** (#{earlier}), from an earlier run of this cell "
         "perhaps: this is a second one, and the name now means the newest."
@@ -196,3 +201,31 @@ def first_view_text(tape: Tape) -> str:
         f"Its first view starts at {start} ({keys}) and holds {len(view.messages)} messages "
         f"(≈{view.total_tokens} tokens), with {memory}."
     )
+
+
+_LOST_SHOWN = 12
+
+
+def preview_markdown(preview: HandoffPreview) -> str:
+    """What ``%handoff NAME --preview`` shows: the summary with its citations linked, what it keeps of the phase
+    (and where each lost artifact lived), the next view's tokens before and after, and how to accept it."""
+    tape, state = preview.tape, preview.state
+    shown = state_markdown(tape, state)
+    lines = [f"Preview of handoff **{preview.name}** on tape `{tape.name}`: nothing is written yet.", "", shown, ""]
+    if preview.retention is not None:
+        kept = preview.retention
+        lines.append(f"**What the summary keeps** of {format_citation(*kept.range)}: {kept.short()}")
+        lost = kept.lost()
+        if lost:
+            more = f" and {len(lost) - _LOST_SHOWN} more" if len(lost) > _LOST_SHOWN else ""
+            named = [
+                f"`{f.artifact.text}` ({f.artifact.kind}, {linked(tape, f'[#{f.entry}]')})" for f in lost[:_LOST_SHOWN]
+            ]
+            lines.append(f"Lost: {', '.join(named)}{more}.")
+        lines.append("")
+    lines += [
+        f"**The next view**: {preview.tokens_before:,} tokens now, {preview.tokens_after:,} once this is written.",
+        "",
+        f"Accept it with `%handoff {preview.name} --accept` (no model is asked again), before the tape moves on.",
+    ]
+    return "\n".join(lines)

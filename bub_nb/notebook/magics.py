@@ -156,6 +156,8 @@ class BubMagics(Magics, MagicSettings):
     @argument("--state", help="state as a JSON object; key=value pairs are added on top")
     @argument("--summarize", action="store_true", help="the model summarises the phase it closes, citing entries")
     @argument("-m", "--model", default=None, help="with --summarize: the model that summarises")
+    @argument("--preview", action="store_true", help="show what would be written (summary, retention, tokens)")
+    @argument("--accept", action="store_true", help="write the handoff previewed under NAME, as it was shown")
     @argument("--to", metavar="AGENT", help="hand the conversation to another agent of the notebook (see %%agent)")
     @argument("--from", dest="sender", metavar="AGENT", help="with --to: the agent handing off (default: the holder)")
     @argument("--reason", help="with --to: why the other agent is needed")

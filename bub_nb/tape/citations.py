@@ -139,11 +139,33 @@ ABBREVIATIONS: Final = frozenset(
 _OPENING: Final = {"“": "”", "‘": "’", "«": "»", "„": "“"}
 
 
+_END: Final = re.compile(r"[.!?](?=\s)")
+_QUOTES: Final = re.compile('["“‘«„]')
+
+
+def _ends_nothing(line: str, at: int, start: int) -> bool:
+    """Whether the full stop at ``at`` follows an abbreviation (``vs.``, ``e.g.``) or an initial (``J.``)."""
+    if line[at] != ".":
+        return False
+    word = line[start:at].rsplit(None, 1)[-1].lstrip("([\"'“‘").lower() if line[start:at].strip() else ""
+    # "ms." ends "took 68 ms." but not "Ms. Lee": only the capitalised title is an abbreviation.
+    abbreviation = word in ABBREVIATIONS and (word != "ms" or line[at - 2 : at - 1] == "M")
+    return abbreviation or (len(word) == 1 and word.isalpha())
+
+
 def _split_sentences(text: str) -> list[str]:
     """``text`` cut after ``.``, ``!`` or ``?`` followed by white space, and at line breaks; never inside quotes
     (“…”, "…") or after an abbreviation (``vs.``, ``e.g.``) or an initial (``J.``)."""
     pieces: list[str] = []
     for line in re.split(r"\n+", text):
+        if not _QUOTES.search(line):  # no quote to stay inside of: only the ends need a look
+            start = 0
+            for end in _END.finditer(line):
+                if not _ends_nothing(line, end.start(), start):
+                    pieces.append(line[start : end.end()])
+                    start = end.end()
+            pieces.append(line[start:])
+            continue
         start, closing, straight = 0, [], False
         for at, char in enumerate(line):
             if char in _OPENING:
@@ -154,8 +176,7 @@ def _split_sentences(text: str) -> list[str]:
                 straight = not straight
             if char not in ".!?" or closing or straight or at + 1 >= len(line) or not line[at + 1].isspace():
                 continue
-            word = line[start:at].rsplit(None, 1)[-1].lstrip("([\"'“‘").lower() if line[start:at].strip() else ""
-            if char == "." and (word in ABBREVIATIONS or (len(word) == 1 and word.isalpha())):
+            if _ends_nothing(line, at, start):
                 continue
             pieces.append(line[start : at + 1])
             start = at + 1

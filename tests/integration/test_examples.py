@@ -81,6 +81,11 @@ def check_context_and_handoff(run: Executed) -> None:
     table = "".join(output.data["text/html"] for output in run.outputs("frame = tape.to_frame()"))
     assert all(label in table for label in ("last anchor", "session/start", "full tape", "window:4"))
     assert "View [last-anchor] from anchor 'phase/analysis'" in run.text("print(views")
+    # What a summary kept, and a preview that wrote nothing until it was accepted, once, as shown.
+    assert "Preview of handoff **phase/plotted**" in run.text("entries_before = len(tape)")
+    assert [anchor.name for anchor in run.tape.anchors(limit=None)].count("phase/plotted") == 1
+    plotted = run.tape.find_anchor("phase/plotted").state
+    assert "plots/regions.png" in plotted["summary"] and "840 ms" in plotted["summary"]
     # A wrong turn taken back: its prompt and answer leave the next view, the turn that sent them still rebuilds.
     retract = run.entries("event", "retract")[-1].payload["data"]
     ((first, last),) = retract["ids"]

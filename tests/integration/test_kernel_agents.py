@@ -55,4 +55,4 @@ def test_a_transfer_hands_the_receiver_a_request_that_starts_at_the_handoff_and_
     assert "agent:reviewer" in back["messages"][1]["content"]
     assert len(analyst) > before
     listing = kernel.ok("%agent")
-    assert "| analyst |" in listing and "✋ holds" in listing.split("| analyst |")[1].split("\n")[0]
+    assert "| analyst |" in listing and "holds" in listing.split("| analyst |")[1].split("\n")[0]

@@ -58,7 +58,7 @@ def test_a_transfer_makes_the_receiver_the_holder_and_the_sender_refuses_until_h
     nb.run("%%bub\nThanks")
     assert nb.magics.session.last_agent.name == "analyst"
     nb.run("%agent")
-    there, back = "analyst → reviewer (transfer, ⚓ review/1)", "reviewer → analyst (transfer, ⚓ review/done)"
+    there, back = "analyst → reviewer (transfer, anchor review/1)", "reviewer → analyst (transfer, anchor review/done)"
     assert f"Handoffs, oldest first: {there}; {back}." in nb.shown()
 
 
@@ -130,12 +130,12 @@ def test_the_lanes_draw_each_agent_and_the_handoffs_between_them(nb: Notebook, t
     nb.run("%agent --lanes")
     lanes = AgentLanes(nb.tape)
     text = lanes.to_text()
-    assert "analyst" in text and "→reviewer" in text and "⚓←analyst" in text
+    assert "analyst" in text and "→reviewer" in text and "←analyst" in text
     html = lanes.to_html()
     assert 'class="bub-handoff-from" data-to="reviewer" data-ownership="transfer" data-reached="true"' in html
     nb.run(f"%tape export md {tmp_path / 'story.md'}")
     story = (tmp_path / "story.md").read_text()
-    assert "🤝 **analyst → reviewer** (transfer) ⚓ review/1" in story and "**reviewer** was asked" in story
+    assert "Handoff **analyst → reviewer** (transfer) anchor review/1" in story and "**reviewer** was asked" in story
     with pytest.raises(UsageError, match="--lanes draws every agent"):
         nb.run("%agent analyst --lanes")
 

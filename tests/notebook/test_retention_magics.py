@@ -40,3 +40,14 @@ def test_a_summarising_handoff_confirms_with_readable_text_and_linked_citations(
     assert '"summarized_by": "offline"' in fold  # the raw state stays one click away
     nb.run("%handoff plain/2 owner=bo")
     assert '```json\n{\n  "owner": "bo"\n}\n```' in nb.shown()
+
+
+def test_anchors_show_a_summary_as_text_beside_the_raw_state(nb: Notebook) -> None:
+    nb.run("%config BubMagics.model = 'offline'")
+    nb.run("%%bub\nLoad data/sales.csv. We decided to keep the outliers.")
+    nb.run("%handoff phase/1 --summarize")
+    anchors = nb.run("%anchors").set_index("name")
+    state = nb.tape.find_anchor("phase/1").state
+    assert anchors.loc["phase/1", "summary"] == state["summary"] and anchors.loc["phase/1", "state"] == state
+    assert pd.isna(anchors.loc["session/start", "summary"])
+    assert list(anchors.columns).index("summary") == list(anchors.columns).index("state") - 1

@@ -53,3 +53,17 @@ def test_confirmations_notices_and_transcripts_say_it_in_words(nb: Notebook, tmp
     assert not EMOJI.findall(shown), set(EMOJI.findall(shown))
     transcript = (tmp_path / "tape.md").read_text()
     assert "## Anchor phase/review" in transcript and not EMOJI.findall(transcript), set(EMOJI.findall(transcript))
+
+
+def test_no_text_the_package_shows_holds_an_emoji() -> None:
+    """Every string bub_nb can show comes from its sources: none may hold an emoji (the hostile replies the test
+    servers send are the one exception, and are never shown by bub_nb itself)."""
+    package = Path(__import__("bub_nb").__file__).parent
+    found = {
+        f"{path.relative_to(package)}:{number}": EMOJI.findall(line)
+        for path in package.rglob("*.py")
+        if path.parts[-2:] != ("testing", "hostile.py")
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if EMOJI.search(line)
+    }
+    assert not found, found

@@ -481,3 +481,40 @@ def test_a_context_view_labels_the_usage_it_shows_by_the_view_that_turn_was_sent
     assert "Last turn among these entries, sent with another view ([last-anchor] from #" in wider.to_html()
     assert "last turn among these entries, sent with another view" in wider.to_text()
     assert "Last run in this view" not in wider.to_html()
+
+
+def test_the_strip_marks_what_the_view_anchors_summary_lost_with_a_tooltip_and_a_text_line(tmp_path: Path) -> None:
+    tape = open_tape("lost", home=tmp_path)
+    tape.ensure_bootstrap_anchor()
+    loaded = tape.append_message(user("Load data/sales.csv: 1,200 rows in 42 ms.")).id
+    kept = tape.append_message(assistant("Loaded into sales_frame.")).id
+    summary = f"Loaded sales_frame [#{kept}]."
+    tape.handoff("phase/loaded", {"summary": summary, "sources": [kept], "range": [1, kept]})
+    context = ContextView(tape)
+    cells = strip_cells(context.to_html())
+    assert ids_with(cells, "bub-lost") == [loaded] == ids_with(strip_cells(widget_html(context)), "bub-lost")
+    tip = next(cell["title"] for cell in cells if int(cell["data-entry-id"]) == loaded)
+    assert "Lost by the summary: 1,200 rows (number), 42 ms (number), data/sales.csv (path)" in tip
+    assert f"lost by the summary of phase/loaded: #{loaded} 1,200 rows (number)" in context.to_text()
+    assert "lost by that summary" in context.to_html()  # the legend says so
+    context.set_mode("session/start")  # a view from an anchor without a summary marks nothing
+    assert ids_with(strip_cells(context.to_html()), "bub-lost") == [] and "lost by" not in context.to_text()
+
+
+def test_a_summary_shows_as_text_with_referenced_citations_in_the_context_view_and_the_timeline(
+    tmp_path: Path,
+) -> None:
+    tape, cited = summarised_tape(tmp_path)
+    context = ContextView(tape)
+    markup = context.to_html()
+    anchor_row = Elements(markup).with_class("bub-message")[0]
+    assert int(anchor_row["data-entry-id"]) == tape.find_anchor("phase/review").id
+    assert "[Anchor created: phase/review] summary: The user asked for the tape" in context.to_text()
+    assert f'<a class="bub-cite" href="#entry-{cited[0]}" data-entry-id="{cited[0]}"' in markup
+    row = markup[markup.index(f'<tr class="bub-message" data-entry-id="{anchor_row["data-entry-id"]}"') :]
+    row = row[: row.index("</tr>")]
+    assert "<details><summary>raw state</summary>" in row
+    assert "&quot;summary&quot;" not in row.split("raw state")[0]  # no JSON before the fold
+    timeline = TapeTimeline(tape)
+    assert f'data-entry-id="{cited[1]}"' in timeline.to_html() and "raw state" in timeline.to_html()
+    assert "    summary: The user asked for the tape info" in timeline.to_text()

@@ -42,7 +42,7 @@ def test_the_story_runs_in_order_across_the_agents_tapes(handed_back: Team) -> N
         ("analyst", "answer"),
     ]
     text = story_markdown(tapes)
-    assert "3. 🤝 **analyst → reviewer** (transfer) ⚓ review/1 `#9`: a second opinion · asked [#6]" in text
+    assert "3. Handoff **analyst → reviewer** (transfer) anchor review/1 `#9`: a second opinion · asked [#6]" in text
     assert "Who held the conversation: **reviewer** from step 3; **analyst** from step 6." in text
 
 

@@ -153,3 +153,16 @@ def test_entries_until_next_counts_the_entries_of_the_anchors_phase_past_memory_
     assert frame.loc["session/start", "entries_until_next"] == 3  # #2-#4: the memory anchor is in its phase
     assert frame.loc["memory/open", "entries_until_next"] == 1  # #4, up to phase/1
     assert frame.loc["phase/1", "entries_until_next"] == 2
+
+
+def test_a_summary_written_as_a_list_renders_as_one_and_its_raw_state_is_one_click_away(tmp_path: Path) -> None:
+    tape = open_tape("listed", home=tmp_path)
+    asked = tape.append_message({"role": "user", "content": "Load data/a.csv."}).id
+    summary = f"- Asked: load data/a.csv [#{asked}].\n- Decided: keep it [#{asked}]."
+    tape.handoff("phase/1", {"summary": summary, "next_steps": "", "range": [asked, asked], "summarized_by": "x"})
+    transcript = transcript_markdown(tape)
+    assert f"**Summary** of [[#{asked}]](#entry-{asked}) · by x:\n\n- Asked: load data/a.csv" in transcript
+    assert "**next_steps**" not in transcript.split("<details>")[0]  # an empty text is no line
+    rendered = mistune.html(transcript)
+    assert rendered.count("<li>") == 2 and "<details><summary>raw state</summary>" in rendered
+    assert "&quot;next_steps&quot;: &quot;&quot;" in rendered or '"next_steps": ""' in transcript

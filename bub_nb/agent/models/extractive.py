@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
+from bub_nb.agent.models.gist import gist, quote
 from bub_nb.context.tokens import count_text_tokens
 from bub_nb.tape.citations import CITATION, format_citation, sentences
 
@@ -31,11 +32,8 @@ SUMMARY_INSTRUCTIONS: Final = (
 _ITEM: Final = re.compile(r"^\[#(\d+)(?:-#(\d+))?\] ([a-z_]+): ?(.*)$")
 _NEXT_STEPS: Final = re.compile(r"^[#*\s]*next\s+steps\s*\**\s*:\s*\**\s*", re.IGNORECASE | re.MULTILINE)
 _SUMMARY_HEAD: Final = re.compile(r"^[#*\s]*summary\s*\**\s*:\s*\**\s*", re.IGNORECASE)
-_DECISION: Final = re.compile(r"\b(decid\w*|agreed?|chose|choose|settled|will use|let's|we'll|plan)\b", re.I)
 _NEXT: Final = re.compile(r"\b(next|todo|to do|then|remaining|follow[- ]up)\b", re.I)
-_NOTE: Final = re.compile(r"^\[[^\]#][^\]]*\]\s*(?:-\s*)?")  # a leading "[offline teaching model; ...]" label
 _QUOTE_LIMIT: Final = 140
-_DECISIONS: Final = 3
 _PART_LINES: Final = 12
 
 
@@ -99,20 +97,12 @@ def reply_text(summary: str, next_steps: str) -> str:
     return f"Summary:\n{summary}\n\nNext steps:\n{next_steps}".rstrip()
 
 
-def _quote(text: str) -> str:
-    """One line of ``text``, shortened, with no citation of its own (only ours may cite)."""
-    flat = _NOTE.sub("", " ".join(CITATION.sub("", text).split()))
-    flat = flat if len(flat) <= _QUOTE_LIMIT else flat[: _QUOTE_LIMIT - 1].rstrip() + "…"
-    return flat.replace("“", '"').replace("”", '"')
-
-
 def _cited(label: str, text: str, item: Item) -> str:
-    return f"{label} “{_quote(text)}” {format_citation(item.first, item.last)}."
+    return f"{label} “{quote(text, _QUOTE_LIMIT)}” {format_citation(item.first, item.last)}."
 
 
 _CARRIED: Final = "Carried over:"
 _CARRIED_LIMIT: Final = 12
-_SAID_LIMIT: Final = 8
 
 
 def _carried_summary(text: str) -> str:
@@ -155,22 +145,12 @@ def carried_into(summary: str, items: list[Item] | tuple[Item, ...]) -> str:
     return "\n".join([summary.rstrip(), *(f"- {line}" for line in missing)]).strip() if missing else summary
 
 
-def _echoes(sentence: str, quoted: list[str]) -> bool:
-    """Whether ``sentence`` repeats something already quoted (an answer echoing the user, or the reverse)."""
-    mine = _quote(sentence)[:60].casefold()
-    for other in quoted:
-        theirs = _quote(other).casefold()
-        if mine[:40] in theirs or any(part[:40] in mine for part in (_quote(s).casefold() for s in sentences(other))):
-            return True
-    return False
-
-
 def extractive_summary(items: list[Item]) -> tuple[str, str]:
     """Summary and next steps quoted from ``items``: deterministic, and every citation one of theirs.
 
-    Parts are summarised by their first sentence (keeping its citations, or citing the part). Entries
-    by what the earlier anchor carried, what the user asked first and last, up to three decisions,
-    and the last answer.
+    Parts are summarised by their lines (keeping their citations, or citing the part). Entries by
+    :func:`~bub_nb.agent.models.gist.gist`: their decisions, their artifacts and their words within a
+    token budget, and last what the earlier anchor carried.
     """
     if not items:
         return "", ""
@@ -186,39 +166,15 @@ def extractive_summary(items: list[Item]) -> tuple[str, str]:
                 lines.append(f"- {line}" if cited else f"- {line} {format_citation(part.first, part.last)}")
         last_steps = (split_reply(part.text)[1] for part in reversed(parts) if _NEXT_STEPS.search(part.text))
         return "\n".join(lines), next(last_steps, "")
-    lines = []
     users = [item for item in items if item.role == "user" and item.text.strip()]
-    answers = [item for item in items if item.role == "assistant" and item.text.strip()]
-    if users:
-        lines.append(_cited("Asked:", users[0].text, users[0]))
-        # What the user said in between holds facts the next phase needs: the most recent few are quoted.
-        lines.extend(_cited("Said:", item.text, item) for item in users[1:-1][-_SAID_LIMIT:])
-        if len(users) > 1:
-            lines.append(_cited("Last asked:", users[-1].text, users[-1]))
-    quoted = [item.text for item in users]
-    decisions = 0
-    for item in [*users, *answers]:
-        if decisions == _DECISIONS:
-            break
-        for sentence in sentences(item.text):
-            # An answer that echoes what the user said would only repeat a quote.
-            if _DECISION.search(sentence) and not (item.role == "assistant" and _echoes(sentence, quoted)):
-                lines.append(_cited("Decided:", sentence, item))
-                quoted.append(sentence)
-                decisions += 1
-                break
-    calls = [item for item in items if item.role == "tool_call"]
-    if calls:
-        lines.append(f"Tools were called {len(calls)} time(s) {format_citation(calls[0].first, calls[-1].last)}.")
-    if answers:
-        lines.append(_cited("Last answer:", answers[-1].text, answers[-1]))
-    for anchor in (item for item in items if item.role == "anchor"):
-        # Last, so a window too small for all of it drops the newest phase's quotes before what was carried.
-        lines.extend(carried_lines(anchor))
-    if not lines:
-        run = format_citation(items[0].first, items[-1].last)
-        lines.append(f"This phase holds {len(items)} entries and no conversation {run}.")
     steps = []
     if users:
         steps = [_cited("Asked next:", s, users[-1]) for s in sentences(users[-1].text) if _NEXT.search(s)][:2]
-    return "\n".join(f"- {line}" for line in lines), "\n".join(f"- {step}" for step in steps)
+    next_steps = "\n".join(f"- {step}" for step in steps)
+    # What the earlier anchor carried goes last, so a window too small for all of it drops the newest first.
+    carried = [line for anchor in items if anchor.role == "anchor" for line in carried_lines(anchor)]
+    lines = gist(items, carried, reserved=count_text_tokens(next_steps))
+    if not lines:
+        run = format_citation(items[0].first, items[-1].last)
+        lines.append(f"This phase holds {len(items)} entries and no conversation {run}.")
+    return "\n".join(f"- {line}" for line in lines), next_steps

@@ -60,7 +60,7 @@ class AgentHandoff:
         sent = next(entry for entry in self.sent if entry.kind == "anchor")
         got = next(entry for entry in self.received if entry.kind == "anchor")
         return (
-            f"{self.sender} → {self.receiver} ({self.ownership}): ⚓ {self.name} #{sent.id} on the sender's tape, "
+            f"{self.sender} → {self.receiver} ({self.ownership}): anchor {self.name} #{sent.id} on the sender's tape, "
             f"#{got.id} on the receiver's"
         )
 

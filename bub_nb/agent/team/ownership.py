@@ -83,6 +83,6 @@ def check_may_run(agent: str, history: Sequence[Passing]) -> None:
         held_by = holder(history)
         last = next(p for p in reversed(history) if p.ownership == "transfer" and p.sender == agent)
         raise NotHoldingError(
-            f"Agent {agent!r} handed the conversation to {last.receiver!r} (⚓ {last.name}); {held_by!r} holds it "
+            f"Agent {agent!r} handed the conversation to {last.receiver!r} (anchor {last.name}); {held_by!r} holds it "
             f"now: run as {held_by!r}, or have it hand the conversation back (%handoff NAME --to {agent})"
         )

@@ -71,13 +71,13 @@ class AgentCommands:
             tape = team.tape_of(name)
             entries = len(tape) if tape.store.exists(tape.name) else 0
             model = (own.model if own is not None else None) or session.settings.model
-            mark = "✋ holds" if name == holder else ""
+            mark = "holds" if name == holder else ""
             rows.append(f"| {name} | `{tape.name}` | `{model}` | {entries} | {mark} |")
         if holder is None:
             who = "Nobody has been handed the conversation: a `%%bub` cell runs as `main`."
         else:
             who = f"`{holder}` holds the conversation: a `%%bub` cell without `--agent` runs as it."
-        passed = [f"{p.sender} → {p.receiver} ({p.ownership}, ⚓ {p.name})" for p in history[-_SHOWN:]]
+        passed = [f"{p.sender} → {p.receiver} ({p.ownership}, anchor {p.name})" for p in history[-_SHOWN:]]
         earlier = f"{len(history) - _SHOWN} earlier, then " if len(history) > _SHOWN else ""
         handoffs = f"\n\nHandoffs, oldest first: {earlier}{'; '.join(passed)}." if passed else ""
         return "\n".join(rows) + f"\n\n{who}{handoffs}"

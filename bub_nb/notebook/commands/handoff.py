@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from IPython.core.error import UsageError
+from IPython.core.getipython import get_ipython
 
+from bub_nb.agent.commands import pending_preview
 from bub_nb.errors import AnchorNotFoundError
-from bub_nb.notebook.display import handoff_confirmation, show
+from bub_nb.notebook.display import handoff_confirmation, preview_markdown, rich_frontend, show
 from bub_nb.notebook.parsing.magic_line import parse_state
 from bub_nb.tape.names import MAIN_AGENT
 
@@ -17,10 +19,14 @@ if TYPE_CHECKING:
 
     import pandas as pd
 
+    from bub_nb.agent.handoff import HandoffPreview
     from bub_nb.notebook.session import NotebookSession
-    from bub_nb.tape import Tape
+    from bub_nb.tape import Tape, TapeEntry
 
-HANDOFF_USAGE = "%handoff NAME [key=value ...] [--state JSON] [--summarize] [--to AGENT [--reason TEXT] [--share]]"
+HANDOFF_USAGE = (
+    "%handoff NAME [key=value ...] [--state JSON] [--summarize] [--preview | --accept] "
+    "[--to AGENT [--reason TEXT] [--share]]"
+)
 
 _INTENTION_KEYS = ("summary", "next_steps", "context_summary")
 
@@ -33,11 +39,16 @@ class HandoffCommands:
         self._cell_number = cell_number
 
     def handoff(self, args: argparse.Namespace) -> None:
-        """Write the anchor ``args.name`` (summarised by the model with ``--summarize``) and confirm it."""
+        """Write the anchor ``args.name`` (summarised by the model with ``--summarize``) and confirm it; with
+        ``--preview`` show what would be written and write nothing, with ``--accept`` write that preview."""
         if not args.name:
             raise UsageError(f"%handoff needs an anchor NAME: {HANDOFF_USAGE}")
+        if args.accept:
+            return self._accept(args)
         state = parse_state(args.pairs, args.state)
         if args.to is not None:
+            if args.preview:
+                raise UsageError(f"--preview shows a handoff on this tape, not one --to an agent: {HANDOFF_USAGE}")
             self.hand_to_agent(args, state)
             return
         pairs = (("--from", args.sender), ("--reason", args.reason), ("--share", args.share))
@@ -46,9 +57,12 @@ class HandoffCommands:
             raise UsageError(f"{', '.join(given)} go with --to AGENT, a handoff to another agent: {HANDOFF_USAGE}")
         tape = self._holders_tape()
         earlier = self._anchor_named(tape, args.name)
+        if (args.summarize or args.preview) and "summarize" in state:
+            raise UsageError("With --summarize or --preview, 'summarize' cannot also be a state key; rename it")
+        if args.preview:
+            agent = self._session.agent(model=args.model, cell=self._cell_number())
+            return self._show_preview(agent.preview_handoff(args.name, summarize=args.summarize, **state))
         if args.summarize:
-            if "summarize" in state:
-                raise UsageError("With --summarize, 'summarize' cannot also be a state key; rename it")
             agent = self._session.agent(model=args.model, cell=self._cell_number())
             written = agent.handoff(args.name, summarize=True, **state)
             anchor = next(entry for entry in written if entry.kind == "anchor")
@@ -98,22 +112,60 @@ class HandoffCommands:
             else f"Both `{done.sender}` and `{done.receiver}` may go on (shared)."
         )
         lines = [
-            f"🤝 `{done.sender}` handed ⚓ {done.name} to `{done.receiver}` ({done.ownership}). {moved}",
+            f"Handoff: `{done.sender}` handed anchor {done.name} to `{done.receiver}` ({done.ownership}). {moved}",
             f"- reason: {content.get('reason') or '—'}",
             f"- summary: {content.get('summary') or '—'}",
             f"- references into `{done.sender}`'s tape: {', '.join(f'`{ref}`' for ref in refs) or 'none'}",
-            f"- `{done.receiver}`'s next view starts at its ⚓ {done.name} (`%context --agent {done.receiver}`)",
+            f"- `{done.receiver}`'s next view starts at its anchor {done.name} (`%context --agent {done.receiver}`)",
         ]
         show("\n".join(lines))
 
+    def _show_preview(self, preview: HandoffPreview) -> None:
+        show(preview_markdown(preview))
+        if rich_frontend(get_ipython()):
+            from IPython.display import display
+
+            from bub_nb.notebook.widgets.handoff_preview import accept_button
+
+            display(accept_button(preview, lambda written: self._written(preview, written)))
+
+    def _accept(self, args: argparse.Namespace) -> None:
+        """Write the handoff previewed under ``args.name``, as it was shown."""
+        others = (args.pairs, args.state, args.summarize, args.preview, args.model, args.to, args.sender, args.reason)
+        if any(others) or args.share:
+            raise UsageError(
+                f"%handoff {args.name} --accept writes the preview as it was shown: it takes no state, "
+                "--summarize, --preview, -m or --to"
+            )
+        tape = self._holders_tape()
+        # Previews are kept per tape: the one the next cell runs on, else the notebook's own.
+        preview = pending_preview(tape, args.name) or pending_preview(self._session.tape, args.name)
+        if preview is None:
+            raise UsageError(
+                f"No preview of handoff {args.name!r} on tape {tape.name!r} to accept: "
+                f"run %handoff {args.name} --summarize --preview first"
+            )
+        show(self._written(cast("HandoffPreview", preview), preview.accept()))
+
+    def _written(self, preview: HandoffPreview, written: list[TapeEntry]) -> str:
+        """The confirmation of an accepted preview."""
+        anchor = next(entry for entry in written if entry.kind == "anchor")
+        earlier = [a.id for a in preview.tape.anchors(limit=None) if a.name == preview.name and a.id < anchor.id]
+        return handoff_confirmation(preview.tape, anchor, preview.state, earlier[-1] if earlier else None)
+
     def anchors(self, limit: int | None) -> pd.DataFrame:
         """The anchors as a frame, with a ``retention`` column for the ones that carry a summary."""
-        from bub_nb.context.retention import retention_lines
+        import pandas as pd
+
+        from bub_nb.context.retention import has_summary, retention_lines
         from bub_nb.tape.reports.transcript import anchors_frame
 
         frame = anchors_frame(self._session.tape)
         lines = retention_lines(self._session.tape)
         frame["retention"] = frame["id"].map(lines).astype("string")
+        # The summary as text beside the raw state: what a reader reads first.
+        texts = [state.get("summary") if has_summary(state) else None for state in frame["state"]]
+        frame.insert(frame.columns.get_loc("state"), "summary", pd.array(texts, dtype="string"))
         return frame if limit is None else frame.tail(limit)
 
     def _anchor_named(self, tape: Tape, name: str) -> int | None:

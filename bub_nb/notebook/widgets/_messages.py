@@ -1,17 +1,23 @@
-"""The messages of a view, each with its role and token estimate, as HTML and as text."""
+"""The messages of a view, each with its role and token estimate, as HTML and as text; an anchor's summary as
+text whose citations reference their entries, its raw state one click away."""
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from bub_nb.context.display import message_preview
 from bub_nb.notebook.widgets._style import KIND_COLORS, bar, clip, esc
+from bub_nb.tape.citations import CITING_TITLES, find_citations
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from bub_nb.context import View
     from bub_nb.context.messages import Message
+    from bub_nb.tape import TapeEntry
 
 BODY_CHARS: Final = 4000
 PREVIEW_CHARS: Final = 110
@@ -50,6 +56,67 @@ def message_body(message: Message) -> str:
     return body if len(body) <= BODY_CHARS else body[:BODY_CHARS] + f"\n… ({len(body) - BODY_CHARS} more characters)"
 
 
+_ANCHOR: Final = re.compile(r"^\[Anchor created: (?P<name>[^\]]*)\]:\s*(?P<state>\{.*\})\s*$", re.DOTALL)
+
+
+def anchor_summary(message: Message) -> tuple[str, dict[str, Any]] | None:
+    """The anchor name and state an anchor message carries, when its state holds a summary."""
+    content = message.get("content")
+    match = _ANCHOR.match(content) if message.get("role") == "assistant" and isinstance(content, str) else None
+    if match is None:
+        return None
+    try:
+        state = json.loads(match["state"])
+    except ValueError:
+        return None
+    return (match["name"], state) if isinstance(state, dict) and isinstance(state.get("summary"), str) else None
+
+
+def cited_html(text: str) -> str:
+    """``text`` escaped, each citation a reference to its entry (``a.bub-cite`` with ``data-entry-id``)."""
+    pieces, position = [], 0
+    for citation in find_citations(text):
+        shown = text[citation.start : citation.end]
+        pieces.append(esc(text[position : citation.start]))
+        pieces.append(
+            f'<a class="bub-cite" href="#entry-{citation.first}" data-entry-id="{citation.first}" '
+            f'title="entry #{citation.first}">{esc(shown)}</a>'
+        )
+        position = citation.end
+    pieces.append(esc(text[position:]))
+    return "".join(pieces).replace("\n", "<br>")
+
+
+def summary_html(state: dict[str, Any]) -> str:
+    """A summary's state as people read it: the summary and next steps with their citations referenced, then the
+    raw state in a fold."""
+    parts = [
+        f'<div class="bub-summary-text"><b>{title}</b>: {cited_html(value.strip())}</div>'
+        for key, title in CITING_TITLES.items()
+        if isinstance(value := state.get(key), str) and value.strip()
+    ]
+    raw = json.dumps(state, indent=2, ensure_ascii=False, default=str)
+    parts.append(f"<details><summary>raw state</summary><pre>{esc(raw)}</pre></details>")
+    return f'<div class="bub-summary">{"".join(parts)}</div>'
+
+
+def summary_states(entries: Iterable[TapeEntry]) -> dict[int, dict[str, Any]]:
+    """``anchor id -> state`` for the anchors among ``entries`` whose state holds a summary."""
+    states = ((entry.id, entry.payload.get("state")) for entry in entries if entry.kind == "anchor")
+    return {i: state for i, state in states if isinstance(state, dict) and isinstance(state.get("summary"), str)}
+
+
+def folded(label: str, state: dict[str, Any] | None) -> str:
+    """``label`` (HTML), or with a summary's ``state`` a fold that opens on the summary (:func:`summary_html`)."""
+    return label if state is None else f"<details><summary>{label}</summary>{summary_html(state)}</details>"
+
+
+def summary_preview(name: str, state: dict[str, Any], width: int) -> str:
+    """One line for an anchor message with a summary: how the model is told of the anchor, then the summary's
+    opening words as text (the JSON it was sent in is in the fold)."""
+    return clip(f"[Anchor created: {name}] summary: " + " ".join(str(state.get("summary", "")).split()), width)
+
+
 def message_rows(view: View, limit: int) -> tuple[list[MessageRow], int, int]:
     """Rows for the view's messages; past ``limit`` the middle is left out so the start and end show.
 
@@ -66,7 +133,8 @@ def message_rows(view: View, limit: int) -> tuple[list[MessageRow], int, int]:
     for i in kept:
         message = view.messages[i]
         role = str(message.get("role", "?"))
-        preview = message_preview(message, PREVIEW_CHARS)
+        anchored = anchor_summary(message)
+        preview = summary_preview(*anchored, PREVIEW_CHARS) if anchored else message_preview(message, PREVIEW_CHARS)
         rows.append(MessageRow(i, view.sources[i], role, view.tokens[i], preview, message_body(message)))
     return rows, gap_at, gap
 
@@ -84,7 +152,9 @@ def messages_html(view: View, limit: int) -> str:
             cells.append(_gap_row_html(gap, _gap_tokens(view, rows)))
         width = BAR_PX * row.tokens / peak if peak else 0
         content = esc(row.preview)
-        if row.body and " ".join(row.body.split()) != row.preview:
+        if anchored := anchor_summary(view.messages[row.index]):
+            content = f"<details><summary>{content}</summary>{summary_html(anchored[1])}</details>"
+        elif row.body and " ".join(row.body.split()) != row.preview:
             content = f"<details><summary>{content}</summary><pre>{esc(row.body)}</pre></details>"
         cells.append(
             f'<tr class="bub-message" data-entry-id="{row.source}" data-role="{esc(row.role)}">'

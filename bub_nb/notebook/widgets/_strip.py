@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Final
 
+from bub_nb.context.retention import anchor_retention, has_summary
+from bub_nb.errors import BubNbError
 from bub_nb.notebook.widgets._style import KIND_GLYPHS, LEGEND, MEMORY_GLYPH, OTHER_GLYPH, clip, esc
 from bub_nb.tape.citations import state_sources
 from bub_nb.tape.entries import is_phase_anchor
@@ -23,7 +25,8 @@ class StripCell:
 
     ``in_window``: inside the range the mode selects; ``in_view``: its messages reach the model;
     ``dropped``: left out to keep the messages valid for the API; ``cited``: the summary of the view's
-    anchor cites it; ``retracted``: a ``retract`` event took it out of the view.
+    anchor cites it; ``retracted``: a ``retract`` event took it out of the view; ``lost``: what that summary
+    lost of this entry (each artifact as ``text (kind)``).
     """
 
     id: int
@@ -37,6 +40,7 @@ class StripCell:
     dropped: bool
     cited: bool = False
     retracted: bool = False
+    lost: tuple[str, ...] = ()
 
     @property
     def glyph(self) -> str:
@@ -70,6 +74,7 @@ class StripCell:
                 ("bub-dropped", self.dropped),
                 ("bub-cited", self.cited),
                 ("bub-retracted", self.retracted),
+                ("bub-lost", bool(self.lost)),
             )
             if on
         )
@@ -80,7 +85,8 @@ class StripCell:
 class Strip:
     """The last entries of a tape against one view. ``hidden`` entries came earlier and are not shown,
     ``hidden_in_window`` of them inside the selected window. ``cited`` lists the entries the summary of
-    the view's anchor cites (``cited_by`` names that anchor), shown or not."""
+    the view's anchor cites (``cited_by`` names that anchor), shown or not; ``lost`` the artifacts that summary
+    lost, by the entry they lived in (see ``bub_nb.retention``)."""
 
     cells: tuple[StripCell, ...]
     total: int
@@ -90,6 +96,7 @@ class Strip:
     window_end: int
     cited: tuple[int, ...] = ()
     cited_by: str | None = None
+    lost: dict[int, tuple[str, ...]] = field(default_factory=dict)
 
 
 def window_range(view: View, first_id: int, last_id: int) -> tuple[int | None, int]:
@@ -111,19 +118,42 @@ def build_strip(tape: Tape, view: View, last_id: int, max_entries: int) -> Strip
     sent, dropped = {*view.entry_ids, *view.sources}, set(view.dropped)  # a turn's sources add its system entry
     cited = state_sources(view.anchor.state, min(last_id, view.anchor.id - 1)) if view.anchor is not None else ()
     retracted = set(view.retracted)
+    lost = lost_by_summary(tape, view)
     cells = tuple(
         replace(cell, retracted=cell.id in retracted) if retracted else cell
-        for cell in (_cell(entry, start, end, sent, dropped, set(cited)) for entry in entries)
+        for cell in (_cell(entry, start, end, sent, dropped, set(cited), lost.get(entry.id, ())) for entry in entries)
     )
     shown_from = cells[0].id if cells else last_id + 1
     hidden = max(0, total - len(cells))
     hidden_in_window = 0 if start is None or start >= shown_from else shown_from - start
     cited_by = view.anchor.name if cited and view.anchor is not None else None
-    return Strip(cells, total, hidden, min(hidden, hidden_in_window), start, end, cited, cited_by)
+    if cited_by is None and lost and view.anchor is not None:
+        cited_by = view.anchor.name
+    return Strip(cells, total, hidden, min(hidden, hidden_in_window), start, end, cited, cited_by, lost)
+
+
+def lost_by_summary(tape: Tape, view: View) -> dict[int, tuple[str, ...]]:
+    """What the summary of the anchor ``view`` starts at lost of its phase, by entry (``{}`` without a summary)."""
+    if view.anchor is None or not has_summary(view.anchor.state):
+        return {}
+    try:
+        report = anchor_retention(tape, view.anchor)
+    except BubNbError:  # an anchor whose phase cannot be read (another writer's range) marks nothing
+        return {}
+    lost: dict[int, list[str]] = {}
+    for found in report.lost():
+        lost.setdefault(found.entry, []).append(f"{found.artifact.text} ({found.artifact.kind})")
+    return {entry: tuple(texts) for entry, texts in lost.items()}
 
 
 def _cell(
-    entry: TapeEntry, start: int | None, end: int, sent: set[int], dropped: set[int], cited: set[int]
+    entry: TapeEntry,
+    start: int | None,
+    end: int,
+    sent: set[int],
+    dropped: set[int],
+    cited: set[int],
+    lost: tuple[str, ...] = (),
 ) -> StripCell:
     anchor = entry.name if entry.kind == "anchor" else None
     memory = entry.kind == "anchor" and not is_phase_anchor(anchor)
@@ -133,6 +163,8 @@ def _cell(
     text = entry_text(entry) if entry.kind != "anchor" else ""
     if text:
         tip += "\n" + clip(text, TIP_CHARS)
+    if lost:
+        tip += "\nLost by the summary: " + clip(", ".join(lost), TIP_CHARS)
     in_window = start is not None and start <= entry.id <= end
     return StripCell(
         id=entry.id,
@@ -145,6 +177,7 @@ def _cell(
         in_view=entry.id in sent,
         dropped=entry.id in dropped,
         cited=entry.id in cited,
+        lost=lost,
     )
 
 
@@ -177,6 +210,7 @@ def legend_html() -> str:
     items.append('<span><span class="bub-cell bub-in-window"></span>window</span>')
     items.append('<span><span class="bub-cell bub-cited"></span>cited by the anchor\'s summary</span>')
     items.append('<span><span class="bub-cell bub-retracted"></span>retracted</span>')
+    items.append('<span><span class="bub-cell bub-lost"></span>lost by that summary (hover)</span>')
     items.append('<span class="bub-muted">bright = sent to the model</span>')
     return f'<div class="bub-legend">{"".join(items)}</div>'
 
@@ -208,6 +242,9 @@ def strip_text(strip: Strip, width: int = 64) -> list[str]:
         lines.append("  memory anchors: " + " ".join(f"#{entry_id}" for entry_id in memory))
     if strip.cited:
         lines.append(f"  cited by {strip.cited_by}: " + " ".join(f"#{entry_id}" for entry_id in strip.cited))
+    if strip.lost:
+        lost = "; ".join(f"#{entry_id} {', '.join(texts)}" for entry_id, texts in sorted(strip.lost.items()))
+        lines.append(f"  lost by the summary of {strip.cited_by}: {clip(lost, 400)}")
     return lines
 
 

@@ -61,6 +61,8 @@ CSS: Final = f"""
  box-sizing:border-box}}
 .bub-w .bub-cell.bub-in-window{{opacity:.58;box-shadow:0 0 0 2px var(--bub-band)}}
 .bub-w .bub-cell.bub-cited{{outline:2px solid var(--bub-fg);outline-offset:-1px;opacity:.9}}
+.bub-w .bub-cell.bub-lost{{box-shadow:inset 0 -4px 0 #d9534f;opacity:.95}}
+.bub-w .bub-summary{{white-space:normal;margin:4px 0}}.bub-w a.bub-cite{{text-decoration:underline dotted}}
 .bub-w .bub-cell.bub-in-view{{opacity:1}}
 .bub-w .bub-cell.bub-dropped{{background-image:repeating-linear-gradient(45deg,transparent 0 2px,
  rgba(0,0,0,.45) 2px 3px)}}

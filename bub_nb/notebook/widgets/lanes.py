@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from bub_nb.tape import Tape
 
 MAX_BEATS: Final = 60
-GLYPHS: Final = {"prompt": "ask", "answer": "ans", "tool": "tool", "anchor": "⚓", "handoff": "→"}
+GLYPHS: Final = {"prompt": "ask", "answer": "ans", "tool": "tool", "anchor": "anchor", "handoff": "→"}
 COLORS: Final = {"prompt": "#cfe2ff", "answer": "#d1e7dd", "tool": "#e2e3e5", "anchor": "#fff3cd"}
 _STYLE: Final = (
     "<style>.bub-lanes td{border-left:1px dotted #ccc;padding:2px 4px;text-align:center;white-space:nowrap}"
@@ -60,8 +60,8 @@ class AgentLanes(WidgetDisplay):
                 low, high = sorted((agents.index(beat.agent), agents.index(beat.to)))
                 for lane in agents[low + 1 : high]:
                     cells[lane] = "|"
-                cells[beat.agent] = f"→{beat.to}" if beat.reached else f"✗→{beat.to}"
-                cells[beat.to] = f"⚓←{beat.agent}" if beat.reached else ""
+                cells[beat.agent] = f"→{beat.to}" if beat.reached else f"×→{beat.to}"
+                cells[beat.to] = f"←{beat.agent}" if beat.reached else ""
             columns.append(cells)
         return agents, shown, columns
 
@@ -77,7 +77,7 @@ class AgentLanes(WidgetDisplay):
         for number, beat in enumerate(shown, 1):
             if beat.kind == "handoff":
                 state = "" if beat.reached else ", failed"
-                lines.append(f"  step {number}: {beat.agent} → {beat.to} ({beat.ownership}{state}) ⚓ {beat.name}")
+                lines.append(f"  step {number}: {beat.agent} → {beat.to} ({beat.ownership}{state}) anchor {beat.name}")
         return "\n".join(lines)
 
     def to_html(self) -> str:
@@ -96,7 +96,7 @@ class AgentLanes(WidgetDisplay):
         body = (
             f"{_STYLE}<div class='bub-section'>Agents as lanes</div>{note}<table class='bub-lanes'>"
             f"<thead><tr><th>agent</th>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
-            f"<div class='bub-legend'>{esc(legend)} · ⚓← received a handoff · ✗ a handoff that failed</div>"
+            f"<div class='bub-legend'>{esc(legend)} · ← received a handoff · × a handoff that failed</div>"
         )
         return wrap(body, "bub-lanes-view")
 
@@ -112,13 +112,13 @@ def _cell(agent: str, beat: Beat, column: dict[str, str]) -> str:
         return "<td></td>"
     if beat.kind == "handoff" and agent == beat.agent:
         failed = "" if beat.reached else " bub-failed"
-        title = f"⚓ {beat.name}: {beat.text}" if beat.text else f"⚓ {beat.name}"
+        title = f"anchor {beat.name}: {beat.text}" if beat.text else f"anchor {beat.name}"
         return (
             f'<td class="bub-handoff-from{failed}" data-to="{esc(beat.to)}" data-ownership="{esc(beat.ownership)}" '
             f'data-reached="{str(beat.reached).lower()}" title="{esc(clip(title, 300))}">{esc(text)}</td>'
         )
     if beat.kind == "handoff" and agent == beat.to:
-        return f'<td class="bub-handoff-to" title="⚓ {esc(beat.name)}">{esc(text)}</td>'
+        return f'<td class="bub-handoff-to" title="anchor {esc(beat.name)}">{esc(text)}</td>'
     if beat.kind == "handoff":
         return f'<td class="bub-handoff-across">{esc(text)}</td>'
     color = COLORS.get(beat.kind, "")

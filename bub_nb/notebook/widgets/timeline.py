@@ -22,6 +22,7 @@ from bub_nb.errors import BubNbError
 from bub_nb.notebook.widgets._activity import Activity, Phase, RunSummary, measure
 from bub_nb.notebook.widgets._display import WidgetDisplay, refreshable_html
 from bub_nb.notebook.widgets._gauge import gauge_html
+from bub_nb.notebook.widgets._messages import folded, summary_states
 from bub_nb.notebook.widgets._style import COMPLETION_COLOR, PROMPT_COLOR, bar, clip, esc, wrap
 from bub_nb.notebook.widgets._timeline_bars import (
     COLORS,
@@ -83,13 +84,18 @@ class TapeTimeline(WidgetDisplay):
         self.prices = prices
         self.model = None if model is None else resolve_model(model)
         self._parts: dict[str, Any] = {}
-        self._activity = measure(tape.read(), self._prices())
+        self._activity = self._measure()
         if follow:  # refresh as the tape's owner writes it
             self.follow()
 
     def _prices(self) -> Mapping[str, Mapping[str, float]]:
         """The prices given, else the ones in use (``bub_nb.set_prices``, ``BUB_PRICES``), read at each refresh."""
         return current_prices() if self.prices is None else self.prices
+
+    def _measure(self) -> Activity:
+        """Count the tape's activity, and keep the states of its anchors that carry a summary."""
+        self._summaries = summary_states(entries := self.tape.read())
+        return measure(entries, self._prices())
 
     @property
     def activity(self) -> Activity:
@@ -119,7 +125,7 @@ class TapeTimeline(WidgetDisplay):
 
     def refresh(self) -> Activity:
         """Read the tape again; entries written since are counted."""
-        self._activity = measure(self.tape.read(), self._prices())
+        self._activity = self._measure()
         if self._widget is not None and self._parts:
             self._parts["body"].value = self.to_html()
         return self._activity
@@ -163,6 +169,8 @@ class TapeTimeline(WidgetDisplay):
                 f"  {clip(_phase_label(phase), 40):<{min(width, 40)}}  {span:>13} {phase.entries:>6}  "
                 f"{kind_bar_text(phase.kinds, peak):<{TEXT_BAR}}{tokens}"
             )
+            if (state := self._summaries.get(phase.anchor_id or 0)) is not None:
+                lines.append(f"    summary: {clip(' '.join(str(state['summary']).split()), 90)}")
         if not phases:
             lines.append("  (the tape is empty)")
         lines.append(f"Activity per {activity.step} (UTC)")
@@ -224,10 +232,10 @@ class TapeTimeline(WidgetDisplay):
         for phase in phases:
             tokens = f"{phase.prompt_tokens} + {phase.completion_tokens}" if phase.turns else ""
             cost = "" if phase.cost is None or not phase.turns else f"{phase.cost:.10g}"
+            label = folded(esc(clip(_phase_label(phase), 40)), self._summaries.get(phase.anchor_id or 0))
             rows.append(
-                f'<tr class="bub-phase" data-anchor="{esc(phase.anchor or "")}" data-entries="{phase.entries}" '
-                f'data-cost="{cost}">'
-                f'<td title="{esc(_phase_label(phase))}">{esc(clip(_phase_label(phase), 40))}</td>'
+                f'<tr class="bub-phase" data-anchor="{esc(phase.anchor or "")}" '
+                f'data-entries="{phase.entries}" data-cost="{cost}"><td title="{esc(_phase_label(phase))}">{label}</td>'
                 f'<td class="bub-num">#{phase.first_id}–#{phase.last_id}</td><td class="bub-num">{phase.entries}</td>'
                 f"<td>{kind_bar_html(phase.kinds, PHASE_BAR_PX * phase.entries / peak if peak else 0)}</td>"
                 f'<td class="bub-num">{phase.turns or ""}</td><td class="bub-num">{tokens}</td>'

@@ -130,6 +130,6 @@ def _line(beat: Beat) -> str:
     if beat.kind == "handoff":
         done = "" if beat.reached else " — **failed: the receiver's tape does not hold it**"
         said = f": {text}" if text else ""
-        return f"🤝 **{beat.agent} → {beat.to}** ({beat.ownership}) ⚓ {beat.name} {where}{said}{done}"
-    label = {"prompt": "was asked", "answer": "answered", "tool": "called", "anchor": "wrote ⚓"}[beat.kind]
+        return f"Handoff **{beat.agent} → {beat.to}** ({beat.ownership}) anchor {beat.name} {where}{said}{done}"
+    label = {"prompt": "was asked", "answer": "answered", "tool": "called", "anchor": "wrote anchor"}[beat.kind]
     return f"**{beat.agent}** {label} {where}: {text}"

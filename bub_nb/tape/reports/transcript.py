@@ -18,6 +18,7 @@ from bub_nb.tape.text import entry_text
 if TYPE_CHECKING:
     import pandas as pd
 
+import re
 from collections.abc import Container, Iterable
 from typing import Any
 
@@ -33,6 +34,7 @@ from bub_nb.tape.citations import (
     state_sources,
 )
 
+_LIST_START = re.compile(r"^(?:[-*\u2022]|\d+[.)])\s")
 _ROLE_TITLES = {"user": "User", "assistant": "Assistant", "tool": "Tool"}
 
 
@@ -237,15 +239,22 @@ def phase_section(anchor: TapeEntry, targets: Container[int]) -> list[str]:
     about, told = _about(state) if "summary" in texts else ("", set())
     for key, text in texts.items():
         heading = f"**{CITING_TITLES[key]}**{about if key == 'summary' else ''}"
-        lines += [link_entries(f"{heading}: {text.strip()}", targets), ""]
+        text = text.strip()
+        # A summary written as a list (the offline model's is) starts on its own line, so the list renders.
+        shown = f"{heading}:\n\n{text}" if "\n" in text or _LIST_START.match(text) else f"{heading}: {text}"
+        lines += [link_entries(shown, targets), ""]
     # The links show what a summary cites, so its sources list would only repeat them.
-    hidden = texts.keys() | told | ({"sources"} if "summary" in texts else set())
+    empty = {key for key in CITING_KEYS if state.get(key) == ""}
+    hidden = texts.keys() | told | empty | ({"sources"} if "summary" in texts else set())
     rest = {key: value for key, value in state.items() if key not in hidden}
     for key, value in rest.items():
         shown = value if isinstance(value, str) else orjson.dumps(value, default=str).decode()
         lines.append(f"- **{key}**: {shown}")
     if rest:
         lines.append("")
+    if "summary" in texts:  # the state as written stays one click away
+        raw = orjson.dumps(state, option=orjson.OPT_INDENT_2, default=str).decode()
+        lines += ["<details><summary>raw state</summary>", "", f"```json\n{raw}\n```", "", "</details>", ""]
     return lines
 
 
