@@ -19,8 +19,7 @@ import re
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
-from weakref import WeakKeyDictionary
+from typing import TYPE_CHECKING, Any
 
 from bub_nb.agent.tools import Tool, ToolCallError, ToolContext, ToolRegistry, builtin_registry
 from bub_nb.errors import BubNbError, CommandError
@@ -65,36 +64,6 @@ class CommandResult:
 
     def __str__(self) -> str:
         return self.output
-
-
-class Preview(Protocol):
-    """A handoff shown but not written yet (:class:`~bub_nb.agent.handoff.HandoffPreview` is one)."""
-
-    @property
-    def tape(self) -> Tape: ...
-    @property
-    def name(self) -> str: ...
-    def accept(self) -> list[TapeEntry]: ...
-    def to_text(self) -> str: ...
-
-
-_PENDING: WeakKeyDictionary[Tape, dict[str, Preview]] = WeakKeyDictionary()
-"""The previews made on each tape and not accepted yet, by anchor name (the newest of each name), so
-``,handoff name=N accept=true`` and ``%handoff N --accept`` find what was shown, however it was asked for."""
-
-
-def remember_preview(preview: Preview, *, forget: bool = False) -> None:
-    """Keep ``preview`` as the pending one of its name on its tape; with ``forget``, drop it (it was accepted)."""
-    pending = _PENDING.setdefault(preview.tape, {})
-    if not forget:
-        pending[preview.name] = preview
-    elif pending.get(preview.name) is preview:
-        del pending[preview.name]
-
-
-def pending_preview(tape: Tape, name: str) -> Preview | None:
-    """The newest preview of a handoff ``name`` on ``tape`` not accepted yet, if any."""
-    return _PENDING.get(tape, {}).get(name)
 
 
 def is_command(text: str) -> bool:
@@ -260,6 +229,8 @@ def _previewed(
 ) -> CommandResult:
     """``,handoff name=N [summarize=true] preview=true`` shows a handoff and writes nothing (not even its
     ``command`` event); ``,handoff name=N accept=true`` writes the newest preview of ``N`` as it was shown."""
+    from bub_nb.agent.handoff import pending_preview  # the handoff module runs commands' checks in its preflight
+
     args = _preview_arguments(parsed)
     name = args["name"]
     if args.get("accept", "").lower() in _TRUE:

@@ -12,8 +12,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from textwrap import shorten
 from typing import TYPE_CHECKING, Any
+from weakref import WeakKeyDictionary
 
-from bub_nb.agent.commands import remember_preview
 from bub_nb.agent.models.calibration import scale_of
 from bub_nb.agent.models.extractive import carried_into
 from bub_nb.agent.preflight import context_window_of
@@ -222,3 +222,22 @@ def with_carried(summary: Summary, phase: Phase) -> Summary:
         return summary
     checked = check_citations(text, *summary.range)
     return replace(summary, summary=checked.text, sources=tuple(sorted({*summary.sources, *checked.sources})))
+
+
+_PENDING: WeakKeyDictionary[Tape, dict[str, HandoffPreview]] = WeakKeyDictionary()
+"""The previews made on each tape and not accepted yet, by anchor name (the newest of each name), so
+``,handoff name=N accept=true`` and ``%handoff N --accept`` find what was shown, however it was asked for."""
+
+
+def remember_preview(preview: HandoffPreview, *, forget: bool = False) -> None:
+    """Keep ``preview`` as the pending one of its name on its tape; with ``forget``, drop it (it was accepted)."""
+    pending = _PENDING.setdefault(preview.tape, {})
+    if not forget:
+        pending[preview.name] = preview
+    elif pending.get(preview.name) is preview:
+        del pending[preview.name]
+
+
+def pending_preview(tape: Tape, name: str) -> HandoffPreview | None:
+    """The newest preview of a handoff ``name`` on ``tape`` not accepted yet, if any."""
+    return _PENDING.get(tape, {}).get(name)

@@ -1,12 +1,11 @@
 """Summaries that cite the tape: a phase summarised by a model (in parts when it is too long), checked, as state.
 
-The phase being closed is the last phase anchor and the entries after it. The model gets them labelled
-with their ids and cites them; :func:`~bub_nb.tape.citations.check_citations` removes every citation
-outside the phase and counts it. A phase too long for the model's window is summarised in parts that
-each fit, then the parts' summaries are summarised together. The result is an anchor's state (see
-docs/concepts.md#summaries-that-cite) and the data of the ``summary`` event that records its cost.
+The phase being closed is the last phase anchor and the entries after it. The model gets them labelled with their
+ids and cites them; :func:`~bub_nb.tape.citations.check_citations` removes every citation outside the phase and
+counts it. A phase too long for the model's window is summarised in parts that each fit, then the parts' summaries
+are summarised together. The result is an anchor's state (see docs/concepts.md#summaries-that-cite) and the data
+of the ``summary`` event that records its cost.
 """
-
 from __future__ import annotations
 
 import json
