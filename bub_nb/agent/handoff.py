@@ -14,9 +14,9 @@ from textwrap import shorten
 from typing import TYPE_CHECKING, Any
 from weakref import WeakKeyDictionary
 
+from bub_nb.agent.models.base import context_window_of
 from bub_nb.agent.models.calibration import scale_of
 from bub_nb.agent.models.extractive import carried_into
-from bub_nb.agent.preflight import context_window_of
 from bub_nb.agent.summarize import (
     Phase,
     Summary,

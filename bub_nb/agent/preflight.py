@@ -9,6 +9,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from bub_nb.agent.commands import check_command, is_command
+from bub_nb.agent.models.base import context_window_of
 from bub_nb.agent.models.calibration import estimate_request
 from bub_nb.agent.tools import builtin_registry
 from bub_nb.context.modes import as_strategy
@@ -155,9 +156,3 @@ def check_budget(agent: TurnSubject, prompt: str) -> None:
             "hand off (%handoff NAME summary=..., or tape.handoff in Python) so the view starts smaller, "
             "or raise the budget"
         )
-
-
-def context_window_of(model: object) -> int | None:
-    """The model's context window in tokens, if it declares one or an endpoint has reported it."""
-    window = getattr(model, "context_window", None)
-    return window if isinstance(window, int) and not isinstance(window, bool) and window > 0 else None

@@ -6,6 +6,7 @@ counts it. A phase too long for the model's window is summarised in parts that e
 are summarised together. The result is an anchor's state (see docs/concepts.md#summaries-that-cite) and the data
 of the ``summary`` event that records its cost.
 """
+
 from __future__ import annotations
 
 import json
@@ -14,7 +15,7 @@ from dataclasses import dataclass, replace
 from textwrap import shorten
 from typing import TYPE_CHECKING, Any, Final
 
-from bub_nb.agent.models.base import Completion, Model, Usage
+from bub_nb.agent.models.base import Completion, Model, Usage, context_window_of
 from bub_nb.agent.models.calibration import scale_of
 from bub_nb.agent.models.extractive import (
     SUMMARY_INSTRUCTIONS,
@@ -24,7 +25,6 @@ from bub_nb.agent.models.extractive import (
     request_text,
     split_reply,
 )
-from bub_nb.agent.preflight import context_window_of
 from bub_nb.context.messages import is_hidden
 from bub_nb.context.tokens import count_messages_tokens, count_text_tokens
 from bub_nb.errors import BubNbError, ContextLengthError

@@ -146,3 +146,9 @@ class Model(Protocol):
     def stream(
         self, messages: list[Message], tools: list[ToolSchema] | None = None
     ) -> AsyncIterator[TextDelta | Completion]: ...
+
+
+def context_window_of(model: object) -> int | None:
+    """The model's context window in tokens, if it declares one or an endpoint has reported it."""
+    window = getattr(model, "context_window", None)
+    return window if isinstance(window, int) and not isinstance(window, bool) and window > 0 else None

@@ -54,7 +54,7 @@ class ContextCommands:
     def _model(self, spec: str | None) -> Model | None:
         """The model named with ``-m`` (a spec or a notebook variable), else the configured one when its window is
         known: without a window there is nothing to gauge against."""
-        from bub_nb.agent.preflight import context_window_of
+        from bub_nb.agent.models.base import context_window_of
 
         if spec:
             return self._session.model(spec)

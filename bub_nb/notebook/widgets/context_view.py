@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING, Any
 
 from bub_nb.agent.loop import Agent
 from bub_nb.agent.models import resolve_model
-from bub_nb.agent.preflight import context_window_of, request_preview
+from bub_nb.agent.models.base import context_window_of
+from bub_nb.agent.preflight import request_preview
 from bub_nb.context import LAST_ANCHOR, ContextStrategy, TurnOf, TurnView, View, Window, as_strategy, build_view
 from bub_nb.context.display import summary_line
 from bub_nb.context.request import PROMPT_PLACEHOLDER, NextRequest, gauge_text

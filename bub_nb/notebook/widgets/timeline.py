@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 from bub_nb.agent.models import resolve_model
-from bub_nb.agent.preflight import context_window_of
+from bub_nb.agent.models.base import context_window_of
 from bub_nb.context import view_of_turn
 from bub_nb.context.request import gauge_text
 from bub_nb.errors import BubNbError
