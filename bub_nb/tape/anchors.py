@@ -11,9 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
-import orjson
-
 from bub_nb.errors import AnchorNotFoundError, TapeError
+from bub_nb.tape._lines import dumps
 from bub_nb.tape.citations import state_sources, state_uncited
 from bub_nb.tape.entries import KINDS, TapeEntry, is_phase_anchor
 from bub_nb.tape.stores.protocol import AnchorRef, TapeStore
@@ -138,10 +137,10 @@ class AnchorSummary:
         return f" · cites {cites}" + (f", {len(uncited)} uncited sentences" if uncited else "")
 
     def _repr_markdown_(self) -> str:
-        state = orjson.dumps(self.state).decode() if self.state else ""
+        state = dumps(self.state).decode() if self.state else ""
         return f"anchor **{self.name}** (#{self.id}, {self.date[:19]}{self._citations_note()}) {state}"
 
     def _repr_html_(self) -> str:
-        state = html.escape(orjson.dumps(self.state).decode()) if self.state else ""
+        state = html.escape(dumps(self.state).decode()) if self.state else ""
         where = f"#{self.id} {self.date[:19]}{self._citations_note()}"
         return f"<span>anchor <b>{html.escape(self.name)}</b> <small>{where}</small> <code>{state}</code></span>"

@@ -23,7 +23,8 @@ class Entry(Protocol):
     def payload(self) -> dict[str, Any]: ...
 
 
-def _json(value: Any) -> str:
+def json_text(value: Any) -> str:
+    """``value`` as compact JSON text, whatever a tape holds (lone surrogates, integers beyond 64 bits)."""
     try:
         return orjson.dumps(value, default=str).decode()
     except orjson.JSONEncodeError:  # a lone surrogate or an integer beyond 64 bits: the standard library writes both
@@ -35,7 +36,7 @@ def _content_text(content: Any) -> str:
         return content
     if isinstance(content, list):  # multimodal parts
         return "\n".join(str(p.get("text", "")) for p in content if isinstance(p, dict) and "text" in p)
-    return "" if content is None else _json(content)
+    return "" if content is None else json_text(content)
 
 
 def payload_call_names(kind: str, payload: dict[str, Any]) -> list[str]:
@@ -87,20 +88,20 @@ def payload_text(kind: str, payload: dict[str, Any]) -> str:
             return _content_text(payload.get("content"))
         case "anchor":
             state = payload.get("state")
-            return f"{payload.get('name', '')}" + (f" {_json(state)}" if state else "")
+            return f"{payload.get('name', '')}" + (f" {json_text(state)}" if state else "")
         case "event":
             data = payload.get("data")
-            return f"{payload.get('name', '')}" + (f" {_json(data)}" if data is not None else "")
+            return f"{payload.get('name', '')}" + (f" {json_text(data)}" if data is not None else "")
         case "tool_call":
             return tool_call_text(payload)[0]
         case "tool_result":
             results = payload.get("results")
             if not isinstance(results, list):
                 return ""
-            return "\n".join([r if isinstance(r, str) else _json(r) for r in results])
+            return "\n".join([r if isinstance(r, str) else json_text(r) for r in results])
         case "error":
             return f"{payload.get('kind', 'error')}: {payload.get('message', '')}"
-    return _json(payload)
+    return json_text(payload)
 
 
 def entry_role(entry: Entry) -> str | None:

@@ -18,11 +18,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bub_nb.tape import FileTapeStore, open_tape
-from bub_nb.tape import frame as frame_module
 from bub_nb.tape._lines import decode_record, line_blocks
 from bub_nb.tape.events import payload_event_usage
-from bub_nb.tape.frames.columns import kind_column
-from bub_nb.tape.frames.frame import _text_column
+from bub_nb.tape.frames import columns as frame_columns
+from bub_nb.tape.frames.columns import kind_column, text_column
 from bub_nb.tape.stores.columns import Columns, decode_columns, text_columns, token_count
 from bub_nb.tape.text import payload_call_names, payload_role, payload_text
 
@@ -194,7 +193,7 @@ STORAGES = ["python", "pyarrow"]
 
 @contextlib.contextmanager
 def string_storage(storage: str) -> Iterator[None]:
-    with pd.option_context("mode.string_storage", storage), mock.patch.object(frame_module, "_ARROW_ROWS", 3):
+    with pd.option_context("mode.string_storage", storage), mock.patch.object(frame_columns, "_ARROW_ROWS", 3):
         yield
 
 
@@ -240,7 +239,7 @@ def test_a_lone_surrogate_in_a_text_column_keeps_the_frame_readable(tmp_path: Pa
 @given(values=st.lists(st.one_of(st.none(), st.text(max_size=3), st.sampled_from(["", "user"])), max_size=8))
 def test_a_derived_text_column_takes_the_dtype_and_values_pandas_infers(values: list[str | None], storage: str) -> None:
     with string_storage(storage):
-        built = _text_column(list(values), text_or_none=True)
+        built = text_column(list(values), text_or_none=True)
         text = pd.StringDtype(na_value=np.nan)
         expected = pd.Series(values, dtype=text if all(value is None for value in values) else None)
         pd.testing.assert_series_equal(pd.Series(built), expected)

@@ -11,8 +11,8 @@ import pandas as pd
 from bub_nb.tape._lines import Record, gc_paused
 from bub_nb.tape.entries import TapeEntry
 from bub_nb.tape.events import NOTEBOOK
-from bub_nb.tape.frames.columns import COLUMNS, kind_column, phase_column, phases_by_id, retracted_column
-from bub_nb.tape.stores.columns import FORKED_FROM, TAPE_NAME, TEXT_OR_NONE, Columns
+from bub_nb.tape.frames.columns import COLUMNS, kind_column, phase_column, phases_by_id, retracted_column, text_column
+from bub_nb.tape.stores.columns import FORKED_FROM, TAPE_NAME, Columns
 from bub_nb.tape.stores.protocol import ReadsColumns
 
 if TYPE_CHECKING:
@@ -73,17 +73,17 @@ def columns_to_frame(
         tape_names = [names] * count if names is None or isinstance(names, str) else names
         frame = pd.DataFrame(
             {
-                TAPE_NAME: _text_column(tape_names, text_or_none=True),
+                TAPE_NAME: text_column(tape_names, text_or_none=True),
                 "id": pd.Series(ids),
                 "kind": kind_column(kinds),
                 "date": frame_dates(columns.dates),
-                "role": _text_column(text.roles, text_or_none=True),
-                "name": _text_column(text.names, text_or_none=True),
-                "content": _text_column(text.contents, text_or_none=True),
+                "role": text_column(text.roles, text_or_none=True),
+                "name": text_column(text.names, text_or_none=True),
+                "content": text_column(text.contents, text_or_none=True),
                 "tools": text.tools,
-                "phase": _text_column(phase_names, text_or_none=True),
+                "phase": text_column(phase_names, text_or_none=True),
                 "phase_id": phase_ids,
-                "run_id": _text_column(columns.run_ids, text_or_none=columns.run_ids_are_text),
+                "run_id": text_column(columns.run_ids, text_or_none=columns.run_ids_are_text),
                 FORKED_FROM: _sparse_text(columns.forked_from, count),
                 "prompt_tokens": _token_counts(text.prompt_tokens, count),
                 "completion_tokens": _token_counts(text.completion_tokens, count),
@@ -121,13 +121,13 @@ def _sparse_text(values: dict[int, Any], count: int) -> pd.Series | list[Any]:
         column[row] = value
     if not values:
         return text_series(column)
-    return _text_column(column, text_or_none=all(type(value) is str for value in values.values()))
+    return text_column(column, text_or_none=all(type(value) is str for value in values.values()))
 
 
 def text_series(values: list[str | None]) -> pd.Series:
     """Strings or ``None`` as a column of pandas' ``str`` dtype, even when every value is ``None`` (a column of
     text that some tapes leave empty has one dtype in every frame)."""
-    column = _text_column(values, text_or_none=True)
+    column = text_column(values, text_or_none=True)
     if isinstance(column, pd.Series):
         return column
     return pd.Series(values, dtype=pd.StringDtype(na_value=np.nan))
@@ -143,43 +143,6 @@ def _token_counts(counts: dict[int, int], count: int) -> pd.api.extensions.Exten
     return pd.arrays.IntegerArray(values, missing)
 
 
-# Rows per Arrow chunk of a text column. Arrow grows one buffer for a whole column by doubling it, and at 1M
-# rows the text alone is some 200 MB of fresh memory touched twice over; chunks of this size grow less, and
-# reuse what the chunk before them freed.
-_ARROW_ROWS = 1 << 18
-
-
-def _text_column(values: list[Any], *, text_or_none: bool = False) -> pd.Series | list[Any]:
-    """A column of strings (missing where ``None``) in pandas' ``str`` dtype, as ``pd.Series(values)`` infers it,
-    built without the inference pass; with pyarrow installed, the Arrow array is made in a call per chunk of
-    rows, which costs a fraction of pandas' own conversion. Anything else (no string at all, or other values)
-    is left to pandas.
-
-    ``text_or_none`` says the values are known to be strings or ``None`` (the columns derived here), so only
-    whether any string is there needs checking, which spares a pass that reaches every value.
-    """
-    if text_or_none:
-        if not any(values) and values.count(None) == len(values):  # ``any`` stops at the first non-empty string
-            return pd.Series(values, dtype=pd.StringDtype(na_value=np.nan))  # ``str`` all the same: one dtype
-    else:
-        kinds = set(map(type, values))
-        if str not in kinds or not kinds <= TEXT_OR_NONE:
-            return values
-    dtype = pd.StringDtype(na_value=np.nan)  # the storage pandas picks: pyarrow when it is installed
-    if dtype.storage == "pyarrow":
-        import pyarrow as pa
-
-        try:
-            parts = [values[first : first + _ARROW_ROWS] for first in range(0, len(values), _ARROW_ROWS)]
-            chunks = pa.chunked_array([pa.array(part, type=pa.large_string()) for part in parts], pa.large_string())
-        except UnicodeEncodeError:  # a lone surrogate, which Arrow's UTF-8 cannot hold: kept in Python strings
-            return pd.Series(values, dtype=pd.StringDtype("python", na_value=np.nan))
-        return pd.Series(pd.arrays.ArrowStringArray(chunks, dtype=dtype), copy=False)
-    # Python strings: pandas' own conversion from a list with the dtype given, one pass in C that also turns
-    # ``None`` into NaN, is about twice as fast as filling an object array and marking the missing values
-    return pd.Series(values, dtype=dtype)
-
-
 def tape_to_frame(tape: StoredTape) -> pd.DataFrame:
     """The whole tape as a frame; a store that can hand over decoded lines skips building entries."""
     store = tape.store
@@ -188,7 +151,7 @@ def tape_to_frame(tape: StoredTape) -> pd.DataFrame:
             frame = columns_to_frame(store.columns(tape.name), names=tape.name)
         else:
             frame = entries_to_frame(store.read(tape.name))
-            frame[TAPE_NAME] = _text_column([tape.name] * len(frame), text_or_none=True)
+            frame[TAPE_NAME] = text_column([tape.name] * len(frame), text_or_none=True)
     frame.attrs["tape"] = tape.name
     return frame
 

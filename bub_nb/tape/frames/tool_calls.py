@@ -8,13 +8,16 @@ import numpy as np
 import orjson
 import pandas as pd
 
+from bub_nb.tape.frames.columns import text_column
 from bub_nb.tape.stores.columns import FORKED_FROM, TAPE_NAME
+from bub_nb.tape.text import json_text
 
 CALL_COLUMNS = (
     TAPE_NAME, "call_id", "run_id", "phase", "phase_id", "tool", "tool_wire", "tool_dotted", "arguments",
     "called", "answered", "seconds", "ok", "error_kind", "error_message", "result", FORKED_FROM,
 )  # fmt: skip
 _KINDS = ("tool_call", "tool_result", "error", "message")
+_NOT_TEXT = ["ok", "called", "answered", "phase_id", "arguments", "result"]
 
 
 def spellings(name: str) -> tuple[str, str]:
@@ -37,7 +40,7 @@ def _failure(result: Any) -> tuple[str, str] | None:
     if isinstance(result, dict) and "error" in result:
         error = result["error"]
         kind = result.get("kind") or result.get("type") or "tool.error"
-        return str(kind), error if isinstance(error, str) else orjson.dumps(error, default=str).decode()
+        return str(kind), error if isinstance(error, str) else json_text(error)
     return None
 
 
@@ -92,7 +95,9 @@ def tool_calls_frame(frame: pd.DataFrame) -> pd.DataFrame:
             if named is not None:
                 named["ok"], named["error_kind"] = False, payload.get("kind")
                 named["error_message"] = payload.get("message")
-    out = pd.DataFrame(list(rows.values()), columns=[c for c in CALL_COLUMNS if c != "seconds"])
+    out = pd.DataFrame(list(rows.values()), columns=[c for c in CALL_COLUMNS if c != "seconds"], dtype=object)
+    for column in out.columns.difference(_NOT_TEXT):  # text as the frame's text columns are, lone surrogates too
+        out[column] = text_column(out[column].tolist())
     out["ok"] = out["ok"].astype("boolean")
     out["called"] = pd.to_datetime(out["called"].to_numpy(), utc=True)
     out["answered"] = pd.to_datetime(out["answered"].to_numpy(), utc=True)

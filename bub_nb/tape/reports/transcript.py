@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -13,7 +14,7 @@ from bub_nb.tape.info import TapeInfo
 from bub_nb.tape.redact import redact, redact_text
 from bub_nb.tape.reports.prices import format_cost
 from bub_nb.tape.reports.usage import PhaseUsage, phase_usage
-from bub_nb.tape.text import entry_text
+from bub_nb.tape.text import entry_text, json_text
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -248,12 +249,15 @@ def phase_section(anchor: TapeEntry, targets: Container[int]) -> list[str]:
     hidden = texts.keys() | told | empty | ({"sources"} if "summary" in texts else set())
     rest = {key: value for key, value in state.items() if key not in hidden}
     for key, value in rest.items():
-        shown = value if isinstance(value, str) else orjson.dumps(value, default=str).decode()
+        shown = value if isinstance(value, str) else json_text(value)
         lines.append(f"- **{key}**: {shown}")
     if rest:
         lines.append("")
     if "summary" in texts:  # the state as written stays one click away
-        raw = orjson.dumps(state, option=orjson.OPT_INDENT_2, default=str).decode()
+        try:
+            raw = orjson.dumps(state, option=orjson.OPT_INDENT_2, default=str).decode()
+        except orjson.JSONEncodeError:  # a lone surrogate or an integer beyond 64 bits, written escaped
+            raw = json.dumps(state, indent=2, default=str)
         lines += ["<details><summary>raw state</summary>", "", f"```json\n{raw}\n```", "", "</details>", ""]
     return lines
 
