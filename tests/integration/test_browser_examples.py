@@ -29,7 +29,8 @@ CLICKS: dict[str, tuple[str, ...]] = {"agent-and-data.ipynb": ("Deny",)}
 
 @dataclass
 class Lab:
-    """The JupyterLab every notebook runs in, the browser that drives it, and the server's Bub home."""
+    """The JupyterLab every notebook runs in, the browser context that drives it (one cache for JupyterLab's
+    scripts, so a page after the first loads quickly), and the server's Bub home."""
 
     server: JupyterLab
     browser: Any
@@ -55,7 +56,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     with running_lab(base, [], base / "bub") as server, sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=list(CHROMIUM_ARGS), timeout=30_000)
         try:
-            yield Lab(server, browser, base / "bub")
+            yield Lab(server, browser.new_context(viewport={"width": 1400, "height": 1000}), base / "bub")
         finally:
             browser.close()
 
@@ -104,7 +105,7 @@ def test_an_example_restarted_and_run_twice_in_jupyterlab_shows_the_same_outputs
     shutil.copytree(
         EXAMPLES, lab.server.root / stem, ignore=shutil.ignore_patterns(".ipynb_checkpoints", "*.idx", "*.lock")
     )
-    page = lab.browser.new_page(viewport={"width": 1400, "height": 1000})
+    page = lab.browser.new_page()
     page.set_default_timeout(30_000)
     notebook = LabNotebook(page, lab.server)
     try:
