@@ -11,7 +11,8 @@ DuckDB's JSON readers, read_tapes(as_="arrow"), runs() and tool_calls() beside t
 turn overhead against an instant local endpoint (turn.py); tool calls on their worker thread
 (tool_calls.py); looking at the notebook (kernel_tools.py); start-up (startup.py); tokens a long session
 sends with summaries that cite, against the full history (compression.py); a 10k-entry tape exported to
-OTLP and to ATIF, in spans per second (export.py, with the ``otel`` extra). Each script also runs on its
+OTLP and to ATIF, in spans per second (export.py, with the ``otel`` extra); who holds the conversation among
+several agents, read before each turn (agents.py). Each script also runs on its
 own with more options.
 """
 
@@ -22,6 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import agents
 import arrow
 import compression
 import export
@@ -58,6 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     rows += startup.rows()
     rows += compression.rows()
     rows += export.rows()
+    rows += agents.rows()
     if args.postgres:
         rows += postgres.rows(size=max(sizes))
     print_table(["figure", "bub_nb", "baseline", "ratio", "target"], rows)

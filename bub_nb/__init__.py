@@ -23,6 +23,7 @@ from bub_nb.tape import (
     TapeInfo,
     TapeStore,
     open_tape,
+    resolve,
     session_tape_name,
 )
 
@@ -71,6 +72,7 @@ __all__ = [
     "read_tapes",
     "register_plugin",
     "replay",
+    "resolve",
     "retention",
     "session_tape_name",
     "set_prices",

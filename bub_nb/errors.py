@@ -27,6 +27,8 @@
     ├── ReplayError                a replay with nothing to replay
     ├── LogImportError             another agent's log whose format cannot be told, or a tape it may not be written to
     ├── CommandError               a malformed comma command
+    ├── AgentError                 an agent name that is not allowed or names no agent; a handoff between agents refused
+    │   └── NotHoldingError        an agent asked to run while another agent holds the conversation
     └── InterpolationError         a ``{placeholder}`` in a cell that names nothing in the notebook (also a KeyError)
 
 Every message names the offending value, so one line is enough to act on.
@@ -167,6 +169,14 @@ class ReplayError(BubNbError):
 
 class CommandError(BubNbError, ValueError):
     """A comma command that cannot be parsed or run."""
+
+
+class AgentError(BubNbError, ValueError):
+    """An agent name that is not allowed or names no agent, or a handoff between agents that cannot be made."""
+
+
+class NotHoldingError(AgentError):
+    """An agent asked to run after it handed the conversation to another agent, which holds it now."""
 
 
 class InterpolationError(BubNbError, KeyError):

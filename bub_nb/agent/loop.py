@@ -17,19 +17,20 @@ from bub_nb.agent.preflight import check_recorded_prompt_fits, check_turn
 from bub_nb.agent.registry import default_pipeline
 from bub_nb.agent.results import DEFAULT_RESULT_TOKENS, check_result_budget, fit_result
 from bub_nb.agent.state import TurnState
-from bub_nb.agent.tools import Tool, ToolCallError, ToolContext, ToolRegistry, builtin_registry
+from bub_nb.agent.tools import Tool, ToolCallError, ToolContext, ToolRegistry, agent_registry
 from bub_nb.agent.turn import RunningTurn, Turn, TurnRecorder
 from bub_nb.context.messages import result_text
 from bub_nb.context.tokens import count_messages_tokens
 from bub_nb.errors import BubNbError, ContextLengthError, ModelError
 from bub_nb.memory.cache import memory_of
-from bub_nb.tape import LAST_ANCHOR
+from bub_nb.tape import LAST_ANCHOR, Tape
+from bub_nb.tape.names import agent_tape_name
 
 if TYPE_CHECKING:
     from bub_nb.agent.framework import TurnPipeline
     from bub_nb.context import View
     from bub_nb.memory import MemorySnapshot
-    from bub_nb.tape import Tape, TapeEntry
+    from bub_nb.tape import TapeEntry
 
 DEFAULT_MAX_STEPS = 8
 MAX_AUTO_HANDOFF_RETRIES = 1
@@ -42,7 +43,8 @@ class Agent:
     the model sees is always derived from the facts, never kept on the side. An agent runs one turn
     at a time: starting another aborts the one still running. With a ``budget`` a turn whose first
     request is estimated over that many tokens is refused before anything is written. Every tool
-    result is redacted and cut to ``result_budget`` tokens (``None``: not cut), saying so when cut.
+    result is redacted and cut to ``result_budget`` tokens (``None``: not cut), saying so when cut. With a
+    ``name`` it is that agent of the notebook whose tape is ``tape``, and works on its own tape, ``<tape>~<name>``.
     """
 
     def __init__(
@@ -59,12 +61,13 @@ class Agent:
         meta: dict[str, Any] | None = None,
         budget: int | None = None,
         result_budget: int | None = DEFAULT_RESULT_TOKENS,
+        name: str | None = None,
     ) -> None:
         if type(max_steps) is not int or max_steps < 1:
             raise BubNbError(f"max_steps must be a whole number of at least 1, got {max_steps!r}")
         if budget is not None and (type(budget) is not int or budget < 1):
             raise BubNbError(f"budget must be a whole number of tokens, at least 1, got {budget!r}")
-        self.tape = tape
+        self.tape = tape if name is None else Tape(agent_tape_name(tape.name, name), tape.base_store)
         self.model = resolve_model(model)
         self.max_steps = max_steps
         self.context = context
@@ -73,20 +76,14 @@ class Agent:
         self.meta = dict(meta or {})
         self.budget = budget
         self.result_budget = check_result_budget(result_budget)
-        registry = ToolRegistry()
-        if builtin_tools:
-            builtins = builtin_registry()
-            chosen = builtins if builtin_tools is True else builtins.select(builtin_tools)  # type: ignore[arg-type]
-            for builtin in chosen:
-                registry.register(builtin)
-        for item in tools or ():
-            registry.register(item)
-        self.tools = registry
+        self.tools = agent_registry(tools, builtin_tools)
+        self.name = name
+        self.team: Any = None  # the Team it belongs to, set by the team: hands the conversation to others
         self.last_turn: Turn | None = None
         self._running: RunningTurn | None = None
 
     def __repr__(self) -> str:
-        return f"Agent(tape={self.tape.name!r}, model={self.model.name!r}, tools={len(self.tools)})"
+        return f"Agent({f'name={self.name!r}, ' * bool(self.name)}tape={self.tape.name!r}, model={self.model.name!r})"
 
     # -- public entry points ----------------------------------------------------------------------
 
@@ -163,6 +160,8 @@ class Agent:
 
     def check(self, prompt: str) -> None:
         """Refuse a turn that could not be recorded truthfully, before anything is written (a ``BubNbError``)."""
+        if self.team is not None:  # an agent that handed the conversation away waits until it is handed back
+            self.team.check_may_run(self.name or "main")
         check_turn(self, prompt)
 
     def view(self) -> View:

@@ -43,6 +43,10 @@ class ContextDiff:
     tokens_b: dict[str, int]
     a_ids: tuple[int, ...] = ()
     b_ids: tuple[int, ...] = ()
+    cited: tuple[int, ...] = ()
+    """Across two agents' tapes: entries of ``a``'s tape that ``b``'s handoff anchor names by ``tape://`` reference."""
+    agents: tuple[str, str] | None = None
+    """Across two agents' tapes: the agents whose views ``a`` and ``b`` are."""
 
     @property
     def token_change(self) -> dict[str, int]:
@@ -60,9 +64,12 @@ class ContextDiff:
     @property
     def summary(self) -> str:
         change = self.total_b - self.total_a
+        cited = ""
+        if self.agents is not None:
+            cited = f"; {self.agents[1]} cites {len(self.cited)} entries of {self.agents[0]}'s tape by reference"
         return (
             f"Context diff {self.a} → {self.b}: {len(self.entered)} entered, {len(self.left)} left, "
-            f"{len(self.stayed)} stayed; {change:+d} tokens"
+            f"{len(self.stayed)} stayed; {change:+d} tokens{cited}"
         )
 
     def _rows(self) -> list[tuple[str, int, int, int]]:
@@ -116,8 +123,13 @@ def diff_views(a: View, b: View) -> ContextDiff:
 
     Either side may be a view of a mode (``tape.view("full")``) or of a recorded turn
     (``tape.view_of_turn(-1)``); entries are compared by id, tokens by source (:data:`SOURCES`).
+
+    Views of two tapes (two agents of a notebook) share no entry: every entry of ``b`` entered and every entry
+    of ``a`` left, and ``cited`` lists the entries of ``a``'s tape that ``b``'s handoff anchor names by reference.
     """
     a_ids, b_ids = tuple(a.entry_ids), tuple(b.entry_ids)
+    if a.tape and b.tape and a.tape != b.tape:
+        return _across_tapes(a, b)
     in_a, in_b = set(a_ids), set(b_ids)
     return ContextDiff(
         a=view_label(a),
@@ -129,6 +141,30 @@ def diff_views(a: View, b: View) -> ContextDiff:
         tokens_b=tokens_by_source(b),
         a_ids=a_ids,
         b_ids=b_ids,
+    )
+
+
+def _across_tapes(a: View, b: View) -> ContextDiff:
+    from bub_nb.context.references import view_references
+    from bub_nb.tape.names import TapeAddress, agent_of_tape
+
+    named = [TapeAddress.parse(ref) for ref in view_references(b)]
+    # A database names the sender's tape with its owner: compare by the plain name after it.
+    cited = {int(ref.target) for ref in named if ref.kind == "entry" and ref.tape.rpartition("/")[2] == a.tape}
+    a_ids, b_ids = tuple(a.entry_ids), tuple(b.entry_ids)
+    agents = (agent_of_tape(a.tape) or "main", agent_of_tape(b.tape) or "main")
+    return ContextDiff(
+        a=f"{agents[0]}: {view_label(a)}",
+        b=f"{agents[1]}: {view_label(b)}",
+        entered=b_ids,
+        left=a_ids,
+        stayed=(),
+        tokens_a=tokens_by_source(a),
+        tokens_b=tokens_by_source(b),
+        a_ids=a_ids,
+        b_ids=b_ids,
+        cited=tuple(sorted(cited)),
+        agents=agents,
     )
 
 

@@ -141,6 +141,7 @@ def view_of_turn(tape: Tape, run: RunSpec) -> TurnView:
         sources=(system.id, *view.sources),
         dropped=view.dropped,
         tokenizer=view.tokenizer,
+        tape=tape.name,
         run_id=run_id,
         run_entry_id=entry.id,
         system_prompt=prompt,

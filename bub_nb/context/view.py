@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from bub_nb.context.display import view_html, view_markdown, view_text
@@ -48,7 +48,7 @@ class View:
     is the whole prompt's estimate (every message plus the reply priming). ``usage`` is what
     the endpoint itself reported for the last turn inside this view, when there was one.
     ``sources`` gives the entry id of each message; ``dropped`` lists entries whose messages
-    (some or all) were left out to keep the sequence valid for the API.
+    (some or all) were left out to keep the sequence valid for the API. ``tape`` names the tape its ids are of.
     """
 
     messages: tuple[Message, ...]
@@ -61,6 +61,9 @@ class View:
     sources: tuple[int, ...] = ()
     dropped: tuple[int, ...] = ()
     tokenizer: str = "heuristic"
+    tape: str = field(default="", compare=False)
+    """The tape the view was built from (``""`` when a strategy built it some other way); two views of the same
+    entries compare equal whichever tape holds them."""
 
     def to_messages(self) -> list[Message]:
         """Fresh copies of the messages, safe to extend and send."""
@@ -83,7 +86,7 @@ def build_view(tape: Tape, mode: Mode = LAST_ANCHOR) -> View:
     """Build the view of ``tape`` for ``mode``: ``LAST_ANCHOR``, an anchor name, ``None`` (the full
     tape), ``window(n)`` or any :class:`~bub_nb.context.ContextStrategy`."""
     strategy = as_strategy(mode)
-    return view_from_selection(strategy.select(tape), strategy.label)
+    return replace(view_from_selection(strategy.select(tape), strategy.label), tape=tape.name)
 
 
 def view_from_selection(selection: Selection, mode: str = "custom") -> View:

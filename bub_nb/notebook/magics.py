@@ -1,5 +1,5 @@
-"""IPython magics over the agent and the tape: ``%%bub``, ``%handoff``, ``%anchors``, ``%context``, ``%memory``,
-``%tape``, ``%lesson``.
+"""IPython magics over the agent and the tape: ``%%bub``, ``%agent``, ``%handoff``, ``%anchors``, ``%context``,
+``%memory``, ``%tape``, ``%lesson``.
 
 Each magic parses its arguments and calls the plain-Python API; every ``BubNbError`` becomes a
 one-line ``UsageError``.
@@ -18,6 +18,7 @@ from traitlets import TraitError, observe
 from traitlets.config import Config
 
 from bub_nb.errors import BubNbError
+from bub_nb.notebook.commands.agents import AgentCommands
 from bub_nb.notebook.commands.context import ContextCommands
 from bub_nb.notebook.commands.handoff import HandoffCommands
 from bub_nb.notebook.commands.lesson import LessonCommands
@@ -51,6 +52,7 @@ class BubMagics(Magics, MagicSettings):
         self.turn_command = TurnCommand(self.shell, self.session, self.rename_notice, self._cell_number)
         self.handoff_commands = HandoffCommands(self.session, self._cell_number)
         self.context_commands = ContextCommands(self.session, lambda: self.context)
+        self.agent_commands = AgentCommands(self.session)
 
     @property
     def ip(self) -> InteractiveShell:
@@ -117,6 +119,7 @@ class BubMagics(Magics, MagicSettings):
     @argument("--no-stream", action="store_true", help="show the answer only when it is complete")
     @argument("--tools", help="comma-separated tools: builtin names, globs like memory.*, or notebook functions")
     @argument("--budget", type=int, metavar="N", help="refuse a prompt estimated over N tokens; 0: no budget")
+    @argument("--agent", metavar="NAME", help="run as this agent (see %%agent); default: the holder")
     @argument("prompt", nargs="*", help="with %%bub, the prompt itself")
     @line_cell_magic("bub")  # type: ignore[arg-type]  # IPython types only the bare form
     @usage_errors
@@ -153,10 +156,15 @@ class BubMagics(Magics, MagicSettings):
     @argument("--state", help="state as a JSON object; key=value pairs are added on top")
     @argument("--summarize", action="store_true", help="the model summarises the phase it closes, citing entries")
     @argument("-m", "--model", default=None, help="with --summarize: the model that summarises")
+    @argument("--to", metavar="AGENT", help="hand the conversation to another agent of the notebook (see %%agent)")
+    @argument("--from", dest="sender", metavar="AGENT", help="with --to: the agent handing off (default: the holder)")
+    @argument("--reason", help="with --to: why the other agent is needed")
+    @argument("--share", action="store_true", help="with --to: both agents may go on (default: transfer)")
     @line_magic("handoff")  # type: ignore[arg-type]  # IPython types only the bare form
     @usage_errors
     def handoff_magic(self, line: str) -> None:
-        """Write an anchor: the next turn's view starts there and carries its state."""
+        """Write an anchor: the next turn's view starts there and carries its state. With ``--to AGENT`` hand the
+        conversation to another agent of the notebook, on both agents' tapes."""
         self.handoff_commands.handoff(parse_line(self.handoff_magic, line))
 
     @magic_arguments("anchors")
@@ -173,6 +181,8 @@ class BubMagics(Magics, MagicSettings):
     @argument("mode", nargs="?", default=None, help="last, full, phases, window:N, notebook or an anchor name")
     @argument("--turn", metavar="N", help="what a recorded turn sent: -1 the last turn, #ID its run event, or a run id")
     @argument("--diff", nargs=2, metavar=("A", "B"), help="what changes from view A to B: modes or turn:N")
+    @argument("--agent", metavar="NAME", help="that agent's view (see %%agent); default: the holder's")
+    @argument("--expand-refs", action="store_true", help="also show the entries a handoff's tape:// references cite")
     @argument("--next", action="store_true", help="the whole next request: system prompt, memory, view, prompt, tools")
     @argument("-m", "--model", help="the model whose context window the tokens are gauged against")
     @line_magic("context")  # type: ignore[arg-type]  # IPython types only the bare form
@@ -181,6 +191,20 @@ class BubMagics(Magics, MagicSettings):
         """Show the view the next turn would send, the whole next request (--next), a recorded turn's request, or the
         diff of two views."""
         self.context_commands.run(parse_line(self.context_magic, line))
+
+    @magic_arguments("agent")
+    @argument("name", nargs="?", help="the agent's name: a letter, then letters, digits, '_' or '-'")
+    @argument("-m", "--model", default=None, help="its model, e.g. offline or openai:gpt-4o-mini")
+    @argument("--instructions", default=None, help="what it is for, added to its system prompt")
+    @argument("--tools", default=None, help="its tools, as %%bub --tools takes them")
+    @argument("--context", default=None, help="its view mode, as %%bub --context takes it")
+    @argument("--lanes", action="store_true", help="draw the agents as lanes, with the handoffs between them")
+    @line_magic("agent")  # type: ignore[arg-type]  # IPython types only the bare form
+    @usage_errors
+    def agent_magic(self, line: str) -> None:
+        """Define a named agent of the notebook, on a tape of its own; alone, list the agents and who holds the
+        conversation."""
+        self.agent_commands.run(parse_line(self.agent_magic, line))
 
     @magic_arguments("memory")
     @argument("action", nargs="?", default="show", help="show | save TEXT | daily TEXT | clear | prune")

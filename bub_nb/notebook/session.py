@@ -15,13 +15,16 @@ from bub_nb.agent.kernel_tools import RUNNING, Kernel, Limits, kernel_tools
 from bub_nb.agent.models import Model
 from bub_nb.agent.registry import default_pipeline
 from bub_nb.agent.state import TurnState, turn_state
+from bub_nb.agent.team import Team
 from bub_nb.agent.tools import Tool, tool
 from bub_nb.agent.tools.builtin import builtin_registry
 from bub_nb.agent.turn import Turn
 from bub_nb.context import parse_mode
 from bub_nb.errors import BubNbError, ToolError
+from bub_nb.notebook.agents import NotebookAgents
 from bub_nb.notebook.model_names import notebook_model
 from bub_nb.tape import Tape, current_notebook, open_tape
+from bub_nb.tape.names import MAIN_AGENT
 from bub_nb.tape.stores.archive import is_archive_name
 
 if TYPE_CHECKING:
@@ -106,6 +109,7 @@ class NotebookSession:
         self._tape: Tape | None = None
         self.last_turn: Turn | None = None
         self.last_agent: Agent | None = None
+        self.agents = NotebookAgents()
 
     @property
     def settings(self) -> Settings:
@@ -191,23 +195,43 @@ class NotebookSession:
         tools: str | None = None,
         cell: int | None = None,
         budget: int | None = None,
+        name: str | None = None,
     ) -> Agent:
         """An agent on the current tape with :meth:`agent_options`, run as a notebook's turn (through the
-        plugin pipeline, its events marked with the cell)."""
+        plugin pipeline, its events marked with the cell).
+
+        Once agents are defined (``%agent``), ``name`` picks one (default: the one holding the conversation,
+        else ``main``); one that handed the conversation away is refused here, before anything is written.
+        """
+        team = self.team() if self.agents or name is not None else None
+        if team is not None:
+            name = name or team.holder() or MAIN_AGENT
+            team.check_may_run(name)
+        own = self.agents.get(name) if name else None
+        if own is not None:
+            model, context, tools = model or own.model, context or own.context, tools or own.tools
         options = self.agent_options(model=model, context=context, tools=tools, budget=budget)
-        return Agent(
+        agent = Agent(
             self.tape,
+            name=None if name in (None, MAIN_AGENT) else name,
             model=options.model,
             tools=list(options.tools),
             max_steps=options.max_steps,
             context=options.context,
-            instructions=options.instructions,
+            instructions=_joined(options.instructions, own.instructions if own is not None else None),
             builtin_tools=options.builtin_tools,
             pipeline=default_pipeline(),
             meta={"cell": cell, "source": "notebook"} if cell is not None else {"source": "notebook"},
             budget=options.budget,
             result_budget=options.result_budget,
         )
+        if team is not None:
+            team.add(agent)
+        return agent
+
+    def team(self) -> Team:
+        """The notebook's agents on its tape: ``main`` and those ``%agent`` defined."""
+        return self.agents.team(self.tape)
 
     def kernel_tools(self) -> list[Tool]:
         """``notebook.*`` and ``python.run`` over this kernel (none without a kernel)."""
@@ -235,3 +259,7 @@ class NotebookSession:
             raise BubNbError(f"The turn on tape {agent.tape.name!r} produced no result")
         self.last_turn = turn
         return turn
+
+
+def _joined(*parts: str | None) -> str | None:
+    return "\n\n".join(part for part in parts if part) or None

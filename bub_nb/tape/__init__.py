@@ -9,7 +9,7 @@ from bub_nb.tape.entries import KINDS, TapeEntry, is_phase_anchor
 from bub_nb.tape.info import TapeInfo
 from bub_nb.tape.locations import current_notebook, tapes_home
 from bub_nb.tape.names import TapeAddress, session_tape_name, validate_tape_name
-from bub_nb.tape.open import open_tape
+from bub_nb.tape.open import open_tape, resolve
 from bub_nb.tape.query import TapeQuery
 from bub_nb.tape.stores.file import FileTapeStore
 from bub_nb.tape.stores.memory import MemoryTapeStore
@@ -37,6 +37,7 @@ __all__ = [
     "is_phase_anchor",
     "open_tape",
     "read_tapes",
+    "resolve",
     "session_tape_name",
     "tapes_home",
     "validate_tape_name",

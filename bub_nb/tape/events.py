@@ -51,6 +51,13 @@ PROMPT_TOO_LONG: Final = PromptTooLongError.kind
 """The ``kind`` of the ``error`` a turn ends with when its own prompt is over the model's window, learnt only
 once the endpoint refused it: the prompt stays on the tape, and views leave it out from then on."""
 
+CONTEXT_HANDOFF: Final = "context_handoff"
+"""A handoff between agents (seed 002 §9.2), on both agents' tapes after the anchor whose state carries it under
+the same key: ``{"type", "from", "to", "timestamp", "content"}`` (``bub_nb.agent.team.handoff`` has the shape)."""
+
+HANDOFF_FAILED: Final = "context_handoff.failed"
+"""A handoff between agents whose receiver's half could not be written: ``{"anchor", "to", "error"}``."""
+
 USAGE_EVENTS: Final = (RUN, SUMMARY)
 """The events whose ``data.usage`` is what a model call cost."""
 

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from bub_nb.errors import AnchorNameError, TapeAddressError, TapeNameError
+from bub_nb.errors import AgentError, AnchorNameError, TapeAddressError, TapeNameError
 from bub_nb.tape.entries import MEMORY_ANCHOR_PREFIX
 
 # Room for the longest file made from a name, "<name>.jsonl.<stamp>-<n>.bak", within 255 bytes.
@@ -119,7 +120,8 @@ SCHEME = "tape://"
 
 @dataclass(frozen=True, slots=True)
 class TapeAddress:
-    """``tape://<tape>/entry/<id>`` or ``tape://<tape>/anchor/<name>`` (names may contain ``/``)."""
+    """``tape://<tape>/entry/<id>`` or ``tape://<tape>/anchor/<name>`` (names may contain ``/``). On a database
+    another role's tape is ``owner/name``: ``tape://<owner>/<tape>/entry/<id>``."""
 
     tape: str
     kind: str
@@ -131,6 +133,8 @@ class TapeAddress:
             raise TapeAddressError(f"Address {address!r} does not start with {SCHEME!r}")
         tape, _, rest = address[len(SCHEME) :].partition("/")
         kind, _, target = rest.partition("/")
+        if kind not in ("entry", "anchor") and target.partition("/")[0] in ("entry", "anchor"):  # owner/name
+            tape, (kind, _, target) = f"{tape}/{kind}", target.partition("/")
         if not tape or kind not in ("entry", "anchor") or not target:
             raise TapeAddressError(
                 f"Address {address!r} is not tape://<tape>/entry/<id> or tape://<tape>/anchor/<name>"
@@ -149,3 +153,42 @@ def entry_address(tape: str, entry_id: int) -> str:
 
 def anchor_address(tape: str, name: str) -> str:
     return str(TapeAddress(tape, "anchor", name))
+
+
+MAIN_AGENT: Final = "main"
+"""The notebook's unnamed agent, which works on the notebook's own tape."""
+
+AGENT_MARK: Final = "~"
+"""Between a notebook's tape name and an agent's name in that agent's tape name: ``<tape>~reviewer``."""
+
+_AGENT_NAME: Final = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,39}$")
+
+
+def check_agent_name(name: object) -> str:
+    """``name`` if an agent may be called so: a letter, then up to 39 letters, digits, ``_`` or ``-``."""
+    if not isinstance(name, str) or not _AGENT_NAME.match(name):
+        raise AgentError(
+            f"Agent name {name!r} is not allowed: use a letter, then letters, digits, '_' or '-' (at most 40)"
+        )
+    return name
+
+
+def agent_tape_name(tape: str, agent: str) -> str:
+    """The tape of agent ``agent`` of the notebook whose tape is ``tape``: ``<tape>~<agent>``; ``main`` is the
+    notebook's own tape. A tape that is already an agent's names its notebook's tape first."""
+    base = notebook_of_tape(tape)
+    if check_agent_name(agent) == MAIN_AGENT:
+        return base
+    return check_tape_file_name(f"{base}{AGENT_MARK}{agent}")
+
+
+def agent_of_tape(tape: str) -> str | None:
+    """The agent whose tape ``tape`` is (``<tape>~<agent>``); ``None`` for any other tape."""
+    _, mark, agent = tape.rpartition(AGENT_MARK)
+    return agent if mark and _AGENT_NAME.match(agent) and agent != MAIN_AGENT else None
+
+
+def notebook_of_tape(tape: str) -> str:
+    """The notebook's tape an agent's tape belongs to; any other tape is its own."""
+    agent = agent_of_tape(tape)
+    return tape[: -len(agent) - len(AGENT_MARK)] if agent else tape

@@ -6,12 +6,22 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bub_nb.errors import TapeError, TapeNameError, TapeNotFoundError
+from bub_nb.tape.entries import TapeEntry
 from bub_nb.tape.locations import current_notebook, tapes_home
-from bub_nb.tape.names import check_file_name, check_tape_file_name, validate_tape_name
+from bub_nb.tape.names import (
+    AGENT_MARK,
+    MAIN_AGENT,
+    TapeAddress,
+    agent_of_tape,
+    check_file_name,
+    check_tape_file_name,
+    notebook_of_tape,
+    validate_tape_name,
+)
 from bub_nb.tape.stores.archive import ArchiveTapeStore, is_archive_name
 from bub_nb.tape.stores.file import FileTapeStore
 from bub_nb.tape.stores.protocol import KnowsOwners, TapeStore
-from bub_nb.tape.stores.resolve import check_folder, file_store, resolve_store
+from bub_nb.tape.stores.resolve import check_folder, file_store, readable_tape, resolve_store
 from bub_nb.tape.tape import Tape
 
 if TYPE_CHECKING:
@@ -89,3 +99,27 @@ def open_archive(path: Path, folder: FileTapeStore) -> Tape:
     if not path.is_file():
         raise TapeError(f"Archive {str(path)!r} does not exist")
     return Tape(path.name, ArchiveTapeStore(path, folder))
+
+
+def resolve(address: str, *, home: str | Path | None = None, store: TapeStore | str | None = None) -> TapeEntry:
+    """The entry or anchor a ``tape://`` address names, in the store :func:`open_tape` would use.
+
+    ``tape://<tape>/entry/<id>`` is that entry; ``tape://<tape>/anchor/<name>`` the last anchor so named. On a
+    database ``tape://<owner>/<tape>/...`` names another role's tape, which this role must be allowed to read.
+    """
+    parsed = TapeAddress.parse(address)
+    chosen = resolve_store(store) if home is None or store is not None else None
+    base = chosen or file_store(check_folder(tapes_home(home)))
+    return Tape(readable_tape(base, parsed.tape, address), base).resolve(address)
+
+
+def notebook_tapes(tape: Tape) -> dict[str, Tape]:
+    """The tapes of the notebook ``tape`` belongs to, by agent: ``main`` first, then each agent's, by name."""
+    base = notebook_of_tape(tape.name)
+    store = tape.base_store
+    found = {MAIN_AGENT: Tape(base, store)}
+    for name in sorted(store.list_tapes()):
+        agent = agent_of_tape(name)
+        if agent and name == f"{base}{AGENT_MARK}{agent}":
+            found[agent] = Tape(name, store)
+    return found

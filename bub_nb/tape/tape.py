@@ -16,12 +16,13 @@ from bub_nb.tape.entries import TapeEntry, is_phase_anchor, plain_json
 from bub_nb.tape.events import handoff_entries
 from bub_nb.tape.forks import ForkBlock, ForkedStore, check_fork, copy_session
 from bub_nb.tape.info import TapeInfo, last_usage, tape_info
-from bub_nb.tape.names import TapeAddress, anchor_address, check_handoff_name, entry_address, validate_tape_name
+from bub_nb.tape.names import TapeAddress, anchor_address, check_handoff_name, entry_address
 from bub_nb.tape.query import SearchResults, TapeQuery, search_entries
 from bub_nb.tape.redact import redact
 from bub_nb.tape.seams import MemoryZone, View
 from bub_nb.tape.stores.lineage import store_lineage
 from bub_nb.tape.stores.protocol import AnchorRef, FileBacked, MayBeReadOnly, StoreStats, TapeStore
+from bub_nb.tape.stores.resolve import readable_tape
 from bub_nb.tape.text import entry_text
 
 if TYPE_CHECKING:
@@ -258,9 +259,8 @@ class Tape:
     def resolve(self, address: str) -> TapeEntry:
         """The entry a ``tape://`` address points to; other tapes are looked up in the same store."""
         parsed = TapeAddress.parse(address)
-        tape = self if parsed.tape == self.name else Tape(validate_tape_name(parsed.tape), self._base_store)
-        if parsed.tape != self.name and not self._base_store.exists(parsed.tape):
-            raise EntryNotFoundError(f"Address {address!r} names tape {parsed.tape!r}, which does not exist")
+        same = parsed.tape == self.name
+        tape = self if same else Tape(readable_tape(self._base_store, parsed.tape, address), self._base_store)
         return tape.get(int(parsed.target) if parsed.kind == "entry" else tape._find_ref(parsed.target).id)
 
     def view(self, mode: Any = LAST_ANCHOR) -> View:

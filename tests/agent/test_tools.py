@@ -297,7 +297,8 @@ def test_the_handoff_schema_is_the_one_handoff_documents() -> None:
     function = builtin_registry().get("tape.handoff").schema()["function"]
     assert function["name"] == "tape_handoff"
     assert function["parameters"]["required"] == ["name"]
-    assert set(function["parameters"]["properties"]) == {"name", "summary", "next_steps", "summarize"}
+    properties = {"name", "summary", "next_steps", "summarize", "to", "reason", "share"}
+    assert set(function["parameters"]["properties"]) == properties
 
 
 def test_handoff_state_reaches_the_model(tape: Tape) -> None:

@@ -201,6 +201,30 @@ def check_other_agents_logs(run: Executed) -> None:
     assert "2025-11-19 22:53:34.908" in timeline and "2025-12-28 12:18:30.533" in timeline
 
 
+def check_agents(run: Executed) -> None:
+    analyst, reviewer = (open_tape(f"agents~{name}", store=run.tape.base_store) for name in ("analyst", "reviewer"))
+    handed = reviewer.find_anchor("review/march")
+    record = handed.state["context_handoff"]
+    assert (record["from"], record["to"]) == ("agent:analyst", "agent:reviewer")
+    assert record["content"]["ownership"] == "transfer"
+    cited = [reviewer.resolve(ref) for ref in record["content"]["refs"]]
+    assert [(e.kind, e.payload["role"]) for e in cited] == [("message", "user"), ("message", "assistant")]
+    assert cited[0].payload["content"] == "The March sales were 120, 95 and 130. What is their mean?"
+    # The reviewer answered from exactly what it was handed: its view began at the handoff anchor, nothing copied.
+    first_run = next(entry for entry in reviewer.read() if entry.name == "run")
+    assert first_run.payload["data"]["view"]["anchor"] == handed.id
+    answer = run.text("%%bub\nIs the analyst's mean right?")
+    assert "handed over by `agent:analyst`" in answer and "tape://agents~analyst/entry/6" in answer
+    assert "'analyst' handed the conversation to 'reviewer'" in run.text("try:")
+    assert "(shown here, not sent to the model)" in run.text("%context --agent reviewer --expand-refs")
+    back = analyst.find_anchor("review/done").state["context_handoff"]
+    assert back["from"] == "agent:reviewer" and back["content"]["refs"] == ["tape://agents~reviewer/entry/7"]
+    assert "starts at anchor `review/done`" in run.text("%%bub\nThanks.")
+    assert "reviewer cites 3 entries of analyst's tape by reference" in run.text("print(bub_nb.diff_views")
+    assert "**reviewer** from step 3; **analyst** from step 6" in run.text("from IPython.display import Markdown")
+    assert len(run.tape) == 0  # the notebook's own agent never ran
+
+
 def check_lesson_context(run: Executed) -> None:
     # The window fills: %context --next gauges the whole request against the echo model's 800 tokens.
     shown = run.text("%context --next")
@@ -223,6 +247,7 @@ def check_lesson_context(run: Executed) -> None:
 
 
 CHECKS: dict[str, Callable[[Executed], None]] = {
+    "agents.ipynb": check_agents,
     "lesson-context.ipynb": check_lesson_context,
     "agent-and-data.ipynb": check_agent_and_data,
     "quickstart.ipynb": check_quickstart,

@@ -36,7 +36,8 @@ def test_a_pushed_home_reads_back_with_the_same_frame_and_pulls_back_to_files_bu
 
     from_files = read_tapes(home)
     from_database = read_tapes(store=dsn)
-    assert list(from_database.columns[:2]) == ["tape_name", "owner"] and from_database.columns[-1] == "notebook"
+    assert list(from_database.columns[:2]) == ["tape_name", "owner"]
+    assert list(from_database.columns[-2:]) == ["notebook", "agent"]
     assert set(from_database["owner"]) == {"postgres"}
     pd.testing.assert_frame_equal(from_database.drop(columns=["owner"]), from_files)
 

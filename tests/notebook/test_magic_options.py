@@ -22,7 +22,7 @@ def user_messages(nb: Notebook) -> list[str]:
 def test_every_option_of_bub_that_takes_a_value_is_read_from_its_parser(nb: Notebook) -> None:
     parser = nb.shell.find_line_magic("bub").parser
     valued = {option for action in parser._actions for option in action.option_strings if action.nargs != 0}
-    assert valued == {"-m", "--model", "--context", "-o", "--output", "--tools", "--budget"}
+    assert valued == {"-m", "--model", "--context", "-o", "--output", "--tools", "--budget", "--agent"}
     for option in valued:
         assert split_line_prompt(f"{option} 7 the prompt", parser) == ([option, "7"], "the prompt")
     assert takes_value(parser, "--bud") and not takes_value(parser, "--no-s") and not takes_value(parser, "--budget=5")

@@ -36,12 +36,12 @@ def test_every_frame_of_a_home_has_the_dtypes_of_a_full_one(tmp_path: Path) -> N
     bare_tape(bare / "tapes")
     (empty / "tapes").mkdir(parents=True)
     expected = dtypes(read_tapes(full))
-    assert expected["notebook"] == expected["phase"] == expected["run_id"] == "str"
+    assert expected["notebook"] == expected["agent"] == expected["phase"] == expected["run_id"] == "str"
     for home in (bare, empty):
         assert dtypes(read_tapes(home)) == expected, home.name
         assert dtypes(read_tapes(home, kinds=["anchor"])) == expected, home.name
     assert dtypes(open_tape("bare", store=FileTapeStore(bare / "tapes")).to_frame()) == {
-        column: dtype for column, dtype in expected.items() if column != "notebook"
+        column: dtype for column, dtype in expected.items() if column not in ("notebook", "agent")
     }
     by_store = dtypes(read_tapes(store=FileTapeStore(full / "tapes")))
     assert dtypes(read_tapes(store=FileTapeStore(bare / "tapes"))) == by_store

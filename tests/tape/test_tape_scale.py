@@ -184,7 +184,7 @@ def test_read_tapes_frames_every_tape_as_its_own_to_frame_does(tmp_path: Path) -
     frame = read_tapes(tmp_path)
     assert str(frame["kind"].dtype) == "category"
     for name, tape in (("a", first), ("b", second)):
-        own = frame[frame["tape_name"] == name].drop(columns=["notebook"]).reset_index(drop=True)
+        own = frame[frame["tape_name"] == name].drop(columns=["notebook", "agent"]).reset_index(drop=True)
         alone = tape.to_frame()
         pd.testing.assert_frame_equal(own, alone, check_categorical=False)
     assert frame[frame["tape_name"] == "b"]["phase"].isna().tolist() == [True, True, False, False]

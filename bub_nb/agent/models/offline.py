@@ -24,6 +24,7 @@ from bub_nb.agent.models.echo import echo_lines
 from bub_nb.agent.models.extractive import extractive_summary, is_summary_request, parse_items, reply_text
 from bub_nb.context.phases import EARLIER_PHASE
 from bub_nb.tape.entries import ROLES
+from bub_nb.tape.events import CONTEXT_HANDOFF
 
 __all__ = ["OfflineModel"]
 
@@ -185,6 +186,14 @@ class OfflineModel(LocalModel):
             state = json.loads(match["state"]) if match["state"].strip() else None
         except ValueError:
             state = None
+        handed = state.get(CONTEXT_HANDOFF) if isinstance(state, dict) else None
+        if isinstance(handed, dict) and isinstance(handed.get("content"), dict):  # from another agent
+            content = handed["content"]
+            reason = f" because {_quote(str(content['reason']))}" if content.get("reason") else ""
+            steps = (content.get("intention") or {}).get("next_steps")
+            then = f"; next steps: {_quote(str(steps))}" if steps else ""
+            said = f", whose summary is {_quote(str(content['summary']))}" if content.get("summary") else ""
+            return f"{starts} `{match['name']}`, handed over by `{handed.get('from')}`{reason}{said}{then}"
         summary = state.get("summary") if isinstance(state, dict) else None
         if summary:
             return f"{starts} `{match['name']}`, whose summary is {_quote(str(summary))}"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bub_nb.agent.tools.builtin import BUILTIN_TOOLS, builtin_registry
+from bub_nb.agent.tools.builtin import BUILTIN_TOOLS, agent_registry, builtin_registry
 from bub_nb.agent.tools.registry import Tool, ToolCallError, ToolContext, ToolRegistry, tool
 from bub_nb.agent.tools.signatures import parameters_schema, parse_docstring
 
@@ -12,6 +12,7 @@ __all__ = [
     "ToolCallError",
     "ToolContext",
     "ToolRegistry",
+    "agent_registry",
     "builtin_registry",
     "parameters_schema",
     "parse_docstring",

@@ -6,6 +6,7 @@ None of them runs shell or kernel code. Each answers with a short text a person 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
 from datetime import date as Date
 from typing import TYPE_CHECKING, Any
@@ -50,20 +51,31 @@ def tape_handoff(
     summary: str | None = None,
     next_steps: str | None = None,
     summarize: bool = False,
+    to: str | None = None,
+    reason: str | None = None,
+    share: bool = False,
 ) -> str:
     """Create tape anchor with optional summary and next_steps state.
 
-    The next turn's context starts at this anchor, so put in the state what the next phase needs.
+    The next turn's context starts at this anchor, so put in the state what the next phase needs. With
+    ``to`` the conversation goes to another agent of the notebook, which continues from what you hand it.
 
     Args:
         name: Anchor name (e.g., 'phase-1').
         summary: Progress summary.
         next_steps: Next steps to take.
         summarize: Have the model summarise the phase being closed, citing its entries as [#id].
+        to: Another agent's name: hand it the conversation (a specialist, say).
+        reason: With to: why that agent is needed.
+        share: With to: both agents may go on (default: the other agent takes the conversation over).
     """
     state = {key: value for key, value in (("summary", summary), ("next_steps", next_steps)) if value}
+    agent = context.state.get("agent")
+    if to is not None:
+        return _hand_to_agent(agent, name, to, reason, share, summarize, state)
+    if reason is not None or share:
+        raise ToolError("reason and share go with to=AGENT, a handoff to another agent")
     if summarize:
-        agent = context.state.get("agent")
         if agent is None:
             raise BubNbError(
                 "summarize=true needs an agent's model: run it in a %%bub or comma cell, or call Agent.handoff"
@@ -74,6 +86,26 @@ def tape_handoff(
         return f"anchor added: {name} (#{anchor.id}) with a summary of entries {written.get('range')}"
     anchor, _ = _tape(context).handoff(name, state or None)
     return f"anchor added: {name} (#{anchor.id})" + (f" {_state_text(state)}" if state else "")
+
+
+def _hand_to_agent(
+    agent: Any, name: str, to: str, reason: str | None, share: bool, summarize: bool, state: dict[str, Any]
+) -> str:
+    team = getattr(agent, "team", None)
+    if team is None:
+        raise ToolError(f"to={to!r} hands off to another agent, but this agent has no others beside it")
+    done = team.handoff(
+        name,
+        to=to,
+        sender=agent.name or "main",
+        reason=reason,
+        share=share,
+        summarize=summarize,
+        model=agent.model,
+        meta=agent.meta,
+        **state,
+    )
+    return f"handed off: {done}"
 
 
 @tool(name="tape.anchors")
@@ -240,3 +272,17 @@ BUILTIN_TOOLS: tuple[Tool, ...] = (
 def builtin_registry() -> ToolRegistry:
     """A fresh registry holding every builtin tool."""
     return ToolRegistry(BUILTIN_TOOLS)
+
+
+def agent_registry(
+    tools: Iterable[Tool | Callable[..., Any]] | ToolRegistry | None, builtins: bool | Iterable[str]
+) -> ToolRegistry:
+    """An agent's tools: the builtins it chose (``True`` for all of them), then its own."""
+    registry = ToolRegistry()
+    if builtins:
+        every = builtin_registry()
+        for builtin in every if builtins is True else every.select(builtins):  # type: ignore[arg-type]
+            registry.register(builtin)
+    for item in tools or ():
+        registry.register(item)
+    return registry

@@ -1,4 +1,5 @@
-"""``%context``: the view the next turn would send, a recorded turn's request, or the diff of two views."""
+"""``%context``: the view the next turn would send (of any agent, its references expanded on request), the whole
+next request, a recorded turn's request, or the diff of two views."""
 
 from __future__ import annotations
 
@@ -8,11 +9,15 @@ from typing import TYPE_CHECKING
 from IPython.core.error import UsageError
 from IPython.display import display
 
+from bub_nb.notebook.display import show
+from bub_nb.tape.names import MAIN_AGENT
+
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from bub_nb.agent.models import Model
     from bub_nb.notebook.session import NotebookSession
+    from bub_nb.tape import Tape
 
 
 class ContextCommands:
@@ -31,15 +36,20 @@ class ContextCommands:
             raise UsageError("%context takes one of a mode, --turn N or --diff A B")
         if next_request and (args.turn is not None or args.diff is not None):
             raise UsageError("%context --next shows the next turn's request; it takes a mode, not --turn or --diff")
+        if args.expand_refs and (next_request or args.turn is not None or args.diff is not None):
+            raise UsageError(
+                "--expand-refs goes with the view the next turn would send, not with --next, --turn or --diff"
+            )
         model = getattr(args, "model", None)
+        tape = self._tape_of(args.agent)
         if next_request:
-            display(NextRequestView(self._session.agent(model=model, context=args.mode)))
+            display(NextRequestView(self._session.agent(model=model, context=args.mode, name=args.agent)))
         elif args.turn is not None:
-            display(ContextView(self._session.tape, TurnOf(parse_run(args.turn)), model=self._model(model)))
+            display(ContextView(tape, TurnOf(parse_run(args.turn)), model=self._model(model)))
         elif args.diff is not None:
-            display(ContextDiffView(self._session.tape, *args.diff))
+            display(ContextDiffView(tape, *args.diff))
         else:
-            self.show(args.mode, model)
+            self.show(args.mode, model, agent=args.agent, expand_refs=args.expand_refs)
 
     def _model(self, spec: str | None) -> Model | None:
         """The model named with ``-m`` (a spec or a notebook variable), else the configured one when its window is
@@ -53,11 +63,27 @@ class ContextCommands:
         model = self._session.model(None)
         return model if context_window_of(model) is not None else None
 
-    def show(self, mode: str | None, model: str | None = None) -> None:
-        """The view of ``mode`` (the configured mode, else ``last``) as the context widget, gauged against the
-        window of ``model`` (else the configured model's)."""
-        from bub_nb.context import parse_mode
+    def show(
+        self, mode: str | None, model: str | None = None, *, agent: str | None = None, expand_refs: bool = False
+    ) -> None:
+        """The view of ``mode`` (the agent's mode, the configured mode, else ``last``) as the context widget, gauged
+        against the window of ``model`` (else the agent's, else the configured model's); with ``expand_refs`` the
+        entries its handoff anchor cites from another agent's tape, after it."""
+        from bub_nb.context import build_view, parse_mode
+        from bub_nb.context.references import expand_references, references_markdown
         from bub_nb.notebook.widgets import ContextView
 
-        strategy = parse_mode(mode or self._default_mode() or "last")
-        display(ContextView(self._session.tape, strategy, model=self._model(model)))
+        tape = self._tape_of(agent)
+        own = self._session.agents.get(agent) if agent else None
+        strategy = parse_mode(mode or (own.context if own is not None else None) or self._default_mode() or "last")
+        display(ContextView(tape, strategy, model=self._model(model or (own.model if own is not None else None))))
+        if expand_refs:
+            show(references_markdown(expand_references(tape, build_view(tape, strategy))))
+
+    def _tape_of(self, agent: str | None) -> Tape:
+        """The named agent's tape; without a name the holder's, once agents are defined, else the notebook's."""
+        session = self._session
+        if agent is None and not session.agents:
+            return session.tape
+        team = session.team()
+        return team.tape_of(agent or team.holder() or MAIN_AGENT)

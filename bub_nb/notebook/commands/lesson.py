@@ -9,6 +9,7 @@ from IPython.core.error import UsageError
 from bub_nb.errors import TapeError
 from bub_nb.notebook.display import show
 from bub_nb.tape import Tape
+from bub_nb.tape.names import notebook_of_tape
 from bub_nb.tape.stores.lineage import store_lineage
 
 if TYPE_CHECKING:
@@ -41,8 +42,8 @@ class LessonCommands:
 
 
 def start_lesson(session: NotebookSession, name: str) -> Tape:
-    """Switch the session to the tape ``name``, emptied: its entries so far, and the tapes forked from it,
-    are archived.
+    """Switch the session to the tape ``name``, emptied: its entries so far, the tapes forked from it and the
+    tapes of its agents (``<name>~<agent>``) are archived.
 
     The tape is then as a new one and the names its forks took are free again, so a lesson run from the
     top again shows what it showed the first time.
@@ -51,7 +52,8 @@ def start_lesson(session: NotebookSession, name: str) -> Tape:
     if tape.read_only:
         raise TapeError(f"Tape {name!r} is an archive, which is read-only; a lesson needs a tape of its own")
     store = tape.base_store
-    for forked in [*lesson_forks(tape), tape.name]:
+    agents = [other for other in store.list_tapes() if other != tape.name and notebook_of_tape(other) == tape.name]
+    for forked in [*lesson_forks(tape), *agents, tape.name]:
         if store.exists(forked):
             store.reset(forked, archive=True)
     return session.use(name, create=True)

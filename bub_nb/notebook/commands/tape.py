@@ -212,7 +212,8 @@ _FORMATS = {"md": "md", "markdown": "md", "jsonl": "jsonl"}
 
 @subcommand(
     "export",
-    "Write the tape as a Markdown transcript per phase, or as JSON Lines (the format follows a .jsonl PATH).",
+    "Write the tape as a Markdown transcript per phase (with agents: their story across their tapes, in order), "
+    "or as JSON Lines (the format follows a .jsonl PATH).",
     arg("parts", nargs="+", metavar="[md|jsonl] PATH", help="the format, then the file to write"),
 )
 def _export(commands: TapeCommands, args: argparse.Namespace) -> None:
@@ -233,6 +234,13 @@ def _export(commands: TapeCommands, args: argparse.Namespace) -> None:
             from bub_nb.tape.reports.transcript import write_jsonl
 
             count = write_jsonl(tape, path)
+        elif commands.session.agents:  # several agents: one story across their tapes, in order
+            from bub_nb.tape.open import notebook_tapes
+            from bub_nb.tape.reports.story import story_markdown
+
+            tapes = notebook_tapes(tape)
+            path.write_text(story_markdown(tapes), encoding="utf-8")
+            count = sum(len(each) for each in tapes.values())
         else:
             from bub_nb.tape.reports.transcript import transcript_markdown
 

@@ -46,7 +46,12 @@ class TurnCommand:
         if args.budget is not None and args.budget < 0:
             raise UsageError(f"--budget {args.budget} is not a number of tokens; give one, or 0 for no budget")
         agent = self._session.agent(
-            model=args.model, context=args.context, tools=args.tools, cell=self._cell_number(), budget=args.budget
+            model=args.model,
+            context=args.context,
+            tools=args.tools,
+            cell=self._cell_number(),
+            budget=args.budget,
+            name=args.agent,
         )
         renamed = self._rename_notice.text()
         if renamed:

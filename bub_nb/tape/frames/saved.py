@@ -12,7 +12,7 @@ from bub_nb.errors import TapeError
 from bub_nb.tape.frames.arrow import JSON_COLUMNS, dumps, json_text, loads, pyarrow, tape_to_arrow
 
 _INTEGERS = ("phase_id", "prompt_tokens", "completion_tokens")
-_TEXT = ("tape_name", "role", "name", "content", "phase", "run_id", "forked_from", "notebook", "owner")
+_TEXT = ("tape_name", "role", "name", "content", "phase", "run_id", "forked_from", "notebook", "agent", "owner")
 
 
 def frame_to_arrow(frame: pd.DataFrame) -> Any:

@@ -22,6 +22,7 @@ from bub_nb.tape.frames.frame import (
 )
 from bub_nb.tape.frames.overview import store_frame
 from bub_nb.tape.locations import bub_home, tapes_home
+from bub_nb.tape.names import MAIN_AGENT, agent_of_tape, notebook_of_tape
 from bub_nb.tape.stores.archive import ArchiveTapeStore, archive_files
 from bub_nb.tape.stores.columns import TAPE_NAME, Columns
 from bub_nb.tape.stores.resolve import file_store
@@ -45,7 +46,8 @@ def read_tapes(
     The tapes' lines are decoded into one set of columns and framed once (phases end with their tape),
     which costs about what one tape of the same size does.
     With ``store`` (a store or a ``postgresql://`` DSN) the tapes come from there instead, with an
-    ``owner`` column after ``tape_name``.
+    ``owner`` column after ``tape_name``. ``agent`` names the agent of a notebook whose tape a row is on:
+    ``<tape>~<agent>`` is that agent's, and a notebook's own tape is ``main``'s once it has agents beside it.
 
     Leaner reads: ``kinds`` keeps the entries of those kinds, ``since`` (a date or time) those dated from
     then on, ``columns`` only those columns (phases are worked out on the whole tapes first, so every
@@ -56,7 +58,7 @@ def read_tapes(
         raise TapeError(f"read_tapes(as_={as_!r}): give 'pandas', 'arrow' or 'polars'")
     check_kinds(kinds)
     if columns is not None:
-        unknown = sorted(set(columns) - {*COLUMNS, "notebook", "archived", "owner"})
+        unknown = sorted(set(columns) - {*COLUMNS, "notebook", "agent", "archived", "owner"})
         if unknown:
             raise TapeError(
                 f"read_tapes(columns=...) names no such columns: {unknown}; the columns are {list(COLUMNS)}"
@@ -66,13 +68,16 @@ def read_tapes(
             raise TapeError(f"read_tapes(as_={as_!r}) reads a Bub home's files, without archives")
         return _lean(_arrow_home(home, _wanted(kinds, since)), kinds, since, columns, as_)
     if store is not None:
-        return _lean(store_frame(store), kinds, since, columns, as_)
+        frame = store_frame(store)
+        frame["agent"] = text_series(agent_column(frame[TAPE_NAME].tolist()))
+        return _lean(frame, kinds, since, columns, as_)
     folder = _folder(home)
     store = file_store(folder)
     decoded, names, starts = Columns(), [], []
     wanted = _wanted(kinds, since)
     with gc_paused():
-        for name in store.list_tapes():  # every file Bub would list, even one whose name we would not give
+        every = store.list_tapes()
+        for name in every:  # every file Bub would list, even one whose name we would not give
             starts.append(len(decoded))
             store.columns(name, into=decoded, wanted=wanted)
             names += [name] * (len(decoded) - starts[-1])
@@ -80,6 +85,7 @@ def read_tapes(
     if not names:
         frame["kind"] = frame["kind"].astype("category")  # categorical even with no rows, as analysts expect
     frame["notebook"] = text_series(_notebook_column(frame))
+    frame["agent"] = text_series(agent_column(frame[TAPE_NAME].tolist(), every))
     if include_archives:
         frame["archived"] = False
         archives = [NamedTape(path.name, ArchiveTapeStore(path, store)) for path in archive_files(folder)]
@@ -115,13 +121,15 @@ def _arrow_home(home: str | Path | None, wanted: WantedLines | None = None) -> A
     store = file_store(_folder(home))
     decoded, names, starts = Columns(), [], []
     with gc_paused():
-        for name in store.list_tapes():
+        every = store.list_tapes()
+        for name in every:
             starts.append(len(decoded))
             store.columns(name, into=decoded, wanted=wanted)
             names += [name] * (len(decoded) - starts[-1])
         table = columns_to_arrow(decoded, starts, names)
         notebooks = notebook_column(decoded, starts, names)
-    return table.append_column("notebook", notebooks)
+    agents = _pa().array(agent_column(names, every), type=_pa().string())
+    return table.append_column("notebook", notebooks).append_column("agent", agents)
 
 
 def _lean(table: Any, kinds: Sequence[str], since: Any, columns: Sequence[str] | None, as_: str) -> Any:
@@ -175,3 +183,16 @@ def _notebook_column(frame: pd.DataFrame) -> list[str | None]:
     if not notebooks:
         return [None] * len(frame)
     return [notebooks.get(name) for name in frame[TAPE_NAME].tolist()]
+
+
+def agent_column(names: Sequence[str], tapes: Sequence[str] | None = None) -> list[str | None]:
+    """Each row's agent, from its tape's name: ``<tape>~<agent>`` is that agent's; a tape with agents' tapes
+    beside it (among ``tapes``, default the rows' own) is its notebook's unnamed agent, ``main``; any other
+    tape is no agent's."""
+    unique = dict.fromkeys(names)
+    agents = {name: agent_of_tape(name) for name in unique}
+    notebooks = {notebook_of_tape(name) for name in (tapes if tapes is not None else unique) if agent_of_tape(name)}
+    for name, agent in agents.items():
+        if agent is None and name in notebooks:
+            agents[name] = MAIN_AGENT
+    return [agents[name] for name in names]

@@ -7,9 +7,10 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from bub_nb.errors import TapeError
+from bub_nb.errors import EntryNotFoundError, TapeAccessError, TapeError
+from bub_nb.tape.names import validate_tape_name
 from bub_nb.tape.stores.file import FileTapeStore
-from bub_nb.tape.stores.protocol import TapeStore
+from bub_nb.tape.stores.protocol import KnowsOwners, TapeStore
 
 _stores: dict[Path, FileTapeStore] = {}
 
@@ -67,3 +68,24 @@ def check_folder(directory: Path) -> Path:
     if not existing.is_dir():
         raise TapeError(f"Tape folder {str(directory)!r} cannot be made: {str(existing)!r} is not a folder")
     return directory
+
+
+def readable_tape(store: TapeStore, tape: str, address: str) -> str:
+    """``tape``, named by ``address``, if this store holds it and may read it; one clear line otherwise.
+
+    On a database another role's tape is ``owner/name``: a role that may not read it is told so, without
+    learning whether it exists.
+    """
+    if isinstance(store, KnowsOwners):
+        owner, name = store.owner_and_name(tape)
+        validate_tape_name(name)
+        role = getattr(store, "role", "")
+        if not store.exists(tape) and owner != role:
+            raise TapeAccessError(
+                f"Address {address!r} names tape {name!r} of role {owner!r}, which role {role!r} may not read"
+            )
+    else:
+        validate_tape_name(tape)
+    if not store.exists(tape):
+        raise EntryNotFoundError(f"Address {address!r} names tape {tape!r}, which does not exist")
+    return tape

@@ -1,0 +1,62 @@
+"""A handoff between agents on PostgreSQL: both tapes in the database, references that name their owner, and a
+student who may not read the sender's tape told so in one line."""
+
+from __future__ import annotations
+
+import pytest
+from harness.classroom import classroom
+from harness.shell import Notebook
+
+import bub_nb
+from bub_nb import Agent, open_tape
+from bub_nb.agent.team import Team
+from bub_nb.errors import NotHoldingError, TapeAccessError
+from bub_nb.tape.stores.postgres import PostgresTapeStore
+
+
+def test_a_handoff_between_agents_on_postgres_resolves_for_its_owner_and_the_teacher_only() -> None:
+    room = classroom(students=2)
+    ann, ben = room.students
+    notebook = open_tape("lesson", store=room.dsn[ann])
+    analyst = Agent(notebook, "offline", name="analyst")
+    reviewer = Agent(notebook, "offline", name="reviewer")
+    team = Team(notebook, [analyst, reviewer])
+    analyst.run("What is the mean of 1, 2 and 3?")
+    asked = next(e.id for e in analyst.tape.read() if e.kind == "message")
+    done = team.handoff("review/1", sender="analyst", to="reviewer", summary=f"A mean was asked [#{asked}]")
+
+    content = done.record["content"]
+    assert content["refs"] == [f"tape://{ann}/lesson~analyst/entry/{asked}"]
+    assert content["anchor"] == f"tape://{ann}/lesson~analyst/entry/{done.sent[-2].id}"
+    assert reviewer.tape.view().anchor is not None and reviewer.tape.view().anchor.name == "review/1"
+    assert team.holder() == "reviewer"
+    with pytest.raises(NotHoldingError):
+        analyst.run("Anything else?")
+    reviewer.run("Is it right?")
+
+    for reader in (room.dsn[ann], room.dsn[room.teacher]):
+        entry = bub_nb.resolve(content["refs"][0], store=reader)
+        assert entry.payload["content"] == "What is the mean of 1, 2 and 3?"
+        assert bub_nb.resolve(content["anchor"], store=reader).payload["name"] == "review/1"
+    with pytest.raises(TapeAccessError, match=rf"^Address .* names tape 'lesson~analyst' of role '{ann}', which role "):
+        bub_nb.resolve(content["refs"][0], store=room.dsn[ben])
+    teacher = PostgresTapeStore(room.dsn[room.teacher])
+    assert bub_nb.resolve(f"tape://{ann}/lesson~reviewer/anchor/review/1", store=teacher).id == 1
+    teacher.close()
+
+
+def test_the_magics_hand_off_between_agents_on_postgres(nb: Notebook) -> None:
+    room = classroom(students=1)
+    (ann,) = room.students
+    nb.run(f'%config BubMagics.store = "{room.dsn[ann]}"')
+    nb.run("%tape use lesson --new")
+    nb.run("%agent analyst\n%agent reviewer")
+    nb.run("%%bub --agent analyst\nWhat is the mean of 1, 2 and 3?")
+    nb.run("%handoff review/1 --from analyst --to reviewer summary='A mean was asked [#6]'")
+    nb.run("%context --agent reviewer --expand-refs")
+    assert f"`tape://{ann}/lesson~analyst/entry/6` (message): What is the mean of 1, 2 and 3?" in nb.shown()
+    nb.run("%%bub\nIs it right?")
+    assert nb.magics.session.last_agent.tape.name == "lesson~reviewer"
+    teacher = PostgresTapeStore(room.dsn[room.teacher])
+    assert f"{ann}/lesson~reviewer" in teacher.list_tapes()
+    teacher.close()
