@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bub_nb._cli_redact import add_redact
 from bub_nb.errors import BubNbError
 
 if TYPE_CHECKING:
@@ -221,7 +222,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "bub-nb tapes push [HOME] DSN and bub-nb tapes pull DSN [HOME] move tapes to and from a database; "
         "bub-nb tapes export --otlp URL NAME... sends tapes to an OpenTelemetry receiver; "
         "bub-nb tapes export --parquet DIR [NAME...] writes them as Parquet files; "
-        "bub-nb tapes import PATH writes another agent's log as a new tape."
+        "bub-nb tapes import PATH writes another agent's log as a new tape; "
+        "bub-nb tapes redact NAME --entry ID replaces a pasted secret everywhere it was copied."
     )
     # push, pull, export and import are parsed on their own: a HOME positional and sub-commands cannot share a parser.
     moving = argparse.ArgumentParser(
@@ -260,6 +262,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     imports.add_argument("--name", help="the new tape's name (default: <format>__<session id>)")
     imports.add_argument("--home", help="Bub home for the tape (default: $BUB_HOME, else ~/.bub)")
     imports.set_defaults(handler=_import)
+    add_redact(moves, _database)
     db = commands.add_parser("db", help="set up a PostgreSQL database for shared tapes")
     db_commands = db.add_subparsers(dest="db_command", required=True)
     init = db_commands.add_parser("init", help="create or upgrade the schema and its row-level security")
@@ -274,7 +277,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     enroll.add_argument("--schema", default="bub_nb", help="schema name (default bub_nb)")
     enroll.set_defaults(handler=_db_enroll)
     words = list(sys.argv[1:] if argv is None else argv)
-    is_move = words[:1] == ["tapes"] and words[1:2] in (["push"], ["pull"], ["export"], ["import"])
+    is_move = words[:1] == ["tapes"] and words[1:2] in (["push"], ["pull"], ["export"], ["import"], ["redact"])
     args = moving.parse_args(words[1:]) if is_move else parser.parse_args(words)
     try:
         return int(args.handler(args))

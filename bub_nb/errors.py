@@ -11,7 +11,8 @@
     │   ├── AnchorNotFoundError    an anchor name the tape does not hold (also a KeyError)
     │   ├── EntryNotFoundError     an entry id or address that resolves to nothing (also a KeyError)
     │   ├── CitationError          an anchor state citing entries the tape does not hold (also a ValueError)
-    │   └── TapeAddressError       a ``tape://`` address that cannot be parsed
+    │   ├── TapeAddressError       a ``tape://`` address that cannot be parsed
+    │   └── RetractionError        entries that cannot be retracted, brought back or redacted (also a ValueError)
     ├── ContextError               a view mode or strategy that cannot be used
     ├── MemoryZoneError            a memory note or date that cannot be stored
     ├── ModelError                 the model could not be reached or answered badly
@@ -95,6 +96,10 @@ class CitationError(TapeError, ValueError):
 
 class TapeAddressError(TapeError, ValueError):
     """A ``tape://`` address that cannot be parsed."""
+
+
+class RetractionError(TapeError, ValueError):
+    """Entries that cannot be taken back as asked: an anchor, an event, a backwards range, already retracted."""
 
 
 class ContextError(BubNbError, ValueError):

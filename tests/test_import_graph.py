@@ -145,6 +145,7 @@ TAPE_ROOMS = {
     "stores": 1,  # the protocol, memory, files and their index, archives, lineage, PostgreSQL
     "operations": 2,  # anchors and slicing, redaction, info, the seams the layers above fill
     "forks": 2,  # writes that go aside, forked sessions and their renumbered copies
+    "corrections": 2,  # retraction and redaction: taking back what a tape holds
     "reports": 3,  # the transcript, usage per phase, prices
     "frames": 4,  # DataFrames, the df.tape accessor, a home's tapes, a class overview
     "tape": 5,  # the Tape, its queries, opening and following one

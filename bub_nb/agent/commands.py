@@ -29,7 +29,13 @@ if TYPE_CHECKING:
     from bub_nb.tape import Tape, TapeEntry
 
 PREFIX = ","
-ALIASES: dict[str, str] = {"handoff": "tape.handoff", "anchors": "tape.anchors", "memory": "memory.show"}
+ALIASES: dict[str, str] = {
+    "handoff": "tape.handoff",
+    "anchors": "tape.anchors",
+    "memory": "memory.show",
+    "retract": "tape.retract",
+    "unretract": "tape.unretract",
+}
 _NAME = re.compile(r"^[A-Za-z][\w.-]*$")
 _KEY = re.compile(r"^[A-Za-z_]\w*$")
 _TRUE, _FALSE = {"true", "yes", "on", "1"}, {"false", "no", "off", "0"}

@@ -20,7 +20,7 @@ from bub_nb.context.modes import Mode, as_strategy, parse_mode
 from bub_nb.errors import BubNbError, ReplayError
 from bub_nb.tape import LAST_ANCHOR
 from bub_nb.tape.entries import TapeEntry
-from bub_nb.tape.events import run_data, run_usage
+from bub_nb.tape.events import RETRACT, UNRETRACT, run_data, run_usage
 from bub_nb.tape.forks import check_fork, forked_entries, memory_before
 from bub_nb.tape.names import MAX_NAME_BYTES, entry_address
 from bub_nb.tape.redact import redact_text
@@ -213,9 +213,14 @@ def replay(
     return _frame(rows, {"source": tape.name, "fork": name, "model": chosen.name, "stopped": stopped})
 
 
+RETRACTIONS = (RETRACT, UNRETRACT)
+
+
 def _between(entries: Sequence[TapeEntry], start: int, turn: RecordedTurn) -> list[TapeEntry]:
-    """The source's entries from id ``start`` up to where ``turn`` begins (what happened between turns)."""
-    return [e for e in entries if start <= e.id < turn.first_id]
+    """The source's entries from id ``start`` up to where ``turn`` begins (what happened between turns).
+
+    Retractions are left out: they name the source's ids, which on the fork are other entries."""
+    return [e for e in entries if start <= e.id < turn.first_id and e.name not in RETRACTIONS]
 
 
 def _row(turn: RecordedTurn, done: Turn | None, model: Model, error: str | None) -> dict[str, Any]:

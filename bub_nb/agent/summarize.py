@@ -30,6 +30,7 @@ from bub_nb.context.messages import is_hidden
 from bub_nb.context.tokens import count_messages_tokens, count_text_tokens
 from bub_nb.errors import BubNbError, ContextLengthError
 from bub_nb.tape.citations import SUMMARY_KEYS, check_citations, without_unseen_citations
+from bub_nb.tape.events import retracted_ids
 from bub_nb.tape.text import payload_role, payload_text
 
 if TYPE_CHECKING:
@@ -106,8 +107,9 @@ def closing_phase(tape: Tape) -> Phase:
     if anchor is not None:
         state = json.dumps(anchor.state, ensure_ascii=False) if anchor.state else ""
         items.append(Item(anchor.id, anchor.id, "anchor", f"{anchor.name} {state}".strip()))
+    retracted = retracted_ids(tape.from_last_anchor(kinds=("event",)))  # taken back: no summary brings it back
     for entry in tape.from_last_anchor(kinds=_KINDS):
-        if is_hidden(entry):
+        if is_hidden(entry) or entry.id in retracted:
             continue
         role = "tool_call" if entry.kind == "tool_call" else payload_role(entry.kind, entry.payload) or entry.kind
         items.append(Item(entry.id, entry.id, role, payload_text(entry.kind, entry.payload)))

@@ -47,6 +47,8 @@ class ContextDiff:
     """Across two agents' tapes: entries of ``a``'s tape that ``b``'s handoff anchor names by ``tape://`` reference."""
     agents: tuple[str, str] | None = None
     """Across two agents' tapes: the agents whose views ``a`` and ``b`` are."""
+    retracted: tuple[int, ...] = ()
+    """The entries that ``left`` because a retraction took them back."""
 
     @property
     def token_change(self) -> dict[str, int]:
@@ -67,8 +69,9 @@ class ContextDiff:
         cited = ""
         if self.agents is not None:
             cited = f"; {self.agents[1]} cites {len(self.cited)} entries of {self.agents[0]}'s tape by reference"
+        retracted = f" ({len(self.retracted)} retracted)" if self.retracted else ""
         return (
-            f"Context diff {self.a} → {self.b}: {len(self.entered)} entered, {len(self.left)} left, "
+            f"Context diff {self.a} → {self.b}: {len(self.entered)} entered, {len(self.left)} left{retracted}, "
             f"{len(self.stayed)} stayed; {change:+d} tokens{cited}"
         )
 
@@ -141,6 +144,7 @@ def diff_views(a: View, b: View) -> ContextDiff:
         tokens_b=tokens_by_source(b),
         a_ids=a_ids,
         b_ids=b_ids,
+        retracted=tuple(i for i in a_ids if i not in in_b and i in b.retracted),
     )
 
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bub_nb.tape.entries import TapeEntry, is_phase_anchor
-from bub_nb.tape.events import PROMPT_TOO_LONG
+from bub_nb.tape.events import PROMPT_TOO_LONG, retracted_ids
 
 Message = dict[str, Any]
 
@@ -56,6 +56,20 @@ def without_refused_prompts(entries: Iterable[TapeEntry]) -> list[TapeEntry]:
         for entry in entries
         if not (entry.kind == "message" and entry.meta.get("run_id") in refused and entry.payload.get("role") == "user")
     ]
+
+
+def without_retracted(entries: Iterable[TapeEntry]) -> tuple[list[TapeEntry], tuple[int, ...]]:
+    """``entries`` without those the ``retract`` events among them took back, and the ids left out.
+
+    A retraction is written after what it retracts, so any slice that reaches to the tape's end (every live
+    view) holds the events that concern its entries. A past turn's view is rebuilt from its recorded ids
+    alone, no events among them, so a later retraction leaves it as it was sent.
+    """
+    entries = list(entries)
+    retracted = retracted_ids(entries)
+    if not retracted:
+        return entries, ()
+    return [e for e in entries if e.id not in retracted], tuple(e.id for e in entries if e.id in retracted)
 
 
 def render_entries(entries: Iterable[TapeEntry]) -> Rendering:

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Protocol, runtime_checkable
 
-from bub_nb.context.messages import Message, entry_message_count, render_entries
+from bub_nb.context.messages import Message, entry_message_count, render_entries, without_retracted
 from bub_nb.errors import ContextError
 from bub_nb.tape.entries import TapeEntry
 
@@ -115,7 +115,8 @@ def _read_back(reverse: Iterator[TapeEntry], size: int) -> list[TapeEntry]:
         if count < wanted:
             continue
         # Unanswered calls and orphaned results render to nothing, so check the real count.
-        if len(render_entries(reversed(newest_first)).messages) >= size:
+        # Retracted entries render to nothing too; the events that retract them were read first.
+        if len(render_entries(without_retracted(reversed(newest_first))[0]).messages) >= size:
             break
         wanted = 2 * count
     return newest_first

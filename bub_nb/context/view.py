@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from bub_nb.context.display import view_html, view_markdown, view_text
-from bub_nb.context.messages import Message, render_entries, without_refused_prompts
+from bub_nb.context.messages import Message, render_entries, without_refused_prompts, without_retracted
 from bub_nb.context.modes import Mode, as_strategy
 from bub_nb.context.strategies import Selection
 from bub_nb.context.tokens import REPLY_PRIMING, count_message_tokens, tokenizer_name
@@ -61,6 +61,8 @@ class View:
     sources: tuple[int, ...] = ()
     dropped: tuple[int, ...] = ()
     tokenizer: str = "heuristic"
+    retracted: tuple[int, ...] = ()
+    """Entries of the selection left out because a ``retract`` event took them back."""
     tape: str = field(default="", compare=False)
     """The tape the view was built from (``""`` when a strategy built it some other way); two views of the same
     entries compare equal whichever tape holds them."""
@@ -91,7 +93,8 @@ def build_view(tape: Tape, mode: Mode = LAST_ANCHOR) -> View:
 
 def view_from_selection(selection: Selection, mode: str = "custom") -> View:
     """Render a selection into a view; strategies that pick entries their own way end here too."""
-    rendering = render_entries(without_refused_prompts(selection.entries))
+    kept, retracted = without_retracted(selection.entries)
+    rendering = render_entries(without_refused_prompts(kept))
     messages, sources, dropped = rendering.messages, rendering.sources, list(rendering.dropped)
     if selection.preamble:
         messages = tuple(message for message, _ in selection.preamble) + messages
@@ -115,6 +118,7 @@ def view_from_selection(selection: Selection, mode: str = "custom") -> View:
         sources=sources,
         dropped=tuple(dict.fromkeys(dropped)),
         tokenizer=tokenizer_name(),
+        retracted=retracted,
     )
 
 

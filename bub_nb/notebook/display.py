@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from IPython.display import display, update_display
 
+from bub_nb.memory import MemoryZone
 from bub_nb.tape.citations import BOOKKEEPING_KEYS, CITING_TITLES, find_citations, format_citation
 from bub_nb.tape.locations import readable_tape_name
 from bub_nb.tape.reports.transcript import entry_target
@@ -17,7 +18,6 @@ from bub_nb.tape.text import payload_text
 
 if TYPE_CHECKING:
     from bub_nb.tape import Tape, TapeEntry
-
 
 _UPDATE_EVERY = 0.08  # seconds between in-place redraws; the last one always happens
 _CURSOR = " ▌"
@@ -181,4 +181,18 @@ def handoff_confirmation(tape: Tape, anchor: TapeEntry, state: dict[str, Any], e
     return (
         f"Handoff **{anchor.name}** written as entry #{anchor.id} on tape `{readable_tape_name(tape)}`. "
         f"The next turn's view starts here and carries:\n\n{shown}{again}"
+    )
+
+
+def first_view_text(tape: Tape) -> str:
+    """What the next turn on a (forked) tape will see: where its view starts, what it holds, its memory."""
+    view = tape.view()
+    anchor = view.anchor
+    start = f"anchor {anchor.name}" if anchor is not None else "the first entry"
+    keys = ", ".join(sorted(anchor.state)) if anchor is not None and anchor.state else "no state"
+    version = MemoryZone(tape).read().version
+    memory = f"memory v{version}" if version else "no saved memory"
+    return (
+        f"Its first view starts at {start} ({keys}) and holds {len(view.messages)} messages "
+        f"(≈{view.total_tokens} tokens), with {memory}."
     )

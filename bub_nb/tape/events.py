@@ -58,6 +58,16 @@ the same key: ``{"type", "from", "to", "timestamp", "content"}`` (``bub_nb.agent
 HANDOFF_FAILED: Final = "context_handoff.failed"
 """A handoff between agents whose receiver's half could not be written: ``{"anchor", "to", "error"}``."""
 
+RETRACT: Final = "retract"
+"""Takes entries out of every view from here on: ``{"ids": [[first, last], ...], "asked": "5-7", "reason"}``. The
+entries stay on the tape; a view built before the event (a past turn's) is unchanged."""
+
+UNRETRACT: Final = "unretract"
+"""Brings retracted entries back into views from here on; its data has the shape of ``retract``'s."""
+
+REDACT: Final = "redact"
+"""Records a redaction, the one rewrite: ``{"ids", "by", "at", "copies"}`` (see ``bub_nb.tape.corrections``)."""
+
 USAGE_EVENTS: Final = (RUN, SUMMARY)
 """The events whose ``data.usage`` is what a model call cost."""
 
@@ -146,6 +156,19 @@ def range_ids(ranges: Any) -> tuple[int, ...] | None:
             return None
         ids.extend(range(first, last + 1))
     return tuple(ids)
+
+
+def retracted_ids(entries: Iterable[TapeEntry]) -> frozenset[int]:
+    """The ids that the ``retract`` and ``unretract`` events among ``entries`` leave retracted, in tape order."""
+    retracted: set[int] = set()
+    for entry in entries:
+        if entry.kind != "event" or entry.payload.get("name") not in (RETRACT, UNRETRACT):
+            continue
+        data = entry.payload.get("data")
+        ids = range_ids(data.get("ids")) if isinstance(data, dict) else None
+        if ids is not None:
+            (retracted.update if entry.payload["name"] == RETRACT else retracted.difference_update)(ids)
+    return frozenset(retracted)
 
 
 def run_view(entry: TapeEntry) -> RecordedView | None:

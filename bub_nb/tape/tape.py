@@ -12,6 +12,7 @@ from bub_nb.errors import EntryNotFoundError, TapeError
 from bub_nb.tape import anchors, seams
 from bub_nb.tape.anchors import LAST_ANCHOR, AnchorSummary
 from bub_nb.tape.citations import check_state_citations
+from bub_nb.tape.corrections import TakingBack
 from bub_nb.tape.entries import TapeEntry, is_phase_anchor, plain_json
 from bub_nb.tape.events import handoff_entries
 from bub_nb.tape.forks import ForkBlock, ForkedStore, check_fork, copy_session
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
 BOOTSTRAP_ANCHOR = "session/start"
 
 
-class Tape:
+class Tape(TakingBack):
     """One tape in a store. Every method reads the store afresh, so other writers are always seen."""
 
     def __init__(self, name: str, store: TapeStore) -> None:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from bub_nb.agent.models.base import Completion, Message, TextDelta, ToolCall, ToolSchema, Usage
-from bub_nb.agent.tools import builtin_registry
+from bub_nb.agent.tools import model_builtins
 from bub_nb.context.tokens import count_messages_tokens, count_text_tokens
 from bub_nb.errors import ContextLengthError, ModelError
 
@@ -34,7 +34,7 @@ SECRET_KEY: Final = "sk-hostile0123456789abcdefSECRET"
 SECRET_DSN: Final = "postgresql://cleo:hostile-pw-4711@db.example/class"
 """A DSN with a password, as a model might echo from a notebook."""
 
-_SCHEMAS: Final = [schema["function"] for schema in builtin_registry().schemas()]
+_SCHEMAS: Final = [schema["function"] for schema in model_builtins(True).schemas()]
 
 TOOL_NAMES: Final = tuple(str(function["name"]) for function in _SCHEMAS)
 """The builtin tools as a model names them (``tape_handoff``, ``memory_save``, …)."""

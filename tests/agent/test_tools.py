@@ -12,7 +12,7 @@ import jsonschema
 import pytest
 
 from bub_nb.agent.tools import Tool, ToolCallError, ToolContext, ToolRegistry, parse_docstring, tool
-from bub_nb.agent.tools.builtin import builtin_registry
+from bub_nb.agent.tools.builtin import builtin_registry, model_builtins
 from bub_nb.context import build_view
 from bub_nb.errors import ToolError
 from bub_nb.tape import Tape, open_tape
@@ -285,12 +285,15 @@ def test_the_builtins_are_the_tape_and_memory_tools_only() -> None:
         "tape.info",
         "tape.search",
         "tape.reset",
+        "tape.retract",
+        "tape.unretract",
         "memory.save",
         "memory.daily",
         "memory.recall",
         "memory.show",
         "memory.clear",
     ]
+    assert "tape.retract" not in model_builtins(True).names  # a model is given it only when the user names it
 
 
 def test_the_handoff_schema_is_the_one_handoff_documents() -> None:

@@ -88,6 +88,13 @@ def check_context_and_handoff(run: Executed) -> None:
     table = "".join(output.data["text/html"] for output in run.outputs("frame = tape.to_frame()"))
     assert all(label in table for label in ("last anchor", "session/start", "full tape", "window:4"))
     assert "View [last-anchor] from anchor 'phase/analysis'" in run.text("print(views")
+    # A wrong turn taken back: its prompt and answer leave the next view, the turn that sent them still rebuilds.
+    retract = run.entries("event", "retract")[-1].payload["data"]
+    ((first, last),) = retract["ids"]
+    assert retract["reason"] == "the figure was wrong" and "4,000,000" in run.tape.text(run.tape.get(first))
+    assert not {first, last} & set(run.tape.view().entry_ids) and {first, last} <= run.tape.retracted()
+    assert f"Retracted #{first}–#{last}" in run.text("%tape retract")
+    assert "1 left (1 retracted)" in run.text("%context --diff turn:-1 last")  # the answer was not in that request
 
 
 def check_memory(run: Executed) -> None:

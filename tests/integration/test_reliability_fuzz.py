@@ -185,10 +185,13 @@ def test_handoff_with_fuzzed_names_pairs_and_state_raise_only_usage_errors(
     assert written == [] or [e.kind for e in written] == ["anchor", "event"]
 
 
-TAPE_SUBCOMMANDS = st.sampled_from(["info", "df", "search", "fork", "export", "use", "record", "reset!", "nope", ""])
+TAPE_SUBCOMMANDS = st.sampled_from(
+    ["info", "df", "search", "fork", "export", "use", "record", "retract", "unretract", "reset!", "nope", ""]
+)
 TAPE_WORDS = st.sampled_from(
     ["--limit", "3", "-1", "--from", "fuzz/start", "--intention", "next", "md", "jsonl", "on", "off", "--archive",
-     "out.md", "out.jsonl", "copy", "..", "../up", "a/b", ".hidden", "x.jsonl", "fuzz/none"]
+     "out.md", "out.jsonl", "copy", "..", "../up", "a/b", ".hidden", "x.jsonl", "fuzz/none", "2", "3-1", "1-9",
+     "--reason", "#2", "9" * 5000]
 )  # fmt: skip
 
 

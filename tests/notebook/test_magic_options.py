@@ -71,7 +71,19 @@ def test_tape_help_lists_each_subcommand_from_the_registry(nb: Notebook) -> None
     for name, command in SUBCOMMANDS.items():
         assert f"%tape {name}" in doc and command.parser.description in doc
     assert "--limit N" in doc and "--from ANCHOR" in doc and "{on,off}" in doc
-    assert list(SUBCOMMANDS) == ["info", "df", "search", "reset", "fork", "replay", "export", "use", "record"]
+    assert list(SUBCOMMANDS) == [
+        "info",
+        "df",
+        "search",
+        "reset",
+        "fork",
+        "replay",
+        "export",
+        "use",
+        "record",
+        "retract",
+        "unretract",
+    ]
 
 
 @pytest.mark.parametrize(

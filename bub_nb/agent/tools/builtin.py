@@ -1,4 +1,4 @@
-"""The builtin ``tape.*`` and ``memory.*`` tools: the agent's handles on its own tape and memory zone.
+"""The builtin ``tape.*`` tools, the agent's handles on its own tape, and the registries of every builtin tool.
 
 None of them runs shell or kernel code. Each answers with a short text a person or a model reads.
 """
@@ -7,34 +7,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable
-from datetime import UTC, datetime, timedelta
-from datetime import date as Date
 from typing import TYPE_CHECKING, Any
 
+from bub_nb.agent.tools.memory_tools import memory_clear, memory_daily, memory_recall, memory_save, memory_show
 from bub_nb.agent.tools.registry import Tool, ToolContext, ToolRegistry, tool
 from bub_nb.errors import BubNbError, ToolError
-from bub_nb.memory import MemoryZone
 from bub_nb.tape import is_phase_anchor
 
 if TYPE_CHECKING:
-    from bub_nb.tape import Tape
+    pass
 
 SNIPPET = 160
-
-
-def _tape(context: ToolContext) -> Tape:
-    if context.tape is None:
-        raise ToolError("This tool works on a tape; call it with ToolContext(tape=...)")
-    return context.tape
-
-
-def _memory(context: ToolContext) -> MemoryZone:
-    zone = MemoryZone(_tape(context))
-    return zone
-
-
-def _today() -> Date:
-    return datetime.now(UTC).date()  # the memory zone dates daily notes in UTC
 
 
 def _state_text(state: dict[str, Any] | None) -> str:
@@ -84,7 +67,7 @@ def tape_handoff(
         anchor = next(entry for entry in entries if entry.kind == "anchor")
         written = anchor.payload.get("state") or {}
         return f"anchor added: {name} (#{anchor.id}) with a summary of entries {written.get('range')}"
-    anchor, _ = _tape(context).handoff(name, state or None)
+    anchor, _ = context.require_tape().handoff(name, state or None)
     return f"anchor added: {name} (#{anchor.id})" + (f" {_state_text(state)}" if state else "")
 
 
@@ -115,7 +98,7 @@ def tape_anchors(context: ToolContext, limit: int = 20) -> str:
     Args:
         limit: How many of the most recent anchors to list.
     """
-    tape = _tape(context)
+    tape = context.require_tape()
     # Pick from the index by name first; only the anchors shown are read from the tape.
     refs = [ref for ref in tape.store.anchors(tape.name) if is_phase_anchor(ref.name)]
     shown = refs[-limit:] if limit > 0 else []
@@ -130,7 +113,7 @@ def tape_anchors(context: ToolContext, limit: int = 20) -> str:
 @tool(name="tape.info")
 def tape_info(context: ToolContext) -> str:
     """Report the tape's size, its anchors, entries since the last anchor and the last token usage."""
-    return str(_tape(context).info())
+    return str(context.require_tape().info())
 
 
 @tool(name="tape.search")
@@ -141,7 +124,7 @@ def tape_search(context: ToolContext, query: str, limit: int = 20) -> str:
         query: Text to look for, case-insensitive.
         limit: How many entries at most.
     """
-    tape = _tape(context)
+    tape = context.require_tape()
     entries = tape.search(query, limit=limit)
     if not entries:
         return f"(no entries match {query!r})"
@@ -167,9 +150,38 @@ def tape_reset(context: ToolContext, archive: bool = True) -> str:
     forced = model_asked(context)
     if forced and _replaying(context):
         raise ToolError("tape.reset is refused while a session is replayed: the replay keeps every entry it compares")
-    anchor = _tape(context).reset(archive=archive or forced)[0]
+    anchor = context.require_tape().reset(archive=archive or forced)[0]
     archived = (anchor.payload.get("state") or {}).get("archived")
     return "tape reset" + (f"; the old tape is archived at {archived}" if archived else "")
+
+
+@tool(name="tape.retract")
+def tape_retract(context: ToolContext, entries: str, reason: str | None = None) -> str:
+    """Take entries out of every later view; they stay on the tape. A tool call goes with its results.
+
+    Args:
+        entries: An entry id (7) or an inclusive range of ids (5-9).
+        reason: Why they are taken back.
+    """
+    event = context.require_tape().retract(entries, reason=reason)
+    return f"retracted {_ids_text(event)} (#{event.id})"
+
+
+@tool(name="tape.unretract")
+def tape_unretract(context: ToolContext, entries: str, reason: str | None = None) -> str:
+    """Bring retracted entries back into later views.
+
+    Args:
+        entries: An entry id (7) or an inclusive range of ids (5-9).
+        reason: Why they come back.
+    """
+    event = context.require_tape().unretract(entries, reason=reason)
+    return f"brought back {_ids_text(event)} (#{event.id})"
+
+
+def _ids_text(event: Any) -> str:
+    spans = event.payload["data"]["ids"]
+    return ", ".join(f"#{a}" if a == b else f"#{a}-#{b}" for a, b in spans)
 
 
 def model_asked(context: ToolContext) -> bool:
@@ -185,88 +197,25 @@ def _replaying(context: ToolContext) -> bool:
 # -- memory ------------------------------------------------------------------------------------
 
 
-@tool(name="memory.save")
-def memory_save(context: ToolContext, content: str) -> str:
-    """Replace long-term memory: lasting preferences and facts. Include what should be kept.
-
-    Args:
-        content: The whole new long-term memory.
-    """
-    snapshot = _memory(context).save_long_term(content)
-    return f"saved to long-term memory (version {snapshot.version})"
-
-
-@tool(name="memory.daily")
-def memory_daily(context: ToolContext, content: str, date: str | None = None) -> str:
-    """Append to the daily notes of a day.
-
-    Args:
-        content: What to note.
-        date: The day as YYYY-MM-DD; today (UTC) when left out.
-    """
-    if date is not None:
-        try:
-            Date.fromisoformat(date)
-        except ValueError:
-            raise ToolError(f"Date {date!r} is not a YYYY-MM-DD day") from None
-    day = date or _today().isoformat()
-    snapshot = _memory(context).append_daily(content, day)
-    return f"added to daily notes of {day} (version {snapshot.version})"
-
-
-@tool(name="memory.recall")
-def memory_recall(context: ToolContext, query: str | None = None, days: int = 7) -> str:
-    """Recall long-term memory and the daily notes of recent days, optionally only those mentioning a text.
-
-    Args:
-        query: Text the memories must contain, case-insensitive; everything when left out.
-        days: How many days of daily notes, today included.
-    """
-    snapshot = _memory(context).read()
-    since = (_today() - timedelta(days=max(days, 1) - 1)).isoformat()
-
-    def wanted(text: str) -> bool:
-        return bool(text) and (query is None or query.casefold() in text.casefold())
-
-    sections = [f"## Long-term Memory\n{snapshot.long_term}"] if wanted(snapshot.long_term) else []
-    sections += [
-        f"### {note.date}\n{note.content}" for note in snapshot.dailies if note.date >= since and wanted(note.content)
-    ]
-    if sections:
-        return "\n\n".join(sections)
-    return f"(no memories mention {query!r})" if query else "(memory is empty)"
-
-
-@tool(name="memory.show")
-def memory_show(context: ToolContext) -> str:
-    """Show a summary of the memory zone: its version, long-term memory and which days have notes."""
-    snapshot = _memory(context).read()
-    if snapshot.version == 0:
-        return "no memory zone on this tape yet"
-    days = ", ".join(note.date for note in snapshot.dailies) or "(none)"
-    long_term = snapshot.long_term or "(empty)"
-    return f"memory zone version {snapshot.version}\nlong-term: {long_term}\ndaily notes: {days}"
-
-
-@tool(name="memory.clear")
-def memory_clear(context: ToolContext) -> str:
-    """Forget all memory. Earlier zones stay on the tape but no longer count."""
-    snapshot = _memory(context).clear()
-    return f"memory cleared (version {snapshot.version})"
-
-
 BUILTIN_TOOLS: tuple[Tool, ...] = (
     tape_handoff,
     tape_anchors,
     tape_info,
     tape_search,
     tape_reset,
+    tape_retract,
+    tape_unretract,
     memory_save,
     memory_daily,
     memory_recall,
     memory_show,
     memory_clear,
 )
+
+
+OPT_IN: frozenset[str] = frozenset({"tape.retract", "tape.unretract"})
+"""Builtin tools a model is given only when the user names them (``--tools tape.retract``); a person's comma
+command runs them always. A glob such as ``tape.*`` does not reach them."""
 
 
 def builtin_registry() -> ToolRegistry:
@@ -277,12 +226,23 @@ def builtin_registry() -> ToolRegistry:
 def agent_registry(
     tools: Iterable[Tool | Callable[..., Any]] | ToolRegistry | None, builtins: bool | Iterable[str]
 ) -> ToolRegistry:
-    """An agent's tools: the builtins it chose (``True`` for all of them), then its own."""
+    """An agent's tools: the builtins it chose (see :func:`model_builtins`), then its own."""
     registry = ToolRegistry()
     if builtins:
-        every = builtin_registry()
-        for builtin in every if builtins is True else every.select(builtins):  # type: ignore[arg-type]
+        for builtin in model_builtins(builtins):
             registry.register(builtin)
     for item in tools or ():
         registry.register(item)
     return registry
+
+
+def model_builtins(selection: bool | Iterable[str]) -> ToolRegistry:
+    """The builtin tools a model is given: all but :data:`OPT_IN` (``True``), or those ``selection`` names,
+    where a glob leaves the opt-in tools out and only their own names bring them in."""
+    builtins = builtin_registry()
+    if selection is True:
+        return builtins.select(name for name in builtins.names if name not in OPT_IN)
+    names = [selection] if isinstance(selection, str) else list(selection or ())
+    chosen = builtins.select(names)
+    named = {item.name for item in chosen if item.name in names or item.model_name in names}
+    return ToolRegistry(item for item in chosen if item.name not in OPT_IN or item.name in named)

@@ -28,6 +28,12 @@ class ToolContext:
     tape: Tape | None = None
     state: Mapping[str, Any] = field(default_factory=dict)
 
+    def require_tape(self) -> Tape:
+        """The tape a tape or memory tool works on; a context without one is the caller's mistake, said in a line."""
+        if self.tape is None:
+            raise ToolError("This tool works on a tape; call it with ToolContext(tape=...)")
+        return self.tape
+
 
 @dataclass(frozen=True, slots=True)
 class Tool:

@@ -11,13 +11,11 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from IPython.core.error import UsageError
 from IPython.core.magic_arguments import MagicArgumentParser
 
-from bub_nb.memory import MemoryZone
-from bub_nb.notebook.display import show
+from bub_nb.notebook.display import first_view_text, show
 from bub_nb.tape.locations import readable_tape_name
 
 if TYPE_CHECKING:
     from bub_nb.notebook.session import NotebookSession
-    from bub_nb.tape import Tape
 
 Handler = Callable[["TapeCommands", argparse.Namespace], Any]
 
@@ -73,20 +71,6 @@ def with_tape_help(magic: Documented) -> Documented:
     """Give the ``%tape`` magic :func:`tape_help` as its docstring, so ``%tape?`` never goes stale."""
     magic.__doc__ = tape_help()
     return magic
-
-
-def first_view_text(tape: Tape) -> str:
-    """What the next turn on a (forked) tape will see: where its view starts, what it holds, its memory."""
-    view = tape.view()
-    anchor = view.anchor
-    start = f"anchor {anchor.name}" if anchor is not None else "the first entry"
-    keys = ", ".join(sorted(anchor.state)) if anchor is not None and anchor.state else "no state"
-    version = MemoryZone(tape).read().version
-    memory = f"memory v{version}" if version else "no saved memory"
-    return (
-        f"Its first view starts at {start} ({keys}) and holds {len(view.messages)} messages "
-        f"(≈{view.total_tokens} tokens), with {memory}."
-    )
 
 
 class TapeCommands:
@@ -274,3 +258,35 @@ def _record(commands: TapeCommands, args: argparse.Namespace) -> None:
         show("⏺ Recording executed cells as `notebook.cell` events (try `--context notebook`).")
     else:
         show("⏹ Stopped recording cells.")
+
+
+_SPAN_HELP = "an entry id (7) or an inclusive range of ids (5-9)"
+
+
+@subcommand(
+    "retract",
+    "Take entries out of every later view; they stay on the tape, and a call goes with its results.",
+    arg("entries", metavar="ID|A-B", help=_SPAN_HELP),
+    arg("--reason", default=None, metavar="TEXT", help="why they are taken back"),
+)
+def _retract(commands: TapeCommands, args: argparse.Namespace) -> None:
+    event = commands.session.tape.retract(args.entries, reason=args.reason)
+    show(
+        f"Retracted {_spans(event)} (event #{event.id}): later views leave them out, past turns keep what they sent. "
+        f"`%context --diff turn:-1 last` shows the tokens freed; `%tape unretract {args.entries}` brings them back."
+    )
+
+
+@subcommand(
+    "unretract",
+    "Bring retracted entries back into later views.",
+    arg("entries", metavar="ID|A-B", help=_SPAN_HELP),
+    arg("--reason", default=None, metavar="TEXT", help="why they come back"),
+)
+def _unretract(commands: TapeCommands, args: argparse.Namespace) -> None:
+    event = commands.session.tape.unretract(args.entries, reason=args.reason)
+    show(f"Brought back {_spans(event)} (event #{event.id}): later views include them again.")
+
+
+def _spans(event: Any) -> str:
+    return ", ".join(f"#{a}" if a == b else f"#{a}–#{b}" for a, b in event.payload["data"]["ids"])

@@ -123,6 +123,9 @@ def messages_html(view: View, limit: int) -> str:
     if view.dropped:
         ids = ", ".join(f"#{i}" for i in view.dropped)
         dropped = f'<div class="bub-note">Left out to keep the messages valid for the API: {esc(ids)}</div>'
+    if view.retracted:
+        ids = ", ".join(f"#{i}" for i in view.retracted)
+        dropped += f'<div class="bub-note">Retracted, so left out: {esc(ids)}</div>'
     return table + note + dropped
 
 
@@ -172,4 +175,6 @@ def messages_text(view: View, limit: int) -> list[str]:
         )
     if view.dropped:
         lines.append("  left out to keep the messages valid for the API: " + ", ".join(f"#{i}" for i in view.dropped))
+    if view.retracted:
+        lines.append("  retracted, so left out: " + ", ".join(f"#{i}" for i in view.retracted))
     return lines

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Final
 
 from bub_nb.notebook.widgets._style import KIND_GLYPHS, LEGEND, MEMORY_GLYPH, OTHER_GLYPH, clip, esc
@@ -23,7 +23,7 @@ class StripCell:
 
     ``in_window``: inside the range the mode selects; ``in_view``: its messages reach the model;
     ``dropped``: left out to keep the messages valid for the API; ``cited``: the summary of the view's
-    anchor cites it.
+    anchor cites it; ``retracted``: a ``retract`` event took it out of the view.
     """
 
     id: int
@@ -36,6 +36,7 @@ class StripCell:
     in_view: bool
     dropped: bool
     cited: bool = False
+    retracted: bool = False
 
     @property
     def glyph(self) -> str:
@@ -50,6 +51,8 @@ class StripCell:
             return "^"
         if self.dropped:
             return "!"
+        if self.retracted:
+            return "~"
         return "." if self.in_window else " "
 
     @property
@@ -66,6 +69,7 @@ class StripCell:
                 ("bub-in-view", self.in_view),
                 ("bub-dropped", self.dropped),
                 ("bub-cited", self.cited),
+                ("bub-retracted", self.retracted),
             )
             if on
         )
@@ -106,7 +110,11 @@ def build_strip(tape: Tape, view: View, last_id: int, max_entries: int) -> Strip
     start, end = window_range(view, first_id, last_id)
     sent, dropped = {*view.entry_ids, *view.sources}, set(view.dropped)  # a turn's sources add its system entry
     cited = state_sources(view.anchor.state, min(last_id, view.anchor.id - 1)) if view.anchor is not None else ()
-    cells = tuple(_cell(entry, start, end, sent, dropped, set(cited)) for entry in entries)
+    retracted = set(view.retracted)
+    cells = tuple(
+        replace(cell, retracted=cell.id in retracted) if retracted else cell
+        for cell in (_cell(entry, start, end, sent, dropped, set(cited)) for entry in entries)
+    )
     shown_from = cells[0].id if cells else last_id + 1
     hidden = max(0, total - len(cells))
     hidden_in_window = 0 if start is None or start >= shown_from else shown_from - start
@@ -168,6 +176,7 @@ def legend_html() -> str:
     items.append('<span><span class="bub-cell bub-kind-anchor bub-memory-anchor"></span>memory anchor</span>')
     items.append('<span><span class="bub-cell bub-in-window"></span>window</span>')
     items.append('<span><span class="bub-cell bub-cited"></span>cited by the anchor\'s summary</span>')
+    items.append('<span><span class="bub-cell bub-retracted"></span>retracted</span>')
     items.append('<span class="bub-muted">bright = sent to the model</span>')
     return f'<div class="bub-legend">{"".join(items)}</div>'
 
@@ -204,4 +213,5 @@ def strip_text(strip: Strip, width: int = 64) -> list[str]:
 
 def strip_legend_text() -> list[str]:
     glyphs = "  ".join(f"{KIND_GLYPHS[kind]} {label}" for kind, label in LEGEND)
-    return [f"{glyphs}  {MEMORY_GLYPH} memory anchor", "^ sent to the model  . in the window, not sent  ! dropped"]
+    marks = "^ sent to the model  . in the window, not sent  ! dropped  ~ retracted"
+    return [f"{glyphs}  {MEMORY_GLYPH} memory anchor", marks]

@@ -64,6 +64,7 @@ CSS: Final = f"""
 .bub-w .bub-cell.bub-in-view{{opacity:1}}
 .bub-w .bub-cell.bub-dropped{{background-image:repeating-linear-gradient(45deg,transparent 0 2px,
  rgba(0,0,0,.45) 2px 3px)}}
+.bub-w .bub-cell.bub-retracted{{opacity:.2;outline:1px dashed var(--bub-fg);outline-offset:-1px}}
 {_KIND_RULES}
 .bub-w .bub-kind-message.bub-role-user{{background:{USER_COLOR}}}
 .bub-w .bub-cell.bub-anchor{{width:auto;max-width:16em;padding:0 4px;color:#fff;font:600 10px/16px var(--bub-mono);

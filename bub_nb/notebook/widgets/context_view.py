@@ -11,8 +11,8 @@ Stable hooks for styling and browser tests:
   ``bub-memory-anchor`` (``memory/...`` anchors) with ``data-anchor-name``, ``bub-in-window`` inside
   the selected range, ``bub-in-view`` when the entry reaches the model, ``bub-dropped`` when its
   messages were left out to keep the API sequence valid, ``bub-cited`` when the summary of the view's
-  anchor cites it (its state's ``sources``). ``bub-more`` (``data-hidden``) counts
-  entries before the strip.
+  anchor cites it (its state's ``sources``), ``bub-retracted`` when a ``retract`` event took it out.
+  ``bub-more`` (``data-hidden``) counts entries before the strip.
 - messages: ``tr.bub-message`` with ``data-entry-id`` and ``data-role``; the total cell carries
   ``data-total-tokens``; ``.bub-usage`` (``data-prompt-tokens``) the last run's exact usage.
 - the static HTML wraps everything in ``div.bub-w.bub-context-view`` with ``data-mode``.

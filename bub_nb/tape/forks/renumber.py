@@ -8,7 +8,7 @@ from typing import Any
 
 from bub_nb.tape.citations import CITATION, CITING_KEYS, format_citation
 from bub_nb.tape.entries import TapeEntry
-from bub_nb.tape.events import HANDOFF, RUN, SUMMARY, id_ranges, range_ids
+from bub_nb.tape.events import HANDOFF, RETRACT, RUN, SUMMARY, UNRETRACT, id_ranges, range_ids
 from bub_nb.tape.names import entry_address
 
 
@@ -34,6 +34,10 @@ def _renumbered(entry: TapeEntry, ids: Mapping[int, int], parent: str) -> TapeEn
         data = payload["data"]
         if isinstance(data.get("view"), dict):
             payload = {**payload, "data": {**data, "view": _view(data["view"], ids)}}
+    elif entry.kind == "event" and entry.name in (RETRACT, UNRETRACT) and isinstance(payload.get("data"), dict):
+        data = payload["data"]  # the entries it takes back, on the fork; those not copied are not there to take
+        taken = range_ids(data.get("ids")) or ()
+        payload = {**payload, "data": {**data, "ids": id_ranges(ids[i] for i in taken if i in ids)}}
     elif entry.kind == "event" and entry.name == SUMMARY and isinstance(payload.get("data"), dict):
         data = payload["data"]
         if isinstance(data.get("range"), list):

@@ -6,9 +6,10 @@ import bisect
 import itertools
 from collections import defaultdict
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from bub_nb.tape.entries import is_phase_anchor
+from bub_nb.tape.entries import TapeEntry, is_phase_anchor
+from bub_nb.tape.events import RETRACT, UNRETRACT, retracted_ids
 from bub_nb.tape.stores.columns import FORKED_FROM, TAPE_NAME
 
 if TYPE_CHECKING:
@@ -17,9 +18,11 @@ if TYPE_CHECKING:
 
 COLUMNS = (
     TAPE_NAME, "id", "kind", "date", "role", "name", "content", "tools", "phase", "phase_id", "run_id",
-    FORKED_FROM, "prompt_tokens", "completion_tokens", "payload", "meta",
+    FORKED_FROM, "prompt_tokens", "completion_tokens", "retracted", "payload", "meta",
 )  # fmt: skip
 """The columns of a tape's frame, in order (docs/schema.md says what each holds)."""
+
+RETRACTIONS = (RETRACT, UNRETRACT)
 
 
 def kind_column(kinds: list[str]) -> pd.Series:
@@ -58,6 +61,29 @@ def phase_column(
         phases[row:end] = [own_names[row]] * (end - row)
         anchor_rows[row:end] = row
     return phases, anchor_rows
+
+
+def retracted_column(
+    ids: np.ndarray,
+    kinds: list[str],
+    own_names: list[str | None],
+    payloads: Sequence[dict[str, Any]],
+    tape_starts: Sequence[int] = (0,),
+) -> np.ndarray:
+    """Whether each row is retracted now: what the ``retract`` and ``unretract`` events of its tape leave out."""
+    import numpy as np
+
+    flags = np.zeros(len(ids), dtype=bool)
+    if RETRACT not in own_names:  # a scan in C: most tapes never retract anything
+        return flags
+    bounds = sorted({*tape_starts, len(ids)})
+    for start, end in itertools.pairwise(bounds):
+        rows = [row for row in range(start, end) if own_names[row] in RETRACTIONS and kinds[row] == "event"]
+        events = [TapeEntry(int(ids[row]), "event", payloads[row]) for row in rows]
+        retracted = retracted_ids(events)
+        if retracted:
+            flags[start:end] = np.isin(ids[start:end], np.fromiter(retracted, dtype=np.int64))
+    return flags
 
 
 def phases_by_id(anchors: Sequence[tuple[int, str]], ids: Sequence[int]) -> tuple[list[str | None], list[int | None]]:

@@ -11,7 +11,7 @@ import pandas as pd
 from bub_nb.tape._lines import Record, gc_paused
 from bub_nb.tape.entries import TapeEntry
 from bub_nb.tape.events import NOTEBOOK
-from bub_nb.tape.frames.columns import COLUMNS, kind_column, phase_column, phases_by_id
+from bub_nb.tape.frames.columns import COLUMNS, kind_column, phase_column, phases_by_id, retracted_column
 from bub_nb.tape.stores.columns import FORKED_FROM, TAPE_NAME, TEXT_OR_NONE, Columns
 from bub_nb.tape.stores.protocol import ReadsColumns
 
@@ -87,6 +87,7 @@ def columns_to_frame(
                 FORKED_FROM: _sparse_text(columns.forked_from, count),
                 "prompt_tokens": _token_counts(text.prompt_tokens, count),
                 "completion_tokens": _token_counts(text.completion_tokens, count),
+                "retracted": retracted_column(ids, columns.kinds, text.own_names, columns.payloads, tape_starts),
                 "payload": columns.payloads,
                 "meta": columns.metas,
             },

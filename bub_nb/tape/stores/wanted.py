@@ -4,8 +4,9 @@ A lean read (``read_tapes(kinds=..., since=...)``) would otherwise decode every 
 and drop most rows afterwards, so its peak memory and time would be those of the full read. msgspec reads a
 line's ``kind``, ``date`` and payload ``name`` without building the rest of it, so a line that cannot be
 wanted is never decoded. The picking only ever keeps more than is asked for, never less: anchors are always
-kept (each row's phase is read from them), and so are ``notebook`` events (they name a tape's notebook), and
-every line whose head cannot be read or whose date is not text; the caller filters the decoded rows exactly.
+kept (each row's phase is read from them), and so are ``notebook`` events (they name a tape's notebook), the
+``retract`` and ``unretract`` events (they decide each row's ``retracted``), and every line whose head cannot
+be read or whose date is not text; the caller filters the decoded rows exactly.
 """
 
 from __future__ import annotations
@@ -17,7 +18,10 @@ from typing import Any
 
 import msgspec
 
-from bub_nb.tape.events import NOTEBOOK
+from bub_nb.tape.events import NOTEBOOK, RETRACT, UNRETRACT
+
+#: Events every lean read keeps: a tape's notebook, and what says which rows are retracted.
+_ALWAYS_EVENTS = frozenset({NOTEBOOK, RETRACT, UNRETRACT})
 
 
 class _Named(msgspec.Struct, gc=False):
@@ -60,7 +64,7 @@ class WantedLines:
                 head is None
                 or type(kind := head.kind) is not str
                 or kind == "anchor"
-                or (kind == "event" and head.payload is not None and head.payload.name == NOTEBOOK)
+                or (kind == "event" and head.payload is not None and head.payload.name in _ALWAYS_EVENTS)
             ):
                 kept.append(row)
             elif self.kinds and kind not in self.kinds:

@@ -1,7 +1,8 @@
 """The database schema, versioned: each migration is applied once, in order, under a lock.
 
 Version 1 holds tapes and entries; version 2 adds fork lineage, classes and row-level security; version 3
-finds a tape by its owner and name and leaves writing entries to functions (``append_path``).
+finds a tape by its owner and name and leaves writing entries to functions (``append_path``); version 4 adds
+the one function that may rewrite an entry, for redaction (``redaction``).
 An entry keeps ``payload`` and ``meta`` as ``jsonb`` for queries and its Bub line as text, because
 ``jsonb`` reorders keys: what is read back is exactly what was written.
 A newer package upgrades an older schema the first time it connects with a role allowed to.
@@ -19,6 +20,7 @@ from psycopg import sql
 from bub_nb.errors import TapeError
 from bub_nb.tape.stores.postgres.append_path import owner_and_append_path
 from bub_nb.tape.stores.postgres.class_reads import summary_statements
+from bub_nb.tape.stores.postgres.redaction import redaction_statements
 
 _SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,40}$")
 
@@ -134,7 +136,11 @@ def _v3(schema: str) -> list[str]:
     return [*owner_and_append_path(schema, group), *summary_statements(group)]
 
 
-MIGRATIONS: tuple[Callable[[str], list[str]], ...] = (_v1, _v2, _v3)
+def _v4(schema: str) -> list[str]:
+    return redaction_statements(schema, sql.Identifier(users_role(schema)).as_string(None))
+
+
+MIGRATIONS: tuple[Callable[[str], list[str]], ...] = (_v1, _v2, _v3, _v4)
 VERSION = len(MIGRATIONS)
 
 
