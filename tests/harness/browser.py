@@ -136,6 +136,16 @@ class JupyterLab:
     def kernel_states(self) -> list[str]:
         return [kernel["execution_state"] for kernel in self.kernels()]
 
+    def shut_down_kernels(self, seconds: float = SERVER_STOP_SECONDS) -> None:
+        """End every session and its kernel, as closing a notebook with "Shut Down Kernel" does."""
+        for session in self.api("api/sessions"):
+            self.api(f"api/sessions/{session['id']}", method="DELETE")
+        deadline = time.monotonic() + seconds
+        while self.api("api/kernels"):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"kernels still running {seconds:.0f}s after their sessions ended: {self.kernels()}")
+            time.sleep(0.2)
+
     def labextensions(self) -> dict[str, Any]:
         """The prebuilt labextensions the server hands to the page, by name."""
         page = urllib.request.urlopen(self.url("lab"), timeout=10.0).read().decode()
@@ -204,11 +214,27 @@ def running_lab(base: Path, notebooks: list[Path], bub_home: Path) -> Iterator[J
 WIDGET_PLACEHOLDERS: Final = ("Loading widget...", "Error displaying widget")
 OUTPUT_DIR: Final = Path(__file__).resolve().parents[2] / "test-output" / "browser"
 
-# Every code cell shows "[n]:" once it has run; "[*]:" while queued or running, "[ ]:" before.
+# Every code cell shows "[n]:" once it has run; "[*]:" while queued or running, "[ ]:" before. After a rerun
+# (window.bubQueued, see _RECORD_QUEUED) a cell counts only once it was queued again: until then it shows its old count.
 _ALL_CODE_CELLS_RAN: Final = """() => {
     const prompts = [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputPrompt')];
-    return prompts.length > 0 && prompts.every(p => /^\\[\\d+\\]:$/.test(p.textContent.trim()));
+    const queued = window.bubQueued;
+    return prompts.length > 0 && prompts.every(
+        p => /^\\[\\d+\\]:$/.test(p.textContent.trim()) && (!queued || queued.has(p)));
 }"""
+
+# Remembers every code cell prompt that shows "[*]:" from now on: the cells a Run All queued.
+_RECORD_QUEUED: Final = """() => {
+    window.bubQueued = new Set();
+    const note = () => document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputPrompt').forEach(
+        p => { if (p.textContent.trim() === '[*]:') window.bubQueued.add(p); });
+    new MutationObserver(note).observe(
+        document.querySelector('.jp-Notebook'), {subtree: true, childList: true, characterData: true});
+}"""
+
+#: The text of each code cell's outputs, in order: widgets, rendered Markdown and HTML as the page shows them.
+_CODE_CELL_OUTPUTS: Final = """() => [...document.querySelectorAll('.jp-Notebook .jp-CodeCell')].map(
+    cell => [...cell.querySelectorAll('.jp-OutputArea-output')].map(output => output.textContent).join('\\n'))"""
 
 
 # Records every state an output passes through while cells run, keyed by its cell's source.
@@ -250,9 +276,13 @@ class LabNotebook:
         page.on("console", lambda message: self.console.append(f"{message.type}: {message.text}"))
         page.on("pageerror", lambda error: self.console.append(f"pageerror: {error}"))
 
-    def open(self, name: str, seconds: float = 60.0) -> None:
-        """Open ``name`` and wait until its kernel is connected and idle; running earlier asks for a kernel."""
-        self.page.goto(self.lab.url(f"lab/tree/{name}"), timeout=seconds * 1000)
+    def open(self, name: str, seconds: float = 60.0, workspace: str | None = None) -> None:
+        """Open ``name`` and wait until its kernel is connected and idle; running earlier asks for a kernel.
+
+        In a ``workspace`` of its own, JupyterLab reopens no notebook an earlier page had open (nor starts its kernel).
+        """
+        where = f"lab/workspaces/{workspace}/tree/{name}" if workspace else f"lab/tree/{name}"
+        self.page.goto(self.lab.url(where), timeout=seconds * 1000)
         self.page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=seconds * 1000)
         deadline = time.monotonic() + seconds
         while not any(k["connections"] > 0 and k["execution_state"] == "idle" for k in self.lab.kernels()):
@@ -272,6 +302,13 @@ class LabNotebook:
         self.page.evaluate(_RECORD_OUTPUT_FRAMES)
         self.page.get_by_role("menuitem", name="Run", exact=True).click()
         self.page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+
+    def restart_and_run_all(self) -> None:
+        """Kernel > Restart Kernel and Run All Cells…, accepting the dialog that asks to restart."""
+        self.page.evaluate(_RECORD_QUEUED)
+        self.page.get_by_role("menuitem", name="Kernel", exact=True).click()
+        self.page.get_by_role("menuitem", name="Restart Kernel and Run All Cells…", exact=True).click()
+        self.page.locator(".jp-Dialog .jp-mod-accept").click()
 
     def wait_until_all_cells_ran(self, seconds: float, idle_grace: float = IDLE_GRACE_SECONDS) -> None:
         """Wait until every code cell has run and the kernel is idle.
@@ -332,6 +369,15 @@ class LabNotebook:
         return self.page.locator(
             '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.error"]'
         ).all_text_contents()
+
+    def stderr_outputs(self) -> list[str]:
+        return self.page.locator(
+            '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]'
+        ).all_text_contents()
+
+    def code_cell_outputs(self) -> list[str]:
+        """What each code cell's outputs show, as text, in the order of the cells."""
+        return list(self.page.evaluate(_CODE_CELL_OUTPUTS))
 
     def widget_placeholders(self) -> list[str]:
         outputs = self.page.locator(".jp-OutputArea-output").all_text_contents()

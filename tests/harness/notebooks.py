@@ -104,6 +104,30 @@ def without_clock(text: str) -> str:
     return text
 
 
+#: Cells that show a column of milliseconds a run took, by notebook: their numbers, and the padding that lines them
+#: up in columns, are left out of the comparison.
+TIMED_CELLS = {
+    "instruments.ipynb": ("entries_before = len(tape)", "from bub_nb.notebook.widgets import TapeTimeline"),
+    "lesson-context.ipynb": ("TapeTimeline(tape, model=echo)",),
+}
+
+
+#: A timeline's activity per minute: a run that crosses a minute has one more column than a run that does not.
+ACTIVITY = re.compile(r"Activity per .*?(?=Turns)", re.DOTALL)
+
+
+def untimed(text: str) -> str:
+    """A timed cell's output without its numbers, their padding and a timeline's activity over time."""
+    return re.sub(r" +", " ", re.sub(r"\d+(\.\d+)?", "<n>", ACTIVITY.sub("", text)))
+
+
+def comparable(name: str, source: str, shown: str) -> str:
+    """What the cell of notebook ``name`` with ``source`` showed, as two runs of it must agree on: the clock taken out
+    (:data:`CLOCK`), and for a timed cell (:data:`TIMED_CELLS`) every number too."""
+    shown = without_clock(shown)
+    return untimed(shown) if source.startswith(TIMED_CELLS.get(name, ())) else shown
+
+
 def shown_outputs(run: Executed) -> list[str]:
     """What each code cell showed, as text, with the clock taken out (:data:`CLOCK`), for comparing two runs."""
     shown = []

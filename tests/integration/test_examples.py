@@ -7,13 +7,20 @@ so the notebooks can run in parallel with each other and with the rest of the su
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import nbformat
 import pytest
-from harness.notebooks import CELL_TIMEOUT, EXAMPLES, NOTEBOOKS, Executed, execute, shown_outputs  # noqa: F401
+from harness.notebooks import (  # noqa: F401
+    CELL_TIMEOUT,
+    EXAMPLES,
+    NOTEBOOKS,
+    Executed,
+    comparable,
+    execute,
+    shown_outputs,
+)
 
 from bub_nb import diff_views
 from bub_nb.context.diff import spans
@@ -301,33 +308,13 @@ def test_an_example_run_twice_from_the_top_shows_the_same_outputs(name: str, tmp
     first = execute(name, tmp_path)
     again = execute(name, tmp_path)  # the same folder and home: Restart Kernel and Run All
     assert again.tape.name == first.tape.name and len(again.tape) == len(first.tape)
-    assert comparable(again) == comparable(first)
+    assert comparable_outputs(again) == comparable_outputs(first)
 
 
-#: Cells that show a column of milliseconds a run took, by notebook: their numbers, and the padding that lines them
-#: up in columns, are left out of the comparison.
-TIMED_CELLS = {
-    "instruments.ipynb": ("entries_before = len(tape)", "from bub_nb.notebook.widgets import TapeTimeline"),
-    "lesson-context.ipynb": ("TapeTimeline(tape, model=echo)",),
-}
-
-
-#: A timeline's activity per minute: a run that crosses a minute has one more column than a run that does not.
-ACTIVITY = re.compile(r"Activity per .*?(?=Turns)", re.DOTALL)
-
-
-def comparable(run: Executed) -> list[str]:
-    timed = TIMED_CELLS.get(run.name, ())
-    shown = shown_outputs(run)
+def comparable_outputs(run: Executed) -> list[str]:
     return [
-        untimed(text) if cell.source.startswith(timed) else text
-        for cell, text in zip(run.code_cells, shown, strict=True)
+        comparable(run.name, cell.source, text) for cell, text in zip(run.code_cells, shown_outputs(run), strict=True)
     ]
-
-
-def untimed(text: str) -> str:
-    """A timed cell's output without its numbers, their padding and a timeline's activity over time."""
-    return re.sub(r" +", " ", re.sub(r"\d+(\.\d+)?", "<n>", ACTIVITY.sub("", text)))
 
 
 def test_every_example_that_loads_the_magics_starts_a_lesson_of_its_own_name() -> None:
