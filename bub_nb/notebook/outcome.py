@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-INTERRUPTED_WITH_TEXT = "⏹ *Interrupted: the partial answer is kept on the tape.*"
-INTERRUPTED_EMPTY = "⏹ *Interrupted before any answer arrived; the prompt is kept on the tape.*"
+INTERRUPTED_WITH_TEXT = "*Interrupted: the partial answer is kept on the tape.*"
+INTERRUPTED_EMPTY = "*Interrupted before any answer arrived; the prompt is kept on the tape.*"
 CUT_SHORT = "Warning: *The answer was cut short; the partial text is on the tape.*"
 
 

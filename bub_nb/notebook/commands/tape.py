@@ -255,9 +255,9 @@ def _use(commands: TapeCommands, args: argparse.Namespace) -> None:
 def _record(commands: TapeCommands, args: argparse.Namespace) -> None:
     commands.record(args.switch == "on")
     if args.switch == "on":
-        show("⏺ Recording executed cells as `notebook.cell` events (try `--context notebook`).")
+        show("Recording executed cells as `notebook.cell` events (try `--context notebook`).")
     else:
-        show("⏹ Stopped recording cells.")
+        show("Stopped recording cells.")
 
 
 _SPAN_HELP = "an entry id (7) or an inclusive range of ids (5-9)"
