@@ -86,3 +86,10 @@ def test_the_context_view_marks_retracted_entries(nb: Notebook) -> None:
     view = ContextView(nb.tape, "full")
     assert f'bub-retracted" data-entry-id="{prompt.id}"' in view.to_html()
     assert f"retracted, so left out: #{prompt.id}" in view.to_text() and "~ retracted" in view.to_text()
+
+
+def test_a_retraction_before_any_turn_points_at_the_view_not_at_a_turn_that_does_not_exist(nb: Notebook) -> None:
+    message = nb.tape.append_message({"role": "user", "content": "a note typed by hand"})
+    nb.run(f"%tape retract {message.id}")
+    said = nb.shown()
+    assert "`%context` shows the view without them" in said and "turn:-1" not in said

@@ -15,7 +15,9 @@ from bub_nb.tape import Tape
 
 # Pictographs, dingbats and misc symbols (⚓ ⚠ ✓…), the media and clock signs that render as emoji (⏹ ⏺ ⌛),
 # and the emoji presentation selector.
-EMOJI = re.compile("[\U0001f000-\U0001faff\u2600-\u27bf\u2b00-\u2bff\ufe0f\u231a\u231b\u2328\u23cf\u23e9-\u23f3\u23f8-\u23fa]")
+EMOJI = re.compile(
+    "[\U0001f000-\U0001faff\u2600-\u27bf\u2b00-\u2bff\ufe0f\u231a\u231b\u2328\u23cf\u23e9-\u23f3\u23f8-\u23fa]"
+)
 
 
 def without_css(page: str) -> str:

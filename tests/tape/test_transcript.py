@@ -166,3 +166,16 @@ def test_a_summary_written_as_a_list_renders_as_one_and_its_raw_state_is_one_cli
     rendered = mistune.html(transcript)
     assert rendered.count("<li>") == 2 and "<details><summary>raw state</summary>" in rendered
     assert "&quot;next_steps&quot;: &quot;&quot;" in rendered or '"next_steps": ""' in transcript
+
+
+def test_the_transcript_marks_what_was_retracted_and_says_why(tmp_path: Path) -> None:
+    tape = open_tape("retracted", home=tmp_path)
+    tape.append_message({"role": "user", "content": "The west region had 4,000,000 rows."})
+    wrong = tape.append_message({"role": "assistant", "content": "Noted: 4,000,000 rows."})
+    tape.append_message({"role": "user", "content": "Which region grew fastest?"})
+    tape.retract(f"{wrong.id - 1}-{wrong.id}", reason="the figure was wrong")
+    text = transcript_markdown(tape)
+    assert f"*(retracted)* **User** · #{wrong.id - 1}" in text and f"*(retracted)* **Assistant** · #{wrong.id}" in text
+    assert f"*(retracted)* **User** · #{wrong.id + 1}" not in text and "the figure was wrong" in text
+    tape.unretract(wrong.id - 1)
+    assert transcript_markdown(tape).count("*(retracted)*") == 1

@@ -270,10 +270,15 @@ _SPAN_HELP = "an entry id (7) or an inclusive range of ids (5-9)"
     arg("--reason", default=None, metavar="TEXT", help="why they are taken back"),
 )
 def _retract(commands: TapeCommands, args: argparse.Namespace) -> None:
-    event = commands.session.tape.retract(args.entries, reason=args.reason)
+    tape = commands.session.tape
+    event = tape.retract(args.entries, reason=args.reason)
+    turned = any(entry.name == "run" for entry in tape.iter_reverse(kinds=("event",)))
+    look = (
+        "`%context --diff turn:-1 last` shows the tokens freed" if turned else "`%context` shows the view without them"
+    )
     show(
         f"Retracted {_spans(event)} (event #{event.id}): later views leave them out, past turns keep what they sent. "
-        f"`%context --diff turn:-1 last` shows the tokens freed; `%tape unretract {args.entries}` brings them back."
+        f"{look}; `%tape unretract {args.entries}` brings them back."
     )
 
 

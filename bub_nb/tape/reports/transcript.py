@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from bub_nb.tape.anchors import AnchorSummary
 from bub_nb.tape.entries import TapeEntry, is_phase_anchor
-from bub_nb.tape.events import NOTEBOOK_CELL, RUN, run_data
+from bub_nb.tape.events import NOTEBOOK_CELL, RETRACT, RUN, UNRETRACT, retracted_ids, run_data
 from bub_nb.tape.info import TapeInfo
 from bub_nb.tape.redact import redact, redact_text
 from bub_nb.tape.reports.prices import format_cost
@@ -65,6 +65,10 @@ def _entry_markdown(entry: TapeEntry) -> str | None:
             return f"*{entry.name}*{day} · #{entry.id}\n\n{_quote(str(data.get('content', '')))}"
         case "event" if entry.name == RUN:
             return f"<sub>{_run_line(run_data(entry) or {})}</sub>"
+        case "event" if entry.name in (RETRACT, UNRETRACT):
+            data = entry.payload.get("data") or {}
+            reason = f": {data['reason']}" if data.get("reason") else ""
+            return f"*{entry.name} {data.get('asked', '')}* · #{entry.id}{reason}"
         case "event" if entry.name == NOTEBOOK_CELL:
             data = entry.payload.get("data") or {}
             error = f"\n\n**error:** {data['error']}" if data.get("error") else ""
@@ -109,6 +113,7 @@ def transcript_markdown(tape: TranscribedTape, *, title: str | None = None) -> s
     lines += [f"{info.entries} entries, {info.anchors} anchors · `{info.location}`", ""]
     entries = tape.read()
     targets = link_targets(entries)
+    retracted = retracted_ids(entries)
     for entry in entries:
         # An entry a summary cites is a link target; the tag joins the paragraph of the entry's block.
         target = [target_tag(entry.id)] if entry.id in targets else []
@@ -117,7 +122,7 @@ def transcript_markdown(tape: TranscribedTape, *, title: str | None = None) -> s
             continue
         block = _entry_markdown(entry)
         if block is not None:
-            lines += [*target, block, ""]
+            lines += [*target, f"*(retracted)* {block}" if entry.id in retracted else block, ""]
         elif target:
             lines += [*target, ""]
     lines += budget_markdown(phase_usage(entries))
