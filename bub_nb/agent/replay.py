@@ -20,7 +20,7 @@ from bub_nb.context.modes import Mode, as_strategy, parse_mode
 from bub_nb.errors import BubNbError, ReplayError
 from bub_nb.tape import LAST_ANCHOR
 from bub_nb.tape.entries import TapeEntry
-from bub_nb.tape.events import RETRACT, UNRETRACT, run_data, run_usage
+from bub_nb.tape.events import RETRACT, UNRETRACT, retracted_ids, run_data, run_usage
 from bub_nb.tape.forks import check_fork, forked_entries, memory_before
 from bub_nb.tape.names import MAX_NAME_BYTES, entry_address
 from bub_nb.tape.redact import redact_text
@@ -167,11 +167,14 @@ def replay(
     chosen = resolve_model(model)
     strategy = as_strategy(context)
     start = tape.find_anchor(from_anchor).id if from_anchor is not None else 1
-    entries = tape.read()
-    turns = [turn for turn in recorded_turns(entries) if turn.first_id >= start]
+    retracted = retracted_ids(tape.read(kinds=("event",)))  # a turn taken back is neither sent nor copied
+    entries = [entry for entry in tape.read() if entry.id not in retracted]
+    recorded = [turn for turn in recorded_turns(tape.read()) if turn.first_id >= start]
+    turns = [turn for turn in recorded if turn.prompt_id not in retracted]
     if not turns:
         where = f"after anchor {from_anchor!r}" if from_anchor is not None else "on it"
-        raise ReplayError(f"Tape {tape.name!r} has no recorded prompt {where}; there is nothing to replay")
+        left = " but retracted ones" if recorded else ""
+        raise ReplayError(f"Tape {tape.name!r} has no recorded prompt{left} {where}; there is nothing to replay")
     name = replay_tape_name(tape, chosen) if into is None else into
     check_fork(tape.base_store, name, None)
     probe = Agent(tape, chosen, builtin_tools=False, context=strategy)
@@ -210,7 +213,9 @@ def replay(
         if error is not None:
             stopped = f"The replay stopped at prompt #{turn.prompt_id}: {error}"
             break
-    return _frame(rows, {"source": tape.name, "fork": name, "model": chosen.name, "stopped": stopped})
+    skipped = tuple(turn.prompt_id for turn in recorded if turn.prompt_id in retracted)
+    attrs = {"source": tape.name, "fork": name, "model": chosen.name, "stopped": stopped, "retracted": skipped}
+    return _frame(rows, attrs)
 
 
 RETRACTIONS = (RETRACT, UNRETRACT)

@@ -14,7 +14,7 @@ from bub_nb.agent import Agent
 from bub_nb.agent.models import OpenAIModel
 from bub_nb.agent.replay import replay
 from bub_nb.context import FULL, LAST_ANCHOR, PHASES, build_view, diff_views, parse_mode, window
-from bub_nb.errors import EntryNotFoundError, RetractionError
+from bub_nb.errors import EntryNotFoundError, ReplayError, RetractionError
 from bub_nb.tape import Tape, TapeEntry
 from bub_nb.testing import OpenAICompatibleServer
 
@@ -160,7 +160,7 @@ def test_a_forked_session_keeps_its_retractions_on_the_fork_s_own_ids(tape: Tape
     assert [m["content"] for m in child.view().messages if m["role"] == "user"] == ["kept"]
 
 
-def test_a_replay_copies_no_retraction_onto_its_fork_whose_ids_are_other_entries(tape: Tape) -> None:
+def test_a_replay_sends_no_retracted_prompt_and_copies_no_retraction_onto_its_fork(tape: Tape) -> None:
     agent = Agent(tape, "offline")
     agent.run("first question")
     prompt = next(e for e in tape.read() if e.kind == "message" and e.payload["content"] == "first question")
@@ -168,4 +168,16 @@ def test_a_replay_copies_no_retraction_onto_its_fork_whose_ids_are_other_entries
     agent.run("second question")
     frame = replay(tape, model="offline")
     fork = Tape(frame.attrs["fork"], tape.base_store)
-    assert len(frame) == 2 and not [e for e in fork.read() if e.name in ("retract", "unretract")]
+    assert list(frame["prompt"]) == ["second question"] and frame.attrs["retracted"] == (prompt.id,)
+    assert not [e for e in fork.read() if e.name in ("retract", "unretract")]
+    assert "first question" not in [e.payload.get("content") for e in fork.read() if e.kind == "message"]
+
+
+def test_a_replay_of_only_retracted_prompts_is_refused_saying_so(tape: Tape) -> None:
+    Agent(tape, "offline").run("the only question")
+    prompt = next(e for e in tape.read() if e.kind == "message" and e.payload["content"] == "the only question")
+    tape.retract(prompt.id)
+    before = len(tape.base_store.list_tapes())
+    with pytest.raises(ReplayError, match="no recorded prompt but retracted ones"):
+        replay(tape, model="offline")
+    assert len(tape.base_store.list_tapes()) == before
