@@ -4,7 +4,8 @@ Steps follow the tape: a ``system`` entry is a system step, a user message a use
 an agent step whose observation is the ``tool_result`` after it, an assistant message an agent step. Anchors,
 handoffs, summaries, errors and other events are system steps with an empty message whose ``extra.bub`` holds
 the entry. Every step's ``extra.bub.entries`` names the entries it comes from; a turn's ``run`` event lands on
-its last step (the token usage on its last agent step's ``metrics``).
+its last step (the token usage on its last agent step's ``metrics``). A step holding retracted entries keeps them
+and lists them in ``extra.bub.retracted``.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from bub_nb.export import genai as g
 from bub_nb.export.messages import mapping, text_of, to_json, tool_arguments
 from bub_nb.export.spans import usage_attributes
 from bub_nb.tape.entries import TapeEntry, plain_json
-from bub_nb.tape.events import HANDOFF, RUN, SUMMARY
+from bub_nb.tape.events import HANDOFF, RUN, SUMMARY, retracted_ids
 
 if TYPE_CHECKING:
     from bub_nb.tape import Tape
@@ -37,8 +38,15 @@ def atif(tape: Tape, *, agent_name: str = "bub_nb") -> dict[str, Any]:
 def trajectory(name: str, entries: Iterable[TapeEntry], *, agent_name: str = "bub_nb") -> dict[str, Any]:
     """The trajectory of ``entries`` (in tape order) of the tape ``name``."""
     steps = _Steps()
+    entries = list(entries)
     for entry in entries:
         steps.add(entry)
+    retracted = retracted_ids(entries)
+    for step in steps.steps if retracted else ():  # kept, as on the tape, and marked: no later view sends them
+        bub = step["extra"][EXTENSION]
+        taken_back = sorted(retracted.intersection(bub["entries"]))
+        if taken_back:
+            bub["retracted"] = taken_back
     if not steps.steps:  # ATIF wants at least one step; an empty tape says so in one
         steps.system(None, "", {"empty": True})
     totals = steps.totals

@@ -119,6 +119,17 @@ def test_an_empty_tape_and_a_bub_tape_are_trajectories_too(tmp_path: Path, harbo
     assert validated.steps[1].timestamp is None, "a date that is no date leaves the step without a timestamp"
 
 
+def test_retracted_entries_stay_in_their_steps_and_are_marked(tape: Tape, harbor: Any) -> None:
+    working_tape(tape)
+    prompt = next(e for e in tape.read() if e.kind == "message" and e.payload.get("content") == "Hello again")
+    tape.retract(prompt.id, reason="asked by mistake")
+    document = atif(tape)
+    harbor.model_validate(json.loads(json.dumps(document)))
+    marked = [step for step in document["steps"] if step["extra"]["bub"].get("retracted")]
+    assert [step["extra"]["bub"]["retracted"] for step in marked] == [[prompt.id]]
+    assert marked[0]["source"] == "user" and marked[0]["message"] == "Hello again"
+
+
 def test_the_projection_is_deterministic(tape: Tape) -> None:
     import bub_nb
 
