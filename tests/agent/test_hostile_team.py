@@ -65,18 +65,31 @@ def handoff_anchors(tape: Tape) -> list[tuple[int, str, dict[str, Any]]]:
     return found
 
 
-def assert_whole_or_marked(team: Team) -> None:
-    """Each sender's anchor has its receiver's twin, or a failure mark; each receiver's anchor names a sent one."""
+def archived_anchors(home: Path, tape: Tape) -> list[tuple[int, str, dict[str, Any]]]:
+    """The handoff anchors the archives of ``tape`` keep (a reset moved them there)."""
+    found = []
+    for path in sorted(home.glob(f"{tape.name}.jsonl.*.bak")):
+        for record in bub_read(path):
+            state = record["payload"].get("state") if record["kind"] == "anchor" else None
+            handoff = state.get(CONTEXT_HANDOFF) if isinstance(state, dict) else None
+            if isinstance(handoff, dict):
+                found.append((record["id"], str(record["payload"].get("name")), handoff))
+    return found
+
+
+def assert_whole_or_marked(home: Path, team: Team) -> None:
+    """Each sender's anchor has its receiver's twin (on its tape, or in the archive a reset left), or a failure
+    mark; each receiver's anchor names an anchor the sender wrote."""
     tapes = {name: tape for name, tape in team.tapes().items() if tape.store.exists(tape.name)}
     received = {
         (record["content"]["anchor"], agent): name
         for agent, tape in tapes.items()
-        for _id, name, record in handoff_anchors(tape)
+        for _id, name, record in [*handoff_anchors(tape), *archived_anchors(home, tape)]
         if record.get("to") == f"agent:{agent}"
     }
     for agent, tape in tapes.items():
         failed = {e.payload["data"]["anchor"] for e in tape.read(kinds=("event",)) if e.name == HANDOFF_FAILED}
-        for anchor_id, name, record in handoff_anchors(tape):
+        for anchor_id, name, record in handoff_anchors(tape):  # a reset archives the sender's anchors with the rest
             if record.get("from") != f"agent:{agent}":
                 continue
             receiver = str(record["to"]).removeprefix("agent:")
@@ -84,8 +97,11 @@ def assert_whole_or_marked(team: Team) -> None:
             assert twin == name or anchor_id in failed, f"{agent}'s handoff #{anchor_id} is half written"
     for (address, agent), name in received.items():
         sender_tape, _, anchor_id = address.removeprefix("tape://").rpartition("/entry/")
-        sent = Tape(sender_tape, team.tape.base_store).get(int(anchor_id))
-        assert sent.kind == "anchor" and sent.payload.get("name") == name, f"{agent} received from nothing"
+        sender = Tape(sender_tape, team.tape.base_store)
+        kept = {anchor: kept_name for anchor, kept_name, _ in archived_anchors(home, sender)}
+        sent = sender.get(int(anchor_id)) if int(anchor_id) <= sender.last_id else None
+        sent_name = sent.payload.get("name") if sent is not None and sent.kind == "anchor" else None
+        assert name in (sent_name, kept.get(int(anchor_id))), f"{agent} received {name!r} from nothing"
 
 
 def assert_views_hold_each_entry_once(team: Team) -> None:
@@ -123,7 +139,7 @@ def play(home: Path, scripts: list[list[Move]]) -> None:
                 refused.run("me again")  # type: ignore[union-attr]
             except NotHoldingError:
                 assert len(team.tape_of(other)) == count, f"{other} was refused but wrote"
-    assert_whole_or_marked(team)
+    assert_whole_or_marked(home, team)
     assert_views_hold_each_entry_once(team)
 
 
