@@ -152,6 +152,12 @@ def play(home: Path, scripts: list[list[Move]]) -> None:
         [Move("calls", "", (("tape_handoff", json.dumps({"name": "review/2", "to": "analyst"})),))],
     ]
 )
+@example(  # the holder resets its tape: the handoff it received goes to the archive, whole
+    scripts=[
+        [Move("calls", "", (("tape_handoff", json.dumps({"name": "review/1", "to": "reviewer"})),))],
+        [Move("calls", "", (("tape_reset", "{}"),))],
+    ]
+)
 def test_no_hostile_handoff_between_agents_is_half_written_or_strands_the_conversation(
     scripts: list[list[Move]], tmp_path_factory: pytest.TempPathFactory
 ) -> None:
