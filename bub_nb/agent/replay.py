@@ -167,9 +167,10 @@ def replay(
     chosen = resolve_model(model)
     strategy = as_strategy(context)
     start = tape.find_anchor(from_anchor).id if from_anchor is not None else 1
-    retracted = retracted_ids(tape.read(kinds=("event",)))  # a turn taken back is neither sent nor copied
-    entries = [entry for entry in tape.read() if entry.id not in retracted]
-    recorded = [turn for turn in recorded_turns(tape.read()) if turn.first_id >= start]
+    every = tape.read()
+    retracted = retracted_ids(every)  # a turn taken back is neither sent nor copied
+    entries = [entry for entry in every if entry.id not in retracted]
+    recorded = [turn for turn in recorded_turns(every) if turn.first_id >= start]
     turns = [turn for turn in recorded if turn.prompt_id not in retracted]
     if not turns:
         where = f"after anchor {from_anchor!r}" if from_anchor is not None else "on it"
