@@ -49,14 +49,17 @@ LOCAL_MODELS: Final = ("offline", "scripted")
 def provider_and_model(model: str) -> tuple[str, str]:
     """``gen_ai.provider.name`` and the model name for a ``run`` event's ``model``.
 
-    ``offline`` and ``scripted`` run in bub_nb; every other model is reached through the ``openai`` client,
-    written either bare (``gpt-4o-mini``) or as a spec (``openai:gpt-4o-mini``).
+    ``offline`` and ``scripted`` run in bub_nb; Anthropic's ``claude-*`` models (an imported Claude Code log's)
+    are ``anthropic``; every other model is reached through the ``openai`` client, written either bare
+    (``gpt-4o-mini``) or as a spec (``openai:gpt-4o-mini``).
     """
     if model in LOCAL_MODELS:
         return "bub_nb", model
     prefix, colon, rest = model.partition(":")
-    if colon and prefix == "openai" and rest:
-        return "openai", rest
+    if colon and prefix in ("openai", "anthropic") and rest:
+        return prefix, rest
+    if model.startswith("claude-"):  # Anthropic's models, as an imported Claude Code log names them
+        return "anthropic", model
     return "openai", model
 
 

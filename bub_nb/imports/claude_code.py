@@ -6,14 +6,23 @@ block of a model reply (text, thinking or a ``tool_use``), the reply's usage rep
 summary Claude Code writes after it stays a user message, as the model read it. A ``summary``
 record (the session's title) becomes an anchor too. Sub-agent records (``isSidechain``) beside a main
 conversation are kept hidden from the model's view, so the main conversation stays the one a view sends; in a
-sub-agent's own file (``subagents/agent-*.jsonl``) they are the conversation.
+sub-agent's own file (``<session>/subagents/agent-*.jsonl``) they are the conversation, and its tape is its own,
+named for the agent, linked to the entry of the parent's tape holding the call that started it.
+
+One reply is several records; the usage on its last record is the reply's (the earlier ones hold the counts
+at the time they were written).
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Final
 
 from bub_nb.imports.draft import TapeDraft
+from bub_nb.imports.records import jsonl_records
 from bub_nb.imports.values import mapping, openai_usage
 
 FORMAT: Final = "claude-code"
@@ -35,27 +44,72 @@ def looks_like(record: Any) -> bool:
     )
 
 
+@dataclass
+class _Reply:
+    """One model reply, which Claude Code writes as one record per content block while it streams."""
+
+    last: int
+    """The position of the reply's last record: its usage is the reply's final one (earlier records hold the
+    counts at the time they were written, which grow as the reply streams)."""
+    calls: int
+    """The ``tool_use`` blocks of the whole reply."""
+    seen: int = 0
+    texts: list[str] = field(default_factory=list)
+    thinking: list[str] = field(default_factory=list)
+    records: list[int] = field(default_factory=list)
+
+
 def read(records: Any, draft: TapeDraft) -> dict[str, Any]:
     """Add every record to ``draft``; returns what the log says of its session."""
     session: dict[str, Any] = {}
-    usage_seen: set[str] = set()
     records = list(records)
     # A sub-agent's own file (every record a sidechain) is that agent's conversation: nothing is hidden in it.
     main = any(
         isinstance(r, dict) and r.get("type") in ("user", "assistant") and not r.get("isSidechain") for r in records
     )
+    replies = _replies(records)
+    position = -1
     for record in draft.json_objects(records):
+        position = records.index(record, position + 1)
         kind = record.get("type")
         draft.take(record, str(kind), record.get("timestamp"))
-        for key, field in (("session", "sessionId"), ("version", "version"), ("cwd", "cwd")):
-            if key not in session and isinstance(record.get(field), str):
-                session[key] = record[field]
-        if kind not in TYPES or not _add(draft, record, usage_seen, hide_sidechains=main):
+        for key, field_name in (("session", "sessionId"), ("version", "version"), ("cwd", "cwd")):
+            if key not in session and isinstance(record.get(field_name), str):
+                session[key] = record[field_name]
+        if not main and isinstance(record.get("agentId"), str) and record.get("isSidechain"):
+            session.setdefault("agent", record["agentId"])
+        if kind not in TYPES or not _add(draft, record, replies, position, hide_sidechains=main):
             draft.keep(f"Claude Code record type {kind!r} is not part of the conversation this reading knows")
     return session
 
 
-def _add(draft: TapeDraft, record: dict[str, Any], usage_seen: set[str], *, hide_sidechains: bool) -> bool:
+def _reply_key(record: dict[str, Any]) -> str | None:
+    message = record.get("message")
+    if record.get("type") != "assistant" or not isinstance(message, dict):
+        return None
+    key = message.get("id") or record.get("requestId") or record.get("uuid")
+    return key if isinstance(key, str) else None
+
+
+def _replies(records: list[Any]) -> dict[str, _Reply]:
+    """Each reply's last record and number of calls, read ahead: a reply's records are not always together."""
+    replies: dict[str, _Reply] = {}
+    for position, record in enumerate(records):
+        key = _reply_key(record) if isinstance(record, dict) else None
+        if key is None:
+            continue
+        content = record["message"].get("content")
+        calls = sum(1 for b in content if isinstance(b, dict) and b.get("type") == "tool_use") if isinstance(
+            content, list
+        ) else 0
+        reply = replies.setdefault(key, _Reply(position, 0))
+        reply.last, reply.calls = position, reply.calls + calls
+    return replies
+
+
+def _add(
+    draft: TapeDraft, record: dict[str, Any], replies: dict[str, _Reply], position: int, *, hide_sidechains: bool
+) -> bool:
     kind = record["type"]
     meta: dict[str, Any] = {}
     if isinstance(record.get("uuid"), str):
@@ -85,7 +139,13 @@ def _add(draft: TapeDraft, record: dict[str, Any], usage_seen: set[str], *, hide
         return False
     if kind == "user":
         return _user(draft, record, message, thread, meta)
-    return _assistant(draft, record, message, thread, meta, usage_seen)
+    key = _reply_key(record)
+    reply = replies.get(key) if key is not None else None
+    if reply is None:
+        return False
+    return _assistant(draft, record, message, thread, meta, reply, last=position == reply.last)
+
+
 
 
 def _user(draft: TapeDraft, record: dict[str, Any], message: dict[str, Any], thread: str, meta: dict[str, Any]) -> bool:
@@ -130,8 +190,13 @@ def _assistant(
     message: dict[str, Any],
     thread: str,
     meta: dict[str, Any],
-    usage_seen: set[str],
+    reply: _Reply,
+    *,
+    last: bool,
 ) -> bool:
+    """One record of a reply: its calls join the reply's one ``tool_call`` entry (with the reply's text before
+    them) even when results or progress records came between; text without calls waits for the reply's last
+    record; the ``run`` event, with the last record's usage, closes the reply after its calls' results."""
     content = message.get("content")
     blocks = [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
     if isinstance(content, str):
@@ -140,42 +205,57 @@ def _assistant(
     if isinstance(run_id, str):
         meta["run_id"] = run_id
     text = "\n\n".join(b["text"] for b in blocks if b.get("type") == "text" and isinstance(b.get("text"), str))
-    thinking = [b.get("thinking") for b in blocks if b.get("type") == "thinking"]
+    thinking = [b["thinking"] for b in blocks if b.get("type") == "thinking" and isinstance(b.get("thinking"), str)]
     calls = [b for b in blocks if b.get("type") == "tool_use"]
     other = [b for b in blocks if b.get("type") not in ASSISTANT_BLOCKS]
-    if not (text or thinking or calls):
-        return False  # nothing this reading knows: the record is kept whole
+    known = bool(text or thinking or calls)
     if other:
         meta["blocks"] = other  # blocks this reading does not know (server tools, say) stay on the entry
-    if thinking:
-        meta["reasoning"] = "\n\n".join(t for t in thinking if isinstance(t, str))
-    if calls:
-        for index, call in enumerate(calls):
-            extra: dict[str, Any] = (
-                meta if index == 0 else {k: meta[k] for k in ("run_id", "sidechain", "context") if k in meta}
-            )
-            draft.call(
-                str(call.get("id")), str(call.get("name")), call.get("input"),
-                text=text if index == 0 else "", thread=thread, **extra,
-            )  # fmt: skip
-    elif text:
-        draft.message({"role": "assistant", "content": text}, thread=thread, **meta)
-    elif thinking:
-        draft.event("import.reasoning", {"text": meta.pop("reasoning")}, **meta)
-    else:
-        return False
+    if text:
+        reply.texts.append(text)
+    reply.thinking += thinking
+    if known and (text or thinking) and not calls:
+        reply.records.append(draft.record)
+    for call in calls:
+        reply.seen += 1
+        if reply.thinking:
+            meta["reasoning"] = "\n\n".join(reply.thinking)
+        earlier = [number for number in reply.records if number != draft.record]
+        draft.call(
+            str(call.get("id")), str(call.get("name")), call.get("input"),
+            text="\n\n".join(reply.texts), thread=thread, group=str(run_id), more=reply.seen < reply.calls,
+            records=earlier, **meta,
+        )  # fmt: skip
+        meta = {k: meta[k] for k in ("run_id", "sidechain", "context") if k in meta}
+        reply.texts, reply.thinking, reply.records = [], [], []
+    if last:
+        _close(draft, message, thread, meta, reply, calls=bool(calls))
+    return known or last and bool(reply.records)
+
+
+def _close(
+    draft: TapeDraft, message: dict[str, Any], thread: str, meta: dict[str, Any], reply: _Reply, *, calls: bool
+) -> None:
+    """The end of a reply: the text still waiting, and the ``run`` event with the reply's final usage."""
+    numbers = [number for number in reply.records if number != draft.record]
+    extra: dict[str, Any] = {"records": [*numbers, draft.record]} if numbers else {}
+    if reply.thinking:
+        meta["reasoning"] = "\n\n".join(reply.thinking)
+    if reply.texts:
+        after = reply.calls > 0  # text after a reply's calls comes once their results are in
+        draft.message({"role": "assistant", "content": "\n\n".join(reply.texts)}, thread=thread, after_calls=after,
+                      **extra, **meta)  # fmt: skip
+    elif reply.thinking and not calls:
+        draft.event("import.reasoning", {"text": meta.pop("reasoning")}, **extra, **meta)
     usage = message.get("usage")
-    key = message.get("id") or run_id
-    if isinstance(usage, dict) and key not in usage_seen:
-        usage_seen.add(str(key))
+    if isinstance(usage, dict):
         cache_read = usage.get("cache_read_input_tokens") or 0
         cache_write = usage.get("cache_creation_input_tokens") or 0
         prompt = (usage.get("input_tokens") or 0) + cache_read + cache_write
         draft.run(
             openai_usage(prompt, usage.get("output_tokens"), cached=cache_read),
-            message.get("model"), run_id=meta.get("run_id"), source_usage=usage,
+            message.get("model"), run_id=meta.get("run_id"), source_usage=usage, thread=thread,
         )  # fmt: skip
-    return True
 
 
 def _result_content(content: Any) -> Any:
@@ -194,3 +274,26 @@ def _image(block: dict[str, Any]) -> dict[str, Any]:
         url = f"data:{source.get('media_type')};base64,{source.get('data')}"
         return {"type": "image_url", "image_url": {"url": url}}
     return {"type": "image_url", "image_url": {"url": source.get("url", "")}}
+
+
+def parent_call(path: Path, session: dict[str, Any]) -> tuple[Path, str] | None:
+    """For a sub-agent's own file (``<session>/subagents/agent-<id>.jsonl``), the parent session's log and the
+    id of the call that started the agent: from the ``.meta.json`` beside it, else from the parent's results."""
+    agent, parent_session = session.get("agent"), session.get("session")
+    if not isinstance(agent, str) or not isinstance(parent_session, str) or path.parent.name != "subagents":
+        return None
+    parent = path.parent.parent.with_name(f"{parent_session}.jsonl")
+    if not parent.is_file():
+        return None
+    with contextlib.suppress(OSError, ValueError):
+        call = json.loads(path.with_name(f"{path.stem}.meta.json").read_text(encoding="utf-8")).get("toolUseId")
+        if isinstance(call, str):
+            return parent, call
+    for record in jsonl_records(parent):
+        result = record.get("toolUseResult") if isinstance(record, dict) else None
+        content = mapping(record.get("message")).get("content") if isinstance(record, dict) else None
+        if isinstance(result, dict) and result.get("agentId") == agent and isinstance(content, list):
+            ids = [b.get("tool_use_id") for b in content if isinstance(b, dict) and b.get("type") == "tool_result"]
+            if ids and isinstance(ids[0], str):
+                return parent, ids[0]
+    return None

@@ -4,7 +4,11 @@ Each line is ``{timestamp, type, payload}``. ``response_item`` payloads are what
 said (Responses-API items: messages, function calls and their outputs, reasoning); ``event_msg``
 payloads are the interface's copies of those and its lifecycle, with ``token_count`` carrying the
 usage of each model call; ``turn_context`` names the model; ``compacted`` marks a compaction and
-becomes an anchor. Rollouts older than the ``payload`` wrapper hold the items on their own lines.
+becomes an anchor, followed by its ``replacement_history``: what the model reads from then on.
+Rollouts older than the ``payload`` wrapper hold the items on their own lines.
+
+Codex repeats a ``token_count`` event with the same ``total_token_usage`` (after a rate-limit update, say):
+only an event whose total moved is a model call, so the ``run`` events add up to Codex's own final total.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from bub_nb.imports.draft import RECORD_EVENT_PREFIX, TapeDraft
-from bub_nb.imports.responses import add_item
+from bub_nb.imports.responses import add_item, message_content
 from bub_nb.imports.values import mapping, openai_usage
 
 FORMAT: Final = "codex"
@@ -36,7 +40,7 @@ def looks_like(record: Any) -> bool:
 def read(records: Any, draft: TapeDraft) -> dict[str, Any]:
     """Add every record to ``draft``; returns what the log says of its session."""
     session: dict[str, Any] = {}
-    state = {"model": None, "turn": 0}
+    state: dict[str, Any] = {"model": None, "turn": 0, "total": None}
     for record in draft.json_objects(records):
         kind = str(record.get("type"))
         payload = record.get("payload")
@@ -69,7 +73,7 @@ def _add(draft: TapeDraft, kind: str, payload: dict[str, Any], session: dict[str
         draft.event(RECORD_EVENT_PREFIX + "turn_context", payload, run_id=f"turn-{state['turn']}")
         return True
     if kind == "compacted":
-        draft.anchor(COMPACTION_ANCHOR, {"summary": payload.get("message"), "from": FORMAT})
+        _compacted(draft, payload, meta)
         return True
     if kind == "response_item":
         return add_item(draft, payload, **meta)
@@ -79,16 +83,35 @@ def _add(draft: TapeDraft, kind: str, payload: dict[str, Any], session: dict[str
     if event == "token_count":
         info = mapping(payload.get("info"))
         last = info.get("last_token_usage") if isinstance(info.get("last_token_usage"), dict) else None
-        if last is None:
-            draft.event(RECORD_EVENT_PREFIX + "token_count", payload, **meta)
+        total = info.get("total_token_usage")
+        if last is None or (total is not None and total == state["total"]):
+            draft.event(RECORD_EVENT_PREFIX + "token_count", payload, **meta)  # no model call: a repeat
             return True
+        state["total"] = total
         usage = openai_usage(
             last.get("input_tokens"), last.get("output_tokens"), last.get("total_tokens"),
             last.get("cached_input_tokens"),
         )  # fmt: skip
-        draft.run(usage, state["model"], source_usage=last, **meta)
+        draft.run(usage, state["model"], source_usage=last, thread="", **meta)
         return True
     if event in INTERFACE_EVENTS:
         draft.event(f"{RECORD_EVENT_PREFIX}{event}", payload, **meta)
         return True
     return False
+
+
+def _compacted(draft: TapeDraft, payload: dict[str, Any], meta: dict[str, Any]) -> None:
+    """The anchor, its summary (the record's message, or the history's last message when Codex left it empty),
+    then every item of the history that replaced the conversation, as entries the next view starts with."""
+    history = [item for item in payload.get("replacement_history") or () if isinstance(item, dict)]
+    summary = payload.get("message")
+    if not summary:
+        texts = [message_content(i.get("content")) for i in history if i.get("type", "message") == "message"]
+        summary = next((t for t in reversed(texts) if isinstance(t, str) and t), "")
+    state = {"summary": summary, "from": FORMAT}
+    if history:
+        state["replacement_history"] = len(history)
+    draft.anchor(COMPACTION_ANCHOR, state)
+    for item in history:
+        if not add_item(draft, item, compacted=True, **meta):
+            draft.event(RECORD_EVENT_PREFIX + "compacted_item", item, compacted=True, **meta)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -22,6 +23,9 @@ SOURCE: Final = "import.source"
 CARRIED: Final = ("context", "sidechain", "run_id")
 """Meta a call's ``tool_result`` entry takes from the call: hidden with it, in its run."""
 
+_UNDATED: Final = ""
+"""The date of an entry made before any record with a date: the first dated record's, once it is known."""
+
 RECORD_EVENT_PREFIX: Final = "import."
 """Records understood but not conversation (a session header, a turn's settings) become ``import.<type>`` events."""
 
@@ -35,6 +39,12 @@ class _OpenCalls:
     carry: dict[str, Any] = field(default_factory=dict)
     results: dict[str, Any] = field(default_factory=dict)
     records: list[int] = field(default_factory=list)
+    group: str | None = None
+    """The reply the calls belong to, when the log names it: its later calls join this entry."""
+    more: bool = False
+    """Whether the reply has calls still to come, so complete results do not close the entry yet."""
+    after: list[TapeEntry] = field(default_factory=list)
+    """Entries the log holds between the calls and their results that the view must not put between them."""
 
 
 @dataclass
@@ -49,6 +59,10 @@ class TapeDraft:
     model's parallel calls are; their results become one ``tool_result`` entry in call order once all
     have arrived, or as soon as the conversation moves on (a missing result is then an error result,
     as an interrupted turn records it). Each ``thread`` (a sub-agent's, say) has its own open calls.
+    Calls a log names as one reply (``group``) are one entry even with results or other records between them.
+
+    A record with no date of its own takes the date of the record before it, or of the first dated record
+    when none came before: never the time of the import.
     """
 
     source: str
@@ -94,12 +108,22 @@ class TapeDraft:
         return made
 
     def _add(self, kind: str, payload: dict[str, Any], meta: dict[str, Any], records: list[int] | None = None) -> None:
-        date = self._date or datetime.now(UTC).isoformat()
-        self.entries.append(TapeEntry(0, kind, payload, self._meta(meta, records), date))
+        self.entries.append(self._entry(kind, payload, meta, records))
+
+    def _entry(
+        self, kind: str, payload: dict[str, Any], meta: dict[str, Any], records: list[int] | None = None
+    ) -> TapeEntry:
+        return TapeEntry(0, kind, payload, self._meta(meta, records), self._date or _UNDATED)
 
     # -- the conversation --------------------------------------------------------------------------
 
-    def message(self, message: dict[str, Any], *, thread: str = "", **meta: Any) -> None:
+    def message(self, message: dict[str, Any], *, thread: str = "", after_calls: bool = False, **meta: Any) -> None:
+        """A message; with ``after_calls`` one that comes while calls wait for results goes after those results
+        (an instruction the tool injects there), instead of closing the calls without them."""
+        open_calls = self._open.get(thread)
+        if after_calls and open_calls is not None:
+            open_calls.after.append(self._entry("message", dict(message), meta))
+            return
         self.settle(thread)
         self._add("message", dict(message), meta)
 
@@ -107,25 +131,48 @@ class TapeDraft:
         self.settle(thread)
         self._add("system", {"content": content}, meta)
 
-    def call(self, call_id: str, name: str, arguments: Any, *, text: str = "", thread: str = "", **meta: Any) -> None:
-        """A tool call; one right after another call of the same thread joins its entry."""
+    def call(
+        self,
+        call_id: str,
+        name: str,
+        arguments: Any,
+        *,
+        text: str = "",
+        thread: str = "",
+        group: str | None = None,
+        more: bool = False,
+        records: list[int] | None = None,
+        **meta: Any,
+    ) -> None:
+        """A tool call; one right after another call of the same thread, or of the same ``group`` (one reply),
+        joins its entry. ``more`` says the reply has calls still to come; ``records`` are earlier records the
+        call's entry is also made from (the text of its reply, say)."""
         open_calls = self._open.get(thread)
-        if open_calls is not None and open_calls.position == len(self.entries) - 1 and not open_calls.results:
-            entry = self.entries[-1]
+        adjacent = open_calls is not None and open_calls.position == len(self.entries) - 1 and not open_calls.results
+        if open_calls is not None and (adjacent or (group is not None and open_calls.group == group)):
+            entry = self.entries[open_calls.position]
             joined = {**entry.payload, "calls": [*entry.payload["calls"], openai_call(call_id, name, arguments)]}
             if text:
                 joined["content"] = "\n\n".join(part for part in (joined.get("content"), text) if part)
-            records = [*entry.meta.get("records", []), self.record]
-            self.entries[-1] = TapeEntry(0, "tool_call", joined, {**entry.meta, "records": records}, entry.date)
+            numbers = [*entry.meta.get("records", []), *(records or ()), self.record]
+            joined_meta = {**entry.meta, "records": numbers}
+            self.entries[open_calls.position] = TapeEntry(0, "tool_call", joined, joined_meta, entry.date)
             open_calls.ids.append(call_id)
+            open_calls.more = more
+            if not more and len(open_calls.results) == len(open_calls.ids):
+                self.settle(thread)
             return
         self.settle(thread)
         payload: dict[str, Any] = {"calls": [openai_call(call_id, name, arguments)]}
         if text:
             payload["content"] = text
-        self._add("tool_call", payload, meta)
+        self._add("tool_call", payload, meta, [*records, self.record] if records else None)
         carry: dict[str, Any] = {key: meta[key] for key in CARRIED if key in meta}
-        self._open[thread] = _OpenCalls(len(self.entries) - 1, [call_id], carry)
+        self._open[thread] = _OpenCalls(len(self.entries) - 1, [call_id], carry, group=group, more=more)
+
+    def calls_open(self, thread: str = "") -> bool:
+        """Whether calls of ``thread`` still wait for results."""
+        return thread in self._open
 
     def result(self, call_id: str, output: Any, *, error: bool = False, thread: str = "", **meta: Any) -> None:
         """The result of a call; the ``tool_result`` entry is written when every call of its entry has one."""
@@ -137,7 +184,7 @@ class TapeDraft:
             return
         open_calls.results[call_id] = value
         open_calls.records.append(self.record)
-        if len(open_calls.results) == len(open_calls.ids):
+        if len(open_calls.results) == len(open_calls.ids) and not open_calls.more:
             self.settle(thread)
 
     def settle(self, thread: str = "") -> None:
@@ -154,13 +201,29 @@ class TapeDraft:
         ]
         records = open_calls.records or [self.record]
         self._add("tool_result", {"results": results}, open_calls.carry, records)
+        self.entries.extend(open_calls.after)
 
-    def run(self, usage: dict[str, Any] | None, model: str | None, *, status: str = "ok", **data: Any) -> None:
-        """A ``run`` event as bub_nb closes a turn with: the model's usage and name."""
+    def run(
+        self,
+        usage: dict[str, Any] | None,
+        model: str | None,
+        *,
+        status: str = "ok",
+        records: list[int] | None = None,
+        thread: str | None = None,
+        **data: Any,
+    ) -> None:
+        """A ``run`` event as bub_nb closes a turn with: the model's usage and name (``records``: the source
+        records it is made from, when not the current one). With ``thread``, a run whose calls still wait for
+        results is written after them, so the turn it closes holds them."""
         run_id = data.pop("run_id", None)
         data = {"status": status, "usage": usage, "model": model, "elapsed_ms": None, **data}
-        payload = {"name": RUN, "data": data}
-        self._add("event", payload, {"run_id": run_id} if run_id else {})
+        entry = self._entry("event", {"name": RUN, "data": data}, {"run_id": run_id} if run_id else {}, records)
+        open_calls = self._open.get(thread) if thread is not None else None
+        if open_calls is not None:
+            open_calls.after.append(entry)
+        else:
+            self.entries.append(entry)
 
     def anchor(self, name: str, state: dict[str, Any] | None = None, *, thread: str = "", **meta: Any) -> None:
         self.settle(thread)
@@ -207,13 +270,15 @@ class TapeDraft:
         """Settle every open call, keep any record nothing was made from, and hand the entries over."""
         for thread in list(self._open):
             self.settle(thread)
+        first = next((date for date in self.dates if date is not None), None) or datetime.now(UTC).isoformat()
+        self.entries = [e if e.date != _UNDATED else dataclasses.replace(e, date=first) for e in self.entries]
         used = {number for entry in self.entries for number in entry.meta.get("records", ())}
         for number, (raw, kind) in enumerate(self.raw, start=1):
             if number not in used:
                 self.kept[kind] += 1
                 self.kept_records.add(number)
                 data = {"record": number, "type": kind, "reason": "nothing was made of it", "raw": raw}
-                date = self.dates[number - 1] or self._date or datetime.now(UTC).isoformat()
+                date = self.dates[number - 1] or first
                 payload = {"name": UNMAPPED, "data": data}
                 self.entries.append(TapeEntry(0, "event", payload, self._meta({}, [number]), date))
         return self.entries

@@ -12,11 +12,13 @@ from pathlib import Path
 from typing import Any
 
 from bub_nb.errors import LogImportError, TapeNameError
+from bub_nb.imports import claude_code
 from bub_nb.imports.draft import SOURCE, TapeDraft
 from bub_nb.imports.formats import FORMATS, detect_format, read_log
 from bub_nb.imports.report import ImportReport
 from bub_nb.tape import Tape, TapeEntry, TapeStore, open_tape, validate_tape_name
 from bub_nb.tape.entries import plain_json
+from bub_nb.tape.names import entry_address
 from bub_nb.tape.redact import redact
 from bub_nb.tape.stores.protocol import CopiesEntries
 
@@ -55,6 +57,9 @@ def import_log(
             f"Tape {tape_name!r} already holds {len(tape)} entries; an import writes a new tape, so name another"
         )
     heading = {"format": chosen, "path": str(source.resolve()), "records": len(draft.raw), **session}
+    branch = _branched_from(chosen, source, session)
+    if branch is not None:
+        heading["branched_from"] = branch
     first = entries[0].date if entries else datetime.now().astimezone().isoformat()
     entries = [TapeEntry(0, "event", {"name": SOURCE, "data": heading}, {"source": chosen, "records": []}, first)]
     entries += draft.entries
@@ -114,11 +119,28 @@ def _tape_name(name: str | None, format: str, session: dict[str, Any], source: P
     if name is not None:
         return validate_tape_name(name)
     ident = session.get("session") or source.stem
+    if isinstance(session.get("agent"), str):  # a sub-agent's file shares its parent's session id
+        ident = f"{ident}__agent-{session['agent']}"
     candidate = _NAME_CHARACTERS.sub("-", f"{format}__{ident}").strip("-.")[:120]
     try:
         return validate_tape_name(candidate)
     except TapeNameError:
         return validate_tape_name(_NAME_CHARACTERS.sub("-", f"{format}__{source.stem}").strip("-.")[:120])
+
+
+def _branched_from(format: str, source: Path, session: dict[str, Any]) -> str | None:
+    """``tape://<parent>/entry/<id>``: the entry of the parent's tape (as its import names and numbers it)
+    holding the call that started this sub-agent; the parent's log is read again for it, nothing is written."""
+    found = claude_code.parent_call(source, session) if format == claude_code.FORMAT else None
+    if found is None:
+        return None
+    parent, call = found
+    draft = TapeDraft(format)
+    parent_session = read_log(format, parent, draft)
+    for number, entry in enumerate(draft.finish(), start=2):  # entry 1 is the import's heading
+        if entry.kind == "tool_call" and call in [c.get("id") for c in entry.payload.get("calls", ())]:
+            return entry_address(_tape_name(None, format, parent_session, parent), number)
+    return None
 
 
 def _check_dates(entries: list[TapeEntry]) -> None:

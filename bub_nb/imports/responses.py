@@ -17,7 +17,9 @@ def add_item(draft: TapeDraft, item: dict[str, Any], /, **meta: Any) -> bool:
         role = item.get("role")
         if not isinstance(role, str):
             return False
-        draft.message({"role": role, "content": message_content(item.get("content"))}, **meta)
+        # An instruction the tool injects between a call and its output follows the output on the tape.
+        instruction = role in ("developer", "system")
+        draft.message({"role": role, "content": message_content(item.get("content"))}, after_calls=instruction, **meta)
         return True
     if kind in CALLS:
         arguments = item.get("arguments", item.get("input", item.get("action")))

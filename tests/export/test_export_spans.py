@@ -85,6 +85,7 @@ def test_provider_and_model_come_from_the_run_event() -> None:
     assert g.provider_and_model("offline") == ("bub_nb", "offline")
     assert g.provider_and_model("openai:gpt-4o-mini") == ("openai", "gpt-4o-mini")
     assert g.provider_and_model("gpt-4o-mini") == ("openai", "gpt-4o-mini")
+    assert g.provider_and_model("claude-sonnet-4-5-20250929") == ("anthropic", "claude-sonnet-4-5-20250929")
 
 
 def test_cached_prompt_tokens_from_either_usage_shape_become_cache_reads() -> None:

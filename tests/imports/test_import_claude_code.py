@@ -18,7 +18,7 @@ def test_a_session_with_a_sub_agent_maps_every_record_and_hides_the_sub_agent(ho
     report = import_log(SIDECHAIN, home=home)
 
     assert (report.format, report.records, report.mapped, report.kept) == ("claude-code", 6, 6, 0)
-    assert report.kinds == {"event": 4, "tool_call": 2, "tool_result": 3, "message": 2}
+    assert report.kinds == {"event": 4, "tool_call": 2, "tool_result": 3, "message": 1}  # a reply's text joins its call
     assert report.session["session"] == "88a8d761-7b9a-4bf1-a8ca-c1febe6bf358"
     tape = open_tape(report.tape, home=home)
     entries = tape.read()
@@ -28,7 +28,8 @@ def test_a_session_with_a_sub_agent_maps_every_record_and_hides_the_sub_agent(ho
     assert task.payload["calls"][0]["id"] == "toolu_01JA2mLseQCAW3MdwPE4qWEk"
     assert task.date == "2025-11-19T22:53:34.908Z"  # the source's own time, kept
     sidechain = [e for e in entries if e.meta.get("sidechain")]
-    assert {e.kind for e in sidechain} == {"message", "tool_call", "tool_result"}
+    assert {e.kind for e in sidechain} == {"tool_call", "tool_result"}  # the reply's text is its call's content
+    assert sidechain[0].payload["content"] and sidechain[0].meta["records"] == [3, 4]
     assert all(e.meta["context"] is False for e in sidechain)
     view = tape.view(None)
     assert [(m["role"], bool(m.get("tool_calls"))) for m in view.messages] == [
@@ -42,10 +43,11 @@ def test_usage_counts_cache_reads_and_writes_once_per_model_reply(home: Path) ->
     frame = open_tape(report.tape, home=home).to_frame()
 
     runs = frame[frame["name"] == "run"]
-    # The sub-agent's reply spans two records with one usage: counted once.
-    assert runs["prompt_tokens"].tolist() == [3 + 141272, 3 + 19830, 3 + 2952 + 141272]
-    assert runs["completion_tokens"].tolist() == [365, 183, 190]
-    last = runs.iloc[-1]["payload"]["data"]
+    # The sub-agent's reply spans two records with one usage: counted once, its run closing the reply after its
+    # call's result (which this excerpt lacks, so at the end).
+    assert runs["prompt_tokens"].tolist() == [3 + 141272, 3 + 2952 + 141272, 3 + 19830]
+    assert runs["completion_tokens"].tolist() == [365, 190, 183]
+    last = runs.iloc[1]["payload"]["data"]
     assert last["model"] == "claude-sonnet-4-5-20250929"
     assert last["usage"]["prompt_tokens_details"] == {"cached_tokens": 141272}
     assert last["source_usage"]["cache_creation_input_tokens"] == 2952
@@ -113,4 +115,4 @@ def test_a_sub_agents_own_file_is_its_conversation_not_hidden(tmp_path: Path, ho
 
     entries = [e for e in tape.read() if e.kind in ("message", "tool_call", "tool_result")]
     assert entries and all(e.meta["sidechain"] is True and "context" not in e.meta for e in entries)
-    assert [m["role"] for m in tape.view(None).messages] == ["assistant", "assistant", "tool"]
+    assert [m["role"] for m in tape.view(None).messages] == ["assistant", "tool"]

@@ -36,7 +36,10 @@ def _arguments(text: Any) -> Any:
 
 
 def _failure(result: Any) -> tuple[str, str] | None:
-    """A result that is itself a failure: bub_nb writes ``{"error": ...}`` for a call that raised."""
+    """A result that is itself a failure: bub_nb writes ``{"error": ...}`` for a call that raised, and the tape
+    format's error result is ``{kind, message, details?}`` (an imported log's failed call, a missing result)."""
+    if isinstance(result, dict) and isinstance(result.get("kind"), str) and isinstance(result.get("message"), str):
+        return result["kind"], result["message"]
     if isinstance(result, dict) and "error" in result:
         error = result["error"]
         kind = result.get("kind") or result.get("type") or "tool.error"

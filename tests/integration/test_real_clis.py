@@ -1,0 +1,268 @@
+"""Logs the real Claude Code and Codex CLIs wrote, imported and compared with each tool's own account of itself.
+
+Each CLI runs offline against the scripted endpoint (``harness.cli_endpoint``) through a plain answer, two
+parallel tool calls of which one fails, a long streamed reply, a compaction and (Claude Code) a sub-agent. The
+oracle is a plain ``json`` pass over the log the tool wrote, kept here and sharing nothing with
+``bub_nb.imports``: for Claude Code the last usage snapshot of each reply (message id) and every ``tool_use`` id
+with its ``tool_result``; for Codex the final ``total_token_usage`` and the total the CLI printed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from harness.cli_endpoint import Reply, Tool
+from harness.clis import CliHome, cli_binary, cli_home
+
+from bub_nb import import_log, open_tape, read_tapes
+from bub_nb.export.spans import tape_spans
+from bub_nb.tape import Tape
+
+LONG_ANSWER = " ".join(f"Point {number} of the long answer." for number in range(1, 121))
+"""A reply streamed in several hundred deltas."""
+
+SUMMARY = "Summary of the work so far: two commands ran, one failed; a helper listed the files."
+
+# -- Claude Code ----------------------------------------------------------------------------------------
+
+
+def _texts(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    return "\n".join(b.get("text", "") for b in content or () if isinstance(b, dict) and b.get("type") == "text")
+
+
+def claude_reply(api: str, body: dict[str, Any]) -> Reply:
+    """The script: a plain answer; then two parallel Bash calls (one fails); a sub-agent; a long answer."""
+    messages = body.get("messages") or []
+    users = [_texts(m.get("content")) for m in messages if m.get("role") == "user"]
+    results = sum(
+        1 for m in messages if isinstance(m.get("content"), list)
+        for b in m["content"] if isinstance(b, dict) and b.get("type") == "tool_result"
+    )  # fmt: skip
+    last = users[-1] if users else ""
+    if "<task-notification>" in last:  # the sub-agent has finished
+        return Reply.text("Noted.", input_tokens=900, output_tokens=4)
+    if not body.get("tools") or re.search(r"summar", last, re.IGNORECASE):
+        return Reply.text(SUMMARY, input_tokens=900, output_tokens=60)  # the compaction, or a side request
+    if any("HELPER:" in text for text in users):  # the sub-agent's own conversation
+        if results == 0:
+            return Reply((Tool("Bash", {"command": "ls -a", "description": "List files"}),), 150, 12)
+        return Reply.text("The folder is empty.", input_tokens=260, output_tokens=9)
+    if "Say hello" in users[-1] and results == 0:
+        return Reply.text("Hello from the scripted model.", input_tokens=120, output_tokens=8, cache_read=40)
+    if "Run two commands" in "".join(users):
+        if results == 0:
+            calls = (
+                Tool("Bash", {"command": "echo one", "description": "Print one"}),
+                Tool("Bash", {"command": "exit 1", "description": "Fail on purpose"}),
+            )
+            return Reply(("I will run both at once.", *calls), 400, 55, cache_read=100)
+        if results == 2:
+            task = {"description": "List files", "prompt": "HELPER: list the files", "subagent_type": "general-purpose"}
+            return Reply(("Now a helper lists the files.", Tool("Agent", task)), 600, 35)
+        if results == 3:
+            return Reply.text(LONG_ANSWER, input_tokens=800, output_tokens=700)
+    return Reply.text("Noted.", input_tokens=900, output_tokens=4)
+
+
+def claude_oracle(paths: list[Path]) -> dict[str, Any]:
+    """The log's own account: the last usage of each reply, every call id and the call ids with a result."""
+    usage: dict[str, dict[str, int]] = {}
+    calls: dict[str, str] = {}
+    results: dict[str, bool] = {}
+    dates: list[str] = []
+    records = 0
+    for path in paths:
+        for line in path.read_text().splitlines():
+            record = json.loads(line)
+            records += 1
+            if isinstance(record.get("timestamp"), str):
+                dates.append(record["timestamp"])
+            message = record.get("message")
+            content = message.get("content") if isinstance(message, dict) else None
+            if record.get("type") == "assistant":
+                usage[message["id"]] = message["usage"]  # the last record of a reply holds its final usage
+            for block in content if isinstance(content, list) else ():
+                if block.get("type") == "tool_use":
+                    calls[block["id"]] = block["name"]
+                elif block.get("type") == "tool_result":
+                    results[block["tool_use_id"]] = block.get("is_error") is True
+    return {
+        "input": sum(
+            u["input_tokens"] + u.get("cache_read_input_tokens", 0) + u.get("cache_creation_input_tokens", 0)
+            for u in usage.values()
+        ),
+        "output": sum(u["output_tokens"] for u in usage.values()),
+        "replies": len(usage),
+        "calls": calls,
+        "results": results,
+        "last_date": max(dates),
+        "records": records,
+    }
+
+
+@pytest.fixture(scope="module")
+def claude_session(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    cli_binary("claude")
+    with cli_home(tmp_path_factory.mktemp("claude"), claude_reply) as cli:
+        # A PreToolUse hook, as many users have: the first call runs while the reply still streams, so its
+        # result and the hook's records land between the reply's tool_use records.
+        cli.claude_settings({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "true"}]}]}})
+        hello = cli.claude("Say hello")
+        work = cli.claude("Run two commands, then have a helper list the files.", "--resume", hello["session_id"])
+        compact = cli.claude("/compact", "--resume", hello["session_id"])
+        return {"cli": cli, "printed": [hello, work, compact]}
+
+
+def _import_all(cli: CliHome, home: Path) -> list[Tape]:
+    tapes = []
+    for path in [*cli.claude_logs(), *cli.claude_subagent_logs()]:
+        report = import_log(path, home=home)
+        assert report.mapped + report.kept == report.records
+        tapes.append(open_tape(report.tape, home=home))
+    return tapes
+
+
+def test_claude_code_token_totals_match_the_last_snapshot_of_every_reply(claude_session: dict[str, Any], tmp_path: Path) -> None:
+    cli: CliHome = claude_session["cli"]
+    oracle = claude_oracle([*cli.claude_logs(), *cli.claude_subagent_logs()])
+    tapes = _import_all(cli, tmp_path)
+
+    runs = read_tapes(tmp_path).tape.runs()
+    assert (len(runs), runs["input_tokens"].sum(), runs["output_tokens"].sum()) == (
+        oracle["replies"], oracle["input"], oracle["output"],
+    )  # fmt: skip
+    # Claude Code's own total for the first run (no compaction, no sub-agent) is what the log holds for it.
+    printed = claude_session["printed"][0]["usage"]
+    first = runs[runs["start"] == runs["start"].min()].iloc[0]
+    assert (first["input_tokens"], first["output_tokens"]) == (
+        printed["input_tokens"] + printed["cache_read_input_tokens"] + printed["cache_creation_input_tokens"],
+        printed["output_tokens"],
+    )
+
+
+def test_claude_code_every_call_keeps_its_result_and_its_span(claude_session: dict[str, Any], tmp_path: Path) -> None:
+    cli: CliHome = claude_session["cli"]
+    oracle = claude_oracle([*cli.claude_logs(), *cli.claude_subagent_logs()])
+    tapes = _import_all(cli, tmp_path)
+
+    frame = read_tapes(tmp_path)
+    calls = frame.tape.tool_calls()
+    assert dict(zip(calls["call_id"], calls["tool"], strict=True)) == oracle["calls"]
+    failed = dict(zip(calls["call_id"], ~calls["ok"].astype(bool), strict=True))
+    assert failed == oracle["results"]  # no call without its result, the failing command failed
+    spans = [s for t in tapes for s in tape_spans(t.name, t.read()).spans]
+    tools = [s for s in spans if s.name.startswith("execute_tool")]
+    assert len(tools) == len(oracle["calls"])
+    agents = [s for s in spans if s.name.startswith("invoke_agent")]
+    chats = [s for s in spans if s.name.startswith("chat")]
+    assert len(chats) == oracle["replies"] and {c.parent_id for c in chats} == {a.span_id for a in agents}
+
+
+def test_claude_code_dates_are_the_logs_and_the_sub_agent_is_its_own_linked_tape(
+    claude_session: dict[str, Any], tmp_path: Path
+) -> None:
+    cli: CliHome = claude_session["cli"]
+    [main] = cli.claude_logs()
+    [helper] = cli.claude_subagent_logs()
+    report = import_log(main, home=tmp_path)
+    assert report.last_date == claude_oracle([main])["last_date"]
+    tape = open_tape(report.tape, home=tmp_path)
+    assert all(e.date <= report.last_date for e in tape.read())
+    assert [a.name for a in tape.anchors()][-1] == "compaction"
+
+    sub = import_log(helper, home=tmp_path)  # its own tape, not refused as the parent's
+    assert sub.tape != report.tape
+    source = open_tape(sub.tape, home=tmp_path).read()[0].payload["data"]
+    [task] = [i for i, n in claude_oracle([main])["calls"].items() if n == "Agent"]
+    branch = source["branched_from"]
+    assert branch.startswith(f"tape://{report.tape}/entry/")
+    entry = tape.read()[int(branch.rsplit("/", 1)[1]) - 1]
+    assert task in [c["id"] for c in entry.payload["calls"]]
+
+
+# -- Codex ----------------------------------------------------------------------------------------------
+
+
+def codex_reply(api: str, body: dict[str, Any]) -> Reply:
+    """The script: two parallel ``exec_command`` calls (one fails) whose usage passes the compaction limit,
+    the summary Codex asks for, then a long answer."""
+    items = body.get("input") or []
+    outputs = sum(1 for item in items if item.get("type") == "function_call_output")
+    if not body.get("tools"):
+        return Reply.text(SUMMARY, input_tokens=5200, output_tokens=60)  # the compaction's request
+    if outputs == 0 and not any(SUMMARY in json.dumps(item) for item in items):
+        calls = (Tool("exec_command", {"cmd": "echo one"}), Tool("exec_command", {"cmd": "exit 1"}))
+        return Reply(("Running both.", *calls), 5000, 55, cache_read=1200)
+    return Reply.text(LONG_ANSWER, input_tokens=3000, output_tokens=700, cache_read=800)
+
+
+def codex_oracle(path: Path) -> dict[str, Any]:
+    final: dict[str, int] = {}
+    calls: dict[str, str] = {}
+    outputs: set[str] = set()
+    dates = []
+    for line in path.read_text().splitlines():
+        record = json.loads(line)
+        dates.append(record["timestamp"])
+        payload = record.get("payload") or {}
+        if payload.get("type") == "token_count" and payload.get("info"):
+            final = payload["info"]["total_token_usage"]
+        elif payload.get("type") == "function_call":
+            calls[payload["call_id"]] = payload["name"]
+        elif payload.get("type") == "function_call_output":
+            outputs.add(payload["call_id"])
+    return {"usage": final, "calls": calls, "outputs": outputs, "last_date": max(dates)}
+
+
+@pytest.fixture(scope="module")
+def codex_session(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    cli_binary("codex")
+    with cli_home(tmp_path_factory.mktemp("codex"), codex_reply) as cli:
+        cli.codex_config(model_auto_compact_token_limit=4000)
+        run = cli.codex("Run two commands.")
+        return {"cli": cli, "printed": run.stdout + run.stderr}
+
+
+def test_codex_token_totals_are_its_final_total(codex_session: dict[str, Any], tmp_path: Path) -> None:
+    cli: CliHome = codex_session["cli"]
+    [log] = cli.codex_logs()
+    oracle = codex_oracle(log)
+    report = import_log(log, home=tmp_path)
+    assert report.mapped + report.kept == report.records
+
+    runs = open_tape(report.tape, home=tmp_path).to_frame().tape.runs()
+    usage = oracle["usage"]
+    assert (runs["input_tokens"].sum(), runs["output_tokens"].sum(), runs["cached_tokens"].sum()) == (
+        usage["input_tokens"], usage["output_tokens"], usage["cached_input_tokens"],
+    )  # fmt: skip
+    # Codex prints "tokens used" as its total less the cached input.
+    printed = re.search(r"tokens used\s*\n([\d,]+)", codex_session["printed"])
+    assert printed is not None
+    assert int(printed.group(1).replace(",", "")) == usage["total_tokens"] - usage["cached_input_tokens"]
+
+
+def test_codex_calls_keep_their_results_spans_and_the_compacted_history(
+    codex_session: dict[str, Any], tmp_path: Path
+) -> None:
+    cli: CliHome = codex_session["cli"]
+    [log] = cli.codex_logs()
+    oracle = codex_oracle(log)
+    report = import_log(log, home=tmp_path)
+    tape = open_tape(report.tape, home=tmp_path)
+
+    calls = tape.to_frame().tape.tool_calls()
+    assert dict(zip(calls["call_id"], calls["tool"], strict=True)) == oracle["calls"]
+    assert set(calls["call_id"][calls["error_kind"] != "missing_result"]) == oracle["outputs"]
+    spans = tape_spans(tape.name, tape.read()).spans
+    assert len([s for s in spans if s.name.startswith("execute_tool")]) == len(oracle["calls"])
+    agents = {s.span_id for s in spans if s.name.startswith("invoke_agent")}
+    assert agents == {s.parent_id for s in spans if s.name.startswith("chat")}
+    [anchor] = [a for a in tape.anchors() if a.name == "compaction"]
+    assert SUMMARY in anchor.state["summary"]
+    assert report.last_date == oracle["last_date"]
