@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from harness.logs import DATA
 
@@ -116,3 +117,72 @@ def test_a_sub_agents_own_file_is_its_conversation_not_hidden(tmp_path: Path, ho
     entries = [e for e in tape.read() if e.kind in ("message", "tool_call", "tool_result")]
     assert entries and all(e.meta["sidechain"] is True and "context" not in e.meta for e in entries)
     assert [m["role"] for m in tape.view(None).messages] == ["assistant", "tool"]
+
+
+def _records(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def _write(path: Path, records: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(record) + "\n" for record in records), encoding="utf-8")
+    return path
+
+
+def test_a_replys_usage_is_its_last_records_as_output_tokens_grow_while_it_streams(
+    tmp_path: Path, home: Path
+) -> None:
+    records = _records(SIDECHAIN)
+    # Claude Code writes a record per block while the reply streams: the first holds the count at that time.
+    records[2]["message"]["usage"] = {**records[2]["message"]["usage"], "output_tokens": 10}
+    report = import_log(_write(tmp_path / "session.jsonl", records), home=home)
+
+    runs = open_tape(report.tape, home=home).to_frame().tape.runs()
+    assert sorted(runs["output_tokens"]) == [183, 190, 365]  # the sub-agent's reply ends at 183, not 10
+
+
+def test_progress_records_between_the_calls_of_one_reply_leave_them_one_call_entry(
+    tmp_path: Path, home: Path
+) -> None:
+    first, _, _, _, _, last = _records(SIDECHAIN)
+    reply = first["message"]
+    call = lambda n: {"type": "tool_use", "id": f"toolu_{n}", "name": "Bash", "input": {"command": f"echo {n}"}}  # noqa: E731
+    result = lambda n: {  # noqa: E731
+        **last, "type": "user", "uuid": f"r{n}",
+        "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"toolu_{n}", "content": str(n)}]},
+    }  # fmt: skip
+    progress = {"type": "progress", "data": {"type": "hook_progress", "hookEvent": "PreToolUse"}, "sessionId": "s"}
+    block = lambda n: {**first, "uuid": f"a{n}", "message": {**reply, "content": [call(n)]}}  # noqa: E731
+    records = [block(1), progress, result(1), progress, block(2), result(2), last]
+    report = import_log(_write(tmp_path / "session.jsonl", records), home=home)
+
+    tape = open_tape(report.tape, home=home)
+    [calls] = tape.read(kinds=["tool_call"])
+    assert [c["id"] for c in calls.payload["calls"]] == ["toolu_1", "toolu_2"]
+    [results] = tape.read(kinds=["tool_result"])
+    assert results.payload["results"] == ["1", "2"]  # no missing result, no orphan
+    assert report.mapped + report.kept == report.records == 7
+
+
+def test_a_record_without_a_date_takes_its_neighbours_never_the_import_time(tmp_path: Path, home: Path) -> None:
+    records = _records(COMPACTION)
+    snapshot = {"type": "file-history-snapshot", "messageId": "m1", "snapshot": {"trackedFileBackups": {}}}
+    report = import_log(_write(tmp_path / "session.jsonl", [snapshot, *records]), home=home)
+
+    entries = open_tape(report.tape, home=home).read()
+    dated = sorted(r["timestamp"] for r in records if "timestamp" in r)
+    assert entries[0].date == entries[1].date == dated[0]  # the heading and the kept snapshot
+    assert report.last_date == dated[-1]
+
+
+def test_a_sub_agents_file_gets_its_own_tape_name(tmp_path: Path, home: Path) -> None:
+    lines = [r for r in _records(SIDECHAIN) if r.get("isSidechain")]
+    for record in lines:
+        record["agentId"] = "e1c84ba5"
+    folder = tmp_path / "88a8d761-7b9a-4bf1-a8ca-c1febe6bf358" / "subagents"
+    folder.mkdir(parents=True)
+    parent = import_log(SIDECHAIN, home=home)
+
+    report = import_log(_write(folder / "agent-e1c84ba5.jsonl", lines), home=home)
+
+    assert report.tape == f"{parent.tape}__agent-e1c84ba5"
+    assert "branched_from" not in open_tape(report.tape, home=home).read()[0].payload["data"]  # no parent log here

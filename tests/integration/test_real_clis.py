@@ -206,6 +206,7 @@ def codex_oracle(path: Path) -> dict[str, Any]:
     final: dict[str, int] = {}
     calls: dict[str, str] = {}
     outputs: set[str] = set()
+    history: list[dict[str, Any]] = []
     dates = []
     for line in path.read_text().splitlines():
         record = json.loads(line)
@@ -217,7 +218,9 @@ def codex_oracle(path: Path) -> dict[str, Any]:
             calls[payload["call_id"]] = payload["name"]
         elif payload.get("type") == "function_call_output":
             outputs.add(payload["call_id"])
-    return {"usage": final, "calls": calls, "outputs": outputs, "last_date": max(dates)}
+        elif record.get("type") == "compacted":
+            history = payload.get("replacement_history") or []
+    return {"usage": final, "calls": calls, "outputs": outputs, "last_date": max(dates), "replacement_history": history}
 
 
 @pytest.fixture(scope="module")
@@ -265,4 +268,11 @@ def test_codex_calls_keep_their_results_spans_and_the_compacted_history(
     assert agents == {s.parent_id for s in spans if s.name.startswith("chat")}
     [anchor] = [a for a in tape.anchors() if a.name == "compaction"]
     assert SUMMARY in anchor.state["summary"]
+    # What the model reads after the compaction is the history that replaced the conversation, on the tape.
+    history = oracle["replacement_history"]
+    after = [e for e in tape.read() if e.id > anchor.id and e.meta.get("compacted")]
+    assert len(after) == len(history) and [e.payload.get("role") for e in after] == [i.get("role") for i in history]
+    texts = [c["text"] for item in history for c in item.get("content") or () if "text" in c]
+    seen = json.dumps([m["content"] for m in tape.view(anchor.name).messages])
+    assert texts and all(json.dumps(text)[1:-1] in seen for text in texts)
     assert report.last_date == oracle["last_date"]
