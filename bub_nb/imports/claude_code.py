@@ -99,9 +99,11 @@ def _replies(records: list[Any]) -> dict[str, _Reply]:
         if key is None:
             continue
         content = record["message"].get("content")
-        calls = sum(1 for b in content if isinstance(b, dict) and b.get("type") == "tool_use") if isinstance(
-            content, list
-        ) else 0
+        calls = (
+            sum(1 for b in content if isinstance(b, dict) and b.get("type") == "tool_use")
+            if isinstance(content, list)
+            else 0
+        )
         reply = replies.setdefault(key, _Reply(position, 0))
         reply.last, reply.calls = position, reply.calls + calls
     return replies
@@ -144,8 +146,6 @@ def _add(
     if reply is None:
         return False
     return _assistant(draft, record, message, thread, meta, reply, last=position == reply.last)
-
-
 
 
 def _user(draft: TapeDraft, record: dict[str, Any], message: dict[str, Any], thread: str, meta: dict[str, Any]) -> bool:
@@ -230,7 +230,7 @@ def _assistant(
         reply.texts, reply.thinking, reply.records = [], [], []
     if last:
         _close(draft, message, thread, meta, reply, calls=bool(calls))
-    return known or last and bool(reply.records)
+    return known or (last and bool(reply.records))
 
 
 def _close(

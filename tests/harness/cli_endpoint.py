@@ -194,7 +194,10 @@ def _anthropic_events(owner: CliEndpoint, body: dict[str, Any]) -> Iterator[tupl
         yield "content_block_stop", {"type": "content_block_stop", "index": index}
     stop = "tool_use" if any(isinstance(b, Tool) for b in reply.blocks) else "end_turn"
     final = {"output_tokens": reply.output_tokens}
-    yield "message_delta", {"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None}, "usage": final}
+    yield (
+        "message_delta",
+        {"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None}, "usage": final},
+    )
     yield "message_stop", {"type": "message_stop"}
 
 
@@ -212,7 +215,10 @@ def _responses_events(owner: CliEndpoint, body: dict[str, Any]) -> Iterator[tupl
         if isinstance(block, str):
             item_id = f"msg_test{number:04d}{index:02d}"
             added = {"type": "message", "id": item_id, "role": "assistant", "status": "in_progress", "content": []}
-            yield "response.output_item.added", {"type": "response.output_item.added", "output_index": index, "item": added}
+            yield (
+                "response.output_item.added",
+                {"type": "response.output_item.added", "output_index": index, "item": added},
+            )
             for piece in _pieces(block):
                 delta = {
                     "type": "response.output_text.delta", "item_id": item_id, "output_index": index,
@@ -229,7 +235,10 @@ def _responses_events(owner: CliEndpoint, body: dict[str, Any]) -> Iterator[tupl
                 "call_id": f"call_test{number:04d}{index:02d}", "name": block.name,
                 "arguments": json.dumps(block.input), "status": "completed",
             }  # fmt: skip
-            yield "response.output_item.added", {"type": "response.output_item.added", "output_index": index, "item": item}
+            yield (
+                "response.output_item.added",
+                {"type": "response.output_item.added", "output_index": index, "item": item},
+            )
         output.append(item)
         yield "response.output_item.done", {"type": "response.output_item.done", "output_index": index, "item": item}
     usage = {

@@ -128,9 +128,7 @@ def _write(path: Path, records: list[dict[str, Any]]) -> Path:
     return path
 
 
-def test_a_replys_usage_is_its_last_records_as_output_tokens_grow_while_it_streams(
-    tmp_path: Path, home: Path
-) -> None:
+def test_a_replys_usage_is_its_last_records_as_output_tokens_grow_while_it_streams(tmp_path: Path, home: Path) -> None:
     records = _records(SIDECHAIN)
     # Claude Code writes a record per block while the reply streams: the first holds the count at that time.
     records[2]["message"]["usage"] = {**records[2]["message"]["usage"], "output_tokens": 10}
@@ -140,15 +138,13 @@ def test_a_replys_usage_is_its_last_records_as_output_tokens_grow_while_it_strea
     assert sorted(runs["output_tokens"]) == [183, 190, 365]  # the sub-agent's reply ends at 183, not 10
 
 
-def test_progress_records_between_the_calls_of_one_reply_leave_them_one_call_entry(
-    tmp_path: Path, home: Path
-) -> None:
+def test_progress_records_between_the_calls_of_one_reply_leave_them_one_call_entry(tmp_path: Path, home: Path) -> None:
     first, _, _, _, _, last = _records(SIDECHAIN)
     reply = first["message"]
     call = lambda n: {"type": "tool_use", "id": f"toolu_{n}", "name": "Bash", "input": {"command": f"echo {n}"}}  # noqa: E731
+    answer = lambda n: {"type": "tool_result", "tool_use_id": f"toolu_{n}", "content": str(n)}  # noqa: E731
     result = lambda n: {  # noqa: E731
-        **last, "type": "user", "uuid": f"r{n}",
-        "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"toolu_{n}", "content": str(n)}]},
+        **last, "type": "user", "uuid": f"r{n}", "message": {"role": "user", "content": [answer(n)]},
     }  # fmt: skip
     progress = {"type": "progress", "data": {"type": "hook_progress", "hookEvent": "PreToolUse"}, "sessionId": "s"}
     block = lambda n: {**first, "uuid": f"a{n}", "message": {**reply, "content": [call(n)]}}  # noqa: E731

@@ -1,7 +1,8 @@
 """Logs the real Claude Code and Codex CLIs wrote, imported and compared with each tool's own account of itself.
 
-Each CLI runs offline against the scripted endpoint (``harness.cli_endpoint``) through a plain answer, two
-parallel tool calls of which one fails, a long streamed reply, a compaction and (Claude Code) a sub-agent. The
+Each CLI runs offline against the scripted endpoint (``harness.cli_endpoint``) through the sessions of
+``harness.cli_sessions``: a plain answer, two parallel tool calls of which one fails, a long streamed reply, a
+compaction and (Claude Code) a sub-agent. The
 oracle is a plain ``json`` pass over the log the tool wrote, kept here and sharing nothing with
 ``bub_nb.imports``: for Claude Code the last usage snapshot of each reply (message id) and every ``tool_use`` id
 with its ``tool_result``; for Codex the final ``total_token_usage`` and the total the CLI printed.
@@ -15,59 +16,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness.cli_endpoint import Reply, Tool
+from harness.cli_sessions import SUMMARY, claude_reply, claude_session_runs, codex_reply, codex_session_run
 from harness.clis import CliHome, cli_binary, cli_home
 
 from bub_nb import import_log, open_tape, read_tapes
 from bub_nb.export.spans import tape_spans
 from bub_nb.tape import Tape
-
-LONG_ANSWER = " ".join(f"Point {number} of the long answer." for number in range(1, 121))
-"""A reply streamed in several hundred deltas."""
-
-SUMMARY = "Summary of the work so far: two commands ran, one failed; a helper listed the files."
-
-# -- Claude Code ----------------------------------------------------------------------------------------
-
-
-def _texts(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    return "\n".join(b.get("text", "") for b in content or () if isinstance(b, dict) and b.get("type") == "text")
-
-
-def claude_reply(api: str, body: dict[str, Any]) -> Reply:
-    """The script: a plain answer; then two parallel Bash calls (one fails); a sub-agent; a long answer."""
-    messages = body.get("messages") or []
-    users = [_texts(m.get("content")) for m in messages if m.get("role") == "user"]
-    results = sum(
-        1 for m in messages if isinstance(m.get("content"), list)
-        for b in m["content"] if isinstance(b, dict) and b.get("type") == "tool_result"
-    )  # fmt: skip
-    last = users[-1] if users else ""
-    if "<task-notification>" in last:  # the sub-agent has finished
-        return Reply.text("Noted.", input_tokens=900, output_tokens=4)
-    if not body.get("tools") or re.search(r"summar", last, re.IGNORECASE):
-        return Reply.text(SUMMARY, input_tokens=900, output_tokens=60)  # the compaction, or a side request
-    if any("HELPER:" in text for text in users):  # the sub-agent's own conversation
-        if results == 0:
-            return Reply((Tool("Bash", {"command": "ls -a", "description": "List files"}),), 150, 12)
-        return Reply.text("The folder is empty.", input_tokens=260, output_tokens=9)
-    if "Say hello" in users[-1] and results == 0:
-        return Reply.text("Hello from the scripted model.", input_tokens=120, output_tokens=8, cache_read=40)
-    if "Run two commands" in "".join(users):
-        if results == 0:
-            calls = (
-                Tool("Bash", {"command": "echo one", "description": "Print one"}),
-                Tool("Bash", {"command": "exit 1", "description": "Fail on purpose"}),
-            )
-            return Reply(("I will run both at once.", *calls), 400, 55, cache_read=100)
-        if results == 2:
-            task = {"description": "List files", "prompt": "HELPER: list the files", "subagent_type": "general-purpose"}
-            return Reply(("Now a helper lists the files.", Tool("Agent", task)), 600, 35)
-        if results == 3:
-            return Reply.text(LONG_ANSWER, input_tokens=800, output_tokens=700)
-    return Reply.text("Noted.", input_tokens=900, output_tokens=4)
 
 
 def claude_oracle(paths: list[Path]) -> dict[str, Any]:
@@ -110,13 +64,7 @@ def claude_oracle(paths: list[Path]) -> dict[str, Any]:
 def claude_session(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     cli_binary("claude")
     with cli_home(tmp_path_factory.mktemp("claude"), claude_reply) as cli:
-        # A PreToolUse hook, as many users have: the first call runs while the reply still streams, so its
-        # result and the hook's records land between the reply's tool_use records.
-        cli.claude_settings({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "true"}]}]}})
-        hello = cli.claude("Say hello")
-        work = cli.claude("Run two commands, then have a helper list the files.", "--resume", hello["session_id"])
-        compact = cli.claude("/compact", "--resume", hello["session_id"])
-        return {"cli": cli, "printed": [hello, work, compact]}
+        return {"cli": cli, "printed": claude_session_runs(cli)}
 
 
 def _import_all(cli: CliHome, home: Path) -> list[Tape]:
@@ -128,10 +76,12 @@ def _import_all(cli: CliHome, home: Path) -> list[Tape]:
     return tapes
 
 
-def test_claude_code_token_totals_match_the_last_snapshot_of_every_reply(claude_session: dict[str, Any], tmp_path: Path) -> None:
+def test_claude_code_token_totals_match_the_last_snapshot_of_every_reply(
+    claude_session: dict[str, Any], tmp_path: Path
+) -> None:
     cli: CliHome = claude_session["cli"]
     oracle = claude_oracle([*cli.claude_logs(), *cli.claude_subagent_logs()])
-    tapes = _import_all(cli, tmp_path)
+    _import_all(cli, tmp_path)
 
     runs = read_tapes(tmp_path).tape.runs()
     assert (len(runs), runs["input_tokens"].sum(), runs["output_tokens"].sum()) == (
@@ -189,19 +139,6 @@ def test_claude_code_dates_are_the_logs_and_the_sub_agent_is_its_own_linked_tape
 # -- Codex ----------------------------------------------------------------------------------------------
 
 
-def codex_reply(api: str, body: dict[str, Any]) -> Reply:
-    """The script: two parallel ``exec_command`` calls (one fails) whose usage passes the compaction limit,
-    the summary Codex asks for, then a long answer."""
-    items = body.get("input") or []
-    outputs = sum(1 for item in items if item.get("type") == "function_call_output")
-    if not body.get("tools"):
-        return Reply.text(SUMMARY, input_tokens=5200, output_tokens=60)  # the compaction's request
-    if outputs == 0 and not any(SUMMARY in json.dumps(item) for item in items):
-        calls = (Tool("exec_command", {"cmd": "echo one"}), Tool("exec_command", {"cmd": "exit 1"}))
-        return Reply(("Running both.", *calls), 5000, 55, cache_read=1200)
-    return Reply.text(LONG_ANSWER, input_tokens=3000, output_tokens=700, cache_read=800)
-
-
 def codex_oracle(path: Path) -> dict[str, Any]:
     final: dict[str, int] = {}
     calls: dict[str, str] = {}
@@ -227,9 +164,7 @@ def codex_oracle(path: Path) -> dict[str, Any]:
 def codex_session(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     cli_binary("codex")
     with cli_home(tmp_path_factory.mktemp("codex"), codex_reply) as cli:
-        cli.codex_config(model_auto_compact_token_limit=4000)
-        run = cli.codex("Run two commands.")
-        return {"cli": cli, "printed": run.stdout + run.stderr}
+        return {"cli": cli, "printed": codex_session_run(cli)}
 
 
 def test_codex_token_totals_are_its_final_total(codex_session: dict[str, Any], tmp_path: Path) -> None:
