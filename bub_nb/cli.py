@@ -181,7 +181,7 @@ def _tapes(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from bub_nb.tape.open import open_tape
+    from bub_nb.tape.open import existing_tapes
 
     if args.parquet is not None:
         from bub_nb.tape.frames.saved import write_parquet
@@ -189,7 +189,7 @@ def _export(args: argparse.Namespace) -> int:
         from bub_nb.tape.stores.resolve import file_store
 
         names = args.names or file_store(tapes_home(args.home)).list_tapes()  # every tape when none is named
-        tapes = _existing_tapes(names, args.home)  # every name, before writing
+        tapes = existing_tapes(names, args.home)  # every name, before writing
         for path in write_parquet(tapes, args.parquet):
             print(path)
         return 0
@@ -197,22 +197,10 @@ def _export(args: argparse.Namespace) -> int:
 
     if not args.names:
         raise BubNbError("bub-nb tapes export --otlp URL needs the names of the tapes to send")
-    tapes = _existing_tapes(args.names, args.home)  # every name, before sending
+    tapes = existing_tapes(args.names, args.home)  # every name, before sending
     for tape in tapes:
         print(otel(tape, args.otlp, content=True if args.content else None, timeout=args.timeout))
     return 0
-
-
-def _existing_tapes(names: Sequence[str], home: Any) -> list[Any]:
-    """The named tapes, each of which must exist: an export reads them, so no hint to start one."""
-    from bub_nb.errors import TapeNotFoundError
-    from bub_nb.tape.open import CREATE_HINT, open_tape
-
-    try:
-        return [open_tape(name, home=home, create=False) for name in names]
-    except TapeNotFoundError as exc:
-        message = str(exc).removesuffix(CREATE_HINT)
-        raise TapeNotFoundError(f"{message} (bub-nb tapes lists the tapes there)") from None
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -99,11 +99,8 @@ def _replies(records: list[Any]) -> dict[str, _Reply]:
         if key is None:
             continue
         content = record["message"].get("content")
-        calls = (
-            sum(1 for b in content if isinstance(b, dict) and b.get("type") == "tool_use")
-            if isinstance(content, list)
-            else 0
-        )
+        blocks = content if isinstance(content, list) else ()
+        calls = sum(1 for b in blocks if isinstance(b, dict) and b.get("type") == "tool_use")
         reply = replies.setdefault(key, _Reply(position, 0))
         reply.last, reply.calls = position, reply.calls + calls
     return replies
@@ -178,7 +175,9 @@ def _user(draft: TapeDraft, record: dict[str, Any], message: dict[str, Any], thr
     if parts:
         text_only = all(part["type"] == "text" for part in parts)
         body: Any = "\n\n".join(part["text"] for part in parts) if text_only else parts
-        draft.message({"role": "user", "content": body}, thread=thread, **({"blocks": other} if other else {}), **meta)
+        if other:
+            meta["blocks"] = other
+        draft.message({"role": "user", "content": body}, thread=thread, **meta)
     elif other:
         draft.event("import.content", {"blocks": other}, **meta)
     return True

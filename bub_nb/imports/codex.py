@@ -92,7 +92,7 @@ def _add(draft: TapeDraft, kind: str, payload: dict[str, Any], session: dict[str
             last.get("input_tokens"), last.get("output_tokens"), last.get("total_tokens"),
             last.get("cached_input_tokens"),
         )  # fmt: skip
-        draft.run(usage, state["model"], source_usage=last, thread="", **meta)
+        draft.run(usage, state["model"], source_usage=last, thread="", run_id=meta.get("run_id"))
         return True
     if event in INTERFACE_EVENTS:
         draft.event(f"{RECORD_EVENT_PREFIX}{event}", payload, **meta)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
@@ -94,6 +95,14 @@ def _existing(tape: Tape, create: bool) -> Tape:
     hint = f"; did you mean {', '.join(near)}?" if near else ""
     where = f" at {str(tape.path)!r}" if tape.path is not None else ""
     raise TapeNotFoundError(f"Tape {tape.name!r} does not exist{where}{hint}{CREATE_HINT}")
+
+
+def existing_tapes(names: Sequence[str], home: str | Path | None = None) -> list[Tape]:
+    """The named tapes for a command that reads them: each must exist, and a refusal does not suggest starting one."""
+    try:
+        return [open_tape(name, home=home, create=False) for name in names]
+    except TapeNotFoundError as exc:
+        raise TapeNotFoundError(f"{str(exc).removesuffix(CREATE_HINT)} (bub-nb tapes lists the tapes there)") from None
 
 
 def open_archive(path: Path, folder: FileTapeStore) -> Tape:
