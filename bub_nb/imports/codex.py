@@ -7,15 +7,20 @@ usage of each model call; ``turn_context`` names the model; ``compacted`` marks 
 becomes an anchor, followed by its ``replacement_history``: what the model reads from then on.
 Rollouts older than the ``payload`` wrapper hold the items on their own lines.
 
+A sub-agent's rollout names its parent's session (``parent_thread_id``); its tape links to the parent's entry
+holding the ``spawn_agent`` call that started it.
+
 Codex repeats a ``token_count`` event with the same ``total_token_usage`` (after a rate-limit update, say):
 only an event whose total moved is a model call, so the ``run`` events add up to Codex's own final total.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Final
 
 from bub_nb.imports.draft import RECORD_EVENT_PREFIX, TapeDraft
+from bub_nb.imports.records import jsonl_records
 from bub_nb.imports.responses import add_item, message_content
 from bub_nb.imports.values import mapping, openai_usage
 
@@ -62,7 +67,12 @@ def _type_name(kind: str, payload: dict[str, Any]) -> str:
 def _add(draft: TapeDraft, kind: str, payload: dict[str, Any], session: dict[str, Any], state: dict[str, Any]) -> bool:
     meta = {"run_id": f"turn-{state['turn']}"} if state["turn"] else {}
     if kind == "session_meta":
-        for key, field in (("session", "id"), ("version", "cli_version"), ("cwd", "cwd")):
+        for key, field in (
+            ("session", "id"),
+            ("version", "cli_version"),
+            ("cwd", "cwd"),
+            ("parent", "parent_thread_id"),
+        ):
             if key not in session and isinstance(payload.get(field), str):
                 session[key] = payload[field]
         draft.event(RECORD_EVENT_PREFIX + "session", payload)
@@ -115,3 +125,18 @@ def _compacted(draft: TapeDraft, payload: dict[str, Any], meta: dict[str, Any]) 
     for item in history:
         if not add_item(draft, item, compacted=True, **meta):
             draft.event(RECORD_EVENT_PREFIX + "compacted_item", item, compacted=True, **meta)
+
+
+def parent_call(path: Path, session: dict[str, Any]) -> tuple[Path, str] | None:
+    """For a sub-agent's rollout (its ``session_meta`` names a ``parent_thread_id``), the parent's rollout under
+    the same sessions folder and the id of the ``spawn_agent`` call whose output names this agent."""
+    parent, child = session.get("parent"), session.get("session")
+    if not isinstance(parent, str) or not isinstance(child, str) or len(path.parents) < 4:
+        return None
+    for candidate in sorted(path.parents[3].glob(f"*/*/*/rollout-*{parent}.jsonl")):
+        for record in jsonl_records(candidate):
+            payload = mapping(record.get("payload")) if isinstance(record, dict) else {}
+            output = payload.get("output")
+            if payload.get("type") == "function_call_output" and isinstance(output, str) and child in output:
+                return candidate, str(payload.get("call_id"))
+    return None

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from bub_nb.errors import LogImportError, TapeNameError
-from bub_nb.imports import claude_code
+from bub_nb.imports import claude_code, codex
 from bub_nb.imports.draft import SOURCE, TapeDraft
 from bub_nb.imports.formats import FORMATS, detect_format, read_log
 from bub_nb.imports.report import ImportReport
@@ -130,8 +130,10 @@ def _tape_name(name: str | None, format: str, session: dict[str, Any], source: P
 
 def _branched_from(format: str, source: Path, session: dict[str, Any]) -> str | None:
     """``tape://<parent>/entry/<id>``: the entry of the parent's tape (as its import names and numbers it)
-    holding the call that started this sub-agent; the parent's log is read again for it, nothing is written."""
-    found = claude_code.parent_call(source, session) if format == claude_code.FORMAT else None
+    holding the call that started this sub-agent (a Claude Code ``Agent`` call, a Codex ``spawn_agent``); the
+    parent's log is read again for it, nothing is written."""
+    readers = {claude_code.FORMAT: claude_code.parent_call, codex.FORMAT: codex.parent_call}
+    found = readers[format](source, session) if format in readers else None
     if found is None:
         return None
     parent, call = found

@@ -28,6 +28,8 @@ class Tool:
 
     name: str
     input: dict[str, Any]
+    namespace: str | None = None
+    """The tool namespace a Responses-API call names (Codex groups its sub-agent tools in one)."""
 
 
 @dataclass(frozen=True)
@@ -234,6 +236,7 @@ def _responses_events(owner: CliEndpoint, body: dict[str, Any]) -> Iterator[tupl
                 "type": "function_call", "id": f"fc_test{number:04d}{index:02d}",
                 "call_id": f"call_test{number:04d}{index:02d}", "name": block.name,
                 "arguments": json.dumps(block.input), "status": "completed",
+                **({"namespace": block.namespace} if block.namespace else {}),
             }  # fmt: skip
             yield (
                 "response.output_item.added",

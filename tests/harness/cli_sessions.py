@@ -4,7 +4,8 @@ Claude Code: "Say hello" (a plain answer); then, resumed, two parallel Bash call
 sub-agent (the ``Agent`` tool) that runs a command of its own, and a long answer streamed in several hundred
 deltas; then ``/compact`` in the resumed session. A ``PreToolUse`` hook is configured, as many users have one.
 Codex: two parallel ``exec_command`` calls (one exits 1) whose usage passes ``model_auto_compact_token_limit``,
-so Codex compacts in the middle of the turn (its summary request has no tools), then a long answer.
+so Codex compacts in the middle of the turn (its summary request has no tools), then a long answer. A second
+Codex session delegates: ``spawn_agent`` (a sub-agent with its own rollout answers), ``wait_agent``, an answer.
 """
 
 from __future__ import annotations
@@ -93,4 +94,27 @@ def codex_session_run(cli: CliHome) -> str:
     """Drive Codex through the session; returns what it printed."""
     cli.codex_config(model_auto_compact_token_limit=4000)
     run = cli.codex("Run two commands.")
+    return run.stdout + run.stderr
+
+
+HELPER_PROMPT = "HELPER: report that you are done."
+
+
+def codex_delegating_reply(api: str, body: dict[str, Any]) -> Reply:
+    """The delegating session: ``spawn_agent``, then ``wait_agent`` on the agent it names, then an answer."""
+    items = body.get("input") or []
+    outputs = [item.get("output") for item in items if item.get("type") == "function_call_output"]
+    if not any(HELPER_PROMPT in json.dumps(item) for item in items if item.get("type") == "function_call"):
+        if HELPER_PROMPT in json.dumps(items):
+            return Reply.text("The helper is done.", input_tokens=300, output_tokens=6)  # the sub-agent itself
+        return Reply((Tool("spawn_agent", {"message": HELPER_PROMPT}, "multi_agent_v1"),), 1000, 20)
+    if len(outputs) == 1:
+        agent = json.loads(str(outputs[0]))["agent_id"]
+        return Reply((Tool("wait_agent", {"targets": [agent], "timeout_ms": 60000}, "multi_agent_v1"),), 1100, 15)
+    return Reply.text("The helper reported back.", input_tokens=1200, output_tokens=7)
+
+
+def codex_delegating_run(cli: CliHome) -> str:
+    cli.codex_config()
+    run = cli.codex("Delegate to a helper.")
     return run.stdout + run.stderr

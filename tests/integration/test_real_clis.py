@@ -16,7 +16,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness.cli_sessions import SUMMARY, claude_reply, claude_session_runs, codex_reply, codex_session_run
+from harness.cli_sessions import (
+    SUMMARY,
+    claude_reply,
+    claude_session_runs,
+    codex_delegating_reply,
+    codex_delegating_run,
+    codex_reply,
+    codex_session_run,
+)
 from harness.clis import CliHome, cli_binary, cli_home
 
 from bub_nb import import_log, open_tape, read_tapes
@@ -211,3 +219,27 @@ def test_codex_calls_keep_their_results_spans_and_the_compacted_history(
     seen = json.dumps([m["content"] for m in tape.view(anchor.name).messages])
     assert texts and all(json.dumps(text)[1:-1] in seen for text in texts)
     assert report.last_date == oracle["last_date"]
+
+
+def test_a_codex_sub_agent_is_its_own_tape_linked_to_the_call_that_spawned_it(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    cli_binary("codex")
+    with cli_home(tmp_path_factory.mktemp("codex-agents"), codex_delegating_reply) as cli:
+        codex_delegating_run(cli)
+        logs = cli.codex_logs()
+    home = tmp_path_factory.mktemp("codex-agents-home")
+    sessions = {json.loads(log.read_text().splitlines()[0])["payload"].get("parent_thread_id"): log for log in logs}
+    parent, child = sessions[None], next(log for key, log in sessions.items() if key is not None)
+    spawned = next(c for c, name in codex_oracle(parent)["calls"].items() if name == "spawn_agent")
+
+    reports = {log: import_log(log, home=home) for log in (child, parent)}  # the child first: no order needed
+    for log, report in reports.items():
+        usage = codex_oracle(log)["usage"]
+        runs = open_tape(report.tape, home=home).to_frame().tape.runs()
+        assert (runs["input_tokens"].sum(), runs["output_tokens"].sum()) == (
+            usage["input_tokens"], usage["output_tokens"],
+        )  # fmt: skip
+    branch = open_tape(reports[child].tape, home=home).read()[0].payload["data"]["branched_from"]
+    entry = open_tape(reports[parent].tape, home=home).resolve(branch)
+    assert [c["id"] for c in entry.payload["calls"]] == [spawned]
