@@ -102,6 +102,13 @@ def test_claude_code_token_totals_match_the_last_snapshot_of_every_reply(
         printed["input_tokens"] + printed["cache_read_input_tokens"] + printed["cache_creation_input_tokens"],
         printed["output_tokens"],
     )
+    # Its session totals (modelUsage, which adds up every run of the session so far) after the second run, the
+    # last whose model calls are all in its logs (the sub-agent's too), are the tapes' totals.
+    models = claude_session["printed"][1]["modelUsage"].values()
+    session_in = sum(m["inputTokens"] + m["cacheReadInputTokens"] + m["cacheCreationInputTokens"] for m in models)
+    assert (runs["input_tokens"].sum(), runs["output_tokens"].sum()) == (
+        session_in, sum(m["outputTokens"] for m in models),
+    )  # fmt: skip
 
 
 def test_claude_code_every_call_keeps_its_result_and_its_span(claude_session: dict[str, Any], tmp_path: Path) -> None:
