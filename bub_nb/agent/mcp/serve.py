@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bub_nb.errors import BubNbError
+from bub_nb.errors import BubNbError, TapeNotFoundError
 from bub_nb.tape import Tape, TapeEntry, open_tape
 
 MAX_ENTRIES = 200
@@ -48,9 +48,12 @@ class TapeReader:
         return sorted(FileTapeStore(tapes_home(self.home)).list_tapes())
 
     def tape(self, name: str) -> Tape:
-        if self.store is not None:
-            return open_tape(name, store=self.store, create=False)
-        return open_tape(name, home=self.home, create=False)
+        try:
+            if self.store is not None:
+                return open_tape(name, store=self.store, create=False)
+            return open_tape(name, home=self.home, create=False)
+        except TapeNotFoundError:
+            raise TapeNotFoundError(f"No tape named {name!r} here; list_tapes names the tapes") from None
 
 
 def entry_json(tape: Tape, entry: TapeEntry, retracted: frozenset[int]) -> dict[str, Any]:
@@ -70,7 +73,7 @@ def build_server(reader: TapeReader, *, allow_write: bool = False) -> Any:
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
 
-    server: Any = MCPServer("bub_nb", instructions=INSTRUCTIONS)
+    server: Any = MCPServer("bub_nb", instructions=INSTRUCTIONS, log_level="WARNING")
 
     def tool(function: Callable[..., Any]) -> Any:
         """Register ``function``; its BubNbError reaches the client as an error result saying it in one line
@@ -178,7 +181,7 @@ def build_server(reader: TapeReader, *, allow_write: bool = False) -> Any:
         entry = opened.resolve(f"tape://{tape}/entry/{entry_id}")
         return json.dumps(entry_json(opened, entry, opened.retracted()), ensure_ascii=False)
 
-    @server.resource("tape://{tape}/anchor/{name}", mime_type="application/json")
+    @server.resource("tape://{tape}/anchor/{+name}", mime_type="application/json")
     def anchor_resource(tape: str, name: str) -> str:
         opened = reader.tape(tape)
         entry = opened.resolve(f"tape://{tape}/anchor/{name}")
