@@ -14,8 +14,10 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
+from pathlib import Path
 
 MODE = sys.argv[1] if len(sys.argv) > 1 else "tools"
 ECHO = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
@@ -66,6 +68,8 @@ def call(request_id: object, name: str, arguments: dict) -> None:
     elif name == "stall":
         sys.stderr.write("hostile server: stalling\n")
         sys.stderr.flush()
+        if os.environ.get("HOSTILE_STALLING"):  # tells a test the call is in flight
+            Path(os.environ["HOSTILE_STALLING"]).touch()
         time.sleep(3600)
     elif name == "die_mid_call":
         sys.stderr.write("hostile server: exiting in the middle of a call\n")
