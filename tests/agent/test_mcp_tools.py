@@ -139,7 +139,7 @@ def test_a_server_that_dies_mid_call_is_one_failed_result_and_starts_again_on_th
         openai_server.reply_tool_calls([{"name": "mcp_h_die_mid_call", "arguments": {}}])
         openai_server.reply("it died")
         assert agent.run("crash it").status == "ok"
-        (_, result, _), = calls_and_results(tape)
+        ((_, result, _),) = calls_and_results(tape)
         assert "stopped during 'die_mid_call'" in json.dumps(result) and "exiting in the middle" in json.dumps(result)
         assert next(r for r in servers.status() if r.name == "h").state == "failed"
         openai_server.reply_tool_calls([{"name": "mcp_h_echo", "arguments": {"text": "back"}}])

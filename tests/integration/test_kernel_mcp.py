@@ -35,7 +35,7 @@ def test_an_interrupt_stops_a_call_in_flight_and_a_restart_leaves_no_server(tmp_
     with running_kernel(tmp_path, kernel_environment(tmp_path / "home")) as kernel:
         kernel.ok(f"%mcp add h --env HOSTILE_STALLING={stalling} -- {sys.executable} {HOSTILE} tools {marker}")
         assert processes_with(marker)
-        sent = kernel.send('%%bub\ncall mcp.h.stall {}')
+        sent = kernel.send("%%bub\ncall mcp.h.stall {}")
         for _ in range(3000):  # until the server has the call
             if stalling.exists():
                 break
