@@ -16,6 +16,7 @@ from typing import Any
 
 from bub_nb.errors import BubNbError, TapeNotFoundError
 from bub_nb.tape import Tape, TapeEntry, open_tape
+from bub_nb.tape.events import retracted_ids
 
 MAX_ENTRIES = 200
 MAX_SEARCH = 100
@@ -34,6 +35,7 @@ class TapeReader:
     def __init__(self, home: str | Path | None = None, store: str | None = None) -> None:
         self.home = None if home is None else Path(home).expanduser()
         self.store = store
+        self._open: dict[str, Tape] = {}  # a tape's index is read once and kept up to date as the tape grows
 
     def names(self) -> list[str]:
         if self.store is not None:
@@ -48,12 +50,26 @@ class TapeReader:
         return sorted(FileTapeStore(tapes_home(self.home)).list_tapes())
 
     def tape(self, name: str) -> Tape:
+        if (found := self._open.get(name)) is not None:
+            return found
+        self._open[name] = self._opened(name)
+        return self._open[name]
+
+    def _opened(self, name: str) -> Tape:
         try:
             if self.store is not None:
                 return open_tape(name, store=self.store, create=False)
             return open_tape(name, home=self.home, create=False)
         except TapeNotFoundError:
             raise TapeNotFoundError(f"No tape named {name!r} here; list_tapes names the tapes") from None
+
+
+def retracted_among(tape: Tape, entries: list[TapeEntry]) -> frozenset[int]:
+    """Which of ``entries`` are retracted now: a retraction comes after what it retracts, so the tape is read from
+    the first of them on (not from its start), and not at all when there are none."""
+    if not entries:
+        return frozenset()
+    return retracted_ids(tape.read(min(entry.id for entry in entries)))
 
 
 def entry_json(tape: Tape, entry: TapeEntry, retracted: frozenset[int]) -> dict[str, Any]:
@@ -127,8 +143,9 @@ def build_server(reader: TapeReader, *, allow_write: bool = False) -> Any:
         found: list[dict[str, Any]] = []
         for name in [tape] if tape else reader.names():
             opened = reader.tape(name)
-            retracted = opened.retracted()
-            found += [entry_json(opened, entry, retracted) for entry in opened.search(query, limit=limit)]
+            hits = list(opened.search(query, limit=limit))
+            retracted = retracted_among(opened, hits)
+            found += [entry_json(opened, entry, retracted) for entry in hits]
             if len(found) >= limit:
                 break
         return found[:limit]
@@ -141,8 +158,9 @@ def build_server(reader: TapeReader, *, allow_write: bool = False) -> Any:
         if start < 1 or stop < start:
             raise BubNbError(f"entries need 1 <= start <= end, got {start}..{stop}")
         stop = min(stop, start + MAX_ENTRIES - 1)
-        retracted = opened.retracted()
-        return [entry_json(opened, entry, retracted) for entry in opened.read(start, stop + 1)]
+        read = opened.read(start, stop + 1)
+        retracted = retracted_among(opened, read)
+        return [entry_json(opened, entry, retracted) for entry in read]
 
     @tool
     def turn(tape: str, run: str = "-1") -> dict[str, Any]:
@@ -179,13 +197,13 @@ def build_server(reader: TapeReader, *, allow_write: bool = False) -> Any:
     def entry_resource(tape: str, entry_id: str) -> str:
         opened = reader.tape(tape)
         entry = opened.resolve(f"tape://{tape}/entry/{entry_id}")
-        return json.dumps(entry_json(opened, entry, opened.retracted()), ensure_ascii=False)
+        return json.dumps(entry_json(opened, entry, retracted_among(opened, [entry])), ensure_ascii=False)
 
     @server.resource("tape://{tape}/anchor/{+name}", mime_type="application/json")
     def anchor_resource(tape: str, name: str) -> str:
         opened = reader.tape(tape)
         entry = opened.resolve(f"tape://{tape}/anchor/{name}")
-        return json.dumps(entry_json(opened, entry, opened.retracted()), ensure_ascii=False)
+        return json.dumps(entry_json(opened, entry, retracted_among(opened, [entry])), ensure_ascii=False)
 
     return server
 
