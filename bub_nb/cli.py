@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bub_nb._cli_mcp import add_mcp
 from bub_nb._cli_redact import add_redact
 from bub_nb.errors import BubNbError
 
@@ -263,6 +264,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     imports.add_argument("--home", help="Bub home for the tape (default: $BUB_HOME, else ~/.bub)")
     imports.set_defaults(handler=_import)
     add_redact(moves, _database)
+    add_mcp(commands)
     db = commands.add_parser("db", help="set up a PostgreSQL database for shared tapes")
     db_commands = db.add_subparsers(dest="db_command", required=True)
     init = db_commands.add_parser("init", help="create or upgrade the schema and its row-level security")

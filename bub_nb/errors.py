@@ -28,6 +28,7 @@
     ├── ReplayError                a replay with nothing to replay
     ├── LogImportError             another agent's log whose format cannot be told, or a tape it may not be written to
     ├── CommandError               a malformed comma command
+    ├── McpError                   an MCP server that cannot be configured, approved, started or reached
     ├── AgentError                 an agent name that is not allowed or names no agent; a handoff between agents refused
     │   └── NotHoldingError        an agent asked to run while another agent holds the conversation
     └── InterpolationError         a ``{placeholder}`` in a cell that names nothing in the notebook (also a KeyError)
@@ -193,3 +194,7 @@ class InterpolationError(BubNbError, KeyError):
 
 class LogImportError(BubNbError, ValueError):
     """Another agent's log cannot be imported: its format is unknown or unreadable, or its tape is taken."""
+
+
+class McpError(BubNbError):
+    """An MCP server that cannot be configured, approved, started or reached; the message names the server."""

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from bub_nb.agent.commands import is_command, run_command
 from bub_nb.agent.eventloop import Closing, closed, next_item, once, run_sync
 from bub_nb.agent.handoff import HandoffPreview, overflow_room, overflow_summary, preview_handoff, write_handoff
+from bub_nb.agent.mcp.servers import mcp_servers_of, offer_mcp_tools
 from bub_nb.agent.models import Completion, Model, TextDelta, resolve_model
 from bub_nb.agent.overflow import hopeless_overflow, narrowed_phases
 from bub_nb.agent.preflight import check_recorded_prompt_fits, check_turn
@@ -44,7 +45,8 @@ class Agent:
     at a time: starting another aborts the one still running. With a ``budget`` a turn whose first
     request is estimated over that many tokens is refused before anything is written. Every tool
     result is redacted and cut to ``result_budget`` tokens (``None``: not cut), saying so when cut. With a
-    ``name`` it is that agent of the notebook whose tape is ``tape``, and works on its own tape, ``<tape>~<name>``.
+    ``name`` it is that agent of the notebook whose tape is ``tape``, and works on its own tape, ``<tape>~<name>``;
+    ``mcp`` (an :class:`~bub_nb.agent.mcp.McpServers`, an ``mcpServers`` mapping or a ``.mcp.json``) adds MCP tools.
     """
 
     def __init__(
@@ -62,6 +64,7 @@ class Agent:
         budget: int | None = None,
         result_budget: int | None = DEFAULT_RESULT_TOKENS,
         name: str | None = None,
+        mcp: Any = None,
     ) -> None:
         if type(max_steps) is not int or max_steps < 1:
             raise BubNbError(f"max_steps must be a whole number of at least 1, got {max_steps!r}")
@@ -77,6 +80,7 @@ class Agent:
         self.budget = budget
         self.result_budget = check_result_budget(result_budget)
         self.tools = agent_registry(tools, builtin_tools)
+        self.mcp = mcp_servers_of(mcp)  # MCP servers whose tools join on the first turn, started then
         self.name = name
         self.team: Any = None  # the Team it belongs to, set by the team: hands the conversation to others
         self.last_turn: Turn | None = None
@@ -134,9 +138,8 @@ class Agent:
                 run_sync(closed(deltas))
 
     def abort(self) -> Turn | None:
-        """Stop the running turn now: it is recorded as interrupted, its partial answer kept. Nothing more is written
-        for that turn, and the task running it is cancelled (a turn started with :meth:`arun` then returns the
-        interrupted :class:`Turn`). ``None`` when no turn runs."""
+        """Stop the running turn now, recorded as interrupted with its partial answer kept; nothing more is written
+        for it and its task is cancelled (an arun then returns that Turn). ``None`` when no turn runs."""
         running, self._running = self._running, None
         if running is None:
             return None
@@ -151,12 +154,10 @@ class Agent:
         return await write_handoff(self.tape, self.model, name, state, summarize=summarize, meta=self.meta)
 
     def handoff(self, name: str, /, *, summarize: bool = False, **state: Any) -> list[TapeEntry]:
-        """:meth:`ahandoff` from synchronous code."""
-        return run_sync(self.ahandoff(name, summarize=summarize, **state))
+        return run_sync(self.ahandoff(name, summarize=summarize, **state))  # ahandoff from synchronous code
 
     def preview_handoff(self, name: str, /, *, summarize: bool = True, **state: Any) -> HandoffPreview:
-        """What :meth:`handoff` would write (summarised unless ``summarize=False``), what its summary keeps and the
-        next view's tokens before and after it; nothing is written until the preview's ``accept()``."""
+        """What :meth:`handoff` would write (summarised unless ``summarize=False``); nothing until ``accept()``."""
         meta, view = self.meta, self.view
         return run_sync(preview_handoff(self.tape, self.model, name, state, summarize=summarize, meta=meta, view=view))
 
@@ -167,8 +168,7 @@ class Agent:
         check_turn(self, prompt)
 
     def view(self) -> View:
-        """The view the next step would send (without the system prompt)."""
-        return self.pipeline.build_tape_context(self.tape, self.context)
+        return self.pipeline.build_tape_context(self.tape, self.context)  # what the next step sends, less the system
 
     def system_prompt(self, prompt: str = "", memory: MemorySnapshot | None = None) -> str:
         """The system prompt the next turn would send (writing nothing); ``memory`` saves reading the zone."""
@@ -191,6 +191,7 @@ class Agent:
             return
         memory = memory_of(self.tape, ensure=True)
         recorder = TurnRecorder(self.tape, self.model.name, self.meta, memory_version=memory.version or None)
+        recorder.notices += offer_mcp_tools(self.mcp, self.tools)  # a server that cannot start: one line, no tools
         running = self._running = RunningTurn(recorder, asyncio.current_task())
         try:
             recorder.start(self.system_prompt(prompt, memory), prompt)
@@ -285,7 +286,7 @@ class Agent:
         """Run every call; unknown tools, bad arguments and exceptions become error results for the model."""
         context = ToolContext(tape=self.tape, state={"agent": self, "run_id": recorder.run_id})
         before = self.tape.last_id
-        recorder.tools_started(completion)
+        recorder.tools_started(completion, self.tools.origins(call.name for call in completion.tool_calls))
         for call in completion.tool_calls:
             try:
                 output = await self.tools.call(call.name, call.arguments, context)

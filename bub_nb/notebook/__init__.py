@@ -44,6 +44,7 @@ def unload_ipython_extension(ipython: Any) -> None:
             configurable.recorder.stop()
             configurable.origin.stop()
             configurable.kernel.stop()
+            configurable.session.mcp.close()  # every MCP server's process ends with the extension
             ipython.configurables.remove(configurable)
             _unregister_magics(ipython, configurable)
 

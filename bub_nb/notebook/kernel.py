@@ -95,6 +95,26 @@ class NotebookKernel(CellListener):
             approved = await CodeApproval(code).decided()
         return APPROVED_IN_CELL if approved else Decision("denied", DENIED)
 
+    def approve_server(self, spec: Any) -> bool | None:
+        """Ask in the running cell whether an MCP server from a ``.mcp.json`` may start: ``None`` when no one can
+        be asked (a headless run), else the click."""
+        if not can_ask(self._shell):
+            return None
+        from bub_nb.agent.eventloop import run_sync
+        from bub_nb.notebook.comm_wait import comms_while_waiting
+        from bub_nb.notebook.widgets.code_approval import CodeApproval
+
+        heading = f"Start the MCP server {spec.name!r} from {spec.origin}? Its tools would be offered to the model:"
+        outcomes = ("Approved: starting it (asked once).", "Denied: it does not start (asked once).")
+        with comms_while_waiting(self._shell) as clicks_arrive:
+            if not clicks_arrive:
+                return None
+
+            async def clicked() -> bool:
+                return await CodeApproval(spec.describe(), heading=heading, outcomes=outcomes).decided()
+
+            return run_sync(clicked())
+
     def transform(self, code: str) -> str:
         return str(self._shell.transform_cell(code))
 

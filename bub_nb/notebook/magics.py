@@ -1,5 +1,5 @@
 """IPython magics over the agent and the tape: ``%%bub``, ``%agent``, ``%handoff``, ``%anchors``, ``%context``,
-``%memory``, ``%tape``, ``%lesson``.
+``%memory``, ``%tape``, ``%lesson``, ``%mcp``.
 
 Each magic parses its arguments and calls the plain-Python API; every ``BubNbError`` becomes a
 one-line ``UsageError``.
@@ -22,6 +22,7 @@ from bub_nb.notebook.commands.agents import AgentCommands
 from bub_nb.notebook.commands.context import ContextCommands
 from bub_nb.notebook.commands.handoff import HandoffCommands
 from bub_nb.notebook.commands.lesson import LessonCommands
+from bub_nb.notebook.commands.mcp import McpCommands
 from bub_nb.notebook.commands.memory import MemoryCommands
 from bub_nb.notebook.commands.tape import TapeCommands, with_tape_help
 from bub_nb.notebook.commands.turn import TurnCommand
@@ -42,7 +43,7 @@ class BubMagics(Magics, MagicSettings):
     def __init__(self, shell: Any = None, **kwargs: Any) -> None:
         super().__init__(shell=shell, **kwargs)
         self.kernel = NotebookKernel(self.shell, self, self._cell_number)
-        self.session = NotebookSession(self, lambda: self.ip.user_ns, self.kernel)
+        self.session = NotebookSession(self, lambda: self.ip.user_ns, self.kernel, self.kernel.approve_server)
         self.recorder = CellRecorder(self.shell, lambda: self.session.tape)
         self.origin = NotebookOrigin(self.shell, self.session)
         self.tape_commands = TapeCommands(self.session, self._switch_recording)
@@ -53,6 +54,7 @@ class BubMagics(Magics, MagicSettings):
         self.handoff_commands = HandoffCommands(self.session, self._cell_number)
         self.context_commands = ContextCommands(self.session, lambda: self.context)
         self.agent_commands = AgentCommands(self.session)
+        self.mcp_commands = McpCommands(self.session)
 
     @property
     def ip(self) -> InteractiveShell:
@@ -226,6 +228,18 @@ class BubMagics(Magics, MagicSettings):
     def lesson_magic(self, line: str) -> None:
         """%lesson start NAME: work on a clean tape NAME, emptied on every run (earlier runs are archived)."""
         self.lesson_commands.run(split_words(line))
+
+    # -- %mcp -----------------------------------------------------------------------------------------
+
+    @line_magic("mcp")  # type: ignore[arg-type]  # IPython types only the bare form
+    @usage_errors
+    def mcp_magic(self, line: str) -> Any:
+        """MCP servers whose tools the agent is offered as mcp.<server>.<tool>; alone, list them.
+
+        %mcp [add NAME -- COMMAND [ARGS...] | add NAME --url URL [--header K=V] | remove NAME | restart NAME |
+        approve NAME | deny NAME]
+        """
+        return self.mcp_commands.run(line)
 
     # -- %tape --------------------------------------------------------------------------------------
 

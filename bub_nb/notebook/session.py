@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from bub_nb.agent import Agent
 from bub_nb.agent.hooks.specs import Envelope, StreamEvent
 from bub_nb.agent.kernel_tools import RUNNING, Kernel, Limits, kernel_tools
+from bub_nb.agent.mcp.servers import Ask
 from bub_nb.agent.models import Model
 from bub_nb.agent.registry import default_pipeline
 from bub_nb.agent.state import TurnState, turn_state
@@ -22,6 +23,7 @@ from bub_nb.agent.turn import Turn
 from bub_nb.context import parse_mode
 from bub_nb.errors import BubNbError, ToolError
 from bub_nb.notebook.agents import NotebookAgents
+from bub_nb.notebook.mcp import NotebookMcp, may_name_mcp
 from bub_nb.notebook.model_names import notebook_model
 from bub_nb.tape import Tape, current_notebook, open_tape
 from bub_nb.tape.names import MAIN_AGENT
@@ -101,7 +103,11 @@ class NotebookSession:
     """State the magics share: the current tape, and how turns are run."""
 
     def __init__(
-        self, settings: Settings, namespace: Callable[[], Mapping[str, Any]], kernel: Kernel | None = None
+        self,
+        settings: Settings,
+        namespace: Callable[[], Mapping[str, Any]],
+        kernel: Kernel | None = None,
+        ask_mcp: Ask | None = None,
     ) -> None:
         self._settings = settings
         self._namespace = namespace
@@ -110,6 +116,7 @@ class NotebookSession:
         self.last_turn: Turn | None = None
         self.last_agent: Agent | None = None
         self.agents = NotebookAgents()
+        self.mcp = NotebookMcp(settings, ask_mcp)
 
     @property
     def settings(self) -> Settings:
@@ -169,11 +176,10 @@ class NotebookSession:
     ) -> AgentOptions:
         """A cell's options over the settings; ``budget=0`` turns a configured budget off for that cell."""
         settings = self._settings
+        spec = tools or (settings.tools or None)
+        mcp = self.mcp.tools() if may_name_mcp(spec) else []
         own, builtins = resolve_tools(
-            tools or (settings.tools or None),
-            self._namespace(),
-            self.kernel_tools(),
-            allow_code=bool(settings.allow_code),
+            spec, self._namespace(), [*self.kernel_tools(), *mcp], allow_code=bool(settings.allow_code)
         )
         budget = settings.budget if budget is None else budget
         return AgentOptions(

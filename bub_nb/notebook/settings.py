@@ -26,6 +26,8 @@ class Settings(Protocol):
     budget: int
     allow_code: bool | str
     tool_budget: int
+    mcp_servers: dict[str, Any]
+    allow_mcp_json: bool
 
 
 class MagicSettings(Configurable):
@@ -62,6 +64,13 @@ class MagicSettings(Configurable):
         help="Offer python.run: False (only with --tools python.run), True (approve each call), 'always' (no asking).",
     ).tag(config=True)
     tool_budget = Int(2000, help="Cut every tool result to about this many tokens (0: no limit).").tag(config=True)
+    mcp_servers = Dict(
+        help='MCP servers in the mcpServers shape of a .mcp.json, e.g. {"time": {"command": "uvx", '
+        '"args": ["mcp-server-time"]}}; their tools are mcp.<server>.<tool>.'
+    ).tag(config=True)
+    allow_mcp_json = Bool(
+        False, help="Start the servers of a .mcp.json beside the notebook without asking (default: ask once each)."
+    ).tag(config=True)
     record = Bool(False, help="Record executed cells as notebook.cell events (%tape record on|off sets it).").tag(
         config=True
     )
@@ -113,6 +122,16 @@ class MagicSettings(Configurable):
             return traces_url(value) if value else ""
         except BubNbError as exc:
             raise TraitError(one_line(exc)) from None
+
+    @validate("mcp_servers")
+    def _valid_mcp_servers(self, proposal: Any) -> dict[str, Any]:
+        from bub_nb.agent.mcp import servers_from
+
+        try:
+            servers_from(proposal["value"], source="config")
+        except BubNbError as exc:
+            raise TraitError(one_line(exc)) from None
+        return dict(proposal["value"])
 
     @validate("prices")
     def _valid_prices(self, proposal: Any) -> dict[str, Any]:

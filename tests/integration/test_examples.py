@@ -258,7 +258,20 @@ def check_lesson_context(run: Executed) -> None:
     assert len(checks) == 2 and all(text.startswith("**Check passed") for text in checks)
 
 
+def check_mcp(run: Executed) -> None:
+    assert "MCP server `tapes` started (stdio): 7 tools" in run.text("import shutil")
+    assert "running  mcp.tapes.list_tapes" in run.text("%mcp")
+    call = next(entry for entry in run.tape.read() if entry.kind == "tool_call")
+    ((call_id, origin),) = call.meta["mcp"].items()
+    assert call.payload["calls"][0]["id"] == call_id and origin["server"] == "tapes" and origin["tool"] == "search"
+    result = next(entry for entry in run.tape.read() if entry.kind == "tool_result").payload["results"][0]
+    assert "Time zones" in result and "tape://" in result
+    assert "tool schemas" in run.text("%context --next")
+    assert "stopped and removed" in run.text("%mcp remove tapes")
+
+
 CHECKS: dict[str, Callable[[Executed], None]] = {
+    "mcp.ipynb": check_mcp,
     "agents.ipynb": check_agents,
     "lesson-context.ipynb": check_lesson_context,
     "agent-and-data.ipynb": check_agent_and_data,

@@ -5,7 +5,8 @@ Every answer says where it comes from. The model reports how many messages of ea
 the anchor its view starts at (with the anchor state's summary), whether the system prompt holds a
 ``<memory>`` block, and the last user message. Two requests make it call a tool when that tool is
 offered: ``remember: <text>`` calls ``memory_save``, ``handoff <name>: <summary>`` calls
-``tape_handoff`` and ``run: <code>`` calls ``python_run``. A notebook variable named in backticks
+``tape_handoff``, ``run: <code>`` calls ``python_run``, and ``call <tool> {json arguments}`` calls any offered tool
+(an MCP server's ``mcp.time.get_current_time``, say). A notebook variable named in backticks
 (``describe `df` ``) makes it call ``notebook_inspect``. When a tool's result comes back it reports
 that result: a description from ``notebook_inspect`` in full, any other result in one sentence.
 Asked to summarise a phase, it answers with the extractive summary (:mod:`.extractive`).
@@ -32,6 +33,7 @@ LABEL = "[offline teaching model; no language model was called]"
 _ANCHOR = re.compile(r"^\[Anchor created: (?P<name>[^\]]*)\]:\s*(?P<state>.*)$", re.DOTALL)
 _REMEMBER = re.compile(r"^\s*remember\s*:\s*(?P<content>\S.*?)\s*$", re.DOTALL | re.IGNORECASE)
 _HANDOFF = re.compile(r"^\s*handoff\s+(?P<name>[^\s:]+)\s*:\s*(?P<summary>.*?)\s*$", re.DOTALL | re.IGNORECASE)
+_CALL = re.compile(r"^\s*call\s+(?P<name>[A-Za-z0-9_.-]{1,64})\s*(?P<arguments>\{.*\})?\s*$", re.DOTALL | re.IGNORECASE)
 _RUN = re.compile(r"^\s*run\s*:\s*(?P<code>\S.*?)\s*$", re.DOTALL | re.IGNORECASE)
 _FENCE = re.compile(r"^```(?:python|py)?\s*\n(?P<code>.*?)\n?```$", re.DOTALL)
 _BACKTICKED = re.compile(r"`(?P<name>[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*|\[[^`\]]+\])*)`")
@@ -47,6 +49,14 @@ def _quote(text: str) -> str:
 
 def _tool_names(tools: list[ToolSchema] | None) -> list[str]:
     return [str((tool.get("function") or {}).get("name", "")) for tool in tools or ()]
+
+
+def _json_object(text: str) -> dict[str, Any] | None:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def _failure(text: str) -> tuple[str, str] | None:
@@ -95,8 +105,10 @@ class OfflineModel(LocalModel):
         self, user: str, offered: list[str], messages: list[Message]
     ) -> tuple[ToolCall | None, str | None]:
         """The tool call the last user message asks for, or the name of a requested tool not offered."""
-        request: tuple[str, dict[str, str]] | None = None
-        if match := _REMEMBER.match(user):
+        request: tuple[str, dict[str, Any]] | None = None
+        if (match := _CALL.match(user)) and (arguments := _json_object(match["arguments"] or "{}")) is not None:
+            request = (match["name"].replace(".", "_"), arguments)
+        elif match := _REMEMBER.match(user):
             request = ("memory_save", {"content": match["content"]})
         elif match := _HANDOFF.match(user):
             request = ("tape_handoff", {"name": match["name"], "summary": match["summary"]})

@@ -44,6 +44,9 @@ class Tool:
     parameters: Mapping[str, Any]
     handler: Callable[..., Any]
     context_parameter: str | None = None
+    #: Where the tool comes from when that is worth keeping on the tape with each call (an MCP server's
+    #: ``{"mcp": {"server", "tool", "protocol"}}``); the recorder writes it into the call entry's ``meta``.
+    origin: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if not _NAME.match(self.name):
@@ -207,6 +210,10 @@ class ToolRegistry:
 
     def __len__(self) -> int:
         return len(self._tools)
+
+    def origins(self, names: Iterable[str]) -> list[Mapping[str, Any] | None]:
+        """Each named tool's :attr:`Tool.origin` (``None`` for a tool without one or a name no tool has)."""
+        return [found.origin if (found := self._tools.get(name.replace(".", "_"))) else None for name in names]
 
     def schemas(self) -> list[dict[str, Any]]:
         """OpenAI tool schemas, names underscored."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from textwrap import shorten
 from typing import TYPE_CHECKING, Any
@@ -56,6 +56,7 @@ class TurnRecorder(CarriesOverReset):
     system_prompt: str = field(default="", init=False)
     notices: list[str] = field(default_factory=list, init=False)
     running_tools: tuple[Completion, list[Any], list[ToolCallError | None]] | None = field(default=None, init=False)
+    tool_origins: list[Mapping[str, Any] | None] = field(default_factory=list, init=False)
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
 
     @property
@@ -120,13 +121,14 @@ class TurnRecorder(CarriesOverReset):
         """The id of the turn's prompt on the tape (the first user message it wrote), once written."""
         return next((e.id for e in self.entries if e.kind == "message" and e.payload.get("role") == "user"), None)
 
-    def tools_started(self, completion: Completion) -> None:
+    def tools_started(self, completion: Completion, origins: list[Mapping[str, Any] | None] | None = None) -> None:
         """The tools ``completion`` calls are running; :meth:`tool_returned` tells each call's result, in order.
 
         Should the turn be interrupted before they all return, :meth:`interrupt` records the calls
         that did not as interrupted.
         """
         self.running_tools = (completion, [], [])
+        self.tool_origins = origins or []
 
     def tool_returned(self, result: Any, failure: ToolCallError | None = None) -> None:
         """The next running call returned ``result``; ``failure`` when it failed (``result`` then tells the model)."""
@@ -150,7 +152,8 @@ class TurnRecorder(CarriesOverReset):
                 for call, failure in zip(completion.tool_calls, failures, strict=True)
                 if failure is not None
             ]
-            self._write(TapeEntry.tool_call(calls, completion.text or None), TapeEntry.tool_result(results), *errors)
+            call = TapeEntry.tool_call(calls, completion.text or None, **_origins(completion, self.tool_origins))
+            self._write(call, TapeEntry.tool_result(results), *errors)
 
     def _abandon_tools(self) -> None:
         """Record running tools as interrupted: each call gets an error result (so every view stays valid)
@@ -282,3 +285,12 @@ class TurnRecorder(CarriesOverReset):
             return self.finish(
                 "interrupted", self.partial, error="interrupted", partial=bool(self.partial), after_answer=stopped
             )
+
+
+def _origins(completion: Completion, origins: list[Mapping[str, Any] | None]) -> dict[str, Any]:
+    """``meta`` for a call entry naming where its tools came from, by call id: ``{"mcp": {call_id: {...}}}``."""
+    meta: dict[str, dict[str, Any]] = {}
+    for call, origin in zip(completion.tool_calls, origins, strict=False):
+        for key, value in (origin or {}).items():
+            meta.setdefault(key, {})[call.id] = dict(value)
+    return meta

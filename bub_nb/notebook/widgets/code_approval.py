@@ -18,7 +18,13 @@ class CodeApproval:
     :func:`bub_nb.notebook.comm_wait.comms_while_waiting`, which has the kernel dispatch it at once.
     """
 
-    def __init__(self, code: str) -> None:
+    def __init__(
+        self,
+        code: str,
+        *,
+        heading: str = "The model asks to run this code in your kernel (python.run):",
+        outcomes: tuple[str, str] = ("Approved: running it.", "Denied: nothing ran."),
+    ) -> None:
         import ipywidgets
 
         self._answer: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
@@ -26,9 +32,10 @@ class CodeApproval:
         self.approve = ipywidgets.Button(description=APPROVE, button_style="success", icon="play")
         self.deny = ipywidgets.Button(description=DENY, button_style="danger", icon="times")
         self.status = ipywidgets.HTML("<i>Waiting for your answer…</i>")
-        heading = ipywidgets.HTML("<b>The model asks to run this code in your kernel (python.run):</b>")
+        self.outcomes = outcomes
+        title = ipywidgets.HTML(f"<b>{html.escape(heading)}</b>")
         shown = ipywidgets.HTML(f"<pre class='bub-code'>{html.escape(code)}</pre>")
-        self.widget = ipywidgets.VBox([heading, shown, ipywidgets.HBox([self.approve, self.deny]), self.status])
+        self.widget = ipywidgets.VBox([title, shown, ipywidgets.HBox([self.approve, self.deny]), self.status])
         self.widget.add_class("bub-code-approval")
         self.approve.on_click(lambda _button: self._decide(True))
         self.deny.on_click(lambda _button: self._decide(False))
@@ -37,7 +44,7 @@ class CodeApproval:
         if self._answer.done():
             return
         self._answer.set_result(approved)
-        self._close("Approved: running it." if approved else "Denied: nothing ran.")
+        self._close(self.outcomes[0] if approved else self.outcomes[1])
 
     def _close(self, status: str) -> None:
         self.approve.disabled = self.deny.disabled = True

@@ -1,0 +1,222 @@
+"""The tape served over MCP: another agent (Claude Code, Codex, an IDE) reads tapes, views, anchors, search and what
+a turn saw, through the official SDK's server.
+
+Read-only unless started with ``allow_write``; then ``handoff`` and ``append`` go through the checks the magics
+use. Retracted entries are marked, redacted text is what the tape holds, and on PostgreSQL the server runs as the
+role its DSN logs in with, so row-level security decides what a client sees. Every answer is bounded.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from bub_nb.errors import BubNbError, TapeNotFoundError
+from bub_nb.tape import Tape, TapeEntry, open_tape
+from bub_nb.tape.events import retracted_ids
+
+MAX_ENTRIES = 200
+MAX_SEARCH = 100
+MAX_TEXT = 4000
+INSTRUCTIONS = (
+    "Read-only access to bub_nb / Bub tapes: append-only logs of agent conversations. list_tapes names them; "
+    "anchors marks phases; view gives the messages a model receives in a mode ('last', 'full', 'phases', "
+    "'window:N', an anchor name); search finds entries; entries reads them by id; turn rebuilds what one turn "
+    "sent; retention says what a handoff's summary kept. Entries are addressed tape://<tape>/entry/<id>."
+)
+
+
+class TapeReader:
+    """The tapes of one home or store, opened by name; what the server's tools call."""
+
+    def __init__(self, home: str | Path | None = None, store: str | None = None) -> None:
+        self.home = None if home is None else Path(home).expanduser()
+        self.store = store
+        self._open: dict[str, Tape] = {}  # a tape's index is read once and kept up to date as the tape grows
+
+    def names(self) -> list[str]:
+        if self.store is not None:
+            from bub_nb.tape.stores.resolve import resolve_store
+
+            store = resolve_store(self.store)
+            assert store is not None
+            return sorted(store.list_tapes())
+        from bub_nb.tape import FileTapeStore
+        from bub_nb.tape.locations import tapes_home
+
+        return sorted(FileTapeStore(tapes_home(self.home)).list_tapes())
+
+    def tape(self, name: str) -> Tape:
+        if (found := self._open.get(name)) is not None:
+            return found
+        self._open[name] = self._opened(name)
+        return self._open[name]
+
+    def _opened(self, name: str) -> Tape:
+        try:
+            if self.store is not None:
+                return open_tape(name, store=self.store, create=False)
+            return open_tape(name, home=self.home, create=False)
+        except TapeNotFoundError:
+            raise TapeNotFoundError(f"No tape named {name!r} here; list_tapes names the tapes") from None
+
+
+def retracted_among(tape: Tape, entries: list[TapeEntry]) -> frozenset[int]:
+    """Which of ``entries`` are retracted now: a retraction comes after what it retracts, so the tape is read from
+    the first of them on (not from its start), and not at all when there are none."""
+    if not entries:
+        return frozenset()
+    return retracted_ids(tape.read(min(entry.id for entry in entries)))
+
+
+def entry_json(tape: Tape, entry: TapeEntry, retracted: frozenset[int]) -> dict[str, Any]:
+    """An entry as a client reads it: its fields, its address, whether it was retracted, long text cut."""
+    data = entry.to_dict()
+    text = json.dumps(data["payload"], ensure_ascii=False)
+    if len(text) > MAX_TEXT:
+        data["payload"] = {"text": text[:MAX_TEXT], "cut": f"{len(text) - MAX_TEXT:,} more characters"}
+    data["address"] = tape.address(entry)
+    if entry.id in retracted:
+        data["retracted"] = True
+    return data
+
+
+def build_server(reader: TapeReader, *, allow_write: bool = False) -> Any:
+    """An ``MCPServer`` over ``reader``'s tapes (the ``[mcp]`` extra's SDK)."""
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    server: Any = MCPServer("bub_nb", instructions=INSTRUCTIONS, log_level="WARNING")
+
+    def tool(function: Callable[..., Any]) -> Any:
+        """Register ``function``; its BubNbError reaches the client as an error result saying it in one line
+        (the SDK hides any other exception's text)."""
+
+        @functools.wraps(function)
+        def said(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return function(*args, **kwargs)
+            except BubNbError as exc:
+                raise ToolError(str(exc).splitlines()[0]) from None
+
+        return server.tool()(said)
+
+    @tool
+    def list_tapes(limit: int = 100) -> list[dict[str, Any]]:
+        """The tapes here, each with its entry and anchor counts and its last anchor."""
+        rows = []
+        for name in reader.names()[: max(1, min(limit, 1000))]:
+            info = reader.tape(name).info()
+            last = info.last_anchor
+            rows.append({"tape": name, "entries": info.entries, "anchors": info.anchors, "last_anchor": last})
+        return rows
+
+    @tool
+    def anchors(tape: str, limit: int = 20) -> list[dict[str, Any]]:
+        """The tape's anchors, newest last: each phase's name, entry id and state (a handoff's summary)."""
+        found = reader.tape(tape).anchors(limit=max(1, min(limit, MAX_ENTRIES)))
+        return [{"id": a.id, "name": a.name, "date": a.date, "state": a.state} for a in found]
+
+    @tool
+    def view(tape: str, mode: str = "last") -> dict[str, Any]:
+        """The messages a model would receive from the tape in ``mode`` (retracted entries left out)."""
+        from bub_nb.context import parse_mode
+        from bub_nb.context.view import build_view
+
+        built = build_view(reader.tape(tape), parse_mode(mode))
+        messages = list(built.messages)[-MAX_ENTRIES:]
+        return {
+            "mode": built.mode,
+            "entry_ids": list(built.entry_ids),
+            "tokens": built.total_tokens,
+            "messages": messages,
+            "left_out_retracted": list(built.retracted),
+        }
+
+    @tool
+    def search(query: str, tape: str | None = None, limit: int = 20) -> list[dict[str, Any]]:
+        """Entries whose text holds ``query``, newest first, on one tape or on every tape."""
+        limit = max(1, min(limit, MAX_SEARCH))
+        found: list[dict[str, Any]] = []
+        for name in [tape] if tape else reader.names():
+            opened = reader.tape(name)
+            hits = list(opened.search(query, limit=limit))
+            retracted = retracted_among(opened, hits)
+            found += [entry_json(opened, entry, retracted) for entry in hits]
+            if len(found) >= limit:
+                break
+        return found[:limit]
+
+    @tool
+    def entries(tape: str, start: int, end: int | None = None) -> list[dict[str, Any]]:
+        """Entries ``start`` to ``end`` (inclusive; one entry without ``end``), at most 200."""
+        opened = reader.tape(tape)
+        stop = start if end is None else end
+        if start < 1 or stop < start:
+            raise BubNbError(f"entries need 1 <= start <= end, got {start}..{stop}")
+        stop = min(stop, start + MAX_ENTRIES - 1)
+        read = opened.read(start, stop + 1)
+        retracted = retracted_among(opened, read)
+        return [entry_json(opened, entry, retracted) for entry in read]
+
+    @tool
+    def turn(tape: str, run: str = "-1") -> dict[str, Any]:
+        """What one turn sent to its model, rebuilt: its system prompt and messages (run id, entry id or -1)."""
+        from bub_nb.context.turns import parse_run, view_of_turn
+
+        seen = view_of_turn(reader.tape(tape), parse_run(run))
+        return {"run_id": seen.run_id, "system_prompt": seen.system_prompt, "messages": list(seen.messages)}
+
+    @tool
+    def retention(tape: str, anchor: str) -> list[dict[str, Any]]:
+        """What the summary of ``anchor`` kept of the phase it closed: one row per number, path, decision..."""
+        from bub_nb.context.retention import retention as kept
+
+        frame = kept(reader.tape(tape), anchor)
+        return json.loads(frame.to_json(orient="records"))
+
+    if allow_write:
+
+        @tool
+        def handoff(tape: str, name: str, summary: str | None = None, next_steps: str | None = None) -> list[int]:
+            """Write an anchor on the tape: the next view starts there and carries this state."""
+            state = {k: v for k, v in (("summary", summary), ("next_steps", next_steps)) if v}
+            return [entry.id for entry in reader.tape(tape).handoff(name, state)]
+
+        @tool
+        def append(tape: str, content: str, role: str = "user") -> int:
+            """Append one message to the tape (role user or assistant)."""
+            if role not in ("user", "assistant"):
+                raise BubNbError(f"role must be 'user' or 'assistant', got {role!r}")
+            return reader.tape(tape).append_message({"role": role, "content": content}).id
+
+    @server.resource("tape://{tape}/entry/{entry_id}", mime_type="application/json")
+    def entry_resource(tape: str, entry_id: str) -> str:
+        opened = reader.tape(tape)
+        entry = opened.resolve(f"tape://{tape}/entry/{entry_id}")
+        return json.dumps(entry_json(opened, entry, retracted_among(opened, [entry])), ensure_ascii=False)
+
+    @server.resource("tape://{tape}/anchor/{+name}", mime_type="application/json")
+    def anchor_resource(tape: str, name: str) -> str:
+        opened = reader.tape(tape)
+        entry = opened.resolve(f"tape://{tape}/anchor/{name}")
+        return json.dumps(entry_json(opened, entry, retracted_among(opened, [entry])), ensure_ascii=False)
+
+    return server
+
+
+def serve(
+    *, home: str | None = None, store: str | None = None, http: str | None = None, allow_write: bool = False
+) -> None:
+    """Run the server until its client leaves (stdio) or it is stopped (``http="HOST:PORT"``)."""
+    server = build_server(TapeReader(home, store), allow_write=allow_write)
+    if http is None:
+        server.run("stdio")
+        return
+    host, _, port = http.rpartition(":")
+    if not port.isdigit():
+        raise BubNbError(f"--http takes HOST:PORT, e.g. 127.0.0.1:8765, got {http!r}")
+    server.run("streamable-http", host=host or "127.0.0.1", port=int(port))

@@ -1,0 +1,169 @@
+"""``bub-nb mcp serve``: the tapes of a home read by the official SDK's client over stdio and streamable HTTP,
+retracted entries marked, refusals one line, writing only when allowed; and bub_nb's own agent using it as a
+server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bub_nb.agent import Agent
+from bub_nb.agent.mcp import McpServers, servers_from
+from bub_nb.agent.models import OpenAIModel
+from bub_nb.tape import open_tape
+from bub_nb.testing import OpenAICompatibleServer
+
+pytest.importorskip("mcp")
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    home = tmp_path / "home"
+    tape = open_tape("lesson", home=home)
+    tape.ensure_bootstrap_anchor()
+    tape.append_message({"role": "user", "content": "The budget is 1,200 EUR."})
+    tape.append_message({"role": "assistant", "content": "Noted: 1,200 EUR."})
+    tape.handoff("trip/decided", {"summary": "Budget 1,200 EUR [#3]", "next_steps": "book"})
+    wrong = tape.append_message({"role": "user", "content": "my password is hunter2, oops"})
+    tape.retract(wrong.id, reason="pasted by mistake")
+    tape.append_message({"role": "user", "content": "Which train?"})
+    return home
+
+
+def serve_command(home: Path, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "bub_nb", "mcp", "serve", "--home", str(home), *extra]
+
+
+def stdio(home: Path, *extra: str) -> Any:
+    from mcp.client.stdio import StdioServerParameters
+
+    command = serve_command(home, *extra)
+    return StdioServerParameters(command=command[0], args=command[1:])
+
+
+async def session(target: Any, work: Any) -> Any:
+    from mcp import Client
+
+    async with Client(target) as client:
+        return await work(client)
+
+
+def data(result: Any) -> Any:
+    assert not result.is_error, result.content
+    if result.structured_content is not None:
+        found = result.structured_content
+        return found.get("result", found) if isinstance(found, dict) and set(found) == {"result"} else found
+    return json.loads(result.content[0].text)
+
+
+def test_a_client_reads_tapes_views_search_and_entries_and_a_retracted_entry_is_marked(home: Path) -> None:
+    async def work(client: Any) -> dict[str, Any]:
+        tools = {tool.name for tool in (await client.list_tools()).tools}
+        return {
+            "tools": tools,
+            "tapes": data(await client.call_tool("list_tapes", {})),
+            "anchors": data(await client.call_tool("anchors", {"tape": "lesson"})),
+            "view": data(await client.call_tool("view", {"tape": "lesson", "mode": "last"})),
+            "full": data(await client.call_tool("view", {"tape": "lesson", "mode": "full"})),
+            "search": data(await client.call_tool("search", {"query": "hunter2"})),
+            "entries": data(await client.call_tool("entries", {"tape": "lesson", "start": 2, "end": 3})),
+            "missing": await client.call_tool("view", {"tape": "lesson", "mode": "no/such/anchor"}),
+            "nosuch": await client.call_tool("anchors", {"tape": "nosuch"}),
+            "resource": await client.read_resource("tape://lesson/entry/3"),
+            "anchor": await client.read_resource("tape://lesson/anchor/trip/decided"),
+        }
+
+    seen = asyncio.run(session(stdio(home), work))
+    assert {"list_tapes", "anchors", "view", "search", "entries", "turn", "retention"} <= seen["tools"]
+    assert not {"handoff", "append"} & seen["tools"]
+    assert seen["tapes"][0]["tape"] == "lesson" and seen["tapes"][0]["entries"] >= 7
+    assert [a["name"] for a in seen["anchors"]][-1] == "trip/decided"
+    last = json.dumps(seen["view"]["messages"])
+    assert "Budget 1,200 EUR" in last and "Which train?" in last and "hunter2" not in last
+    assert "hunter2" not in json.dumps(seen["full"]["messages"]) and seen["full"]["left_out_retracted"]
+    (hit,) = seen["search"]
+    assert hit["retracted"] is True and hit["address"].startswith("tape://lesson/entry/")
+    assert [e["id"] for e in seen["entries"]] == [2, 3]
+    assert seen["missing"].is_error and "no/such/anchor" in seen["missing"].content[0].text
+    assert seen["nosuch"].is_error and "\n" not in seen["nosuch"].content[0].text
+    assert "1,200 EUR" in seen["resource"].contents[0].text
+    assert "trip/decided" in seen["anchor"].contents[0].text or "decided" in seen["anchor"].contents[0].text
+
+
+def test_writing_is_offered_only_when_allowed_and_goes_through_the_tapes_checks(home: Path) -> None:
+    async def work(client: Any) -> dict[str, Any]:
+        return {
+            "tools": {tool.name for tool in (await client.list_tools()).tools},
+            "handoff": data(await client.call_tool("handoff", {"tape": "lesson", "name": "phase/2", "summary": "s"})),
+            "memory": await client.call_tool("handoff", {"tape": "lesson", "name": "memory/open"}),
+            "append": data(await client.call_tool("append", {"tape": "lesson", "content": "from another agent"})),
+            "role": await client.call_tool("append", {"tape": "lesson", "content": "x", "role": "system"}),
+        }
+
+    before = len(open_tape("lesson", home=home))
+    seen = asyncio.run(session(stdio(home, "--allow-write"), work))
+    assert {"handoff", "append"} <= seen["tools"]
+    assert seen["memory"].is_error and seen["role"].is_error
+    tape = open_tape("lesson", home=home)
+    assert len(tape) == before + 3  # the anchor, its handoff event, the message: the refusals wrote nothing
+    assert tape.read()[-1].payload["content"] == "from another agent"
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.fixture
+def http_server(home: Path) -> Iterator[str]:
+    port = free_port()
+    process = subprocess.Popen(
+        serve_command(home, "--http", f"127.0.0.1:{port}"), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    try:
+        for _ in range(600):  # until it listens (or exits)
+            if process.poll() is not None:
+                raise AssertionError(process.stderr.read().decode() if process.stderr else "exited")
+            with socket.socket() as probe:
+                if probe.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+def test_the_same_tools_over_streamable_http(http_server: str) -> None:
+    async def work(client: Any) -> Any:
+        return data(await client.call_tool("search", {"query": "train", "tape": "lesson"}))
+
+    (hit,) = asyncio.run(session(http_server, work))
+    assert hit["payload"]["content"] == "Which train?"
+
+
+def test_bub_nbs_agent_reads_another_tape_through_its_own_server(
+    home: Path, tmp_path: Path, model: OpenAIModel, openai_server: OpenAICompatibleServer
+) -> None:
+    command = serve_command(home)
+    config = {"tapes": {"command": command[0], "args": command[1:]}}
+    openai_server.reply_tool_calls([{"name": "mcp_tapes_search", "arguments": {"query": "budget"}}])
+    openai_server.reply("The budget was 1,200 EUR.")
+    tape = open_tape("reader", home=tmp_path / "reader-home")
+    with McpServers(servers_from(config, source="python")) as servers:
+        turn = Agent(tape, model=model, mcp=servers).run("What was the budget in the lesson?")
+    assert turn.status == "ok"
+    result = next(e for e in tape.read() if e.kind == "tool_result").payload["results"][0]
+    assert "1,200 EUR" in result and "tape://lesson/entry/" in result
+    sent = json.dumps(openai_server.requests[1]["messages"])
+    assert "tape://lesson/entry/" in sent

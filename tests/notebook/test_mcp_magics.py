@@ -1,0 +1,131 @@
+"""``%mcp`` in a real IPython shell: servers added by a line, listed, used by ``%%bub``, counted by
+``%context --next``, approved once when they come from a ``.mcp.json``, and gone when removed or unloaded."""
+
+from __future__ import annotations
+
+import json
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from harness.shell import Notebook
+
+from bub_nb.testing import OpenAICompatibleServer
+
+pytest.importorskip("mcp")
+
+HOSTILE = Path(__file__).parents[1] / "harness" / "hostile_mcp.py"
+
+
+def processes_with(marker: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                state = (entry / "stat").read_text().split()[2]
+            except OSError:
+                continue
+            if marker in command and state != "Z":
+                found.append(int(entry.name))
+    return found
+
+
+@pytest.fixture
+def endpoint(nb: Notebook, openai_server: OpenAICompatibleServer, monkeypatch: pytest.MonkeyPatch) -> Any:
+    monkeypatch.setenv("BUB_API_BASE", openai_server.base_url)
+    monkeypatch.setenv("BUB_API_KEY", "test-key-not-secret")
+    nb.run('%config BubMagics.model = "openai:test-model"')
+    return openai_server
+
+
+def offered(server: OpenAICompatibleServer) -> list[str]:
+    return [tool["function"]["name"] for tool in server.last_request.get("tools") or ()]
+
+
+def test_a_server_added_by_a_line_is_listed_used_by_a_turn_counted_and_removed(nb: Notebook, endpoint: Any) -> None:
+    marker = uuid.uuid4().hex
+    nb.run(f"%mcp add echoes -- {sys.executable} {HOSTILE} tools {marker}")
+    assert "MCP server `echoes` started (stdio)" in nb.shown() and "`mcp.echoes.echo`" in nb.shown()
+    table = nb.run("%mcp")
+    assert table.loc["echoes", "state"] == "running" and "mcp.echoes.echo" in table.loc["echoes", "tools"]
+    assert "bad_schema" in table.loc["echoes", "problem"]
+
+    endpoint.reply_tool_calls([{"name": "mcp_echoes_echo", "arguments": {"text": "from a cell"}}])
+    endpoint.reply("done")
+    nb.run("%%bub\nEcho something.")
+    assert "mcp_echoes_echo" in offered(endpoint)
+    call = next(e for e in nb.tape.read() if e.kind == "tool_call")
+    assert call.meta["mcp"][call.payload["calls"][0]["id"]]["server"] == "echoes"
+    result = next(e for e in nb.tape.read() if e.kind == "tool_result")
+    assert result.payload["results"] == ["echo: from a cell"]
+
+    endpoint.reply("only builtins")
+    nb.run("%%bub --tools memory.*\nhi")
+    assert not any(name.startswith("mcp_") for name in offered(endpoint))
+    endpoint.reply("only the server")
+    nb.run("%%bub --tools mcp.echoes.*\nhi")
+    assert offered(endpoint) and all(name.startswith("mcp_echoes_") for name in offered(endpoint))
+
+    nb.run("%context --next")
+    shown = nb.shown()
+    assert "mcp_echoes_echo" in shown or "mcp.echoes.echo" in shown
+
+    nb.run("%mcp remove echoes")
+    assert processes_with(marker) == []
+    assert "No MCP servers" in (nb.run("%mcp") or "") or "No MCP servers" in nb.shown()
+
+
+@pytest.mark.parametrize(
+    ("line", "match"),
+    [
+        ("%mcp add", "needs a server name"),
+        ("%mcp add x", "needs either -- COMMAND"),
+        ("%mcp add x --url http://127.0.0.1:1/mcp -- python", "needs either -- COMMAND"),
+        ("%mcp add 'bad name' -- python", "must be 1-32 letters"),
+        ("%mcp add x --header Authorization -- python", "takes KEY=VALUE"),
+        ("%mcp add x -- /nonexistent/server", "was not found"),
+        ("%mcp remove nothing", "No MCP server named 'nothing'"),
+        ("%mcp frobnicate", "Unknown %mcp action"),
+        ("%mcp approve", "takes one server name"),
+    ],
+)
+def test_bad_mcp_lines_are_one_line_and_write_nothing(nb: Notebook, line: str, match: str) -> None:
+    nb.refused(line, match)
+
+
+def test_a_mcp_json_server_is_refused_headless_until_approved_and_stops_with_the_extension(
+    nb: Notebook, endpoint: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    marker = uuid.uuid4().hex
+    config = {"mcpServers": {"beside": {"command": sys.executable, "args": [str(HOSTILE), "tools", marker]}}}
+    (tmp_path / ".mcp.json").write_text(json.dumps(config))
+    endpoint.reply("no tools from it")
+    nb.run("%%bub\nhi")
+    assert not any(name.startswith("mcp_") for name in offered(endpoint))
+    warned = capsys.readouterr().err
+    assert "MCP server 'beside'" in warned and "%mcp approve beside" in warned and warned.count("\n") == 1
+    assert processes_with(marker) == []
+    endpoint.reply("still none")
+    nb.run("%%bub\nhi")
+    assert "beside" not in capsys.readouterr().err  # said once
+    assert nb.run("%mcp").loc["beside", "state"] == "not approved"
+
+    nb.run("%mcp approve beside")
+    endpoint.reply("now it has them")
+    nb.run("%%bub\nhi")
+    assert "mcp_beside_echo" in offered(endpoint) and processes_with(marker)
+    nb.refused("%mcp remove beside", "comes from .*mcp.json")
+    nb.run("%unload_ext bub_nb")
+    assert processes_with(marker) == []
+    nb.run("%load_ext bub_nb")  # the fixture unloads it again
+    approvals = json.loads((tmp_path / "home" / "mcp-approvals.json").read_text())
+    assert [answer["decision"] for answer in approvals.values()] == ["approved"]
+
+
+def test_servers_from_the_configuration_trait_are_checked_when_set(nb: Notebook, capsys: Any) -> None:
+    nb.run("%config BubMagics.mcp_servers = {'t': {'args': []}}")
+    assert "'command' must be the program" in capsys.readouterr().err
+    assert nb.magics.mcp_servers == {}
