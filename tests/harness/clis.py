@@ -1,4 +1,5 @@
-"""Claude Code and Codex, the real CLIs, writing their own logs against the scripted endpoint in ``cli_endpoint``.
+"""Claude Code and Codex, the real CLIs, writing their own logs against the scripted endpoint in ``cli_endpoint``
+(and MCP's reference server, ``mcp-server-everything``, installed beside them from the same pins).
 
 The versions are pinned in ``.ci/clis/package-lock.json``; ``.ci/run`` installs them once per lock into
 ``${BUB_NB_CACHE:-~/.cache/bub_nb}/clis/<hash>`` and names that folder in ``BUB_NB_CLIS``. Without them a test
@@ -39,7 +40,7 @@ def cli_folder() -> Path:
 
 
 def cli_binary(name: str) -> Path:
-    """The pinned ``claude`` or ``codex``; skips without it, and fails under ``CI=true``."""
+    """The pinned ``claude``, ``codex`` or ``mcp-server-everything``; skips without it, and fails under ``CI=true``."""
     binary = cli_folder() / "node_modules" / ".bin" / name
     if not binary.exists():
         reason = f"{name} is not installed at {binary}; run the CLI step of .ci/run (npm ci in .ci/clis)"

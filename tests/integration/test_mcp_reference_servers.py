@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from harness.npm_tools import npm_program
+from harness.clis import cli_binary
 
 from bub_nb.agent import Agent
 from bub_nb.agent.mcp import McpServers, servers_from
@@ -22,7 +22,6 @@ from bub_nb.tape import Tape
 from bub_nb.testing import OpenAICompatibleServer
 
 pytest.importorskip("mcp")
-EVERYTHING = "@modelcontextprotocol/server-everything"
 
 
 def results_by_tool(tape: Tape) -> dict[str, Any]:
@@ -40,7 +39,7 @@ def test_the_reference_server_over_stdio_answers_text_images_and_structured_cont
     tape: Tape, model: OpenAIModel, openai_server: OpenAICompatibleServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-key-that-must-not-leak-0123456789")
-    program = str(npm_program(EVERYTHING))
+    program = str(cli_binary("mcp-server-everything"))
     openai_server.reply_tool_calls(
         [
             {"name": "mcp_every_echo", "arguments": {"message": "hello"}},
@@ -70,7 +69,7 @@ def streamable_http() -> Iterator[str]:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     process = subprocess.Popen(
-        [str(npm_program(EVERYTHING)), "streamableHttp"],
+        [str(cli_binary("mcp-server-everything")), "streamableHttp"],
         env={**os.environ, "PORT": str(port)},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
