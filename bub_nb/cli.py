@@ -190,7 +190,10 @@ def _export(args: argparse.Namespace) -> int:
 
         names = args.names or file_store(tapes_home(args.home)).list_tapes()  # every tape when none is named
         tapes = [open_tape(name, home=args.home, create=False) for name in names]  # every name, before writing
-        for path in write_parquet(tapes, args.parquet):
+        from bub_nb.tape.corrections.unreached import record_export
+
+        for tape, path in zip(tapes, write_parquet(tapes, args.parquet), strict=True):
+            record_export([tape], path, "parquet")  # so a redaction can name the file
             print(path)
         return 0
     from bub_nb.export import otel
@@ -223,7 +226,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "bub-nb tapes export --otlp URL NAME... sends tapes to an OpenTelemetry receiver; "
         "bub-nb tapes export --parquet DIR [NAME...] writes them as Parquet files; "
         "bub-nb tapes import PATH writes another agent's log as a new tape; "
-        "bub-nb tapes redact NAME --entry ID replaces a pasted secret everywhere it was copied."
+        "bub-nb tapes redact --text SECRET (or NAME --entry ID) replaces a pasted secret wherever it occurs."
     )
     # push, pull, export and import are parsed on their own: a HOME positional and sub-commands cannot share a parser.
     moving = argparse.ArgumentParser(

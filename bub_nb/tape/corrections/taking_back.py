@@ -8,10 +8,12 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Protocol
 
 from bub_nb.errors import TapeError
+from bub_nb.tape.corrections.by_value import MIN_ENTRY_TEXT, TextRedaction, redact_store_text
 from bub_nb.tape.corrections.redaction import (
     Redaction,
     family,
     live_name,
+    marker,
     redact_database,
     redact_event,
     redact_files,
@@ -20,7 +22,7 @@ from bub_nb.tape.corrections.redaction import (
 from bub_nb.tape.corrections.retraction import Target, retraction
 from bub_nb.tape.entries import TapeEntry
 from bub_nb.tape.events import RETRACT, UNRETRACT, retracted_ids
-from bub_nb.tape.stores.protocol import FileBacked, MayBeReadOnly, TapeStore
+from bub_nb.tape.stores.protocol import FileBacked, MayBeReadOnly, SearchesLines, TapeStore
 
 if TYPE_CHECKING:
     from bub_nb.tape.stores.postgres.store import PostgresTapeStore
@@ -59,8 +61,12 @@ class TakingBack:
 
     def retracted(self: _Tape) -> frozenset[int]:
         """The ids retracted now (read from the tape's ``retract`` and ``unretract`` events)."""
-        events = self.store.read(self.name)
-        return retracted_ids(e for e in events if e.kind == "event" and e.name in (RETRACT, UNRETRACT))
+        store = self.store
+        if isinstance(store, SearchesLines):  # only the lines naming them are decoded, newest first
+            found = list(store.iter_reverse_matching(self.name, [b"retract"]))[::-1]
+        else:
+            found = store.read(self.name)
+        return retracted_ids(e for e in found if e.kind == "event" and e.name in (RETRACT, UNRETRACT))
 
     def redact(
         self: _Tape, ids: int | Iterable[int], *, by: str | None = None, databases: Iterable[PostgresTapeStore] = ()
@@ -87,6 +93,15 @@ class TakingBack:
                 raise TapeError(f"Tape {self.name!r} lives in {store!r}; redaction rewrites files or a database")
             for database in databases:
                 done.database += redact_database(database, names, found)
+            # Then each text by value, so what quoted it is reached too: summaries, other agents' tapes.
+            texts = sorted({text for t in found for text in t.texts if len(text.strip()) >= MIN_ENTRY_TEXT})
+            for text in texts:
+                for each in (store, *databases):
+                    by_value = TextRedaction(marker(text), len(text))
+                    redact_store_text(each, text, by_value, by, None)
+                    for place, ids in by_value.files.items():
+                        done.copies.setdefault(place, []).extend(ids)
             if isinstance(store, MayBeReadOnly) and not store.writable(self.name):  # an archive: its live tape
                 return store.append(live_name(self.name), [redact_event(done, by)])[0]  # records it
             return self.append(redact_event(done, by))
+
