@@ -21,7 +21,7 @@ from bub_nb.tape.corrections.redaction import (
 )
 from bub_nb.tape.corrections.retraction import Target, retraction
 from bub_nb.tape.entries import TapeEntry
-from bub_nb.tape.events import RETRACT, UNRETRACT, retracted_ids
+from bub_nb.tape.events import RETRACT, UNRETRACT, range_ids, retracted_ids
 from bub_nb.tape.stores.protocol import FileBacked, MayBeReadOnly, SearchesLines, TapeStore
 
 if TYPE_CHECKING:
@@ -52,12 +52,16 @@ class TakingBack:
         Refused before writing: an unknown id, an anchor, an event, a backwards range, an entry already retracted.
         """
         with self._lock:
-            return self.append(retraction(self.store, self.name, target, reason=reason))
+            event = self.append(retraction(self.store, self.name, target, reason=reason))
+            _follow_memory(self, event)
+            return event
 
     def unretract(self: _Tape, target: Target, reason: str | None = None) -> TapeEntry:
         """Bring retracted entries back into views from now on; returns the ``unretract`` event."""
         with self._lock:
-            return self.append(retraction(self.store, self.name, target, reason=reason, undo=True))
+            event = self.append(retraction(self.store, self.name, target, reason=reason, undo=True))
+            _follow_memory(self, event, undo=True)
+            return event
 
     def retracted(self: _Tape) -> frozenset[int]:
         """The ids retracted now (read from the tape's ``retract`` and ``unretract`` events)."""
@@ -105,3 +109,16 @@ class TakingBack:
                 return store.append(live_name(self.name), [redact_event(done, by)])[0]  # records it
             return self.append(redact_event(done, by))
 
+
+def _follow_memory(tape: Any, event: TapeEntry, *, undo: bool = False) -> None:
+    """A retracted memory note leaves the memory zone too (a new zone, as every memory change is), so the next
+    system prompt and the ``memory.*`` tools follow; reading memory stays within its zone."""
+    ids = range_ids(event.payload["data"]["ids"]) or ()
+    notes = [
+        entry
+        for first, last in event.payload["data"]["ids"]
+        for entry in tape.read(first, last + 1)
+        if entry.kind == "event" and (entry.name or "").startswith("memory.") and entry.id in ids
+    ]
+    if notes:
+        tape.memory.retracted_notes(notes, undo=undo)
