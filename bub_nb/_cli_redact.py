@@ -60,10 +60,12 @@ def _redact(args: argparse.Namespace, database: Any) -> int:
 def _redact_text(args: argparse.Namespace, database: Any) -> int:
     from bub_nb.tape.corrections.by_value import redact_text
 
-    if args.name is not None or args.database:
+    if args.name is not None:
         raise BubNbError("bub-nb tapes redact --text SECRET redacts a whole home or --store; it takes no NAME")
     text = sys.stdin.read().rstrip("\r\n") if args.text == "-" else args.text
     store = database(args.store, args.schema) if args.store else None
-    done = redact_text(text, home=args.home, store=store, by=args.by, ipython_history=args.ipython_history)
+    copies = [database(dsn, args.schema) for dsn in args.database]  # every DSN opens before anything is rewritten
+    history = args.ipython_history
+    done = redact_text(text, home=args.home, store=store, by=args.by, databases=copies, ipython_history=history)
     print(done.report())
     return 0

@@ -189,3 +189,30 @@ def test_nothing_is_rewritten_when_the_history_to_scrub_is_missing(tmp_path: Pat
         bub_nb.redact_text(SECRET, home=home, ipython_history=tmp_path / "none.sqlite")
     assert (home / "tapes" / "nb.jsonl").read_bytes() == before
     assert json.loads(before.splitlines()[0])["payload"]["content"] == SECRET
+
+
+def test_a_line_appended_while_the_home_is_rewritten_is_kept_and_redacted_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from harness.tapes import bub_append
+
+    from bub_nb.tape import TapeEntry
+    from bub_nb.tape.corrections import by_value
+
+    home = tmp_path / "home"
+    tape = open_tape("nb", home=home)
+    tape.append_message({"role": "user", "content": f"first {SECRET}"})
+    path: Path = tape.path  # type: ignore[assignment]
+    real, appended = by_value._line_without, []
+
+    def bub_writes_meanwhile(line: bytes, *args: object) -> object:
+        if not appended:  # Bub, which takes no lock, appends as the first pass reads the file
+            appended.append(bub_append(path, [TapeEntry.message({"role": "user", "content": f"again {SECRET}"})]))
+        return real(line, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(by_value, "_line_without", bub_writes_meanwhile)
+    bub_nb.redact_text(SECRET, home=home)
+
+    contents = [e["payload"].get("content") for e in bub_read(path) if e["kind"] == "message"]
+    assert contents == [f"first {marker(SECRET)}", f"again {marker(SECRET)}"]
+    assert files_holding(home, SECRET) == []

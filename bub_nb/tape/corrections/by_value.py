@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import getpass
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -201,15 +201,22 @@ def check_text(text: object) -> str:
     return text
 
 
-def redact_store_text(store: TapeStore, text: str, done: TextRedaction, by: str | None, home: Path | None) -> None:
-    """Redact ``text`` by value in ``store``: the folder under ``home`` for files, else the database."""
+def redact_store_text(
+    store: TapeStore, text: str, done: TextRedaction, by: str | None, home: Path | None, *, copies: bool = False
+) -> None:
+    """Redact ``text`` by value in ``store``: the folder under ``home`` for files, else the database.
+
+    With ``copies`` the store holds pushed copies of the tapes just redacted: no ``redact`` event is written
+    there, so the next push brings the home's and the two copies stay alike.
+    """
     if isinstance(store, FileBacked):
         touched = redact_home(home or Path(store.directory).parent, text, done)
     elif hasattr(store, "query") and hasattr(store, "owner_and_name"):
         touched = redact_database_text(store, text, done)
     else:
         raise TapeError(f"{store!r} keeps tapes in memory; redaction rewrites files or a database")
-    record_redaction(store, touched, done, by)
+    if not copies:
+        record_redaction(store, touched, done, by)
     done.previews += sum(listener(text) for listener in list(_LISTENERS))
 
 
@@ -219,6 +226,7 @@ def redact_text(
     home: str | Path | None = None,
     store: TapeStore | str | None = None,
     by: str | None = None,
+    databases: Iterable[TapeStore] = (),
     ipython_history: bool | str | Path = False,
 ) -> TextRedaction:
     """Replace every occurrence of ``text`` in every entry of every tape of a Bub home (or of a database store).
@@ -227,7 +235,8 @@ def redact_text(
     its lock; on a database, this role's tapes in one transaction. Each tape that held the text gets a ``redact``
     event; pending handoff previews holding it are dropped. The report names what still holds it: notebooks'
     saved outputs, exports, IPython's history (scrubbed too with ``ipython_history``: ``True`` for the default
-    profile's, or a path).
+    profile's, or a path). ``databases`` are PostgreSQL stores the home was pushed to: their copies are
+    rewritten too.
     """
     text = check_text(text)
     history = history_to_scrub(ipython_history)
@@ -236,6 +245,8 @@ def redact_text(
     target = database if database is not None else file_store(folder / "tapes")  # type: ignore[operator]
     done = TextRedaction(marker(text), len(text))
     redact_store_text(target, text, done, by, folder)
+    for copy in databases:
+        redact_store_text(copy, text, done, by, None, copies=True)
     rewritten = {name.split(" (")[0].split("/")[-1].split(".jsonl")[0] for name in done.files}
     done.unreached, done.scrubbed = name_unreached(
         target, folder, byte_forms(text), rewritten, (history, text, done.marker)

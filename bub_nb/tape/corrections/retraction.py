@@ -32,6 +32,7 @@ def reaches_requests(entry: TapeEntry) -> bool:
     """Whether ``entry`` can reach what a model receives, and so be retracted."""
     return entry.kind in RETRACTABLE or (entry.kind == "event" and entry.name in RETRACTABLE_EVENTS)
 
+
 #: How far before the first asked id the entries are read, to find the call a result answers.
 LOOK_BACK: Final = 256
 

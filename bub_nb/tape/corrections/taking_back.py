@@ -102,7 +102,7 @@ class TakingBack:
             for text in texts:
                 for each in (store, *databases):
                     by_value = TextRedaction(marker(text), len(text))
-                    redact_store_text(each, text, by_value, by, None)
+                    redact_store_text(each, text, by_value, by, None, copies=each is not store)
                     for place, ids in by_value.files.items():
                         done.copies.setdefault(place, []).extend(ids)
             if isinstance(store, MayBeReadOnly) and not store.writable(self.name):  # an archive: its live tape
