@@ -17,7 +17,7 @@ from bub_nb.errors import TapeError
 from bub_nb.tape.corrections.redaction import live_name
 from bub_nb.tape.entries import TapeEntry
 from bub_nb.tape.events import EXPORT, NOTEBOOK
-from bub_nb.tape.stores.protocol import FileBacked, MayBeReadOnly, TapeStore
+from bub_nb.tape.stores.protocol import FileBacked, MayBeReadOnly, SearchesLines, TapeStore
 
 
 def record_export(tapes: Iterable[Any], path: str | Path, fmt: str) -> None:
@@ -40,7 +40,13 @@ def _recorded(store: TapeStore, event: str) -> list[tuple[str, str]]:
     """``(tape, path)`` for every ``event`` naming a path on the store's live tapes."""
     found = []
     for name in store.list_tapes():
-        for entry in store.read(name):
+        # Only the lines naming the event are decoded, where the store can skip the others.
+        entries = (
+            store.iter_reverse_matching(name, [event.encode()])
+            if isinstance(store, SearchesLines)
+            else store.read(name)
+        )
+        for entry in entries:
             if entry.kind == "event" and entry.payload.get("name") == event:
                 data = entry.payload.get("data")
                 if isinstance(data, dict) and isinstance(data.get("path"), str):
