@@ -190,10 +190,7 @@ def _export(args: argparse.Namespace) -> int:
 
         names = args.names or file_store(tapes_home(args.home)).list_tapes()  # every tape when none is named
         tapes = [open_tape(name, home=args.home, create=False) for name in names]  # every name, before writing
-        from bub_nb.tape.corrections.unreached import record_export
-
-        for tape, path in zip(tapes, write_parquet(tapes, args.parquet), strict=True):
-            record_export([tape], path, "parquet")  # so a redaction can name the file
+        for path in write_parquet(tapes, args.parquet):
             print(path)
         return 0
     from bub_nb.export import otel

@@ -214,7 +214,7 @@ def _export(commands: TapeCommands, args: argparse.Namespace) -> None:
     path = Path(parts[0]).expanduser()
     fmt = fmt or ("jsonl" if path.suffix == ".jsonl" else "md")
     tape = commands.session.tape
-    written = [tape]
+    written = [] if fmt == "jsonl" else [tape]  # write_jsonl records its own export
     try:
         if fmt == "jsonl":
             from bub_nb.tape.reports.transcript import write_jsonl

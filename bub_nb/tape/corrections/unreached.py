@@ -24,11 +24,15 @@ def record_export(tapes: Iterable[Any], path: str | Path, fmt: str) -> None:
     """Record that ``tapes`` were written out to ``path`` (an ``export`` event each), so a redaction can name it.
 
     An archive's export is recorded on its live tape; a tape nothing can be appended to records nothing.
+    ``write_jsonl`` and ``write_parquet`` record what they write; a caller writing a text it was given (a
+    Markdown transcript) records it here.
     """
     data = {"path": str(Path(path).expanduser().resolve()), "format": fmt}
     for tape in tapes:
-        store: TapeStore = tape.base_store
+        store: TapeStore | None = getattr(tape, "base_store", None)
         name = tape.name
+        if store is None:  # not a stored tape (a test double of one): nothing to record on
+            continue
         if isinstance(store, MayBeReadOnly) and not store.writable(name):  # an archive
             name = live_name(name)
             if name == tape.name or not store.exists(name):
