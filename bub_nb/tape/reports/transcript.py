@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from bub_nb.tape.anchors import AnchorSummary
+from bub_nb.tape.corrections.unreached import record_export
 from bub_nb.tape.entries import TapeEntry, is_phase_anchor
 from bub_nb.tape.events import NOTEBOOK_CELL, RETRACT, RUN, UNRETRACT, retracted_ids, run_data
 from bub_nb.tape.info import TapeInfo
-from bub_nb.tape.corrections.unreached import record_export
 from bub_nb.tape.redact import redact, redact_text
 from bub_nb.tape.reports.prices import format_cost
 from bub_nb.tape.reports.usage import PhaseUsage, phase_usage
