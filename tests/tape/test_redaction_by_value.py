@@ -216,3 +216,25 @@ def test_a_line_appended_while_the_home_is_rewritten_is_kept_and_redacted_too(
     contents = [e["payload"].get("content") for e in bub_read(path) if e["kind"] == "message"]
     assert contents == [f"first {marker(SECRET)}", f"again {marker(SECRET)}"]
     assert files_holding(home, SECRET) == []
+
+
+def test_the_notebook_that_wrote_the_tape_is_named_when_its_saved_outputs_hold_the_text(tmp_path: Path) -> None:
+    import nbformat
+
+    from bub_nb.tape.events import NOTEBOOK
+
+    home, path = tmp_path / "home", tmp_path / "analysis.ipynb"
+    notebook = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("%%bub\nuse the token", execution_count=1)
+    cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=f"Using {SECRET}.")]
+    notebook.cells = [cell]
+    nbformat.write(notebook, path)
+    tape = open_tape("nb", home=home)
+    tape.append_event(NOTEBOOK, {"path": str(path), "source": "JPY_SESSION_NAME"})
+    tape.append_message({"role": "assistant", "content": f"Using {SECRET}."})
+
+    done = bub_nb.redact_text(SECRET, home=home)
+
+    assert files_holding(home, SECRET) == [] and SECRET in path.read_text()  # the user's document is not rewritten
+    assert any(line.startswith(f"notebook {path} (tape nb)") for line in done.unreached)
+    assert f"notebook {path}" in done.report()
