@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import getpass
 import json
+import os
 from collections.abc import Callable, Iterable, Mapping
 from contextlib import suppress
 from dataclasses import dataclass, field
@@ -141,17 +142,25 @@ def _is_line_file(path: Path) -> bool:
 
 
 def redact_home(home: Path, text: str, done: TextRedaction) -> dict[str, list[int]]:
-    """Rewrite every file under ``home`` holding ``text``; returns the live tapes touched with their ids."""
+    """Rewrite every file under ``home`` holding ``text``; returns the live tapes touched with their ids.
+
+    The files to rewrite are found first, and a folder where a file cannot be replaced is refused before any
+    file is rewritten.
+    """
     forms, tapes = byte_forms(text), home / "tapes"
-    touched: dict[str, list[int]] = {}
-    for path in sorted(p for p in home.rglob("*") if p.is_file() and not p.is_symlink()):
-        if path.name.endswith(".lock") or ".rewrite" in path.name or not holds(file_bytes(path), forms):
-            continue
+    found = [
+        path
+        for path in sorted(p for p in home.rglob("*") if p.is_file() and not p.is_symlink())
+        if not path.name.endswith(".lock") and ".rewrite" not in path.name and holds(file_bytes(path), forms)
+    ]
+    rewrite = [path for path in found if _is_line_file(path)]  # any other file is named afterwards
+    if locked := sorted({str(path.parent) for path in found if not os.access(path.parent, os.W_OK | os.X_OK)}):
+        raise TapeError(f"Folder {locked[0]!r} holds the text but cannot be written; nothing was redacted")
+    for path in found:
         if path.name.endswith(".idx"):
             path.unlink(missing_ok=True)  # an anchor index holds names; it is rebuilt from the tape
-            continue
-        if not _is_line_file(path):
-            continue  # named afterwards: not a file a tape reader writes
+    touched: dict[str, list[int]] = {}
+    for path in rewrite:
         changed = rewrite_home_file(path, text)
         done.lines += len(changed)
         done.files[str(path.relative_to(home))] = [i for i in changed if i]
@@ -173,7 +182,8 @@ def redact_database_text(store: Any, text: str, done: TextRedaction) -> dict[str
         payload, meta = without_text(record["payload"], text, mark), without_text(record.get("meta") or {}, text, mark)
         return (payload, meta) if (payload, meta) != (record["payload"], record.get("meta") or {}) else None
 
-    touched = redact_text_rows(store, text, change)
+    spelled = sorted({form.decode("utf-8", "replace") for form in forms})  # as the database's text holds them
+    touched = redact_text_rows(store, text, spelled, change)
     for (name, archived), ids in touched.items():
         done.files[f"{name} (archived)" if archived else name] = ids
         done.lines += len(ids)

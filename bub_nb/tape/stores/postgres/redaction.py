@@ -196,10 +196,11 @@ def _texts(records: list[Any]) -> tuple[list[str], list[str]]:
 
 
 def redact_text_rows(
-    store: _Database, text: str, change: Callable[[bytes], tuple[Any, Any] | None]
+    store: _Database, text: str, forms: list[str], change: Callable[[bytes], tuple[Any, Any] | None]
 ) -> dict[tuple[str, bool], list[int]]:
     """Apply ``change`` (a stored line to its new payload and meta, or ``None``) to every entry of this role's
-    tapes, live and archived, through ``redact_text_entries``; all in one transaction, or none.
+    tapes, live and archived, whose line holds one of ``forms`` (the text as stored lines may spell it), through
+    ``redact_text_entries``; all in one transaction, or none.
 
     Returns the ids rewritten by ``(tape name, archived)``.
     """
@@ -209,7 +210,14 @@ def redact_text_rows(
             store.query("SELECT key, name, archived IS NOT NULL FROM {s}.tapes WHERE owner = session_user ORDER BY key")
         ).fetchall()
         for key, name, archived in tapes:
-            rows = conn.execute(store.query("SELECT id, line FROM {s}.entries WHERE tape = %s ORDER BY id"), (key,))
+            rows = conn.execute(  # only the lines holding the text in one of its forms leave the database
+                store.query(
+                    "SELECT id, line FROM {s}.entries e WHERE tape = %s "
+                    "AND EXISTS (SELECT 1 FROM unnest(%s::text[]) AS f (form) WHERE strpos(e.line, f.form) > 0) "
+                    "ORDER BY id"
+                ),
+                (key, forms),
+            )
             updates = [(i, new) for i, line in rows.fetchall() if (new := change(line.encode())) is not None]
             if not updates:
                 continue
