@@ -134,3 +134,21 @@ def test_a_redacted_handoff_between_agents_keeps_its_holder_and_no_request_carri
     body = json.dumps(endpoint.last_request)
     assert TOKEN not in body and marker(TOKEN) in body  # the receiver's anchor reached it, redacted
     assert all(TOKEN not in json.dumps(request) for request in endpoint.requests[-1:])
+
+
+def test_a_memory_note_redacted_in_another_process_never_reaches_the_next_system_prompt(
+    nb: Notebook, endpoint: Any, tmp_path: Path
+) -> None:
+    home = tmp_path / "home"
+    nb.run(f"%memory save The vault token is {TOKEN}")
+    endpoint.reply("Noted.")
+    nb.run("%%bub\nWhat do you remember?")
+    assert TOKEN in json.dumps(endpoint.last_request)  # the memory the kernel read once is in the system prompt
+
+    done = cli("tapes", "redact", "--text", TOKEN, "--home", str(home))
+
+    assert done.returncode == 0, done.stderr
+    endpoint.reply("Nothing.")
+    nb.run("%%bub\nAnd now?")
+    body = json.dumps(endpoint.last_request)
+    assert TOKEN not in body and marker(TOKEN) in body and files_holding(home, TOKEN) == []
