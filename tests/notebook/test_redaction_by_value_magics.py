@@ -81,6 +81,10 @@ def test_a_preview_holding_a_text_redacted_in_another_process_is_refused(
     nb.refused("%handoff p1 --accept", "stale")
     assert files_holding(home, TOKEN) == [] and len(nb.tape) == before
     assert "p1" not in nb.tape.anchor_names()
+    endpoint.reply("Done.")
+    nb.run("%%bub\nWhat did I paste?")  # the kernel reads the rewritten tape, not what it had seen before
+    body = json.dumps(endpoint.last_request)
+    assert TOKEN not in body and marker(TOKEN) in body
 
 
 def test_a_preview_holding_a_text_redacted_in_the_kernel_is_dropped_and_refused(
