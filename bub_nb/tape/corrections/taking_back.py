@@ -79,7 +79,9 @@ class TakingBack:
 
         The one rewrite bub_nb makes: ids, kinds and dates stay; the text becomes ``[redacted sha256:…]`` in the
         tape's file, its archives, the tapes forked from it or it from, and in ``databases`` (PostgreSQL stores
-        the home was pushed to). Returns the ``redact`` event written afterwards, which names the ids and copies;
+        the home was pushed to). Each of the entries' texts long enough not to be a common word is then redacted
+        by value across the home or store (``corrections.by_value``), so a summary or another agent's tape that
+        quoted it is reached. Returns the ``redact`` event written afterwards, which names the ids and copies;
         on an archive (opened read-only) the ids are the archive's, and the event goes on its live tape.
         """
         if self._forks.get():
