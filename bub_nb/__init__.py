@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from bub_nb.agent.replay import replay
     from bub_nb.context.retention import retention
     from bub_nb.imports import ImportReport, import_log
+    from bub_nb.tape.corrections.by_value import redact_text
     from bub_nb.tape.frames.overview import class_overview
     from bub_nb.tape.frames.tapes import read_tapes
     from bub_nb.tape.reports.prices import set_prices
@@ -70,6 +71,7 @@ __all__ = [
     "load_ipython_extension",
     "open_tape",
     "read_tapes",
+    "redact_text",
     "register_plugin",
     "replay",
     "resolve",
@@ -85,6 +87,7 @@ __all__ = [
 # Heavier parts (pandas, openai, pluggy) load on first use, so `import bub_nb` stays cheap.
 _LAZY = {
     "read_tapes": "bub_nb.tape.frames.tapes",
+    "redact_text": "bub_nb.tape.corrections.by_value",
     "class_overview": "bub_nb.tape.frames.overview",
     "Agent": "bub_nb.agent",
     "Turn": "bub_nb.agent",

@@ -224,7 +224,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "bub-nb tapes export --otlp URL NAME... sends tapes to an OpenTelemetry receiver; "
         "bub-nb tapes export --parquet DIR [NAME...] writes them as Parquet files; "
         "bub-nb tapes import PATH writes another agent's log as a new tape; "
-        "bub-nb tapes redact NAME --entry ID replaces a pasted secret everywhere it was copied."
+        "bub-nb tapes redact --text SECRET (or NAME --entry ID) replaces a pasted secret wherever it occurs."
     )
     # push, pull, export and import are parsed on their own: a HOME positional and sub-commands cannot share a parser.
     moving = argparse.ArgumentParser(

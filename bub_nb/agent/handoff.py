@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from textwrap import shorten
 from typing import TYPE_CHECKING, Any
-from weakref import WeakKeyDictionary
+from weakref import WeakKeyDictionary, ref
 
 from bub_nb.agent.models.base import context_window_of
 from bub_nb.agent.models.calibration import scale_of
@@ -30,6 +30,7 @@ from bub_nb.context.retention import Retention, has_summary, report
 from bub_nb.context.tokens import count_messages_tokens
 from bub_nb.errors import BubNbError
 from bub_nb.tape.citations import check_citations, check_state_citations, own_words_state
+from bub_nb.tape.corrections.by_value import byte_forms, when_redacted
 from bub_nb.tape.entries import TapeEntry, plain_json
 from bub_nb.tape.events import SUMMARY, handoff_entries
 from bub_nb.tape.names import check_handoff_name
@@ -91,7 +92,13 @@ class HandoffPreview:
         return dict(anchor.payload.get("state") or {})
 
     def stale(self) -> str | None:
-        """Why accepting is refused (the tape moved on since the preview), or ``None``."""
+        """Why accepting is refused (the tape moved on since the preview, or a redaction took text it holds), or
+        ``None``."""
+        if (dropped := _REDACTED.get(id(self))) is not None and dropped() is self:
+            return (
+                f"The preview of handoff {self.name!r} held text that was redacted since; it was dropped and nothing "
+                "was written: preview it again"
+            )
         last = self.tape.last_id
         if last == self.last_id and tuple(self.tape.read(last, last + 1)) == self.last_entry:
             return None
@@ -241,3 +248,25 @@ def remember_preview(preview: HandoffPreview, *, forget: bool = False) -> None:
 def pending_preview(tape: Tape, name: str) -> HandoffPreview | None:
     """The newest preview of a handoff ``name`` on ``tape`` not accepted yet, if any."""
     return _PENDING.get(tape, {}).get(name)
+
+
+def drop_previews_holding(text: str) -> int:
+    """Drop every pending preview whose entries hold ``text`` (it was just redacted); returns how many.
+
+    A dropped preview stays refused: accepting it names the redaction and writes nothing.
+    """
+    dropped = 0
+    for pending in list(_PENDING.values()):
+        for name, preview in list(pending.items()):
+            if any(form in entry.to_line() for entry in preview.entries for form in byte_forms(text)):
+                _REDACTED[id(preview)] = ref(preview)
+                del pending[name]
+                dropped += 1
+    return dropped
+
+
+_REDACTED: dict[int, ref[HandoffPreview]] = {}
+"""The previews dropped by a redaction (by identity: a preview holds dicts, so it has no hash), so one still
+held (a widget's button) is refused."""
+
+when_redacted(drop_previews_holding)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from bub_nb.context.strategies import LastAnchor, Selection
 from bub_nb.errors import ContextError
 from bub_nb.tape.entries import TapeEntry
-from bub_nb.tape.events import NOTEBOOK_CELL
+from bub_nb.tape.events import NOTEBOOK_CELL, retracted_ids
 
 if TYPE_CHECKING:
     from bub_nb.tape import Tape
@@ -39,7 +39,12 @@ class NotebookCells:
 
     def select(self, tape: Tape) -> Selection:
         base = LastAnchor().select(tape)
-        cell_ids = [e.id for e in base.entries if e.kind == "event" and e.payload.get("name") == NOTEBOOK_CELL]
+        retracted = retracted_ids(base.entries)  # a retracted cell is left out, like any retracted entry
+        cell_ids = [
+            e.id
+            for e in base.entries
+            if e.kind == "event" and e.payload.get("name") == NOTEBOOK_CELL and e.id not in retracted
+        ]
         shown = set(cell_ids[-self.max_cells :])
         entries = tuple(cell_message(e) if e.id in shown else e for e in base.entries)
         return Selection(entries, base.anchor, base.last)

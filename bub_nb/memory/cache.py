@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import weakref
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from bub_nb.memory.zone import MemoryZone
-from bub_nb.tape import AnchorRef, is_phase_anchor
+from bub_nb.tape import AnchorRef, TapeEntry, is_phase_anchor
+from bub_nb.tape.events import REDACT
 
 if TYPE_CHECKING:
     from bub_nb.memory.snapshot import MemorySnapshot
     from bub_nb.tape import Tape, TapeStore
 
-# Per tape: its store, the newest memory anchor then, the snapshot read then.
-_memory_seen: weakref.WeakKeyDictionary[Tape, tuple[TapeStore, AnchorRef | None, MemorySnapshot]] = (
+# Per tape: its store, the newest memory anchor then, the snapshot read then, and the tape's last id then.
+_memory_seen: weakref.WeakKeyDictionary[Tape, tuple[TapeStore, AnchorRef | None, MemorySnapshot, int]] = (
     weakref.WeakKeyDictionary()
 )
 
@@ -22,24 +24,33 @@ def memory_of(tape: Tape, *, ensure: bool) -> MemorySnapshot:
     """The tape's memory zone for the system prompt; with ``ensure`` written first if there is none.
 
     Every change to the memory zone appends ``memory/...`` anchors, so while the newest one is the one
-    seen last time, the snapshot read then is still the memory: the zone is read once per change, not
-    on every turn (kept per tape, because a notebook makes an agent per cell).
+    seen last time, and no ``redact`` event was appended since (a redaction rewrites the zone in place), the
+    snapshot read then is still the memory: the zone is read once per change, not on every turn (kept per
+    tape, because a notebook makes an agent per cell).
     """
     store = tape.store
     seen = _memory_seen.get(tape)
+    last = store.stats(tape.name).last_id
     if (
         seen is not None
         and seen[0] is store
         and (seen[2].version > 0 or not ensure)
         and seen[1] == _newest_memory_anchor(store, tape.name)
+        and (seen[3] == last or not _redacted(store.read(tape.name, seen[3] + 1)))
     ):
+        _memory_seen[tape] = (*seen[:3], last)  # what was appended since is read once
         return seen[2]
     zone = MemoryZone(tape)
     snapshot: MemorySnapshot = zone.read()
     if snapshot.version == 0 and ensure:  # no zone yet; ensure() alone would look for one twice
         snapshot = zone.ensure()
-    _memory_seen[tape] = (store, _newest_memory_anchor(store, tape.name), snapshot)
+    _memory_seen[tape] = (store, _newest_memory_anchor(store, tape.name), snapshot, store.stats(tape.name).last_id)
     return snapshot
+
+
+def _redacted(entries: Iterable[TapeEntry]) -> bool:
+    """Whether ``entries`` record a redaction, which may have rewritten the zone in place (the one rewrite)."""
+    return any(entry.kind == "event" and entry.name == REDACT for entry in entries)
 
 
 def _newest_memory_anchor(store: TapeStore, tape: str) -> AnchorRef | None:

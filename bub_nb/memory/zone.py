@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from datetime import date
 from typing import TYPE_CHECKING, Any, Final
 
-from bub_nb.memory.snapshot import MemorySnapshot, as_date, parse_zone, zone_entries
+from bub_nb.memory.snapshot import (
+    DAILY_EVENT,
+    LONG_TERM_EVENT,
+    MemorySnapshot,
+    as_date,
+    parse_zone,
+    zone_entries,
+)
 from bub_nb.tape.anchors import AnchorSummary
 from bub_nb.tape.entries import TapeEntry, utc_now
 
@@ -127,6 +135,33 @@ class MemoryZone:
         if removed:
             self._write(pruned)
         return removed
+
+    def retracted_notes(self, notes: Sequence[TapeEntry], *, undo: bool = False) -> bool:
+        """Take retracted notes (``memory.long_term`` / ``memory.daily`` events) out of the memory, or with ``undo``
+        put them back: a new zone, so the next system prompt follows. Returns whether one was written.
+
+        A note copied forward by a later save is matched by its text, so retracting it in an old zone takes it
+        out of the current memory too.
+        """
+        snapshot = self.read()
+        changed = snapshot
+        for note in notes:
+            data = note.payload.get("data")
+            content, day = (data.get("content"), data.get("date")) if isinstance(data, dict) else (None, None)
+            if note.name == LONG_TERM_EVENT and isinstance(content, str):
+                if undo:
+                    changed = changed.with_long_term(content)
+                elif changed.long_term == content:
+                    changed = changed.with_long_term("")
+            elif note.name == DAILY_EVENT and isinstance(content, str) and isinstance(day, str):
+                if undo:
+                    changed = changed.with_daily(day, content)
+                elif changed.daily(day) == content:
+                    changed = replace(changed, dailies=tuple(n for n in changed.dailies if n.date != day))
+        if changed == snapshot or snapshot.version == 0:
+            return False
+        self._write(changed)
+        return True
 
     def _write(self, snapshot: MemorySnapshot) -> MemorySnapshot:
         version = self._next_version()

@@ -66,7 +66,12 @@ UNRETRACT: Final = "unretract"
 """Brings retracted entries back into views from here on; its data has the shape of ``retract``'s."""
 
 REDACT: Final = "redact"
-"""Records a redaction, the one rewrite: ``{"ids", "by", "at", "copies"}`` (see ``bub_nb.tape.corrections``)."""
+"""Records a redaction, the one rewrite: ``{"ids", "by", "copies", "database"}`` for entries named by id, and
+``{"text", "length", "ids", "by"}`` (``text`` is the marker) on each tape a redaction by value rewrote (see
+``bub_nb.tape.corrections``)."""
+
+EXPORT: Final = "export"
+"""The tape was written out to a file: ``{"path", "format"}``, so a redaction can name the copies it cannot reach."""
 
 USAGE_EVENTS: Final = (RUN, SUMMARY)
 """The events whose ``data.usage`` is what a model call cost."""

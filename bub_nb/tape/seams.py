@@ -64,6 +64,8 @@ class MemoryZone(Protocol):
 
     def get_context(self) -> str: ...
 
+    def retracted_notes(self, notes: Sequence[TapeEntry], *, undo: bool = False) -> bool: ...
+
 
 _providers: dict[str, Callable[..., Any]] = {}
 _LAYERS = {"view": "context", "turn_view": "context", "messages": "context", "memory": "memory"}

@@ -81,7 +81,7 @@ def test_an_assistant_message_with_tool_calls_goes_with_its_tool_messages(tape: 
     ("target", "refusal"),
     [
         (1, "anchors cannot be retracted"),
-        (2, "never reaches a view"),
+        (2, "never reaches a request"),
         ("4-3", "runs backwards"),
         ("1-3", "holds anchor #1"),
         (99, "is not on tape"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
@@ -160,3 +161,32 @@ def test_a_notebook_with_an_awkward_password_saves_no_trace_of_it(room: Classroo
     )
     assert lines and not any(_shows(password, line) or "my secret" in line for (line,) in lines)
     assert "my database is" in "".join(line for (line,) in lines) and text
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(pasted=PASSWORDS)
+def test_a_pasted_text_of_any_shape_is_redacted_by_value_from_every_row(room: Classroom, pasted: str) -> None:
+    """Quotes, backslashes, '@', other scripts and emoji: the database works the replacement out as Python does."""
+    from bub_nb.tape.corrections import marker
+    from bub_nb.tape.corrections.by_value import redact_text
+
+    (student,) = room.students
+    _set_password(room, student, "student-pw-fixed")
+    dsn = _forms(room, student, "student-pw-fixed", room.admin.rsplit("/", 1)[1])["url"]
+    store = PostgresTapeStore(dsn, schema=S, migrate_schema=False, pool_size=1)
+    try:
+        tape = open_tape("pasted", store=store)
+        tape.append_message({"role": "user", "content": f"it is {pasted}, twice: {pasted}"}, note={pasted: pasted})
+        done = redact_text(pasted, store=store)
+        assert done.files == {"pasted": [1]}
+        mark = marker(pasted)
+        assert tape.get(1).payload["content"] == f"it is {mark}, twice: {mark}" and tape.get(1).meta["note"] == {
+            mark: mark
+        }
+    finally:
+        store.close()
+    texts = [line for (line,) in _lines(room, student)] + [
+        str(value) for (value,) in room.sql(f"SELECT payload::text || meta::text FROM {S}.entries")
+    ]
+    assert all(pasted not in text and json.dumps(pasted)[1:-1] not in text for text in texts)
+    room.sql(f"DELETE FROM {S}.tapes")

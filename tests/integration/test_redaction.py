@@ -133,3 +133,64 @@ def test_on_the_database_a_redaction_can_hide_an_entry_but_never_change_what_it_
         with pytest.raises(psycopg.Error, match="only replaces texts"):
             conn.execute(store.query("SELECT {s}.redact_entries(%s, %s, %s, %s)"), (key, [2], [forged], ["{}"]))
     assert tape.get(2).payload["content"] == "noted"
+
+
+def test_on_the_database_a_text_is_redacted_by_value_everywhere_and_the_holder_stays(postgres: Any) -> None:
+    from bub_nb.agent.team import Team
+    from bub_nb.tape.corrections import marker
+    from bub_nb.tape.corrections.by_value import redact_text
+
+    secret = "db-secret-Qx81-only-in-this-test"
+    store = postgres_store()
+    tape = open_tape("lesson", store=store)
+    tape.append_message({"role": "user", "content": f"connect with {secret} then"})
+    tape.handoff("phase/connect", {"summary": f"The password {secret} was given [#1].", "sources": [1]})
+    team = Team(tape, ["rev"])
+    team.handoff("review", to="rev", reason=f"check what {secret} opens")
+    side = open_tape("side", store=store)
+    side.append_message({"role": "user", "content": secret})
+    side.reset(archive=True)
+    assert team.holder() == "rev" and database_rows_holding(postgres.dsn(), secret)
+
+    done = redact_text(secret, store=store, by="student")
+
+    assert database_rows_holding(postgres.dsn(), secret) == []
+    assert team.holder() == "rev"  # from, to and ownership were not touched
+    mark = marker(secret)
+    assert tape.get(1).payload["content"] == f"connect with {mark} then"
+    assert open_tape("lesson~rev", store=store).find_anchor("review").state["context_handoff"]["content"] == {
+        **open_tape("lesson~rev", store=store).find_anchor("review").state["context_handoff"]["content"],
+        "reason": f"check what {mark} opens",
+    }
+    assert set(done.events) == {"lesson", "lesson~rev", "side"} and "side (archived)" in done.files
+    assert tape.read()[-1].payload["data"]["text"] == mark
+    with store.connection(None) as conn:
+        key = conn.execute(store.query("SELECT key FROM {s}.tapes WHERE name = 'lesson'")).fetchone()[0]
+        forged = '{"role":"user","content":"I said something else"}'
+        with pytest.raises(psycopg.Error, match="only replaces the text by its marker"):
+            conn.execute(
+                store.query("SELECT {s}.redact_text_entries(%s, %s, %s, %s, %s)"),
+                (key, "then", [1], [forged], ["{}"]),
+            )
+    assert tape.get(1).payload["content"] == f"connect with {mark} then"
+
+
+def test_a_text_redacted_in_a_home_and_its_pushed_copies_leaves_them_alike(tmp_path: Path, postgres: Any) -> None:
+    from bub_nb.agent.team import Team
+
+    home, secret = tmp_path / "home", "pushed-secret-7Hk2-in-a-handoff"
+    tape = open_tape("nb", home=home)
+    tape.append_message({"role": "user", "content": f"the token is {secret}"})
+    Team(tape, ["rev"]).handoff("review", to="rev", reason=f"rotate {secret}")
+    dsn = postgres.create_database("redaction_text")
+    assert cli("db", "init", dsn).returncode == 0
+    assert cli("tapes", "push", str(home), dsn).returncode == 0
+    assert files_holding(home, secret) and database_rows_holding(dsn, secret)
+
+    done = cli("tapes", "redact", "--text", secret, "--home", str(home), "--database", dsn)
+
+    assert done.returncode == 0, done.stderr
+    assert files_holding(home, secret) == [] and database_rows_holding(dsn, secret) == []
+    assert "nb~rev" in done.stdout and secret not in done.stdout
+    pushed = cli("tapes", "push", str(home), dsn).stdout  # the redact events go over; the copies stay alike
+    assert "differs" not in pushed and "Pushed 2 new entries in 2 of 2 tapes" in pushed

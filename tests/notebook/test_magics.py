@@ -141,7 +141,12 @@ def test_tape_subcommands(nb: Notebook, tmp_path: Path) -> None:
     transcript = (tmp_path / "session.md").read_text()
     assert "## Anchor session/start" in transcript and "find the needle please" in transcript
     nb.run(f"%tape export jsonl {tmp_path / 'copy.jsonl'}")
-    assert len((tmp_path / "copy.jsonl").read_text().splitlines()) == len(nb.tape.read())
+    recorded = nb.tape.read()[-1]  # the export is recorded, with its path, after what it copied
+    assert recorded.name == "export" and recorded.payload["data"] == {
+        "path": str(tmp_path / "copy.jsonl"),
+        "format": "jsonl",
+    }
+    assert len((tmp_path / "copy.jsonl").read_text().splitlines()) == len(nb.tape.read()) - 1
 
     original = nb.tape.name
     nb.run("%handoff branch/point summary='fork here'")

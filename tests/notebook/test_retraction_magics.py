@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import re
+from typing import Any
 
+import pytest
 from harness.shell import Notebook
 
 from bub_nb.agent import Agent
@@ -48,7 +51,7 @@ def test_retract_leaves_a_wrong_turn_out_of_the_next_view_and_the_diff_shows_the
 def test_bad_retractions_are_one_line_refusals_that_write_nothing(nb: Notebook) -> None:
     nb.run("%%bub\nHello")
     nb.refused("%tape retract 1", "anchors cannot be retracted")
-    nb.refused("%tape retract 2", "never reaches a view")
+    nb.refused("%tape retract 2", "never reaches a request")
     nb.refused("%tape retract 9-3", "runs backwards")
     nb.refused("%tape retract 999", "is not on tape")
     prompt = next(e for e in nb.tape.read() if e.kind == "message")
@@ -93,3 +96,59 @@ def test_a_retraction_before_any_turn_points_at_the_view_not_at_a_turn_that_does
     nb.run(f"%tape retract {message.id}")
     said = nb.shown()
     assert "`%context` shows the view without them" in said and "turn:-1" not in said
+
+
+def _endpoint(nb: Notebook, server: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+    monkeypatch.setenv("BUB_API_BASE", server.base_url)
+    monkeypatch.setenv("BUB_API_KEY", "test-key-not-secret")
+    nb.run('%config BubMagics.model = "openai:test-model"')
+    return server
+
+
+def test_a_retracted_entry_never_comes_back_through_tape_search(
+    nb: Notebook, openai_server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    endpoint = _endpoint(nb, openai_server, monkeypatch)
+    endpoint.reply("Stored.")
+    nb.run("%%bub\nremember AAA-SECRET-MSG for later")
+    first, _ = prompt_and_answer(nb, "AAA-SECRET-MSG")
+    nb.run(f"%tape retract {first}")
+    endpoint.reply_tool_calls([{"name": "tape_search", "arguments": {"query": "AAA-SECRET"}}]).reply("Nothing.")
+    nb.run("%%bub\nWhat did I ask you to remember?")
+    bodies = [json.dumps(request) for request in endpoint.requests[-2:]]
+    assert all("AAA-SECRET-MSG" not in body for body in bodies)
+    result = next(m for m in endpoint.last_request["messages"] if m["role"] == "tool")
+    assert result["content"] == "(1 retracted entries match and are left out)"
+    nb.run(f"%tape unretract {first}")
+    endpoint.reply_tool_calls([{"name": "tape_search", "arguments": {"query": "AAA-SECRET"}}]).reply("Found.")
+    nb.run("%%bub\nAnd now?")
+    result = [m for m in endpoint.last_request["messages"] if m["role"] == "tool"][-1]
+    assert f"#{first} message" in result["content"] and "AAA-SECRET-MSG" in result["content"]
+
+
+def test_a_recorded_cell_and_a_long_term_note_can_be_retracted_out_of_every_later_request(
+    nb: Notebook, openai_server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    endpoint = _endpoint(nb, openai_server, monkeypatch)
+    nb.run("%tape record on")
+    nb.run("cell_secret = 'CELL-SECRET-42'")
+    nb.run("%tape record off")
+    nb.run("%memory save The deploy key is MEMO-SECRET-77")
+    endpoint.reply("Seen.")
+    nb.run("%%bub --context notebook\nWhat ran?")
+    sent = json.dumps(endpoint.last_request)
+    assert "CELL-SECRET-42" in sent and "MEMO-SECRET-77" in sent
+    cell = next(e for e in nb.tape.read() if e.kind == "event" and e.name == "notebook.cell")
+    note = next(e for e in nb.tape.read() if e.kind == "event" and e.name == "memory.long_term")
+
+    nb.run(f"%tape retract {cell.id}")
+    nb.run(f"%tape retract {note.id}")
+
+    endpoint.reply("Nothing.")
+    nb.run("%%bub --context notebook\nWhat ran now?")
+    sent = json.dumps(endpoint.last_request)
+    assert "CELL-SECRET-42" not in sent and "MEMO-SECRET-77" not in sent
+    nb.run(f"%tape unretract {note.id}")
+    endpoint.reply("Back.")
+    nb.run("%%bub\nAnd the memory?")
+    assert "MEMO-SECRET-77" in json.dumps(endpoint.last_request)

@@ -108,4 +108,6 @@ def test_the_command_line_exports_every_tape_as_parquet(tmp_path: Path, example_
     assert len(files) == 2 and done.stdout.split() == [str(path) for path in files]
     table = pq.read_table(files[0])
     tape = open_tape(files[0].stem, store=FileTapeStore(example_home / "tapes"))
-    same_entries(arrow_to_frame(table), tape.to_frame())
+    *exported, recorded = tape.read()  # the export is recorded after what it wrote, with the file's path
+    assert recorded.name == "export" and recorded.payload["data"] == {"path": str(files[0]), "format": "parquet"}
+    same_entries(arrow_to_frame(table), tape.to_frame().iloc[: len(exported)])

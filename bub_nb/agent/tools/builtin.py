@@ -125,16 +125,19 @@ def tape_search(context: ToolContext, query: str, limit: int = 20) -> str:
         limit: How many entries at most.
     """
     tape = context.require_tape()
-    entries = tape.search(query, limit=limit)
-    if not entries:
-        return f"(no entries match {query!r})"
-    lines = []
-    for entry in entries:
+    retracted = tape.retracted()  # left out, as views leave them out: a model never reads them back
+    found = tape.search(query, limit=limit + len(retracted))
+    kept = [entry for entry in found if entry.id not in retracted]
+    hidden = len(found) - len(kept)
+    lines = [f"({hidden} retracted entries match and are left out)"] if hidden else []
+    if not kept[:limit]:
+        return lines[0] if lines else f"(no entries match {query!r})"
+    for entry in kept[:limit]:
         text = " ".join(tape.text(entry).split())
         snippet = text if len(text) <= SNIPPET else text[: SNIPPET - 1] + "…"
         lines.append(f"- #{entry.id} {entry.kind} {entry.date[:19]}: {snippet}")
-    if entries.cut:
-        lines.append(f"(the {len(entries)} newest matches; more entries match: raise limit to see them)")
+    if found.cut or len(kept) > limit:
+        lines.append(f"(the {min(limit, len(kept))} newest matches; more entries match: raise limit to see them)")
     return "\n".join(lines)
 
 

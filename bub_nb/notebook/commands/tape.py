@@ -12,6 +12,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic_arguments import MagicArgumentParser
 
 from bub_nb.notebook.display import first_view_text, show
+from bub_nb.tape.corrections.unreached import record_export
 from bub_nb.tape.locations import readable_tape_name
 
 if TYPE_CHECKING:
@@ -213,6 +214,7 @@ def _export(commands: TapeCommands, args: argparse.Namespace) -> None:
     path = Path(parts[0]).expanduser()
     fmt = fmt or ("jsonl" if path.suffix == ".jsonl" else "md")
     tape = commands.session.tape
+    written = [] if fmt == "jsonl" else [tape]  # write_jsonl records its own export
     try:
         if fmt == "jsonl":
             from bub_nb.tape.reports.transcript import write_jsonl
@@ -224,7 +226,7 @@ def _export(commands: TapeCommands, args: argparse.Namespace) -> None:
 
             tapes = notebook_tapes(tape)
             path.write_text(story_markdown(tapes), encoding="utf-8")
-            count = sum(len(each) for each in tapes.values())
+            count, written = sum(len(each) for each in tapes.values()), list(tapes.values())
         else:
             from bub_nb.tape.reports.transcript import transcript_markdown
 
@@ -232,6 +234,7 @@ def _export(commands: TapeCommands, args: argparse.Namespace) -> None:
             count = len(tape)
     except OSError as exc:
         raise UsageError(f"Cannot write the export to {str(path)!r}: {exc.strerror or exc}") from None
+    record_export(written, path, fmt)  # so a redaction can name the file
     show(f"Exported {count} entries of `{readable_tape_name(tape)}` to `{path}` ({fmt}).")
 
 

@@ -29,8 +29,12 @@ from bub_nb.tape.stores.lineage import store_lineage
 from bub_nb.tape.stores.protocol import FileBacked, TapeStore
 from bub_nb.tape.stores.rewrite import rewrite_lines
 
-#: Keys whose text a reader needs to parse an entry; everything else that is text is redacted.
-STRUCTURAL: Final = frozenset({"role", "name", "type", "id", "tool_call_id", "run_id"})
+#: Keys whose text a reader needs to parse an entry, or that decide ownership and lineage (a handoff between
+#: agents: ``from``, ``to``, ``ownership``, ``tape_ref``); everything else that is text is redacted. A secret
+#: inside one of them is reached by value (``by_value``), only where it occurs.
+STRUCTURAL: Final = frozenset(
+    {"role", "name", "type", "id", "tool_call_id", "run_id", "from", "to", "ownership", "tape_ref", "timestamp"}
+)
 _MARKER: Final = re.compile(r"^\[redacted sha256:[0-9a-f]{64}\]$")
 
 
@@ -158,7 +162,7 @@ def redact_database(database: Any, names: Iterable[str], found: list[Target]) ->
 
 def redact_event(done: Redaction, by: str | None) -> TapeEntry:
     """The ``redact`` event recording a redaction: which ids, by whom, and which copies (no text)."""
-    copies = {name: id_ranges(ids) for name, ids in done.copies.items()}
+    copies = {name: id_ranges(sorted(set(ids))) for name, ids in done.copies.items()}
     data = {"ids": id_ranges(done.ids), "by": by or _user(), "copies": copies, "database": done.database}
     return TapeEntry.event(REDACT, data)
 

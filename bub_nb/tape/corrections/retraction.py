@@ -1,9 +1,11 @@
 """Retraction: a ``retract`` event takes entries out of every view from then on; ``unretract`` brings them back.
 
-What can be retracted is what can reach the model: ``message``, ``tool_call`` and ``tool_result`` entries.
-An anchor is a phase boundary (a handoff starts a new phase instead), and events, system prompts and errors
-never reach a view, so there is nothing to take back; a range holding an anchor is refused, the events and
-system prompts inside a range are passed over. A call and its answers go together: retracting a
+What can be retracted is what can reach the model: ``message``, ``tool_call`` and ``tool_result`` entries,
+and the events a request carries: a recorded cell (``notebook.cell``, sent by the ``notebook`` mode) and the
+memory zone's notes (``memory.long_term``, ``memory.daily``, in the next system prompt). An anchor is a phase
+boundary (a handoff starts a new phase instead), and other events, system prompts and errors never reach a
+request, so there is nothing to take back; a range holding an anchor is refused, the other events and system
+prompts inside a range are passed over. A call and its answers go together: retracting a
 ``tool_call`` retracts its ``tool_result`` and the reverse, and an assistant message with ``tool_calls`` goes
 with the ``tool`` messages that answer it, so no view is ever left with half a pair.
 """
@@ -21,6 +23,15 @@ from bub_nb.tape.stores.protocol import TapeStore
 
 RETRACTABLE: Final = ("message", "tool_call", "tool_result")
 """The kinds of entry that reach a view, and so can be taken back."""
+
+RETRACTABLE_EVENTS: Final = ("notebook.cell", "memory.long_term", "memory.daily")
+"""The events that reach a request (a recorded cell, the memory zone's notes), and so can be taken back too."""
+
+
+def reaches_requests(entry: TapeEntry) -> bool:
+    """Whether ``entry`` can reach what a model receives, and so be retracted."""
+    return entry.kind in RETRACTABLE or (entry.kind == "event" and entry.name in RETRACTABLE_EVENTS)
+
 
 #: How far before the first asked id the entries are read, to find the call a result answers.
 LOOK_BACK: Final = 256
@@ -89,8 +100,8 @@ def _refusal(entry: TapeEntry) -> str:
     if entry.kind == "anchor":
         return f"Entry #{entry.id} is {_what(entry)}: anchors cannot be retracted (a handoff starts a phase instead)"
     return (
-        f"Entry #{entry.id} is {_what(entry)}, which never reaches a view, so there is nothing to retract; "
-        f"only {', '.join(RETRACTABLE)} entries can be"
+        f"Entry #{entry.id} is {_what(entry)}, which never reaches a request, so there is nothing to retract; "
+        f"only {', '.join(RETRACTABLE)} entries and {', '.join(RETRACTABLE_EVENTS)} events can be"
     )
 
 
@@ -100,7 +111,7 @@ def chosen_ids(entries: Sequence[TapeEntry], first: int, last: int) -> list[int]
     if first == last:
         if not asked:
             raise EntryNotFoundError(f"Entry #{first} is not on the tape (it was never written or cannot be read)")
-        if asked[0].kind not in RETRACTABLE:
+        if not reaches_requests(asked[0]):
             raise RetractionError(_refusal(asked[0]))
         return [first]
     anchors = [entry for entry in asked if entry.kind == "anchor"]
@@ -109,7 +120,7 @@ def chosen_ids(entries: Sequence[TapeEntry], first: int, last: int) -> list[int]
             f"Range {spelled(first, last)} holds anchor #{anchors[0].id} ({anchors[0].name}); anchors cannot be "
             "retracted: name the entries on either side of it"
         )
-    ids = [entry.id for entry in asked if entry.kind in RETRACTABLE]
+    ids = [entry.id for entry in asked if reaches_requests(entry)]
     if not ids:
         raise RetractionError(f"Range {spelled(first, last)} holds no {', '.join(RETRACTABLE)} entry to retract")
     return ids

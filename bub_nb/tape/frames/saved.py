@@ -9,6 +9,7 @@ from typing import Any
 import pandas as pd
 
 from bub_nb.errors import TapeError
+from bub_nb.tape.corrections.unreached import record_export
 from bub_nb.tape.frames.arrow import JSON_COLUMNS, dumps, json_text, loads, pyarrow, tape_to_arrow
 
 _INTEGERS = ("phase_id", "prompt_tokens", "completion_tokens")
@@ -95,7 +96,7 @@ def read_frame(path: str | Path) -> pd.DataFrame:
 
 def write_parquet(tapes: Sequence[Any], folder: str | Path) -> list[Path]:
     """``bub-nb tapes export --parquet DIR``: ``DIR/<tape>.parquet`` for each tape, the columns of
-    ``Tape.to_arrow()``; the paths written, in order."""
+    ``Tape.to_arrow()``, each recorded on its tape as an ``export`` event; the paths written, in order."""
     import pyarrow.parquet as pq
 
     pyarrow()
@@ -105,5 +106,6 @@ def write_parquet(tapes: Sequence[Any], folder: str | Path) -> list[Path]:
     for tape in tapes:
         target = out / f"{Path(tape.name).name.removesuffix('.jsonl')}.parquet"
         pq.write_table(tape_to_arrow(tape), str(target))
+        record_export([tape], target, "parquet")  # so a redaction can name the file
         written.append(target)
     return written

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from bub_nb.tape.anchors import AnchorSummary
+from bub_nb.tape.corrections.unreached import record_export
 from bub_nb.tape.entries import TapeEntry, is_phase_anchor
 from bub_nb.tape.events import NOTEBOOK_CELL, RETRACT, RUN, UNRETRACT, retracted_ids, run_data
 from bub_nb.tape.info import TapeInfo
@@ -184,13 +185,15 @@ def anchors_frame(tape: TranscribedTape) -> pd.DataFrame:
 
 
 def write_jsonl(tape: TranscribedTape, path: str | Path) -> int:
-    """Copy the tape's entries to ``path`` as JSON Lines in Bub's format; returns how many."""
+    """Copy the tape's entries to ``path`` as JSON Lines in Bub's format, and record the export on the tape;
+    returns how many."""
     count = 0
     with open(path, "wb") as handle:
         for entry in tape.read():
             clean = TapeEntry(entry.id, entry.kind, redact(entry.payload), redact(entry.meta), entry.date)
             handle.write(clean.to_line())
             count += 1
+    record_export([tape], path, "jsonl")  # so a redaction can name the file
     return count
 
 

@@ -27,8 +27,16 @@ def rewrite_lines(path: Path, change: LineChange) -> list[int]:
     """Replace the lines of ``path`` that ``change`` rewrites; returns their ids (nothing written when none).
 
     Only ``payload`` and ``meta`` of a changed line are replaced; its other fields stay as its writer wrote them
-    (an older line's ``timestamp``, say). A writer that appends without the lock (Bub) and lands while the new
-    file is prepared is noticed by the size, and the rewrite starts again from its line.
+    (an older line's ``timestamp``, say).
+    """
+    return rewrite_file(path, lambda data: _changed_lines(data, change))
+
+
+def rewrite_file(path: Path, change: Callable[[bytes], tuple[list[bytes], list[int]]]) -> list[int]:
+    """Rewrite ``path`` with ``change(its bytes)``: its new lines and the ids they changed (none: nothing written).
+
+    A writer that appends without the lock (Bub) and lands while the new file is prepared is noticed by the
+    size, and the rewrite starts again from its line.
     """
     with FileLock(str(path) + ".lock", mode=0o600):
         for _ in range(_ATTEMPTS):
@@ -36,7 +44,7 @@ def rewrite_lines(path: Path, change: LineChange) -> list[int]:
                 original = path.read_bytes()
             except OSError as error:
                 raise TapeError(f"Tape file {str(path)!r} cannot be read: {error.strerror}") from None
-            lines, changed = _changed_lines(original, change)
+            lines, changed = change(original)
             if not changed:
                 return []
             if path.stat().st_size != len(original):

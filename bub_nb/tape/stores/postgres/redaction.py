@@ -95,6 +95,63 @@ def redaction_statements(schema: str, group: str) -> list[str]:
     ]
 
 
+_TEXT_ARGUMENTS = "bigint, text, bigint[], text[], text[]"
+
+
+def text_redaction_statements(schema: str, group: str) -> list[str]:
+    """Schema version 5: redaction by value, where only the occurrences of one text become its marker."""
+    return [
+        # ``v`` with every occurrence of ``secret`` in its strings and keys replaced by ``mark``.
+        """CREATE FUNCTION {s}.without_text(v jsonb, secret text, mark text) RETURNS jsonb
+            LANGUAGE plpgsql IMMUTABLE SET search_path = pg_catalog AS $$
+            BEGIN
+                CASE jsonb_typeof(v)
+                    WHEN 'string' THEN RETURN to_jsonb(replace(v #>> '{{}}', secret, mark));
+                    WHEN 'object' THEN
+                        RETURN coalesce((SELECT jsonb_object_agg(replace(x.key, secret, mark),
+                            {s}.without_text(x.value, secret, mark)) FROM jsonb_each(v) AS x), '{{}}'::jsonb);
+                    WHEN 'array' THEN
+                        RETURN coalesce((SELECT jsonb_agg({s}.without_text(x.value, secret, mark) ORDER BY x.o)
+                            FROM jsonb_array_elements(v) WITH ORDINALITY AS x (value, o)), '[]'::jsonb);
+                    ELSE RETURN v;
+                END CASE;
+            END $$""",
+        # The new payload and meta must be exactly the old ones with the text replaced by its marker,
+        # worked out here: a role can hide a text its entries hold, never make them say something else.
+        """CREATE FUNCTION {s}.redact_text_entries(tape_key bigint, secret text, ids bigint[], payloads text[],
+                metas text[]) RETURNS integer LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog AS $$
+            DECLARE n integer; mark text;
+            BEGIN
+                IF NOT EXISTS (SELECT 1 FROM {s}.tapes t WHERE t.key = tape_key AND t.owner = session_user) THEN
+                    RAISE EXCEPTION 'Tape % is not one of your tapes', tape_key USING ERRCODE = '42501';
+                END IF;
+                IF secret IS NULL OR secret = '' OR cardinality(ids) IS DISTINCT FROM cardinality(payloads)
+                        OR cardinality(ids) IS DISTINCT FROM cardinality(metas)
+                        OR EXISTS (SELECT 1 FROM unnest(payloads, metas) AS x (p, m)
+                            WHERE p IS NULL OR m IS NULL OR p ~ '[\\n\\r]' OR m ~ '[\\n\\r]') THEN
+                    RAISE EXCEPTION 'A redaction needs a text and one payload and meta per id, each on one line'
+                        USING ERRCODE = '22023';
+                END IF;
+                mark := '[redacted sha256:' || encode(sha256(convert_to(secret, 'UTF8')), 'hex') || ']';
+                IF EXISTS (SELECT 1 FROM unnest(ids, payloads, metas) AS x (i, p, m)
+                        LEFT JOIN {s}.entries e ON e.tape = tape_key AND e.id = x.i
+                        WHERE e.id IS NULL OR x.p::jsonb <> {s}.without_text(e.payload, secret, mark)
+                            OR x.m::jsonb <> {s}.without_text(e.meta, secret, mark)) THEN
+                    RAISE EXCEPTION 'A redaction by value only replaces the text by its marker'
+                        USING ERRCODE = '22023';
+                END IF;
+                UPDATE {s}.entries e SET payload = x.p::jsonb, meta = x.m::jsonb,
+                        line = {s}.line(e.id, e.kind, x.p, x.m, e.date)
+                    FROM unnest(ids, payloads, metas) AS x (i, p, m)
+                    WHERE e.tape = tape_key AND e.id = x.i;
+                GET DIAGNOSTICS n = ROW_COUNT;
+                RETURN n;
+            END $$""",
+        f"REVOKE ALL ON FUNCTION {{s}}.redact_text_entries({_TEXT_ARGUMENTS}) FROM PUBLIC",
+        f"GRANT EXECUTE ON FUNCTION {{s}}.redact_text_entries({_TEXT_ARGUMENTS}) TO {group}",
+    ]
+
+
 class _Database(Protocol):
     """The store's connections and queries (a ``PostgresTapeStore``)."""
 
@@ -136,3 +193,37 @@ def _texts(records: list[Any]) -> tuple[list[str], list[str]]:
         [dumps(r["payload"]).decode("utf-8", "surrogatepass") for r in records],
         [dumps(r["meta"]).decode("utf-8", "surrogatepass") for r in records],
     )
+
+
+def redact_text_rows(
+    store: _Database, text: str, forms: list[str], change: Callable[[bytes], tuple[Any, Any] | None]
+) -> dict[tuple[str, bool], list[int]]:
+    """Apply ``change`` (a stored line to its new payload and meta, or ``None``) to every entry of this role's
+    tapes, live and archived, whose line holds one of ``forms`` (the text as stored lines may spell it), through
+    ``redact_text_entries``; all in one transaction, or none.
+
+    Returns the ids rewritten by ``(tape name, archived)``.
+    """
+    touched: dict[tuple[str, bool], list[int]] = {}
+    with store.connection(None) as conn, conn.transaction():
+        tapes = conn.execute(
+            store.query("SELECT key, name, archived IS NOT NULL FROM {s}.tapes WHERE owner = session_user ORDER BY key")
+        ).fetchall()
+        for key, name, archived in tapes:
+            rows = conn.execute(  # only the lines holding the text in one of its forms leave the database
+                store.query(
+                    "SELECT id, line FROM {s}.entries e WHERE tape = %s "
+                    "AND EXISTS (SELECT 1 FROM unnest(%s::text[]) AS f (form) WHERE strpos(e.line, f.form) > 0) "
+                    "ORDER BY id"
+                ),
+                (key, forms),
+            )
+            updates = [(i, new) for i, line in rows.fetchall() if (new := change(line.encode())) is not None]
+            if not updates:
+                continue
+            conn.execute(
+                store.query("SELECT {s}.redact_text_entries(%s, %s, %s, %s, %s)"),
+                (key, text, [i for i, _ in updates], *_texts([{"payload": p, "meta": m} for _, (p, m) in updates])),
+            )
+            touched.setdefault((name, bool(archived)), []).extend(i for i, _ in updates)
+    return touched
