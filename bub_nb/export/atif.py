@@ -58,6 +58,12 @@ def trajectory(name: str, entries: Iterable[TapeEntry], *, agent_name: str = "bu
     }
     if g.CACHE_READ_TOKENS in totals:
         final["total_cached_tokens"] = totals[g.CACHE_READ_TOKENS]
+    for key, attribute in (
+        ("total_reasoning_tokens", g.REASONING_TOKENS),
+        ("total_cache_creation_tokens", g.CACHE_CREATION_TOKENS),
+    ):
+        if attribute in totals:
+            final["extra"][EXTENSION][key] = totals[attribute]
     agent: dict[str, Any] = {"name": agent_name, "version": g.producer_version()}
     if steps.models:
         agent["model_name"] = max(steps.models, key=steps.models.__getitem__)
@@ -176,7 +182,7 @@ class _Steps:
         model = data.get("model")
         if isinstance(model, str) and model:
             self.models[model] = self.models.get(model, 0) + 1
-        usage = usage_attributes(data.get("usage"))
+        usage = usage_attributes(data.get("usage"), data.get("source_usage"))
         for key, value in usage.items():
             if isinstance(value, int):
                 self.totals[key] = self.totals.get(key, 0) + value
@@ -199,4 +205,12 @@ class _Steps:
         }
         metrics = {key: value for key, value in metrics.items() if value is not None}
         if metrics:
-            target["metrics"] = {**metrics, "extra": {EXTENSION: {"scope": "turn", "model_calls": data.get("steps")}}}
+            bub = {"scope": "turn", "model_calls": data.get("steps")}
+            # ATIF has no field for these: they go beside the scope, named as the chat-completions API names them
+            for key, attribute in (
+                ("reasoning_tokens", g.REASONING_TOKENS),
+                ("cache_creation_tokens", g.CACHE_CREATION_TOKENS),
+            ):
+                if attribute in usage:
+                    bub[key] = usage[attribute]
+            target["metrics"] = {**metrics, "extra": {EXTENSION: bub}}

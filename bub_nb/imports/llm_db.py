@@ -18,7 +18,7 @@ from typing import Any, Final
 
 from bub_nb.imports.draft import RECORD_EVENT_PREFIX, TapeDraft
 from bub_nb.imports.records import connect, other_rows, rows
-from bub_nb.imports.values import iso_date, openai_usage
+from bub_nb.imports.values import iso_date, openai_usage, with_details
 
 FORMAT: Final = "llm"
 CONVERSATION_ANCHOR: Final = "conversation"
@@ -147,8 +147,9 @@ def _text_parts(texts: list[str]) -> list[dict[str, Any]]:
 
 def _run(draft: TapeDraft, turn: dict[str, Any]) -> None:
     details = json.loads(turn["token_details"]) if turn.get("token_details") else None
+    # llm keeps what OpenAI's usage says beyond the two counts, in its shape: prompt_tokens_details.cached_tokens
     cached = details.get("cached_tokens") if isinstance(details, dict) else None
-    usage = openai_usage(turn.get("input_tokens"), turn.get("output_tokens"), cached=cached)
+    usage = with_details(openai_usage(turn.get("input_tokens"), turn.get("output_tokens"), cached=cached), details)
     model = turn.get("resolved_model") or turn.get("model")
     extra = {"token_details": details} if details else {}
     draft.run(usage, model, run_id=turn["id"], elapsed_ms=turn.get("duration_ms"), **extra)
@@ -218,5 +219,14 @@ def _legacy_response(
     draft.focus(number)
     if not calls and response.get("response") is not None:
         draft.message({"role": "assistant", "content": response["response"]}, **meta)
-    usage = openai_usage(response.get("input_tokens"), response.get("output_tokens"))
-    draft.run(usage, response.get("model"), run_id=response["id"], elapsed_ms=response.get("duration_ms"))
+    details = _json(response.get("token_details"))
+    usage = with_details(openai_usage(response.get("input_tokens"), response.get("output_tokens")), details)
+    extra = {"token_details": details} if details else {}
+    draft.run(usage, response.get("model"), run_id=response["id"], elapsed_ms=response.get("duration_ms"), **extra)
+
+
+def _json(text: Any) -> Any:
+    try:
+        return json.loads(text) if isinstance(text, str) and text else None
+    except ValueError:
+        return None

@@ -19,13 +19,18 @@ DATA = Path(__file__).resolve().parents[1] / "data" / "imports"
 """The sample logs copied from the projects' repositories."""
 
 
+CACHED_AND_REASONING = {"cached_tokens": 64, "reasoning_tokens": 2}
+"""What the endpoint reports of the last answer beyond its two counts (the second reports 36 cached tokens)."""
+
+
 def script(server: OpenAICompatibleServer) -> None:
-    """Two prompts: "What is 2 + 3?" (a call to ``add``, then the answer) and "Say hello"."""
+    """Two prompts: "What is 2 + 3?" (a call to ``add``, then the answer) and "Say hello", the answers reporting
+    cached and reasoning tokens in OpenAI's ``prompt_tokens_details`` and ``completion_tokens_details``."""
     server.reply_tool_calls(
         [{"name": "add", "arguments": {"a": 2, "b": 3}}], usage={"prompt_tokens": 50, "completion_tokens": 7}
     )
-    server.reply("2 + 3 is 5.", usage={"prompt_tokens": 70, "completion_tokens": 6})
-    server.reply("Hello again.", usage={"prompt_tokens": 90, "completion_tokens": 3})
+    server.reply("2 + 3 is 5.", usage={"prompt_tokens": 70, "completion_tokens": 6, "cached_tokens": 36})
+    server.reply("Hello again.", usage={"prompt_tokens": 90, "completion_tokens": 3, **CACHED_AND_REASONING})
 
 
 def add(a: int, b: int) -> int:

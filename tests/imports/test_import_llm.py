@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 from harness.logs import DATA
@@ -59,3 +62,16 @@ def test_a_logs_db_from_before_threads_reads_its_responses_and_tool_rows(home: P
     runs = tape.to_frame().query("name == 'run'")
     assert runs["prompt_tokens"].tolist() == [50, 70, 90]
     assert runs.iloc[0]["date"].isoformat() == "2026-11-26T10:14:53.394133+00:00"
+
+
+def test_cached_and_reasoning_tokens_come_from_where_llm_keeps_them(llm_logs: Path, home: Path) -> None:
+    """llm keeps what OpenAI's usage says beyond its two counts in ``token_details``, nested as OpenAI nests it."""
+    with closing(sqlite3.connect(llm_logs)) as db:
+        details = [json.loads(text) for (text,) in db.execute("SELECT token_details FROM turns ORDER BY id") if text]
+    cached = [d["prompt_tokens_details"]["cached_tokens"] for d in details]
+    reasoning = [d.get("completion_tokens_details", {}).get("reasoning_tokens", 0) for d in details]
+
+    runs = open_tape(import_log(llm_logs, home=home).tape, home=home).to_frame().tape.runs()
+
+    assert runs["cached_tokens"].dropna().tolist() == cached == [36, 64]
+    assert runs["reasoning_tokens"].dropna().tolist() == [r for r in reasoning if r] == [2]
