@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -58,8 +59,11 @@ def write_llm_logs(path: Path, server: OpenAICompatibleServer) -> Path:
     return path
 
 
-def write_agents_session(path: Path, server: OpenAICompatibleServer, session_id: str = "adder-1") -> Path:
-    """An Agents SDK ``SQLiteSession`` database written by ``Runner.run`` over two prompts."""
+def write_agents_session(
+    path: Path, server: OpenAICompatibleServer, session_id: str = "adder-1", *, advanced: bool = False
+) -> Path:
+    """An Agents SDK ``SQLiteSession`` database written by ``Runner.run`` over two prompts; with ``advanced`` an
+    ``AdvancedSQLiteSession``, which also stores each run's usage (``store_run_usage``)."""
     agents = pytest.importorskip("agents", reason="the Agents SDK writes this session (pip install bub_nb[imports])")
     from agents.models.openai_chatcompletions import OpenAIChatCompletionsModel
     from openai import AsyncOpenAI
@@ -72,9 +76,16 @@ def write_agents_session(path: Path, server: OpenAICompatibleServer, session_id:
         model = OpenAIChatCompletionsModel(model="bub-nb-test", openai_client=client)
         tools = [agents.function_tool(add)]
         agent = agents.Agent(name="adder", instructions="Answer briefly.", tools=tools, model=model)
-        session = agents.SQLiteSession(session_id, path)
-        await agents.Runner.run(agent, "What is 2 + 3?", session=session)
-        await agents.Runner.run(agent, "Say hello", session=session)
+        if advanced:
+            from agents.extensions.memory import AdvancedSQLiteSession
+
+            session: Any = AdvancedSQLiteSession(session_id=session_id, db_path=path, create_tables=True)
+        else:
+            session = agents.SQLiteSession(session_id, path)
+        for prompt in ("What is 2 + 3?", "Say hello"):
+            result = await agents.Runner.run(agent, prompt, session=session)
+            if advanced:
+                await session.store_run_usage(result)
         session.close()
         await client.close()
 
