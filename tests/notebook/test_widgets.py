@@ -150,7 +150,10 @@ def test_the_usage_line_names_the_cached_and_reasoning_tokens_the_endpoint_repor
     (line,) = Elements(context.to_html()).with_class("bub-usage")
     parts = Elements(context.to_html()).with_class("bub-usage-part")
     assert line["data-prompt-tokens"] == "120"
-    assert [(p.get("data-cached-tokens"), p.get("data-reasoning-tokens")) for p in parts] == [("96", None), (None, "22")]
+    assert [(p.get("data-cached-tokens"), p.get("data-reasoning-tokens")) for p in parts] == [
+        ("96", None),
+        (None, "22"),
+    ]
     assert "prompt 120 (96 cached) + completion 30 (22 reasoning) = 150 tokens" in context.to_text()
 
 
