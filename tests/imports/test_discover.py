@@ -13,8 +13,9 @@ import pandas as pd
 import pytest
 from harness.logs import DATA, write_llm_logs
 
-from bub_nb import agents_usage, discover_logs, read_tapes
+from bub_nb import agents_usage, discover_logs, import_log, open_tape, read_tapes
 from bub_nb.cli import main
+from bub_nb.errors import BubNbError
 from bub_nb.imports import find_logs
 from bub_nb.tape.stores.archive import archive_files
 from bub_nb.testing import OpenAICompatibleServer
@@ -185,3 +186,19 @@ def test_a_log_imported_by_hand_before_is_not_imported_twice(user: Path, tmp_pat
     assert (report.found, len(report.imported), len(report.replaced)) == (5, 5, 1)
     assert [r.tape for r in report.replaced] == ["by-hand"]
     assert read_tapes(bub)["tape_name"].nunique() == 5
+
+
+def test_a_replacing_import_that_fails_leaves_the_tape_as_it_was(tmp_path: Path) -> None:
+    bub = tmp_path / "bub"
+    sample = DATA / "codex" / CODEX_RUN
+    first = import_log(sample, name="run", home=bub)
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"schema_version": "ATIF-v1.6", "steps": [], "session_id": 1}\n{')  # not one document
+
+    with pytest.raises(BubNbError):
+        import_log(broken, "atif", name="run", home=bub, replace=True)
+
+    assert len(open_tape("run", home=bub)) == first.entries and archive_files(bub / "tapes") == []
+    again = import_log(sample, name="run", home=bub, replace=True)
+    assert again.archived is not None and len(archive_files(bub / "tapes")) == 1
+    assert len(open_tape("run", home=bub)) == first.entries
