@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from bub_nb.agent import Agent, Turn, hookimpl, register_plugin, tool, unregister_plugin
     from bub_nb.agent.replay import replay
     from bub_nb.context.retention import retention
-    from bub_nb.imports import ImportReport, import_log
+    from bub_nb.imports import ImportReport, agents_usage, discover_logs, import_log
     from bub_nb.tape.corrections.by_value import redact_text
     from bub_nb.tape.frames.overview import class_overview
     from bub_nb.tape.frames.tapes import read_tapes
@@ -63,9 +63,11 @@ __all__ = [
     "TurnView",
     "View",
     "__version__",
+    "agents_usage",
     "check",
     "class_overview",
     "diff_views",
+    "discover_logs",
     "hookimpl",
     "import_log",
     "load_ipython_extension",
@@ -100,6 +102,8 @@ _LAZY = {
     "set_prices": "bub_nb.tape.reports.prices",
     "import_log": "bub_nb.imports",
     "ImportReport": "bub_nb.imports",
+    "discover_logs": "bub_nb.imports",
+    "agents_usage": "bub_nb.imports",
 }
 
 

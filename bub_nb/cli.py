@@ -129,7 +129,10 @@ def _pull(args: argparse.Namespace) -> int:
 
 def _import(args: argparse.Namespace) -> int:
     from bub_nb.imports import import_log
+    from bub_nb.imports.discover import run_discovery
 
+    if args.discover:
+        return run_discovery(args.home)
     report = import_log(args.path, args.format, name=args.name, home=args.home)
     print(report.describe())
     print(f"Tape: {report.location}")
@@ -258,7 +261,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="write another agent's log (Claude Code, Codex, llm, Agents SDK, ATIF) as a new tape",
         epilog="Formats: " + "; ".join(f"{name}: {what}" for name, what in FORMATS.items()),
     )
-    imports.add_argument("path", metavar="PATH", help="the log: a .jsonl session, a SQLite database or trajectory.json")
+    which = imports.add_mutually_exclusive_group(required=True)
+    which.add_argument(
+        "path", metavar="PATH", nargs="?", help="the log: a .jsonl session, SQLite database or ATIF file"
+    )
+    which.add_argument("--discover", action="store_true", help="this user's Claude Code, Codex and llm logs, new ones")
     imports.add_argument("--format", choices=list(FORMATS), help="the log's format (default: told from the file)")
     imports.add_argument("--name", help="the new tape's name (default: <format>__<session id>)")
     imports.add_argument("--home", help="Bub home for the tape (default: $BUB_HOME, else ~/.bub)")

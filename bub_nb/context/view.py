@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from bub_nb.context.display import view_html, view_markdown, view_text
 from bub_nb.context.messages import Message, render_entries, without_refused_prompts, without_retracted
@@ -33,6 +33,18 @@ class RunUsage:
     """The view mode the turn's request was built with, as its run event recorded it (``None``: not recorded)."""
     sent_anchor: int | None = None
     """The id of the anchor that view started at."""
+    cached_tokens: int = 0
+    """Of ``prompt_tokens``, those the endpoint read from its cache."""
+    reasoning_tokens: int = 0
+    """Of ``completion_tokens``, those the model spent reasoning."""
+
+    def parts(self) -> str:
+        """The prompt and completion counts as a line says them, with the cached and reasoning parts when there are."""
+        prompt = f"prompt {self.prompt_tokens}" + (f" ({self.cached_tokens} cached)" if self.cached_tokens else "")
+        completion = f"completion {self.completion_tokens}" + (
+            f" ({self.reasoning_tokens} reasoning)" if self.reasoning_tokens else ""
+        )
+        return f"{prompt} + {completion}"
 
     def sent_with(self, view: View) -> bool:
         """Whether the turn's request was built as ``view`` is: the same mode from the same anchor."""
@@ -151,4 +163,12 @@ def _usage(entry: TapeEntry) -> RunUsage | None:
         entry_id=entry.id,
         sent_mode=recorded.mode if recorded is not None else None,
         sent_anchor=recorded.anchor if recorded is not None else None,
+        cached_tokens=_detail(reported, "prompt_tokens_details", "cached_tokens"),
+        reasoning_tokens=_detail(reported, "completion_tokens_details", "reasoning_tokens"),
     )
+
+
+def _detail(usage: dict[str, Any], group: str, name: str) -> int:
+    details = usage.get(group)
+    value = details.get(name) if isinstance(details, dict) else None
+    return value if type(value) is int else 0

@@ -5,7 +5,9 @@ an agent step whose observation is the ``tool_result`` after it, an assistant me
 handoffs, summaries, errors and other events are system steps with an empty message whose ``extra.bub`` holds
 the entry. Every step's ``extra.bub.entries`` names the entries it comes from; a turn's ``run`` event lands on
 its last step (the token usage on its last agent step's ``metrics``). A step holding retracted entries keeps them
-and lists them in ``extra.bub.retracted``.
+and lists them in ``extra.bub.retracted``. An imported tape's ``import.source`` event is no step: the root's
+``extra.bub.imported`` holds it, so a trajectory imported and exported again has the steps it had. A step of
+entries a forked session copied (or an import marked so) is ``is_copied_context``.
 """
 
 from __future__ import annotations
@@ -16,8 +18,11 @@ from typing import TYPE_CHECKING, Any, Final
 from bub_nb.export import genai as g
 from bub_nb.export.messages import mapping, text_of, to_json, tool_arguments
 from bub_nb.export.spans import usage_attributes
+from bub_nb.imports.atif import COPIED_CONTEXT
+from bub_nb.imports.draft import SOURCE as IMPORT_SOURCE
 from bub_nb.tape.entries import TapeEntry, plain_json
 from bub_nb.tape.events import HANDOFF, RUN, SUMMARY, retracted_ids
+from bub_nb.tape.stores.columns import FORKED_FROM
 
 if TYPE_CHECKING:
     from bub_nb.tape import Tape
@@ -39,7 +44,12 @@ def trajectory(name: str, entries: Iterable[TapeEntry], *, agent_name: str = "bu
     """The trajectory of ``entries`` (in tape order) of the tape ``name``."""
     steps = _Steps()
     entries = list(entries)
+    imported: list[dict[str, Any]] = []
     for entry in entries:
+        if entry.kind == "event" and entry.payload.get("name") == IMPORT_SOURCE:
+            # where an imported tape came from describes the trajectory, not a step of it: a round trip adds none
+            imported.append({"entry": entry.id, "data": plain_json(entry.payload.get("data"))})
+            continue
         steps.add(entry)
     retracted = retracted_ids(entries)
     for step in steps.steps if retracted else ():  # kept, as on the tape, and marked: no later view sends them
@@ -58,6 +68,16 @@ def trajectory(name: str, entries: Iterable[TapeEntry], *, agent_name: str = "bu
     }
     if g.CACHE_READ_TOKENS in totals:
         final["total_cached_tokens"] = totals[g.CACHE_READ_TOKENS]
+    for key, attribute in (
+        ("total_reasoning_tokens", g.REASONING_TOKENS),
+        ("total_cache_creation_tokens", g.CACHE_CREATION_TOKENS),
+    ):
+        if attribute in totals:
+            final["extra"][EXTENSION][key] = totals[attribute]
+    entry_count = steps.entries + len(imported)
+    root: dict[str, Any] = {"extension_version": EXTENSION_VERSION, "tape": name, "entries": entry_count}
+    if imported:
+        root["imported"] = imported
     agent: dict[str, Any] = {"name": agent_name, "version": g.producer_version()}
     if steps.models:
         agent["model_name"] = max(steps.models, key=steps.models.__getitem__)
@@ -67,7 +87,7 @@ def trajectory(name: str, entries: Iterable[TapeEntry], *, agent_name: str = "bu
         "agent": agent,
         "steps": [{"step_id": number, **step} for number, step in enumerate(steps.steps, 1)],
         "final_metrics": final,
-        "extra": {EXTENSION: {"extension_version": EXTENSION_VERSION, "tape": name, "entries": steps.entries}},
+        "extra": {EXTENSION: root},
     }
 
 
@@ -91,6 +111,8 @@ class _Steps:
         step: dict[str, Any] = {"source": source, "message": message, "extra": {EXTENSION: extra}}
         if entry is not None and g.parse_date(entry.date) is not None:
             step["timestamp"] = entry.date
+        if entry is not None and (entry.meta.get(COPIED_CONTEXT) is True or FORKED_FROM in entry.meta):
+            step["is_copied_context"] = True  # imported as copied, or copied from the tape a session forked from
         self.steps.append(step)
 
     def system(self, entry: TapeEntry | None, message: str, bub: dict[str, Any]) -> None:
@@ -176,7 +198,7 @@ class _Steps:
         model = data.get("model")
         if isinstance(model, str) and model:
             self.models[model] = self.models.get(model, 0) + 1
-        usage = usage_attributes(data.get("usage"))
+        usage = usage_attributes(data.get("usage"), data.get("source_usage"))
         for key, value in usage.items():
             if isinstance(value, int):
                 self.totals[key] = self.totals.get(key, 0) + value
@@ -199,4 +221,12 @@ class _Steps:
         }
         metrics = {key: value for key, value in metrics.items() if value is not None}
         if metrics:
-            target["metrics"] = {**metrics, "extra": {EXTENSION: {"scope": "turn", "model_calls": data.get("steps")}}}
+            bub = {"scope": "turn", "model_calls": data.get("steps")}
+            # ATIF has no field for these: they go beside the scope, named as the chat-completions API names them
+            for key, attribute in (
+                ("reasoning_tokens", g.REASONING_TOKENS),
+                ("cache_creation_tokens", g.CACHE_CREATION_TOKENS),
+            ):
+                if attribute in usage:
+                    bub[key] = usage[attribute]
+            target["metrics"] = {**metrics, "extra": {EXTENSION: bub}}

@@ -46,23 +46,59 @@ def tape_spans(
     return SpanProjection(tuple(spans), turns, len(split.pending))
 
 
-def usage_attributes(usage: Any) -> dict[str, AttributeValue]:
-    """The GenAI usage attributes of a ``run`` event's ``usage`` (chat-completions or responses names)."""
-    if not isinstance(usage, Mapping):
-        return {}
+_USAGE_NAMES: tuple[tuple[str, tuple[tuple[str, ...], ...]], ...] = (
+    (g.INPUT_TOKENS, (("prompt_tokens",), ("input_tokens",))),
+    (g.OUTPUT_TOKENS, (("completion_tokens",), ("output_tokens",))),
+    (
+        g.CACHE_READ_TOKENS,
+        (
+            ("prompt_tokens_details", "cached_tokens"),
+            ("input_tokens_details", "cached_tokens"),
+            ("cached_tokens",),
+            ("cache_read_input_tokens",),
+            ("cached_input_tokens",),
+        ),
+    ),
+    (
+        g.CACHE_CREATION_TOKENS,
+        (
+            ("prompt_tokens_details", "cache_creation_tokens"),
+            ("prompt_tokens_details", "cache_write_tokens"),
+            ("cache_creation_input_tokens",),
+        ),
+    ),
+    (
+        g.REASONING_TOKENS,
+        (
+            ("completion_tokens_details", "reasoning_tokens"),
+            ("output_tokens_details", "reasoning_tokens"),
+            ("reasoning_tokens",),
+            ("reasoning_output_tokens",),
+        ),
+    ),
+)
+"""Each GenAI usage attribute and where a ``run`` event's usage may hold it: OpenAI's chat-completions and
+responses names, then the names of the logs an import keeps in ``source_usage`` (Anthropic's, Codex's)."""
+
+
+def usage_attributes(usage: Any, source: Any = None) -> dict[str, AttributeValue]:
+    """The GenAI usage attributes of a ``run`` event's ``usage``; a count it lacks is read from ``source``,
+    the usage as an imported log wrote it (cache writes are only there for Claude Code)."""
     found: dict[str, AttributeValue] = {}
-    for attribute, names in (
-        (g.INPUT_TOKENS, ("prompt_tokens", "input_tokens")),
-        (g.OUTPUT_TOKENS, ("completion_tokens", "output_tokens")),
-        (g.CACHE_READ_TOKENS, ("cached_tokens", "cache_read_input_tokens")),
-    ):
-        value = next((usage[name] for name in names if type(usage.get(name)) is int), None)
-        if value is not None:
-            found[attribute] = value
-    details = usage.get("prompt_tokens_details") or usage.get("input_tokens_details")
-    if g.CACHE_READ_TOKENS not in found and isinstance(details, Mapping) and type(details.get("cached_tokens")) is int:
-        found[g.CACHE_READ_TOKENS] = details["cached_tokens"]
+    for attribute, paths in _USAGE_NAMES:
+        for where in (usage, source) if attribute not in (g.INPUT_TOKENS, g.OUTPUT_TOKENS) else (usage,):
+            value = next((count for path in paths if (count := _count_at(where, path)) is not None), None)
+            if value is not None:
+                found[attribute] = value
+                break
     return found
+
+
+def _count_at(usage: Any, path: tuple[str, ...]) -> int | None:
+    value = usage
+    for key in path:
+        value = value.get(key) if isinstance(value, Mapping) else None
+    return value if type(value) is int else None
 
 
 def turn_spans(
@@ -127,7 +163,7 @@ def turn_spans(
             attributes["bub.memory.version"] = view.memory_version
         if state.compacted:
             attributes[g.COMPACTED] = True
-    usage = usage_attributes(data.get("usage"))
+    usage = usage_attributes(data.get("usage"), data.get("source_usage"))
     for key, value in usage.items():
         attributes[key.replace("gen_ai.usage.", "bub.run.usage.")] = value
     children = _with_usage(state.spans, usage, data.get("steps"))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from bub_nb.imports.atif_extension import add_bub_step, extension, restored_meta, result_value
+from bub_nb.imports.atif_extension import add_bub_step, add_closing_run, extension, restored_meta, result_value
 from bub_nb.imports.draft import RECORD_EVENT_PREFIX, TapeDraft
 from bub_nb.imports.responses import message_content
 from bub_nb.imports.values import mapping, openai_usage
@@ -19,6 +19,8 @@ from bub_nb.tape.entries import ROLES
 from bub_nb.tape.events import RUN
 
 FORMAT: Final = "atif"
+COPIED_CONTEXT: Final = "copied_context"
+"""The meta key of an entry from a step marked ``is_copied_context``; the export marks such entries so again."""
 SOURCES: Final = ("system", "user", "agent")
 
 
@@ -59,7 +61,10 @@ def _add(draft: TapeDraft, step: dict[str, Any], default_model: Any) -> bool:
     meta: dict[str, Any] = {"step_id": step.get("step_id"), **restored_meta(bub)}
     if not bub and isinstance(step.get("extra"), dict):
         meta["extra"] = step["extra"]
+    if step.get("is_copied_context") is True:  # context carried over from an earlier trajectory, not done here
+        meta[COPIED_CONTEXT] = True
     if add_bub_step(draft, step, meta):
+        add_closing_run(draft, step, meta)
         return True
     source = step["source"]
     text = message_content(step.get("message"))
@@ -70,9 +75,11 @@ def _add(draft: TapeDraft, step: dict[str, Any], default_model: Any) -> bool:
         else:
             draft.system(text if isinstance(text, str) else str(text), **meta)
         _observe(draft, step)
+        add_closing_run(draft, step, meta)
         return True
     if source == "user":
         draft.message({"role": "user", "content": text}, **meta)
+        add_closing_run(draft, step, meta)
         return True
     meta.setdefault("run_id", f"step-{step.get('step_id')}")
     if isinstance(step.get("reasoning_content"), str):

@@ -2,8 +2,9 @@
 
 A step's ``extra.bub`` may name an anchor (``anchor: {name, state}``, with the ``handoff`` that recorded it), an
 event (``event: {name, data}``), a summary's model calls (``summary``), an ``error``, any other ``entry: {kind,
-payload}``, the ``role`` of a message that was neither the user's nor the assistant's, the turn's ``run`` event,
-and the entry's ``meta``. Other spellings of an anchor are read too: ``extra.bub`` with ``kind: "anchor"``,
+payload}``, the ``role`` of a message that was neither the user's nor the assistant's, the turn's ``run`` event
+(on the turn's last step: its last model call's, else whatever step ended it, as a failed turn's error), and the
+entry's ``meta``. Other spellings of an anchor are read too: ``extra.bub`` with ``kind: "anchor"``,
 ``extra["bub.anchor"]``, or ``extra["bub.anchor.name"]`` with ``extra["bub.anchor.state"]``.
 """
 
@@ -73,11 +74,15 @@ def add_bub_step(draft: TapeDraft, step: dict[str, Any], meta: dict[str, Any]) -
     if entry.get("kind") in KINDS and isinstance(entry.get("payload"), dict):
         draft.entry(str(entry["kind"]), entry["payload"], **meta)
         return True
-    run = bub.get("run")
-    if step.get("source") == "system" and isinstance(run, dict):
+    return step.get("source") == "system" and isinstance(bub.get("run"), dict)  # a run alone: add_closing_run
+
+
+def add_closing_run(draft: TapeDraft, step: dict[str, Any], meta: dict[str, Any]) -> None:
+    """The ``run`` event bub_nb's export put on a step other than a model call's: a turn that failed before the
+    model answered ends on its error step (or its prompt), which carries the run beside what it stands for."""
+    run = extension(step).get("run")
+    if step.get("source") != "agent" and isinstance(run, dict):
         draft.event(RUN, run, **meta)
-        return True
-    return False
 
 
 def result_value(result: dict[str, Any], content: Any) -> Any:

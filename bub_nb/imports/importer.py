@@ -32,13 +32,16 @@ def import_log(
     name: str | None = None,
     home: str | Path | None = None,
     store: TapeStore | str | None = None,
+    replace: bool = False,
 ) -> ImportReport:
     """Write the log at ``path`` as a new tape in Bub's format; the report says what became of every record.
 
     ``format`` is one of :data:`FORMATS` (told from the file when not given). The tape is ``name``, or
     ``<format>__<session id>``; it must not hold entries yet, since an import never writes into a tape
-    that has a history of its own. Nothing is written unless the whole log was read. ``home`` and
-    ``store`` choose where the tape goes, as for :func:`bub_nb.open_tape`.
+    that has a history of its own, unless ``replace``: then a tape that holds entries is archived as a reset
+    archives it (``<name>.jsonl.<stamp>.bak``, in ``archived``) and the log written afresh in its place. Nothing
+    is written or archived unless the whole log was read. ``home`` and ``store`` choose where the tape goes, as
+    for :func:`bub_nb.open_tape`.
     """
     source = Path(path).expanduser()
     if not source.is_file():
@@ -52,7 +55,7 @@ def import_log(
         entries = draft.finish()
     tape_name = _tape_name(name, chosen, session, source)
     tape = open_tape(tape_name, home=home, store=store)
-    if len(tape):
+    if len(tape) and not replace:
         raise LogImportError(
             f"Tape {tape_name!r} already holds {len(tape)} entries; an import writes a new tape, so name another"
         )
@@ -64,6 +67,10 @@ def import_log(
     entries = [TapeEntry(0, "event", {"name": SOURCE, "data": heading}, {"source": chosen, "records": []}, first)]
     entries += draft.entries
     _check_dates(entries)
+    archived = None
+    if len(tape):
+        archived = tape.base_store.reset(tape.name, archive=True)
+        tape = open_tape(tape_name, home=home, store=store)
     with _collector_paused():
         stored = _write(tape, entries)
     dates = sorted((datetime.fromisoformat(entry.date), entry.date) for entry in stored)
@@ -82,6 +89,7 @@ def import_log(
         last_date=dates[-1][1] if dates else None,
         undated=draft.undated,
         session=session,
+        archived=archived,
     )
 
 

@@ -5,26 +5,34 @@ llm 0.30 and later keep conversations as ``threads`` of content-addressed ``mess
 (model, tokens, duration, time). Each thread becomes a phase: an anchor ``conversation`` with the
 thread's id and name, then its messages in order, a ``run`` event closing each turn. Databases
 written by older versions hold ``conversations`` and ``responses`` (with ``tool_calls`` and
-``tool_results``) instead, read the same way. Rows of other tables are kept whole.
+``tool_results``) instead, read the same way; a database llm upgraded holds both, and its threads and older
+conversations come in the order they began. Attachments are content parts of their prompt
+(``llm_attachments``). Rows of other tables are kept whole.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Callable
 from contextlib import closing
+from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any, Final
 
 from bub_nb.imports.draft import RECORD_EVENT_PREFIX, TapeDraft
+from bub_nb.imports.llm_attachments import Attachments
 from bub_nb.imports.records import connect, other_rows, rows
-from bub_nb.imports.values import iso_date, openai_usage
+from bub_nb.imports.values import iso_date, mapping, openai_usage, with_details
 
 FORMAT: Final = "llm"
 CONVERSATION_ANCHOR: Final = "conversation"
 THREAD_TABLES: Final = {"threads", "turns", "messages", "parts", "fragments", "attachments", "tools"}
 LEGACY_TABLES: Final = {"conversations", "responses", "tool_calls", "tool_results"}
-DERIVED_TABLES: Final = {"_llm_migrations", "turn_search", "message_tree", "part_fragments", "part_attachments"}
+DERIVED_TABLES: Final = {
+    "_llm_migrations", "turn_search", "message_tree", "part_fragments", "part_attachments", "prompt_attachments",
+}  # fmt: skip
 """Bookkeeping llm derives from the log (its migrations, search index, reference tables), not records of it."""
 
 
@@ -40,8 +48,14 @@ def read(path: Path, draft: TapeDraft) -> dict[str, Any]:
     """Add every thread (and every legacy conversation) of the database to ``draft``."""
     with closing(connect(path)) as db:
         tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        threads = _threads(db, draft) if {"threads", "turns", "messages", "parts"} <= tables else 0
-        legacy = _legacy(db, draft) if {"conversations", "responses"} <= tables else 0
+        attachments = Attachments(db, draft) if "attachments" in tables else None
+        threads = _threads(db, draft, attachments) if {"threads", "turns", "messages", "parts"} <= tables else []
+        legacy = _legacy(db, draft, attachments) if {"conversations", "responses"} <= tables else []
+        # A database llm 0.30 or later upgraded holds both, the older conversations in the legacy tables: by date.
+        for _, add in sorted([*legacy, *threads], key=lambda phase: phase[0]):
+            add()
+        if attachments is not None:
+            attachments.keep_unnamed()
         if "tools" in tables:
             for tool in rows(db, "SELECT * FROM tools ORDER BY id"):
                 draft.take(tool, "tool")
@@ -50,29 +64,49 @@ def read(path: Path, draft: TapeDraft) -> dict[str, Any]:
         for table, row in other_rows(db, THREAD_TABLES | LEGACY_TABLES | DERIVED_TABLES):
             draft.take(row, table)
             draft.keep(f"llm table {table!r} is not part of the conversations this reading knows")
-    return {"threads": threads, "legacy_conversations": legacy}
+    return {"threads": len(threads), "legacy_conversations": len(legacy)}
 
 
-def _threads(db: sqlite3.Connection, draft: TapeDraft) -> int:
-    threads = rows(db, "SELECT * FROM threads ORDER BY datetime_utc, id")
-    for thread in threads:
+Phase = tuple[datetime, Callable[[], None]]
+"""A conversation to add, and when it began: threads and legacy conversations are added in date order."""
+
+
+def _when(value: Any) -> datetime:
+    found = iso_date(value)
+    return datetime.fromisoformat(found) if found else datetime.min.replace(tzinfo=UTC)
+
+
+def _threads(db: sqlite3.Connection, draft: TapeDraft, attachments: Attachments | None) -> list[Phase]:
+    phases: list[Phase] = []
+    for thread in rows(db, "SELECT * FROM threads ORDER BY datetime_utc, id"):
         turns = rows(db, "SELECT * FROM turns WHERE thread_id = ? ORDER BY datetime_utc, id", thread["id"])
         first = turns[0]["datetime_utc"] if turns else thread.get("datetime_utc")
-        draft.take(thread, "thread", first)
-        state = {"thread": thread["id"], "name": thread.get("name"), "forked_from": thread.get("forked_from")}
-        draft.anchor(CONVERSATION_ANCHOR, state)
-        seen: set[str] = set()
-        for turn in turns:
-            for message in _chain(db, turn["tip_message_hash"]):
-                if message["hash"] in seen:
-                    continue
-                seen.add(message["hash"])
-                draft.take(message, f"message/{message['role']}", turn["datetime_utc"])
-                if not _message(draft, message, _parts(db, message["hash"]), turn["id"]):
-                    draft.keep(f"an llm message with role {message['role']!r} and no part this reading knows")
-            draft.take(turn, "turn", turn["datetime_utc"])
-            _run(draft, turn)
-    return len(threads)
+        phases.append((_when(first), partial(_thread, db, draft, attachments, thread, turns, first)))
+    return phases
+
+
+def _thread(
+    db: sqlite3.Connection,
+    draft: TapeDraft,
+    attachments: Attachments | None,
+    thread: dict[str, Any],
+    turns: list[dict[str, Any]],
+    first: Any,
+) -> None:
+    draft.take(thread, "thread", first)
+    state = {"thread": thread["id"], "name": thread.get("name"), "forked_from": thread.get("forked_from")}
+    draft.anchor(CONVERSATION_ANCHOR, state)
+    seen: set[str] = set()
+    for turn in turns:
+        for message in _chain(db, turn["tip_message_hash"]):
+            if message["hash"] in seen:
+                continue
+            seen.add(message["hash"])
+            draft.take(message, f"message/{message['role']}", turn["datetime_utc"])
+            if not _message(draft, message, _parts(db, message["hash"]), turn["id"], attachments):
+                draft.keep(f"an llm message with role {message['role']!r} and no part this reading knows")
+        draft.take(turn, "turn", turn["datetime_utc"])
+        _run(draft, turn)
 
 
 def _chain(db: sqlite3.Connection, tip: str | None) -> list[dict[str, Any]]:
@@ -108,7 +142,9 @@ def _piece(db: sqlite3.Connection, piece: dict[str, Any]) -> str:
     return str(found[0]["content"]) if found else ""
 
 
-def _message(draft: TapeDraft, message: dict[str, Any], parts: list[dict[str, Any]], turn: str) -> bool:
+def _message(
+    draft: TapeDraft, message: dict[str, Any], parts: list[dict[str, Any]], turn: str, attachments: Attachments | None
+) -> bool:
     role = message["role"]
     texts = [p["text"] for p in parts if p["type"] == "text" and isinstance(p.get("text"), str)]
     reasoning = [p["text"] for p in parts if p["type"] == "reasoning" and p.get("text")]
@@ -132,10 +168,13 @@ def _message(draft: TapeDraft, message: dict[str, Any], parts: list[dict[str, An
     if role == "system":
         draft.system(text, **meta)
     elif role in ("user", "assistant"):
-        attachments = [p for p in parts if p["type"] == "attachment"]
-        draft.message(
-            {"role": role, "content": text if not attachments else [*_text_parts(texts), *attachments]}, **meta
-        )
+        named = [mapping(p.get("attachment")).get("id") for p in parts if p["type"] == "attachment"]
+        if named and attachments is not None:
+            sent, records = attachments.parts(named)
+            meta["records"] = [draft.record, *records]
+            draft.message({"role": role, "content": [*_text_parts(texts), *sent]}, **meta)
+        else:
+            draft.message({"role": role, "content": text}, **meta)
     else:
         return False
     return True
@@ -147,14 +186,15 @@ def _text_parts(texts: list[str]) -> list[dict[str, Any]]:
 
 def _run(draft: TapeDraft, turn: dict[str, Any]) -> None:
     details = json.loads(turn["token_details"]) if turn.get("token_details") else None
+    # llm keeps what OpenAI's usage says beyond the two counts, in its shape: prompt_tokens_details.cached_tokens
     cached = details.get("cached_tokens") if isinstance(details, dict) else None
-    usage = openai_usage(turn.get("input_tokens"), turn.get("output_tokens"), cached=cached)
+    usage = with_details(openai_usage(turn.get("input_tokens"), turn.get("output_tokens"), cached=cached), details)
     model = turn.get("resolved_model") or turn.get("model")
     extra = {"token_details": details} if details else {}
     draft.run(usage, model, run_id=turn["id"], elapsed_ms=turn.get("duration_ms"), **extra)
 
 
-def _legacy(db: sqlite3.Connection, draft: TapeDraft) -> int:
+def _legacy(db: sqlite3.Connection, draft: TapeDraft, attachments: Attachments | None) -> list[Phase]:
     """Conversations logged by llm before 0.30: one ``responses`` row per prompt and answer."""
     conversations = rows(db, "SELECT * FROM conversations")
     responses = rows(db, "SELECT * FROM responses ORDER BY datetime_utc, id")
@@ -166,7 +206,9 @@ def _legacy(db: sqlite3.Connection, draft: TapeDraft) -> int:
     known = {conversation["id"] for conversation in conversations}
     orphans = [{"id": key, "name": None} for key in by_conversation if key not in known]
     ordered = sorted([*conversations, *orphans], key=lambda c: _first_date(by_conversation.get(c["id"], [])))
-    for conversation in ordered:
+    prompts = _prompt_attachments(db)
+
+    def add(conversation: dict[str, Any]) -> None:
         answers = by_conversation.get(conversation["id"], [])
         if conversation in orphans:
             draft.take({"id": conversation["id"]}, "conversation", _first_date(answers))
@@ -179,8 +221,24 @@ def _legacy(db: sqlite3.Connection, draft: TapeDraft) -> int:
         }
         draft.anchor(CONVERSATION_ANCHOR, state)
         for response in answers:
-            _legacy_response(draft, response, calls.get(response["id"], []), results.get(response["id"], []))
-    return len(ordered)
+            sent = attachments.parts(prompts.get(response["id"], [])) if attachments is not None else ([], [])
+            _legacy_response(draft, response, calls.get(response["id"], []), results.get(response["id"], []), sent)
+
+    return [
+        (_when(_first_date(by_conversation.get(conversation["id"], []))), partial(add, conversation))
+        for conversation in ordered
+    ]
+
+
+def _prompt_attachments(db: sqlite3.Connection) -> dict[Any, list[Any]]:
+    """The attachments of each legacy response's prompt, in order."""
+    found: dict[Any, list[Any]] = {}
+    try:
+        for row in rows(db, 'SELECT * FROM prompt_attachments ORDER BY response_id, "order"'):
+            found.setdefault(row.get("response_id"), []).append(row.get("attachment_id"))
+    except sqlite3.OperationalError:
+        return {}
+    return found
 
 
 def _by_response(db: sqlite3.Connection, table: str) -> dict[Any, list[dict[str, Any]]]:
@@ -199,7 +257,11 @@ def _first_date(responses: list[dict[str, Any]]) -> str:
 
 
 def _legacy_response(
-    draft: TapeDraft, response: dict[str, Any], calls: list[dict[str, Any]], results: list[dict[str, Any]]
+    draft: TapeDraft,
+    response: dict[str, Any],
+    calls: list[dict[str, Any]],
+    results: list[dict[str, Any]],
+    sent: tuple[list[dict[str, Any]], list[int]],
 ) -> None:
     number = draft.take(response, "response", response.get("datetime_utc"))
     meta = {"run_id": response["id"]}
@@ -209,7 +271,11 @@ def _legacy_response(
         draft.take(result, "tool_result")
         draft.result(str(result.get("tool_call_id") or ""), result.get("output"), error=bool(result.get("exception")))
     draft.focus(number)
-    if response.get("prompt"):
+    parts, records = sent
+    if parts:
+        text = _text_parts([response["prompt"]]) if response.get("prompt") else []
+        draft.message({"role": "user", "content": [*text, *parts]}, records=[number, *records], **meta)
+    elif response.get("prompt"):
         draft.message({"role": "user", "content": response["prompt"]}, **meta)
     for index, call in enumerate(calls):
         draft.take(call, "tool_call")
@@ -218,5 +284,14 @@ def _legacy_response(
     draft.focus(number)
     if not calls and response.get("response") is not None:
         draft.message({"role": "assistant", "content": response["response"]}, **meta)
-    usage = openai_usage(response.get("input_tokens"), response.get("output_tokens"))
-    draft.run(usage, response.get("model"), run_id=response["id"], elapsed_ms=response.get("duration_ms"))
+    details = _json(response.get("token_details"))
+    usage = with_details(openai_usage(response.get("input_tokens"), response.get("output_tokens")), details)
+    extra = {"token_details": details} if details else {}
+    draft.run(usage, response.get("model"), run_id=response["id"], elapsed_ms=response.get("duration_ms"), **extra)
+
+
+def _json(text: Any) -> Any:
+    try:
+        return json.loads(text) if isinstance(text, str) and text else None
+    except ValueError:
+        return None

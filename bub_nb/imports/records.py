@@ -90,7 +90,12 @@ def other_rows(connection: sqlite3.Connection, known: set[str]) -> Iterator[tupl
             continue
         quoted = '"' + name.replace('"', '""') + '"'
         for row in connection.execute(f"SELECT * FROM {quoted}"):
-            yield name, {key: _plain(row[key]) for key in row.keys()}  # noqa: SIM118 - sqlite3.Row
+            yield name, plain_row(dict(row))
+
+
+def plain_row(row: dict[str, Any]) -> dict[str, Any]:
+    """A row as a tape line can hold it: bytes become hex text."""
+    return {key: _plain(value) for key, value in row.items()}
 
 
 def _plain(value: Any) -> Any:

@@ -30,6 +30,8 @@ class ImportReport:
     last_date: str | None = None
     undated: int = 0
     session: Mapping[str, Any] = field(default_factory=dict)
+    archived: str | None = None
+    """Where the tape's earlier import went when this one replaced it (``import_log(replace=True)``)."""
 
     @property
     def accounted(self) -> bool:

@@ -88,6 +88,20 @@ def openai_usage(prompt: Any, completion: Any, total: Any = None, cached: Any = 
     return usage
 
 
+def with_details(usage: dict[str, Any] | None, details: Any) -> dict[str, Any] | None:
+    """``usage`` with every whole-number count of a log's OpenAI-shaped details (``prompt_tokens_details``,
+    ``completion_tokens_details``: cached, reasoning, audio, prediction tokens) added as the endpoint named them."""
+    if usage is None or not isinstance(details, dict):
+        return usage
+    for group in ("prompt_tokens_details", "completion_tokens_details"):
+        counts = details.get(group)
+        if isinstance(counts, dict):
+            kept = {name: count for name, count in counts.items() if type(count) is int}
+            if kept:
+                usage[group] = {**usage.get(group, {}), **kept}
+    return usage
+
+
 def text(value: Any) -> str:
     """``value`` as text: strings as they are, anything else as compact JSON."""
     if isinstance(value, str):

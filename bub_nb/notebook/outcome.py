@@ -31,7 +31,12 @@ def footer(turn: Any, anchor: str | None) -> str:
             f"view: {len(view.messages)} messages ≈ {view.total_tokens} tokens, without system prompt and tools"
         )
     if turn.usage is not None:
-        parts.append(f"usage {turn.usage.prompt_tokens} prompt + {turn.usage.completion_tokens} completion tokens")
+        usage = turn.usage
+        cached = f" ({usage.cached_tokens} cached)" if usage.cached_tokens else ""
+        reasoning = f" ({usage.reasoning_tokens} reasoning)" if usage.reasoning_tokens else ""
+        parts.append(
+            f"usage {usage.prompt_tokens} prompt{cached} + {usage.completion_tokens} completion{reasoning} tokens"
+        )
     if turn.entries:
         ids = [entry.id for entry in turn.entries]
         parts.append(f"entries #{min(ids)}–#{max(ids)}")  # a range reads low to high, whatever wrote it

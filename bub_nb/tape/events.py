@@ -1,8 +1,9 @@
 """The events bub_nb writes on a tape: their names, and the shapes more than one module reads or builds.
 
 A ``run`` event closes every turn: ``{"status", "usage", "model", "elapsed_ms", "steps", "view"}``, where
-``usage`` is the model's own token count (``prompt_tokens``, ``completion_tokens``, ``total_tokens``)
-or ``None``. A handoff is an anchor followed by a ``handoff`` event that records it.
+``usage`` is the model's own token count (``prompt_tokens``, ``completion_tokens``, ``total_tokens``, and
+every other count the endpoint gave, such as ``prompt_tokens_details.cached_tokens``) or ``None``. A handoff is
+an anchor followed by a ``handoff`` event that records it.
 
 ``view`` records what the turn's last model call was sent, so the request can be rebuilt later::
 

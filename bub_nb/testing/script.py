@@ -23,7 +23,7 @@ class ScriptedReply:
 
     text: str = ""
     tool_calls: tuple[dict[str, Any], ...] = ()
-    usage: Mapping[str, int] | None = None
+    usage: Mapping[str, Any] | None = None
     delay: float = 0.0
     chunk_delay: float = 0.0
     status: int = 200
@@ -45,14 +45,28 @@ class ScriptedReply:
         return self.finish_reason or ("tool_calls" if self.tool_calls else "stop")
 
 
-def usage_dict(usage: Any) -> dict[str, int] | None:
-    """OpenAI's usage dict from a mapping or anything with ``as_dict()``; the total defaults to the sum."""
+_DETAILS = {"cached_tokens": "prompt_tokens_details", "reasoning_tokens": "completion_tokens_details"}
+
+
+def usage_dict(usage: Any) -> dict[str, Any] | None:
+    """OpenAI's usage dict from a mapping or anything with ``as_dict()``; the total defaults to the sum.
+
+    ``cached_tokens`` and ``reasoning_tokens`` given at the top are reported where OpenAI puts them
+    (``prompt_tokens_details``, ``completion_tokens_details``); details given in OpenAI's shape pass through.
+    """
     if usage is None:
         return None
     data = dict(usage.as_dict() if hasattr(usage, "as_dict") else usage)
     prompt, completion = int(data.get("prompt_tokens", 0)), int(data.get("completion_tokens", 0))
     total = int(data.get("total_tokens", prompt + completion))
-    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": total}
+    out: dict[str, Any] = {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": total}
+    for group in _DETAILS.values():
+        if isinstance(data.get(group), Mapping):
+            out[group] = {name: int(count) for name, count in data[group].items()}
+    for name, group in _DETAILS.items():
+        if name in data:
+            out.setdefault(group, {})[name] = int(data[name])
+    return out
 
 
 class ReplyScript:

@@ -126,7 +126,7 @@ class OpenAICompatibleServer:
         self,
         text: str,
         *,
-        usage: Mapping[str, int] | Any = None,
+        usage: Mapping[str, Any] | Any = None,
         delay: float = 0.0,
         chunk_delay: float = 0.0,
         finish_reason: str | None = None,
@@ -134,8 +134,9 @@ class OpenAICompatibleServer:
     ) -> OpenAICompatibleServer:
         """Answer the next request with ``text``, streamed one word per chunk.
 
-        ``usage`` is a usage mapping (or a ``Usage``); without it the reply reports token
-        estimates. ``delay`` holds the whole answer back; ``chunk_delay`` paces a stream.
+        ``usage`` is a usage mapping (or a ``Usage``), whose ``cached_tokens`` and ``reasoning_tokens`` are
+        reported in OpenAI's ``prompt_tokens_details`` and ``completion_tokens_details``; without it the reply
+        reports token estimates. ``delay`` holds the whole answer back; ``chunk_delay`` paces a stream.
         ``stream_usage=False`` leaves usage out of a stream even when the request asks for it.
         """
         reply = ScriptedReply(
@@ -160,7 +161,7 @@ class OpenAICompatibleServer:
         calls: Iterable[Mapping[str, Any]],
         *,
         content: str = "",
-        usage: Mapping[str, int] | Any = None,
+        usage: Mapping[str, Any] | Any = None,
         delay: float = 0.0,
     ) -> OpenAICompatibleServer:
         """Answer the next request with tool calls ``[{"name", "arguments": dict | str, "id"?}]``.

@@ -148,7 +148,7 @@ class ChatHandler(BaseHTTPRequestHandler):
         else:
             self._complete(body, reply)
 
-    def _usage(self, body: dict[str, Any], reply: ScriptedReply) -> dict[str, int]:
+    def _usage(self, body: dict[str, Any], reply: ScriptedReply) -> dict[str, Any]:
         usage = usage_dict(reply.usage)
         if usage is not None:
             return usage

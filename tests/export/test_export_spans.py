@@ -302,3 +302,22 @@ def test_calls_with_repeated_or_missing_ids_each_get_a_span() -> None:
     assert len({t.span_id for t in tools}) == 3
     first_chat = by_operation(spans, g.CHAT)[0]
     assert json.loads(str(first_chat.attributes[g.INPUT_MESSAGES]))[0]["parts"][0]["content"] == "Go"
+
+
+def test_an_imported_claude_code_session_s_cache_writes_and_reads_are_on_its_spans(tmp_path: Path) -> None:
+    """Claude Code's log has cache writes, which OpenAI's usage shape has no name for: the spans read them from the
+    usage the log gave (``source_usage``); the cache reads are the tape's own."""
+    from harness.logs import DATA
+
+    report = bub_nb.import_log(DATA / "claude-code" / "sidechain_integrated.jsonl", home=tmp_path)
+    tape = bub_nb.open_tape(report.tape, home=tmp_path)
+    runs = [e.payload["data"] for e in tape.read() if e.kind == "event" and e.name == "run"]
+    written = sum(run["source_usage"].get("cache_creation_input_tokens", 0) for run in runs)
+    read = sum(run["usage"].get("prompt_tokens_details", {}).get("cached_tokens", 0) for run in runs)
+
+    chats = by_operation(tape_spans(tape.name, tape.read()).spans, g.CHAT)
+
+    assert written > 0 and read > 0
+    assert sum(int(c.attributes.get(g.CACHE_CREATION_TOKENS, 0)) for c in chats) == written
+    assert sum(int(c.attributes.get(g.CACHE_READ_TOKENS, 0)) for c in chats) == read
+    assert g.CACHE_CREATION_TOKENS == "gen_ai.usage.cache_creation.input_tokens"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,13 +20,18 @@ DATA = Path(__file__).resolve().parents[1] / "data" / "imports"
 """The sample logs copied from the projects' repositories."""
 
 
+CACHED_AND_REASONING = {"cached_tokens": 64, "reasoning_tokens": 2}
+"""What the endpoint reports of the last answer beyond its two counts (the second reports 36 cached tokens)."""
+
+
 def script(server: OpenAICompatibleServer) -> None:
-    """Two prompts: "What is 2 + 3?" (a call to ``add``, then the answer) and "Say hello"."""
+    """Two prompts: "What is 2 + 3?" (a call to ``add``, then the answer) and "Say hello", the answers reporting
+    cached and reasoning tokens in OpenAI's ``prompt_tokens_details`` and ``completion_tokens_details``."""
     server.reply_tool_calls(
         [{"name": "add", "arguments": {"a": 2, "b": 3}}], usage={"prompt_tokens": 50, "completion_tokens": 7}
     )
-    server.reply("2 + 3 is 5.", usage={"prompt_tokens": 70, "completion_tokens": 6})
-    server.reply("Hello again.", usage={"prompt_tokens": 90, "completion_tokens": 3})
+    server.reply("2 + 3 is 5.", usage={"prompt_tokens": 70, "completion_tokens": 6, "cached_tokens": 36})
+    server.reply("Hello again.", usage={"prompt_tokens": 90, "completion_tokens": 3, **CACHED_AND_REASONING})
 
 
 def add(a: int, b: int) -> int:
@@ -53,8 +59,11 @@ def write_llm_logs(path: Path, server: OpenAICompatibleServer) -> Path:
     return path
 
 
-def write_agents_session(path: Path, server: OpenAICompatibleServer, session_id: str = "adder-1") -> Path:
-    """An Agents SDK ``SQLiteSession`` database written by ``Runner.run`` over two prompts."""
+def write_agents_session(
+    path: Path, server: OpenAICompatibleServer, session_id: str = "adder-1", *, advanced: bool = False
+) -> Path:
+    """An Agents SDK ``SQLiteSession`` database written by ``Runner.run`` over two prompts; with ``advanced`` an
+    ``AdvancedSQLiteSession``, which also stores each run's usage (``store_run_usage``)."""
     agents = pytest.importorskip("agents", reason="the Agents SDK writes this session (pip install bub_nb[imports])")
     from agents.models.openai_chatcompletions import OpenAIChatCompletionsModel
     from openai import AsyncOpenAI
@@ -67,9 +76,16 @@ def write_agents_session(path: Path, server: OpenAICompatibleServer, session_id:
         model = OpenAIChatCompletionsModel(model="bub-nb-test", openai_client=client)
         tools = [agents.function_tool(add)]
         agent = agents.Agent(name="adder", instructions="Answer briefly.", tools=tools, model=model)
-        session = agents.SQLiteSession(session_id, path)
-        await agents.Runner.run(agent, "What is 2 + 3?", session=session)
-        await agents.Runner.run(agent, "Say hello", session=session)
+        if advanced:
+            from agents.extensions.memory import AdvancedSQLiteSession
+
+            session: Any = AdvancedSQLiteSession(session_id=session_id, db_path=path, create_tables=True)
+        else:
+            session = agents.SQLiteSession(session_id, path)
+        for prompt in ("What is 2 + 3?", "Say hello"):
+            result = await agents.Runner.run(agent, prompt, session=session)
+            if advanced:
+                await session.store_run_usage(result)
         session.close()
         await client.close()
 

@@ -11,8 +11,11 @@ from harness.harbor import harbor_trajectories
 from harness.logs import DATA
 
 from bub_nb import import_log, open_tape
+from bub_nb.agent import Agent, OpenAIModel
+from bub_nb.errors import ModelError
 from bub_nb.imports.draft import SOURCE
 from bub_nb.tape import Tape, TapeEntry
+from bub_nb.testing import OpenAICompatibleServer
 
 EXAMPLE = DATA / "atif" / "rfc-0001-example.json"
 
@@ -138,3 +141,64 @@ def test_the_samples_are_trajectories_harbors_own_models_accept(sample: str) -> 
     )
 
     assert len(trajectory.steps) == {"rfc-0001-example.json": 3}.get(sample, 51)
+
+
+def turns_of(tape: Tape) -> list[tuple[str, Any]]:
+    return [(e.payload["data"]["status"], e.payload["data"].get("usage")) for e in tape.read() if e.name == "run"]
+
+
+def test_a_failed_turn_keeps_its_run_event_through_atif_and_back(
+    tmp_path: Path, home: Path, openai_server: OpenAICompatibleServer
+) -> None:
+    """A turn whose model call failed has no agent step: its run event rides on its error step and comes back."""
+    original = open_tape("five-and-one", home=home)
+    model = OpenAIModel("m", api_key="k", base_url=openai_server.base_url, max_retries=0)
+    agent = Agent(original, model)
+    for number in range(5):
+        openai_server.reply(f"Answer {number}.", usage={"prompt_tokens": 10, "completion_tokens": 2})
+        agent.run(f"Question {number}")
+    openai_server.fail(500, "The model is down")
+    with pytest.raises(ModelError):
+        agent.run("Question 5")
+    assert [status for status, _ in turns_of(original)] == ["ok"] * 5 + ["error"]
+    first = exported_trajectory(original)
+    path = tmp_path / "trajectory.json"
+    path.write_text(json.dumps(first))
+
+    imported = open_tape(import_log(path, format="atif", name="five-and-one-back", home=home).tape, home=home)
+    again = exported_trajectory(imported)
+
+    assert turns_of(imported) == turns_of(original)
+    assert imported.to_frame().tape.runs()["status"].tolist() == ["ok"] * 5 + ["error"]
+    assert again["final_metrics"]["total_steps"] == first["final_metrics"]["total_steps"]
+    assert again["final_metrics"]["extra"]["bub"]["turns"] == first["final_metrics"]["extra"]["bub"]["turns"] == 6
+    assert [s["source"] for s in again["steps"]] == [s["source"] for s in first["steps"]]
+
+
+def test_copied_context_is_marked_on_import_and_on_export(tmp_path: Path, home: Path) -> None:
+    document = json.loads(EXAMPLE.read_text())
+    document["steps"][0]["is_copied_context"] = True  # the user's request, carried over from an earlier run
+    path = tmp_path / "copied.json"
+    path.write_text(json.dumps(document))
+
+    tape = open_tape(import_log(path, home=home).tape, home=home)
+    copied = [e for e in tape.read() if e.meta.get("copied_context")]
+    exported = exported_trajectory(tape)
+
+    assert [(e.kind, e.payload.get("role")) for e in copied] == [("message", "user")]
+    assert [s["source"] for s in exported["steps"] if s.get("is_copied_context")] == ["user"]
+    harbor_trajectories().Trajectory.model_validate(exported)
+
+
+def test_a_forked_session_s_copied_entries_are_copied_context(home: Path) -> None:
+    parent = open_tape("parent", home=home)
+    parent.handoff("phase/work", {"summary": "start"})
+    parent.append_message({"role": "user", "content": "Carry this over"})
+    parent.append_message({"role": "assistant", "content": "Carried."})
+    child = parent.fork_session("child", from_anchor="phase/work", intention="go on")
+    child.append_message({"role": "user", "content": "New work"})
+
+    steps = exported_trajectory(child)["steps"]
+
+    copied = [s["message"] for s in steps if s.get("is_copied_context")]
+    assert "Carry this over" in copied and "Carried." in copied and "New work" not in copied

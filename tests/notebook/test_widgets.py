@@ -15,10 +15,12 @@ from harness.widgets import find
 
 import bub_nb.memory  # noqa: F401  (registers Tape.memory)
 from bub_nb import LAST_ANCHOR, Tape, TapeEntry, open_tape
+from bub_nb.agent import Agent, OpenAIModel
 from bub_nb.context import build_view, window
 from bub_nb.errors import AnchorNotFoundError
 from bub_nb.memory import MemoryZoneError
 from bub_nb.notebook.widgets import ContextView, MemoryView, TapeTimeline
+from bub_nb.testing import OpenAICompatibleServer
 
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 TODAY = date(2026, 2, 10)
@@ -134,6 +136,25 @@ def test_last_anchor_window_highlights_exactly_the_views_entries(tape: Tape) -> 
     anchor = tape.find_anchor("phase/tools")
     assert ids_with(cells, "bub-in-window") == list(range(anchor.id, tape.last_id + 1))
     assert message_ids(context.to_html()) == list(view.sources)
+
+
+def test_the_usage_line_names_the_cached_and_reasoning_tokens_the_endpoint_reported(
+    openai_server: OpenAICompatibleServer, model: OpenAIModel, tmp_path: Path
+) -> None:
+    tape = open_tape("cached", home=tmp_path)
+    usage = {"prompt_tokens": 120, "completion_tokens": 30, "cached_tokens": 96, "reasoning_tokens": 22}
+    openai_server.reply("Cached.", usage=usage)
+    Agent(tape, model).run("Tell me")
+    context = ContextView(tape)
+
+    (line,) = Elements(context.to_html()).with_class("bub-usage")
+    parts = Elements(context.to_html()).with_class("bub-usage-part")
+    assert line["data-prompt-tokens"] == "120"
+    assert [(p.get("data-cached-tokens"), p.get("data-reasoning-tokens")) for p in parts] == [
+        ("96", None),
+        (None, "22"),
+    ]
+    assert "prompt 120 (96 cached) + completion 30 (22 reasoning) = 150 tokens" in context.to_text()
 
 
 def test_picking_a_mode_rebuilds_the_window_and_the_messages(tape: Tape) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from bub_nb.errors import ToolCallError
@@ -17,18 +17,37 @@ ToolSchema = dict[str, Any]
 """An OpenAI tool schema, ``{"type": "function", "function": {"name", "description", "parameters"}}``."""
 
 
+_COUNTED = ("prompt_tokens", "completion_tokens", "total_tokens", "estimated")
+
+
 @dataclass(frozen=True, slots=True)
 class Usage:
-    """Token usage of one model call, as the endpoint reported it, or ``estimated`` when it reported none."""
+    """Token usage of one model call, as the endpoint reported it, or ``estimated`` when it reported none.
+
+    ``details`` keeps every other count the endpoint gave, as it named them: ``prompt_tokens_details``
+    (``cached_tokens``, ``audio_tokens``), ``completion_tokens_details`` (``reasoning_tokens``, ...) and any
+    whole-number field a server adds (DeepSeek's ``prompt_cache_hit_tokens``).
+    """
 
     prompt_tokens: int
     completion_tokens: int
     total_tokens: int
     estimated: bool = False
+    details: Mapping[str, int | Mapping[str, int]] = field(default_factory=dict, hash=False)
 
     @classmethod
     def of(cls, prompt_tokens: int, completion_tokens: int, *, estimated: bool = False) -> Usage:
         return cls(prompt_tokens, completion_tokens, prompt_tokens + completion_tokens, estimated)
+
+    @property
+    def cached_tokens(self) -> int:
+        """Prompt tokens the endpoint read from its cache (0 when it reported none)."""
+        return _detail(self.details, "prompt_tokens_details", "cached_tokens")
+
+    @property
+    def reasoning_tokens(self) -> int:
+        """Completion tokens the model spent reasoning (0 when the endpoint reported none)."""
+        return _detail(self.details, "completion_tokens_details", "reasoning_tokens")
 
     @staticmethod
     def add(total: Usage | None, more: Usage | None) -> Usage | None:
@@ -40,6 +59,7 @@ class Usage:
             total.completion_tokens + more.completion_tokens,
             total.total_tokens + more.total_tokens,
             total.estimated or more.estimated,
+            _add_counts(total.details, more.details),
         )
 
     @classmethod
@@ -48,25 +68,65 @@ class Usage:
         if usage is None:
             return None
         if not isinstance(usage, Mapping):
-            usage = {
-                name: getattr(usage, name, None) for name in ("prompt_tokens", "completion_tokens", "total_tokens")
-            }
+            dump = getattr(usage, "model_dump", None)
+            usage = dump() if callable(dump) else {name: getattr(usage, name, None) for name in _COUNTED}
         prompt = int(usage.get("prompt_tokens") or 0)
         completion = int(usage.get("completion_tokens") or 0)
         total = usage.get("total_tokens")
         estimated = usage.get("estimated") is True
-        return cls(prompt, completion, int(total) if total is not None else prompt + completion, estimated)
+        details = _counts({key: value for key, value in usage.items() if key not in _COUNTED})
+        return cls(prompt, completion, int(total) if total is not None else prompt + completion, estimated, details)
 
-    def as_dict(self) -> dict[str, int | bool]:
-        """OpenAI's usage keys, and ``estimated: true`` when the counts are bub_nb's, not the endpoint's."""
-        data: dict[str, int | bool] = {
+    def as_dict(self) -> dict[str, Any]:
+        """OpenAI's usage keys with every detail the endpoint gave, and ``estimated: true`` when the counts are
+        bub_nb's, not the endpoint's."""
+        data: dict[str, Any] = {
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "total_tokens": self.total_tokens,
         }
+        data.update({key: dict(value) if isinstance(value, Mapping) else value for key, value in self.details.items()})
         if self.estimated:
             data["estimated"] = True
         return data
+
+
+def _is_count(value: Any) -> bool:
+    return type(value) is int and value >= 0
+
+
+def _counts(usage: Mapping[str, Any]) -> dict[str, int | Mapping[str, int]]:
+    """The whole-number counts of a usage mapping, one level of nesting deep; ``None`` and the rest left out."""
+    found: dict[str, int | Mapping[str, int]] = {}
+    for key, value in usage.items():
+        if _is_count(value):
+            found[key] = value
+        elif isinstance(value, Mapping):
+            inner = {name: count for name, count in value.items() if _is_count(count)}
+            if inner:
+                found[key] = inner
+    return found
+
+
+def _add_counts(
+    first: Mapping[str, int | Mapping[str, int]], second: Mapping[str, int | Mapping[str, int]]
+) -> dict[str, int | Mapping[str, int]]:
+    summed: dict[str, int | Mapping[str, int]] = dict(first)
+    for key, value in second.items():
+        mine = summed.get(key)
+        if isinstance(value, Mapping):
+            inner = dict(mine) if isinstance(mine, Mapping) else {}
+            for name, count in value.items():
+                inner[name] = inner.get(name, 0) + count
+            summed[key] = inner
+        else:
+            summed[key] = (mine if isinstance(mine, int) else 0) + value
+    return summed
+
+
+def _detail(details: Mapping[str, int | Mapping[str, int]], group: str, name: str) -> int:
+    found = details.get(group)
+    return found.get(name, 0) if isinstance(found, Mapping) else 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -185,9 +185,10 @@ def messages_html(view: View, limit: int) -> str:
         model = f", {usage.model}" if usage.model else ""
         note = (
             f'<div class="bub-note bub-usage" data-prompt-tokens="{usage.prompt_tokens}">{esc(usage_label(view))} '
-            f"(#{usage.entry_id}{esc(model)}): prompt <b>{usage.prompt_tokens}</b> + completion "
-            f"<b>{usage.completion_tokens}</b> = {usage.total_tokens} tokens, "
-            "exact as the endpoint reported them.</div>"
+            f"(#{usage.entry_id}{esc(model)}): prompt <b>{usage.prompt_tokens}</b>"
+            f"{_part(usage.cached_tokens, 'cached')} + completion <b>{usage.completion_tokens}</b>"
+            f"{_part(usage.reasoning_tokens, 'reasoning')} = "
+            f"{usage.total_tokens} tokens, exact as the endpoint reported them.</div>"
         )
     dropped = ""
     if view.dropped:
@@ -197,6 +198,11 @@ def messages_html(view: View, limit: int) -> str:
         ids = ", ".join(f"#{i}" for i in view.retracted)
         dropped += f'<div class="bub-note">Retracted, so left out: {esc(ids)}</div>'
     return table + note + dropped
+
+
+def _part(count: int, what: str) -> str:
+    """The part of a count the endpoint reported separately, as ``(N cached)``; nothing when it reported none."""
+    return f' <span class="bub-usage-part" data-{what}-tokens="{count}">({count} {what})</span>' if count else ""
 
 
 def usage_label(view: View) -> str:
@@ -240,8 +246,8 @@ def messages_text(view: View, limit: int) -> list[str]:
         usage = view.usage
         model = f", {usage.model}" if usage.model else ""
         lines.append(
-            f"  {usage_label(view).lower()} (#{usage.entry_id}{model}): prompt {usage.prompt_tokens} + completion "
-            f"{usage.completion_tokens} = {usage.total_tokens} tokens, exact as reported"
+            f"  {usage_label(view).lower()} (#{usage.entry_id}{model}): {usage.parts()} = {usage.total_tokens} tokens, "
+            "exact as reported"
         )
     if view.dropped:
         lines.append("  left out to keep the messages valid for the API: " + ", ".join(f"#{i}" for i in view.dropped))

@@ -16,7 +16,7 @@ from bub_nb.tape.stores.columns import FORKED_FROM, TAPE_NAME
 if TYPE_CHECKING:
     import pandas as pd
 
-USAGE_COLUMNS = ("turns", "tokens_in", "tokens_out", "cost")
+USAGE_COLUMNS = ("turns", "tokens_in", "tokens_out", "cached_tokens", "reasoning_tokens", "cost")
 GROUPS = ("phase", "model", TAPE_NAME)
 
 
@@ -70,6 +70,20 @@ def outside_summary_data(entry: TapeEntry) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
+CACHED = ("prompt_tokens_details", "cached_tokens")
+"""Where a ``run`` event's usage holds the prompt tokens read from the endpoint's cache (part of ``prompt_tokens``)."""
+REASONING = ("completion_tokens_details", "reasoning_tokens")
+"""Where it holds the completion tokens spent reasoning (part of ``completion_tokens``)."""
+
+
+def _detail(payload: Mapping[str, Any], group: str, name: str) -> int:
+    data = payload.get("data")
+    usage = data.get("usage") if isinstance(data, dict) else None
+    details = usage.get(group) if isinstance(usage, dict) else None
+    value = details.get(name) if isinstance(details, dict) else None
+    return value if type(value) is int else 0
+
+
 def _model(payload: Mapping[str, Any]) -> str | None:
     data = payload.get("data")
     model = data.get("model") if isinstance(data, dict) else None
@@ -117,7 +131,8 @@ def usage_frame(
     *,
     forked: bool = False,
 ) -> pd.DataFrame:
-    """Turns, tokens in and out and cost per group of a tape frame's ``run`` and ``summary`` events (a summary
+    """Turns, tokens in and out (of which ``cached_tokens`` came from the endpoint's cache and ``reasoning_tokens``
+    were spent reasoning) and cost per group of a tape frame's ``run`` and ``summary`` events (a summary
     is spend too: it adds tokens, not turns). ``by`` is any column of the frame, ``model``, or a
     ``pd.Grouper`` (``pd.Grouper(key="date", freq="D")``), or several. ``phase`` means the phase instance:
     one row per phase anchor, indexed by its name, with ``phase_id`` (the anchor's id) and ``phase_seq``
@@ -162,6 +177,8 @@ def usage_frame(
             "turn": runs[at],
             "tokens_in": tokens_in,
             "tokens_out": tokens_out,
+            "cached_tokens": np.array([_detail(payload, *CACHED) for payload in payloads], dtype="int64"),
+            "reasoning_tokens": np.array([_detail(payload, *REASONING) for payload in payloads], dtype="int64"),
             "cost": (tokens_in * per_input + tokens_out * per_output) / PER_TOKENS,
             "unpriced": np.isnan(per_input),
             "estimated": np.array([_estimated(payload) for payload in payloads], dtype="int64") * runs[at],
@@ -180,6 +197,8 @@ def usage_frame(
         turns=("turn", "sum"),
         tokens_in=("tokens_in", "sum"),
         tokens_out=("tokens_out", "sum"),
+        cached_tokens=("cached_tokens", "sum"),
+        reasoning_tokens=("reasoning_tokens", "sum"),
         cost=("cost", "sum"),
         unpriced=("unpriced", "any"),
         estimated=("estimated", "sum"),
