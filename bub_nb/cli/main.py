@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bub_nb._cli_redact import add_redact
+from bub_nb.cli.redact import add_redact
 from bub_nb.errors import BubNbError
 
 if TYPE_CHECKING:
