@@ -81,6 +81,10 @@ def open_tape(
     return _existing(Tape(name, chosen or file_store(check_folder(tapes_home(home)))), create)
 
 
+START_HINT = " (use --new, or create=True, to start it)"
+"""How a notebook or a program starts a tape that does not exist; a command that never starts one leaves it off."""
+
+
 def _existing(tape: Tape, create: bool) -> Tape:
     if create or tape.store.exists(tape.name):
         return tape
@@ -89,7 +93,7 @@ def _existing(tape: Tape, create: bool) -> Tape:
     near = difflib.get_close_matches(tape.name, tape.store.list_tapes(), n=3, cutoff=0.6)
     hint = f"; did you mean {', '.join(near)}?" if near else ""
     where = f" at {str(tape.path)!r}" if tape.path is not None else ""
-    raise TapeNotFoundError(f"Tape {tape.name!r} does not exist{where}{hint} (use --new, or create=True, to start it)")
+    raise TapeNotFoundError(f"Tape {tape.name!r} does not exist{where}{hint}{START_HINT}")
 
 
 def open_archive(path: Path, folder: FileTapeStore) -> Tape:
