@@ -24,7 +24,9 @@ def postgres(module: str) -> Any:
     except ImportError as error:
         if (error.name or "").partition(".")[0] not in ("psycopg", "psycopg_pool"):
             raise
-        raise BubNbError("A postgresql:// store needs the postgres extra: pip install 'bub_nb[postgres]'") from None
+        raise BubNbError(
+            "A postgresql:// store needs the postgres extra: pip install -e '.[postgres]' in the bub_nb checkout"
+        ) from None
 
 
 def add_db(commands: Any) -> None:

@@ -35,7 +35,7 @@ def add(a: int, b: int) -> int:
 
 def write_llm_logs(path: Path, server: OpenAICompatibleServer) -> Path:
     """A logs.db written by llm itself: its OpenAI plugin, a conversation with a tool, ``log_to_db``."""
-    llm = pytest.importorskip("llm", reason="llm writes the logs.db this test reads (pip install bub_nb[imports])")
+    llm = pytest.importorskip("llm", reason="llm writes the logs.db this test reads (pip install -e '.[imports]')")
     sqlite_utils = pytest.importorskip("sqlite_utils")
     from llm.default_plugins.openai_models import Chat
 
@@ -55,7 +55,7 @@ def write_llm_logs(path: Path, server: OpenAICompatibleServer) -> Path:
 
 def write_agents_session(path: Path, server: OpenAICompatibleServer, session_id: str = "adder-1") -> Path:
     """An Agents SDK ``SQLiteSession`` database written by ``Runner.run`` over two prompts."""
-    agents = pytest.importorskip("agents", reason="the Agents SDK writes this session (pip install bub_nb[imports])")
+    agents = pytest.importorskip("agents", reason="the Agents SDK writes this session (pip install -e '.[imports]')")
     from agents.models.openai_chatcompletions import OpenAIChatCompletionsModel
     from openai import AsyncOpenAI
 
