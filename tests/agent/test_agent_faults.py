@@ -109,12 +109,10 @@ def test_no_lost_prompts_a_500_loses_no_prompt(
 def test_a_timeout_ends_the_turn_with_an_error(
     openai_server: OpenAICompatibleServer, tape: Tape, endpoint: Callable[..., OpenAIModel]
 ) -> None:
-    openai_server.delay(2.0)
-    started = time.perf_counter()
+    openai_server.delay(600)  # no answer within the test: only the model's timeout ends the turn
     with pytest.raises(ModelError, match="timed out"):
         Agent(tape, endpoint(timeout=0.2)).run("Are you there?")
 
-    assert time.perf_counter() - started < 1.5
     assert_failed_turn_on_tape(tape, "Are you there?", "model_error")
 
 
