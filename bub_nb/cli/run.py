@@ -102,7 +102,7 @@ def _run(args: argparse.Namespace) -> int:
         where = tape.location if database else tapes_home() / (tape.name + ".jsonl")
         print(f"Tape: {where}  ({len(tape)} entries, {len(tape.anchor_names())} anchors)")
     if not tapes:
-        print("Tape: none written (no cell wrote an entry)")
+        print(f"Tape: none written {'to the database' if database else f'under {tapes_home()}'}")
     if failed is not None:
         name, value = getattr(failed, "ename", "Error"), getattr(failed, "evalue", "")
         print(f"A cell failed: {name}: {value}".rstrip(": "), file=sys.stderr)
