@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import gc
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,33 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "integration" in item.path.parts or REAL_PARTS & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.integration)
+
+
+#: The parts of the full suite a machine may lack, as the reasons their tests skip with name them.
+MISSING_PARTS = {
+    "postgresql": "PostgreSQL's server binaries",
+    "chromium": "Chromium",
+    "llama-server": "a built llama-server",
+    "harbor": "Harbor's wheel (from PyPI)",
+}
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """The skips in one line: how many tests each missing part held back, and the one command that prepares them."""
+    missing: Counter[str] = Counter()
+    for report in terminalreporter.stats.get("skipped", []):
+        reason = str(report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr).lower()
+        missing[next((part for key, part in MISSING_PARTS.items() if key in reason), "other")] += 1
+    if not missing:
+        return
+    others = missing.pop("other", 0)
+    parts = ", ".join(f"{part} ({count})" for part, count in missing.most_common())
+    line = f"{missing.total() + others} tests skipped"
+    if parts:
+        line += f": this machine lacks {parts}; sudo bash .ci/prepare installs and builds them (see README.md)"
+    if others:
+        line += f"{';' if parts else ':'} {others} for other reasons"
+    terminalreporter.write_line(line + " (pytest -rs lists every reason)", yellow=True, bold=True)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -59,3 +59,19 @@ def test_the_quickstart_runs_on_an_openai_compatible_endpoint(
     assert all(r["model"] == "quickstart-model" and r["stream"] for r in requests)
     tape = open_tape("quickstart", home=tmp_path / "home")  # the lesson's tape: the notebook starts a lesson
     assert len(tape) and "sk-test" not in tape.path.read_text()
+
+
+def test_a_run_whose_only_turn_fails_names_no_tape(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A turn refused for want of a key writes nothing, so the run says no tape was written rather than name one."""
+    for variable in ("OPENAI_API_KEY", "BUB_API_KEY", "BUB_API_BASE", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(variable, raising=False)
+    source = notebook(tmp_path / "keyless.ipynb", "%load_ext bub_nb", "%%bub\nHello")
+    home = tmp_path / "home"
+    args = ["run", str(source), "--home", str(home), "-o", str(tmp_path / "o.ipynb"), "-m", "openai:gpt-4o-mini"]
+    assert main(args) == 1
+    said = capsys.readouterr()
+    assert "Tape: none written" in said.out and ".jsonl" not in said.out
+    assert not list(home.glob("tapes/*.jsonl"))
+    assert said.err.strip().splitlines()[-1].startswith("A cell failed: UsageError")

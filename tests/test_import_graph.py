@@ -14,7 +14,9 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "bub_nb"
 
 #: Layers from the bottom up. A module may import its own layer and the ones below it.
-LAYERS = {"errors": 0, "tape": 1, "imports": 2, "context": 3, "memory": 3, "export": 4, "agent": 5, "notebook": 6}
+LAYERS = {
+    "errors": 0, "tape": 1, "imports": 2, "context": 3, "memory": 3, "export": 4, "agent": 5, "notebook": 6, "cli": 7,
+}  # fmt: skip
 
 
 def module_names() -> dict[str, Path]:
@@ -111,7 +113,7 @@ def cycles_within(package: str | None) -> list[list[str]]:
 
 
 #: Every subpackage, and ``bub_nb`` for the modules at the top.
-PACKAGES = ["tape", "imports", "context", "memory", "export", "agent", "notebook", "testing", "bub_nb"]
+PACKAGES = ["tape", "imports", "context", "memory", "export", "agent", "notebook", "cli", "testing", "bub_nb"]
 
 
 @pytest.mark.parametrize("package", PACKAGES)

@@ -76,7 +76,7 @@ def otlp_exporter(endpoint: str | None = None, *, timeout: float | None = None) 
     try:
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     except ImportError:
-        raise ExportError("OTLP export needs the otel extra: pip install 'bub_nb[otel]'") from None
+        raise ExportError("OTLP export needs the otel extra: pip install -e '.[otel]' in the bub_nb checkout") from None
     return OTLPSpanExporter(endpoint=traces_url(endpoint) if endpoint else None, timeout=timeout)
 
 
@@ -198,7 +198,9 @@ def sdk_spans(spans: Sequence[SpanRecord], service_name: str = "bub_nb") -> list
         from opentelemetry.sdk.trace.id_generator import IdGenerator
         from opentelemetry.sdk.trace.sampling import ALWAYS_ON
     except ImportError:
-        raise ExportError("OpenTelemetry export needs the otel extra: pip install 'bub_nb[otel]'") from None
+        raise ExportError(
+            "OpenTelemetry export needs the otel extra: pip install -e '.[otel]' in the bub_nb checkout"
+        ) from None
 
     class PlannedIds(IdGenerator):
         """Hands the SDK the ids the projection derived, one span at a time."""

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING
 
 from bub_nb.errors import TapeError, TapeNameError, TapeNotFoundError
 from bub_nb.tape.entries import TapeEntry
@@ -82,8 +81,8 @@ def open_tape(
     return _existing(Tape(name, chosen or file_store(check_folder(tapes_home(home)))), create)
 
 
-CREATE_HINT: Final = " (use --new, or create=True, to start it)"
-"""How to start the tape a refusal names, where starting one is possible (a command that only reads drops it)."""
+START_HINT = " (use --new, or create=True, to start it)"
+"""How a notebook or a program starts a tape that does not exist; a command that never starts one leaves it off."""
 
 
 def _existing(tape: Tape, create: bool) -> Tape:
@@ -94,15 +93,7 @@ def _existing(tape: Tape, create: bool) -> Tape:
     near = difflib.get_close_matches(tape.name, tape.store.list_tapes(), n=3, cutoff=0.6)
     hint = f"; did you mean {', '.join(near)}?" if near else ""
     where = f" at {str(tape.path)!r}" if tape.path is not None else ""
-    raise TapeNotFoundError(f"Tape {tape.name!r} does not exist{where}{hint}{CREATE_HINT}")
-
-
-def existing_tapes(names: Sequence[str], home: str | Path | None = None) -> list[Tape]:
-    """The named tapes for a command that reads them: each must exist, and a refusal does not suggest starting one."""
-    try:
-        return [open_tape(name, home=home, create=False) for name in names]
-    except TapeNotFoundError as exc:
-        raise TapeNotFoundError(f"{str(exc).removesuffix(CREATE_HINT)} (bub-nb tapes lists the tapes there)") from None
+    raise TapeNotFoundError(f"Tape {tape.name!r} does not exist{where}{hint}{START_HINT}")
 
 
 def open_archive(path: Path, folder: FileTapeStore) -> Tape:

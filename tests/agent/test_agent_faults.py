@@ -109,12 +109,10 @@ def test_no_lost_prompts_a_500_loses_no_prompt(
 def test_a_timeout_ends_the_turn_with_an_error(
     openai_server: OpenAICompatibleServer, tape: Tape, endpoint: Callable[..., OpenAIModel]
 ) -> None:
-    openai_server.delay(2.0)
-    started = time.perf_counter()
+    openai_server.delay(600)  # no answer within the test: only the model's timeout ends the turn
     with pytest.raises(ModelError, match="timed out"):
         Agent(tape, endpoint(timeout=0.2)).run("Are you there?")
 
-    assert time.perf_counter() - started < 1.5
     assert_failed_turn_on_tape(tape, "Are you there?", "model_error")
 
 
@@ -242,15 +240,14 @@ def test_abort_while_waiting_for_the_model_stops_the_wait(
     openai_server: OpenAICompatibleServer, tape: Tape, endpoint: Callable[..., OpenAIModel]
 ) -> None:
     async def scenario() -> None:
-        openai_server.delay(1.5, "too late")
+        openai_server.delay(600, "too late")  # no reply within the test: only the abort can end the wait
         agent = Agent(tape, endpoint())
         task = asyncio.create_task(agent.arun("Think hard"))
-        await asyncio.sleep(0.2)
-        started = time.perf_counter()
+        while not openai_server.requests:  # the turn is waiting for the model
+            await asyncio.sleep(0.01)
         agent.abort()
         turn = await task
 
-        assert time.perf_counter() - started < 1.2  # the reply would take 1.5 s
         assert turn.status == "interrupted" and turn.text == ""
         assert kinds(turn.entries) == ["system", "message", "error", "event"]
 

@@ -199,12 +199,10 @@ def test_a_429_is_retried_and_then_reported(openai_server):
 
 
 def test_a_slow_endpoint_is_a_model_error_naming_the_timeout(openai_server):
-    openai_server.delay(2.0)
+    openai_server.delay(600)  # no answer within the test: only the model's timeout ends the call
 
-    started = time.perf_counter()
     with pytest.raises(ModelError, match=r"timed out: no answer within 0\.2 s"):
         complete(served(openai_server, timeout=0.2, max_retries=0), HELLO)
-    assert time.perf_counter() - started < 1.5
 
 
 def test_a_connection_dropped_mid_stream_is_a_model_error_after_the_partial_text(openai_server):

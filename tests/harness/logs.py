@@ -41,7 +41,7 @@ def add(a: int, b: int) -> int:
 
 def write_llm_logs(path: Path, server: OpenAICompatibleServer) -> Path:
     """A logs.db written by llm itself: its OpenAI plugin, a conversation with a tool, ``log_to_db``."""
-    llm = pytest.importorskip("llm", reason="llm writes the logs.db this test reads (pip install bub_nb[imports])")
+    llm = pytest.importorskip("llm", reason="llm writes the logs.db this test reads (pip install -e '.[imports]')")
     sqlite_utils = pytest.importorskip("sqlite_utils")
     from llm.default_plugins.openai_models import Chat
 
@@ -64,7 +64,7 @@ def write_agents_session(
 ) -> Path:
     """An Agents SDK ``SQLiteSession`` database written by ``Runner.run`` over two prompts; with ``advanced`` an
     ``AdvancedSQLiteSession``, which also stores each run's usage (``store_run_usage``)."""
-    agents = pytest.importorskip("agents", reason="the Agents SDK writes this session (pip install bub_nb[imports])")
+    agents = pytest.importorskip("agents", reason="the Agents SDK writes this session (pip install -e '.[imports]')")
     from agents.models.openai_chatcompletions import OpenAIChatCompletionsModel
     from openai import AsyncOpenAI
 

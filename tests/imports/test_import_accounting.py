@@ -243,7 +243,7 @@ responses_items = st.one_of(
 @given(sessions=st.lists(st.lists(responses_items, max_size=6), min_size=1, max_size=3))
 def test_every_item_an_agents_sdk_session_holds_is_mapped_or_kept(tmp_path: Path, sessions: list[list[Any]]) -> None:
     """The SDK's own ``SQLiteSession.add_items`` writes whatever items; each one is accounted for."""
-    agents = pytest.importorskip("agents", reason="the Agents SDK writes these sessions (pip install bub_nb[imports])")
+    agents = pytest.importorskip("agents", reason="the Agents SDK writes these sessions (pip install -e '.[imports]')")
     path = tmp_path / f"sessions-{len(list(tmp_path.iterdir()))}.db"
 
     async def write() -> None:

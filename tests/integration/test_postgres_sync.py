@@ -145,5 +145,26 @@ def test_the_cli_without_the_postgres_extra_says_so_in_one_line(
     for argv in (["tapes", "push", str(tmp_path), dsn], ["tapes", "pull", dsn], ["db", "init", dsn]):
         assert main(argv) == 2
         said = capsys.readouterr()
-        assert said.err == "bub-nb: A postgresql:// store needs the postgres extra: pip install 'bub_nb[postgres]'\n"
+        assert (
+            said.err == "bub-nb: A postgresql:// store needs the postgres extra: "
+            "pip install -e '.[postgres]' in the bub_nb checkout\n"
+        )
         assert said.out == ""
+
+
+def test_after_a_push_the_class_overview_names_the_notebook_bub_nb_tapes_lists(tmp_path: Path, capsys: Any) -> None:
+    from bub_nb import class_overview
+    from bub_nb.tape.events import NOTEBOOK
+
+    home = tmp_path / "home"
+    tape = open_tape("lesson", home=home)
+    tape.ensure_bootstrap_anchor()
+    tape.append_event(NOTEBOOK, {"path": "/class/ann/lesson.ipynb"}, source="notebook")
+    tape.append_message({"role": "user", "content": "hello"})
+    assert main(["tapes", "list", str(home)]) == 0
+    assert "notebook: /class/ann/lesson.ipynb" in capsys.readouterr().out
+    dsn = postgres_server().create_database("notebooks")
+    assert main(["db", "init", dsn]) == 0
+    assert main(["tapes", "push", str(home), dsn]) == 0
+    overview = class_overview(dsn).set_index("tape_name")
+    assert overview.loc["lesson", "notebook"] == "/class/ann/lesson.ipynb"

@@ -65,11 +65,16 @@ import pathlib, time
 from bub_nb.tape import open_tape
 _ip = get_ipython()
 _tape = open_tape({path!r})
-_go = pathlib.Path({go!r})
-_deadline = time.monotonic() + 60
-while not _go.exists() and time.monotonic() < _deadline:  # both kernels start writing together
-    time.sleep(0.005)
+_flags = pathlib.Path({flags!r})
+def _meet(step):
+    # A barrier between the two kernels: each quarter of the loop starts once both finished the one before,
+    # so the two write at the same time however the machine schedules them.
+    (_flags / f"{label}-{{step}}").touch()
+    while not (_flags / f"{other}-{{step}}").exists():
+        time.sleep(0.002)
 for _i in range({count}):
+    if _i % ({count} // 4) == 0:
+        _meet(_i)
     _ip.run_line_magic("handoff", f"{label}/{{_i}} i={{_i}} label={label}")
     _tape.append_message({{"role": "user", "content": f"{label} {{_i}}"}}, writer={label!r})
     if _i % 60 == 0:
@@ -84,11 +89,10 @@ def test_two_kernels_appending_through_magics_never_lose_or_interleave_a_line(tm
     with kernels(2, tmp_path, env) as (first, second):
         for kernel in (first, second):
             kernel.ok(KERNEL_SETUP.format(path=path))
-        go = tmp_path / "go"
-        sent = [kernel.send(KERNEL_LOOP.format(path=str(path), count=count, label=label, go=str(go)))
-                for kernel, label in ((first, "ka"), (second, "kb"))]  # fmt: skip
-        time.sleep(0.5)  # both loops are waiting at the barrier
-        go.touch()
+        flags = tmp_path / "barrier"
+        flags.mkdir()
+        sent = [kernel.send(KERNEL_LOOP.format(path=str(path), count=count, label=label, other=other, flags=str(flags)))
+                for kernel, label, other in ((first, "ka", "kb"), (second, "kb", "ka"))]  # fmt: skip
         first.wait(sent[0])
         second.wait(sent[1])
         assert first.value("len(_tape.read())") == second.value("len(_tape.read())")
@@ -110,7 +114,8 @@ def test_two_kernels_appending_through_magics_never_lose_or_interleave_a_line(tm
         assert event["kind"] == "event" and event["payload"]["data"]["name"] == anchor["payload"]["name"]
     labels = [r["meta"].get("writer") for r in records if r["meta"].get("writer")]
     switches = sum(1 for a, b in itertools.pairwise(labels) if a != b)
-    # The lock has no fairness, so writers alternate in bursts; what matters is that the bursts overlap.
+    # The lock has no fairness, so writers alternate in bursts; the barrier makes the bursts overlap in every
+    # quarter of the loop, so there is a switch in each.
     rows = {label: [row for row, value in enumerate(labels) if value == label] for label in ("ka", "kb")}
     overlapping = rows["ka"][0] < rows["kb"][-1] and rows["kb"][0] < rows["ka"][-1]
     assert overlapping and switches >= 4, f"the two kernels did not write at the same time ({switches} switches)"
@@ -142,9 +147,11 @@ BUB_WRITER = textwrap.dedent(
         date: str = field(default_factory=lambda: datetime.now(UTC).isoformat())
 
     path, count = sys.argv[1], int(sys.argv[2])
-    offset, last_id = 0, 0
-    for number in range(count):
+    offset, last_id, theirs = 0, 0, 0
+
+    def read_appended():
         # Bub reads what was appended since its last read and takes the last id it read + 1; no lock
+        global offset, last_id, theirs
         if os.path.exists(path):
             with open(path, "rb") as handle:
                 handle.seek(offset)
@@ -158,6 +165,15 @@ BUB_WRITER = textwrap.dedent(
                     continue
                 if isinstance(record, dict) and isinstance(record.get("id"), int):
                     last_id = record["id"]
+                    theirs += record.get("meta", {}).get("writer") == "nb"
+
+    for number in range(count):
+        read_appended()
+        # Halfway, wait until the other writer has written twice: the two writers overlap however busy the
+        # machine is (the wait is for lines in the file, not for time to pass).
+        while number == count // 2 and theirs < 2:
+            time.sleep(0.001)
+            read_appended()
         if number % 25 == 0:
             entry = TapeEntry(last_id + 1, "anchor", {"name": f"bub/{number}", "state": {"by": "bub"}})
         else:

@@ -30,7 +30,7 @@ def pyarrow() -> Any:
     try:
         import pyarrow
     except ImportError:
-        raise TapeError("Arrow and Parquet need pyarrow: pip install 'bub_nb[arrow]'") from None
+        raise TapeError("Arrow and Parquet need pyarrow: pip install -e '.[arrow]' in the bub_nb checkout") from None
     return pyarrow
 
 

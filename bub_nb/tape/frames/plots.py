@@ -22,7 +22,7 @@ def _pyplot() -> Any:
         matplotlib.use(matplotlib.get_backend())  # whatever the notebook or the script chose
         import matplotlib.pyplot as plt
     except ImportError:
-        raise TapeError("plots need matplotlib: pip install 'bub_nb[lab]'") from None
+        raise TapeError("plots need matplotlib: pip install -e '.[lab]' in the bub_nb checkout") from None
     return plt
 
 

@@ -36,7 +36,9 @@ def database_store(dsn: str, schema: str = "bub_nb") -> TapeStore:
     try:
         from bub_nb.tape.stores.postgres import PostgresTapeStore
     except ImportError:
-        raise TapeError("A postgresql:// store needs the postgres extra: pip install 'bub_nb[postgres]'") from None
+        raise TapeError(
+            "A postgresql:// store needs the postgres extra: pip install -e '.[postgres]' in the bub_nb checkout"
+        ) from None
     with _stores_lock:
         store = _databases.get((dsn, schema))
         if store is None:

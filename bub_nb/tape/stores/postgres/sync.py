@@ -8,6 +8,7 @@ alone and named; every other tape, and the fork lineage, is still copied.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -17,7 +18,7 @@ from filelock import FileLock
 
 from bub_nb.errors import TapeError
 from bub_nb.tape.entries import TapeEntry
-from bub_nb.tape.locations import tapes_home
+from bub_nb.tape.locations import recorded_notebook, tapes_home
 from bub_nb.tape.names import LINEAGE_FILE, check_file_name
 from bub_nb.tape.stores.lineage import read_lineage
 from bub_nb.tape.stores.postgres.store import PostgresTapeStore
@@ -73,6 +74,16 @@ def _lineage_key(record: dict[str, Any]) -> tuple[Any, ...]:
     return (record.get("owner"), record.get("parent"), record.get("child"), record.get("from_id"))
 
 
+@dataclass(frozen=True)
+class _Listed:
+    """Entries in hand, read newest first as a tape is."""
+
+    entries: Sequence[TapeEntry]
+
+    def iter_reverse(self, kinds: Sequence[str] = ()) -> Iterator[TapeEntry]:
+        return (entry for entry in reversed(self.entries) if not kinds or entry.kind in kinds)
+
+
 def push(home: str | Path | None, store: PostgresTapeStore) -> Copied:
     """Copy the tapes under ``<home>/tapes`` and their fork lineage into ``store``, as this role's tapes."""
     from bub_nb.tape.stores.resolve import file_store
@@ -83,7 +94,9 @@ def push(home: str | Path | None, store: PostgresTapeStore) -> Copied:
         try:
             new = _new_entries(name, files, store, copied)
             if name not in copied.left_alone:
-                copied.entries[name] = store.import_entries(name, new) if new else 0
+                # the notebook the tape's own events record, as `bub-nb tapes` lists it, goes with its row
+                notebook = recorded_notebook(_Listed(new))
+                copied.entries[name] = store.import_entries(name, new, notebook=notebook) if new else 0
         except TapeError as error:
             copied.left_alone[name] = f"was refused: {error}"
     known = {_lineage_key(r) for r in store.lineage()}
