@@ -73,6 +73,14 @@ BAD_INPUTS = {
     "init a database nobody answers at": (["db", "init", UNREACHABLE_DSN], "cannot be reached"),
     "enroll at a database nobody answers at": (["db", "enroll", UNREACHABLE_DSN, "class", "role"], "cannot be reached"),
     "db without a subcommand": (["db"], "required"),
+    "mcp without a subcommand": (["mcp"], "required"),
+    "serve over HTTP at a text that is not HOST:PORT": (["mcp", "serve", "--http", "somewhere"], "somewhere"),
+    "serve a home and a store at once": (
+        ["mcp", "serve", "--home", "{home}", "--store", UNREACHABLE_DSN],
+        "not allowed",
+    ),
+    "import with a log and --discover": (["tapes", "import", "{home}/none.jsonl", "--discover"], "not allowed"),
+    "redact a text too short to be a secret": (["tapes", "redact", "--text", "ab"], "ab"),
 }
 
 
