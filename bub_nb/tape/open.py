@@ -18,6 +18,7 @@ from bub_nb.tape.names import (
     notebook_of_tape,
     validate_tape_name,
 )
+from bub_nb.tape.stores.agent_tapes import records_agent
 from bub_nb.tape.stores.archive import ArchiveTapeStore, is_archive_name
 from bub_nb.tape.stores.file import FileTapeStore
 from bub_nb.tape.stores.protocol import KnowsOwners, TapeStore
@@ -114,12 +115,14 @@ def resolve(address: str, *, home: str | Path | None = None, store: TapeStore | 
 
 
 def notebook_tapes(tape: Tape) -> dict[str, Tape]:
-    """The tapes of the notebook ``tape`` belongs to, by agent: ``main`` first, then each agent's, by name."""
+    """The tapes of the notebook ``tape`` belongs to, by agent: ``main`` first, then each agent's, by name. A tape
+    named ``<tape>~<name>`` is agent ``name``'s only when the tapes record that agent
+    (:func:`~bub_nb.tape.stores.agent_tapes.records_agent`)."""
     base = notebook_of_tape(tape.name)
     store = tape.base_store
     found = {MAIN_AGENT: Tape(base, store)}
     for name in sorted(store.list_tapes()):
         agent = agent_of_tape(name)
-        if agent and name == f"{base}{AGENT_MARK}{agent}":
+        if agent and name == f"{base}{AGENT_MARK}{agent}" and records_agent(store, name):
             found[agent] = Tape(name, store)
     return found
