@@ -74,11 +74,7 @@ class HandoffCommands:
     def _holders_tape(self) -> Tape:
         """Where a plain handoff goes: the notebook's tape, or once agents are defined the holder's, where the
         next ``%%bub`` cell runs."""
-        session = self._session
-        if not session.agents:
-            return session.tape
-        team = session.team()
-        return team.tape_of(team.holder() or MAIN_AGENT)
+        return self._session.holders_tape()
 
     def hand_to_agent(self, args: argparse.Namespace, state: dict[str, Any]) -> None:
         """``--to AGENT``: the handoff between agents, written on both tapes, and what it moved."""
@@ -94,7 +90,7 @@ class HandoffCommands:
         done = team.handoff(
             args.name,
             to=args.to,
-            sender=sender,
+            sender=args.sender,  # the team works out the holder again under the notebook's lock
             reason=args.reason,
             share=args.share,
             summarize=args.summarize,

@@ -218,7 +218,7 @@ def _export(commands: TapeCommands, args: argparse.Namespace) -> None:
             from bub_nb.tape.reports.transcript import write_jsonl
 
             count = write_jsonl(tape, path)
-        elif commands.session.agents:  # several agents: one story across their tapes, in order
+        elif commands.session.has_agents():  # several agents: one story across their tapes, in order
             from bub_nb.tape.open import notebook_tapes
             from bub_nb.tape.reports.story import story_markdown
 
