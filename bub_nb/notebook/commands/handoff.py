@@ -150,14 +150,16 @@ class HandoffCommands:
         return handoff_confirmation(preview.tape, anchor, preview.state, earlier[-1] if earlier else None)
 
     def anchors(self, limit: int | None) -> pd.DataFrame:
-        """The anchors as a frame, with a ``retention`` column for the ones that carry a summary."""
+        """The anchors of the tape the next turn runs on (the holder's, once the notebook has agents) as a frame,
+        with a ``retention`` column for the ones that carry a summary."""
         import pandas as pd
 
         from bub_nb.context.retention import has_summary, retention_lines
         from bub_nb.tape.reports.transcript import anchors_frame
 
-        frame = anchors_frame(self._session.tape)
-        lines = retention_lines(self._session.tape)
+        tape = self._session.holders_tape()
+        frame = anchors_frame(tape)
+        lines = retention_lines(tape)
         frame["retention"] = frame["id"].map(lines).astype("string")
         # The summary as text beside the raw state: what a reader reads first.
         texts = [state.get("summary") if has_summary(state) else None for state in frame["state"]]

@@ -16,6 +16,7 @@ from bub_nb.tape.locations import readable_tape_name
 
 if TYPE_CHECKING:
     from bub_nb.notebook.session import NotebookSession
+    from bub_nb.tape import Tape
 
 Handler = Callable[["TapeCommands", argparse.Namespace], Any]
 
@@ -54,11 +55,19 @@ def arg(*flags: str, **options: Any) -> tuple[tuple[str, ...], dict[str, Any]]:
     return flags, options
 
 
+#: The subcommands that act on one tape: the holder's once the notebook has agents, or ``--agent NAME``'s.
+ON_THE_HOLDERS_TAPE = ("info", "df", "search", "reset", "retract", "unretract")
+
+
 def tape_help() -> str:
     """The help ``%tape?`` shows: the form of the magic, then each subcommand's own help."""
     parts = [
-        "::\n\n  %tape SUBCOMMAND [ARGUMENTS ...]\n",
-        "Inspect and manage the tape: " + ", ".join(SUBCOMMANDS) + ".\n",
+        "::\n\n  %tape SUBCOMMAND [ARGUMENTS ...] [--agent NAME]\n",
+        "Inspect and manage the tape: "
+        + ", ".join(SUBCOMMANDS)
+        + ". Once the notebook has agents, "
+        + ", ".join(ON_THE_HOLDERS_TAPE)
+        + " act on the tape of the agent holding the conversation, or on agent NAME's with --agent NAME.\n",
         *(command.parser.format_help() for command in SUBCOMMANDS.values()),
     ]
     return "\n".join(parts)
@@ -80,6 +89,12 @@ class TapeCommands:
     def __init__(self, session: NotebookSession, record: Callable[[bool], None]) -> None:
         self.session = session
         self.record = record
+        self._agent: str | None = None
+
+    @property
+    def target(self) -> Tape:
+        """The tape a subcommand acts on: ``--agent NAME``'s, else the holder's, else the notebook's."""
+        return self.session.holders_tape(self._agent)
 
     def run(self, words: list[str]) -> Any:
         names = ", ".join(SUBCOMMANDS)
@@ -88,17 +103,28 @@ class TapeCommands:
         command = SUBCOMMANDS.get(words[0])
         if command is None:
             raise UsageError(f"Unknown %tape subcommand {words[0]!r}; use one of: {names}")
-        return command.handler(self, command.parser.parse_intermixed_args(words[1:]))
+        rest, agent = _agent_option(words)
+        if agent is not None and command.name not in ON_THE_HOLDERS_TAPE:
+            raise UsageError(
+                f"--agent goes with {', '.join(ON_THE_HOLDERS_TAPE)}; %tape {command.name} acts on the notebook's tape"
+            )
+        if command.name in ("retract", "unretract"):
+            _check_spans(command.name, rest)
+        self._agent = agent
+        try:
+            return command.handler(self, command.parser.parse_intermixed_args(rest))
+        finally:
+            self._agent = None
 
 
 @subcommand("info", "The tape's name, location, size, entries and last anchor.")
 def _info(commands: TapeCommands, args: argparse.Namespace) -> Any:
-    return commands.session.tape.info()
+    return commands.target.info()
 
 
 @subcommand("df", "The tape as a DataFrame, one row per entry (see df.tape for phases, usage and search).")
 def _df(commands: TapeCommands, args: argparse.Namespace) -> Any:
-    return commands.session.tape.to_frame()
+    return commands.target.to_frame()
 
 
 @subcommand(
@@ -111,7 +137,7 @@ def _df(commands: TapeCommands, args: argparse.Namespace) -> Any:
 def _search(commands: TapeCommands, args: argparse.Namespace) -> Any:
     from bub_nb.tape.frames.frame import entries_to_frame
 
-    tape = commands.session.tape
+    tape = commands.target
     found = tape.search(" ".join(args.query), limit=None if args.all else args.limit)
     if found.cut:
         print(f"The {len(found)} newest matches; more entries match (--limit N, or --all for every one).")
@@ -124,7 +150,7 @@ def _search(commands: TapeCommands, args: argparse.Namespace) -> Any:
     arg("--archive", action="store_true", help="keep the old tape as <name>.jsonl.<time>.bak"),
 )
 def _reset(commands: TapeCommands, args: argparse.Namespace) -> None:
-    tape = commands.session.tape
+    tape = commands.target
     had = tape.stats().entries
     entries = tape.reset(archive=args.archive)
     archived = (entries[0].payload.get("state") or {}).get("archived")
@@ -270,14 +296,15 @@ _SPAN_HELP = "an entry id (7) or an inclusive range of ids (5-9)"
     arg("--reason", default=None, metavar="TEXT", help="why they are taken back"),
 )
 def _retract(commands: TapeCommands, args: argparse.Namespace) -> None:
-    tape = commands.session.tape
+    tape = commands.target
     event = tape.retract(args.entries, reason=args.reason)
     turned = any(entry.name == "run" for entry in tape.iter_reverse(kinds=("event",)))
     look = (
         "`%context --diff turn:-1 last` shows the tokens freed" if turned else "`%context` shows the view without them"
     )
     show(
-        f"Retracted {_spans(event)} (event #{event.id}): later views leave them out, past turns keep what they sent. "
+        f"Retracted {_spans(event)} on tape `{readable_tape_name(tape)}` (event #{event.id}): later views leave them "
+        "out, past turns keep what they sent. "
         f"{look}; `%tape unretract {args.entries}` brings them back."
     )
 
@@ -289,9 +316,39 @@ def _retract(commands: TapeCommands, args: argparse.Namespace) -> None:
     arg("--reason", default=None, metavar="TEXT", help="why they come back"),
 )
 def _unretract(commands: TapeCommands, args: argparse.Namespace) -> None:
-    event = commands.session.tape.unretract(args.entries, reason=args.reason)
-    show(f"Brought back {_spans(event)} (event #{event.id}): later views include them again.")
+    tape = commands.target
+    event = tape.unretract(args.entries, reason=args.reason)
+    show(
+        f"Brought back {_spans(event)} on tape `{readable_tape_name(tape)}` (event #{event.id}): later views include "
+        "them again."
+    )
 
 
 def _spans(event: Any) -> str:
     return ", ".join(f"#{a}" if a == b else f"#{a}–#{b}" for a, b in event.payload["data"]["ids"])
+
+
+def _agent_option(words: list[str]) -> tuple[list[str], str | None]:
+    """The words after the subcommand without ``--agent NAME``, and that name."""
+    rest, agent = [], None
+    words = words[1:]
+    while words:
+        word = words.pop(0)
+        if word == "--agent" or word.startswith("--agent="):
+            value = word.partition("=")[2] or (words.pop(0) if words else "")
+            if not value:
+                raise UsageError("--agent needs the NAME of one of the notebook's agents")
+            agent = value
+        else:
+            rest.append(word)
+    return rest, agent
+
+
+def _check_spans(name: str, words: list[str]) -> None:
+    """A span that starts with ``-`` would pass for an option; say what an entry id is instead."""
+    for word in words:
+        if word[:1] == "-" and word[1:2].isdigit():
+            raise UsageError(
+                f"%tape {name} takes an entry id (7) or an inclusive range of ids (5-9), ids counting from 1; "
+                f"got {word!r}"
+            )
