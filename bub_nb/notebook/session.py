@@ -130,11 +130,13 @@ class NotebookSession:
 
     def open(self, name_or_path: str | None, *, create: bool = True) -> Tape:
         home = self._settings.home or None
+        store = self._settings.store or None
         if name_or_path and is_archive_name(name_or_path):
             return open_tape(name_or_path, home=home)
+        if name_or_path and owner_qualified(name_or_path) and (store or os.environ.get("BUB_STORE")):
+            return open_tape(name_or_path, store=store, create=create)  # another role's tape: owner/name
         if name_or_path and (name_or_path.endswith(".jsonl") or os.sep in name_or_path):
             return open_tape(Path(name_or_path).expanduser(), create=create)
-        store = self._settings.store or None
         if store is not None:
             return open_tape(name_or_path, store=store, create=create)
         return open_tape(name_or_path, home=home, create=create)
@@ -278,6 +280,17 @@ class NotebookSession:
             raise BubNbError(f"The turn on tape {agent.tape.name!r} produced no result")
         self.last_turn = turn
         return turn
+
+
+def owner_qualified(name: str) -> bool:
+    """Whether ``name`` reads as a database's ``owner/name`` (one ``/``, no path of the file system)."""
+    owner, slash, plain = name.partition("/")
+    return (
+        bool(slash and owner and plain)
+        and "/" not in plain
+        and not name.endswith(".jsonl")
+        and not owner.startswith((".", "~"))
+    )
 
 
 def _joined(*parts: str | None) -> str | None:

@@ -89,6 +89,13 @@ def _existing(tape: Tape, create: bool) -> Tape:
 
     near = difflib.get_close_matches(tape.name, tape.store.list_tapes(), n=3, cutoff=0.6)
     hint = f"; did you mean {', '.join(near)}?" if near else ""
+    store = tape.base_store
+    if isinstance(store, KnowsOwners) and "/" in tape.name:  # another role's tape: this role cannot start it
+        owner, _name = store.owner_and_name(tape.name)
+        raise TapeNotFoundError(
+            f"Tape {tape.name!r} does not exist, or role {owner!r} has not opened it to this role{hint}; "
+            "a tape of another role is started by that role"
+        )
     where = f" at {str(tape.path)!r}" if tape.path is not None else ""
     raise TapeNotFoundError(f"Tape {tape.name!r} does not exist{where}{hint} (use --new, or create=True, to start it)")
 

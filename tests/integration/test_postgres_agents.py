@@ -10,7 +10,7 @@ from harness.shell import Notebook
 import bub_nb
 from bub_nb import Agent, open_tape
 from bub_nb.agent.team import Team
-from bub_nb.errors import NotHoldingError, TapeAccessError
+from bub_nb.errors import NotHoldingError, TapeAccessError, TapeNotFoundError
 from bub_nb.tape.stores.postgres import PostgresTapeStore
 
 
@@ -60,3 +60,19 @@ def test_the_magics_hand_off_between_agents_on_postgres(nb: Notebook) -> None:
     teacher = PostgresTapeStore(room.dsn[room.teacher])
     assert f"{ann}/lesson~reviewer" in teacher.list_tapes()
     teacher.close()
+
+
+def test_a_teacher_opens_a_students_tape_by_owner_and_name_from_the_magics(nb: Notebook) -> None:
+    room = classroom(students=2)
+    ann, ben = room.students
+    lesson = open_tape("lesson", store=room.dsn[ann])
+    lesson.append_message({"role": "user", "content": "What is the mean of 1, 2 and 3?"})
+    nb.run(f'%config BubMagics.store = "{room.dsn[room.teacher]}"')
+    nb.run(f"%tape use {ann}/lesson")
+    assert nb.magics.session.tape.name == f"{ann}/lesson" and len(nb.magics.session.tape) == 1
+    nb.run(f'%config BubMagics.tape = "{ann}/lesson"')
+    assert nb.run("%tape info").entries == 1
+    with pytest.raises(TapeNotFoundError) as refused:
+        open_tape(f"{ann}/lesson", store=room.dsn[ben], create=False)
+    assert "--new" not in str(refused.value) and "create=True" not in str(refused.value)
+    assert f"role {ann!r}" in str(refused.value)

@@ -216,3 +216,13 @@ def test_a_preview_and_its_accept_work_while_a_named_agent_holds_the_conversatio
 def test_a_negative_span_to_retract_is_one_line_naming_what_an_id_is(nb: Notebook, span: str) -> None:
     nb.run("%%bub\nhello")
     nb.refused(f"%tape retract {span}", f"takes an entry id \\(7\\) or an inclusive range of ids.*got '{span}'")
+
+
+def test_a_tape_setting_that_names_another_roles_tape_without_a_database_is_refused_when_set(
+    nb: Notebook, capsys: pytest.CaptureFixture[str]
+) -> None:
+    nb.run("%config BubMagics.tape = 'ann/lesson'")  # %config reports the refusal and keeps the value
+    assert nb.magics.tape == "" and "only a database has" in capsys.readouterr().err
+    nb.run("%%bub\nhello")  # every magic goes on working
+    nb.run("%config BubMagics.tape = 'lesson'")
+    assert nb.tape.name == "lesson"
