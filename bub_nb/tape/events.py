@@ -53,7 +53,7 @@ once the endpoint refused it: the prompt stays on the tape, and views leave it o
 
 CONTEXT_HANDOFF: Final = "context_handoff"
 """A handoff between agents (seed 002 §9.2), on both agents' tapes after the anchor whose state carries it under
-the same key: ``{"type", "from", "to", "timestamp", "content"}`` (``bub_nb.agent.team.handoff`` has the shape)."""
+the same key: ``{"type", "from", "to", "timestamp", "content"}`` (``bub_nb.agent.team.agent_handoff`` has the shape)."""
 
 AGENT: Final = "agent"
 """An agent of the notebook, defined on the notebook's own tape: ``{"name", "model", "instructions", "tools",

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from bub_nb.agent.team.handoff import AGENT_PREFIX
+from bub_nb.agent.team.agent_handoff import AGENT_PREFIX
 from bub_nb.errors import NotHoldingError
 from bub_nb.tape.events import CONTEXT_HANDOFF
 from bub_nb.tape.stores.protocol import AnchorRef

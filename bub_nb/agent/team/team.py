@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from bub_nb.agent.eventloop import run_sync
 from bub_nb.agent.summarize import closing_phase, summarise_phase
-from bub_nb.agent.team.handoff import (
+from bub_nb.agent.team.agent_handoff import (
     AgentHandoff,
     address_name,
     check_agent_handoff,

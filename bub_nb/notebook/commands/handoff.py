@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, cast
 from IPython.core.error import UsageError
 from IPython.core.getipython import get_ipython
 
-from bub_nb.agent.handoff import pending_preview
+from bub_nb.agent.phase_handoff import pending_preview
 from bub_nb.errors import AnchorNotFoundError
 from bub_nb.notebook.display import handoff_confirmation, preview_markdown, rich_frontend, show
 from bub_nb.notebook.parsing.magic_line import parse_state
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
     import pandas as pd
 
-    from bub_nb.agent.handoff import HandoffPreview
+    from bub_nb.agent.phase_handoff import HandoffPreview
     from bub_nb.notebook.session import NotebookSession
     from bub_nb.tape import Tape, TapeEntry
 
