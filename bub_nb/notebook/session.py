@@ -24,7 +24,7 @@ from bub_nb.errors import BubNbError, ToolError
 from bub_nb.notebook.agents import NotebookAgents
 from bub_nb.notebook.model_names import notebook_model
 from bub_nb.tape import Tape, current_notebook, open_tape
-from bub_nb.tape.names import MAIN_AGENT
+from bub_nb.tape.names import MAIN_AGENT, owner_qualified
 from bub_nb.tape.stores.archive import is_archive_name
 
 if TYPE_CHECKING:
@@ -280,17 +280,6 @@ class NotebookSession:
             raise BubNbError(f"The turn on tape {agent.tape.name!r} produced no result")
         self.last_turn = turn
         return turn
-
-
-def owner_qualified(name: str) -> bool:
-    """Whether ``name`` reads as a database's ``owner/name`` (one ``/``, no path of the file system)."""
-    owner, slash, plain = name.partition("/")
-    return (
-        bool(slash and owner and plain)
-        and "/" not in plain
-        and not name.endswith(".jsonl")
-        and not owner.startswith((".", "~"))
-    )
 
 
 def _joined(*parts: str | None) -> str | None:

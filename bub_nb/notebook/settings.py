@@ -94,8 +94,7 @@ class MagicSettings(Configurable):
     @validate("tape")
     def _valid_tape(self, proposal: Any) -> str:
         """A name the session can open, checked when it is set rather than by every magic after."""
-        from bub_nb.notebook.session import owner_qualified
-        from bub_nb.tape.names import validate_tape_name
+        from bub_nb.tape.names import owner_qualified, validate_tape_name
         from bub_nb.tape.stores.archive import is_archive_name
 
         value = str(proposal["value"]).strip()

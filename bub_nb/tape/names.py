@@ -93,6 +93,18 @@ MAX_ANCHOR_NAME: Final = 200
 """Characters an anchor name a handoff writes may have: it is a line of ``%agent``, ``--lanes`` and every table."""
 
 
+def owner_qualified(name: str) -> bool:
+    """Whether ``name`` reads as a database's ``owner/name``, another role's tape: one ``/``, and nothing a path of
+    the file system would be (no ``.jsonl`` at the end, no ``.`` or ``~`` first)."""
+    owner, slash, plain = name.partition("/")
+    return (
+        bool(slash and owner and plain)
+        and "/" not in plain
+        and not name.endswith(".jsonl")
+        and not owner.startswith((".", "~"))
+    )
+
+
 def check_handoff_name(name: object) -> str:
     """``name`` if a handoff may write an anchor with it; an :class:`AnchorNameError` naming the rule otherwise."""
     if not isinstance(name, str) or not name.strip():
