@@ -1,16 +1,24 @@
-"""``%tape`` subcommands: one registry of (name, parser, handler) that parsing, dispatch and ``%tape?`` all read."""
+"""``%tape`` subcommands: what each does, registered in the one registry that parsing, dispatch and ``%tape?`` read
+(``tape_registry``)."""
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
-from IPython.core.magic_arguments import MagicArgumentParser
 
+from bub_nb.notebook.commands.tape_registry import (
+    ON_THE_HOLDERS_TAPE,
+    SUBCOMMANDS,
+    agent_option,
+    arg,
+    check_spans,
+    subcommand,
+    with_tape_help,
+)
 from bub_nb.notebook.display import first_view_text, show
 from bub_nb.tape.locations import readable_tape_name
 
@@ -18,68 +26,7 @@ if TYPE_CHECKING:
     from bub_nb.notebook.session import NotebookSession
     from bub_nb.tape import Tape
 
-Handler = Callable[["TapeCommands", argparse.Namespace], Any]
-
-
-@dataclass(frozen=True)
-class Subcommand:
-    """One ``%tape`` subcommand: its parser (which also writes its help) and what it does."""
-
-    name: str
-    parser: MagicArgumentParser
-    handler: Handler
-
-
-#: Every ``%tape`` subcommand, in the order ``%tape?`` lists them.
-SUBCOMMANDS: dict[str, Subcommand] = {}
-
-
-def subcommand(
-    name: str, description: str, *arguments: tuple[tuple[str, ...], dict[str, Any]]
-) -> Callable[[Handler], Handler]:
-    """Register a handler as ``%tape NAME`` with its arguments (each ``arg(...)``)."""
-    # IPython's help formatter writes the "%" before the name itself.
-    parser = MagicArgumentParser(prog=f"tape {name}", description=description, add_help=False)
-    for flags, options in arguments:
-        parser.add_argument(*flags, **options)
-
-    def register(handler: Handler) -> Handler:
-        SUBCOMMANDS[name] = Subcommand(name, parser, handler)
-        return handler
-
-    return register
-
-
-def arg(*flags: str, **options: Any) -> tuple[tuple[str, ...], dict[str, Any]]:
-    """One argument of a subcommand, as ``ArgumentParser.add_argument`` takes it."""
-    return flags, options
-
-
-#: The subcommands that act on one tape: the holder's once the notebook has agents, or ``--agent NAME``'s.
-ON_THE_HOLDERS_TAPE = ("info", "df", "search", "reset", "retract", "unretract")
-
-
-def tape_help() -> str:
-    """The help ``%tape?`` shows: the form of the magic, then each subcommand's own help."""
-    parts = [
-        "::\n\n  %tape SUBCOMMAND [ARGUMENTS ...] [--agent NAME]\n",
-        "Inspect and manage the tape: "
-        + ", ".join(SUBCOMMANDS)
-        + ". Once the notebook has agents, "
-        + ", ".join(ON_THE_HOLDERS_TAPE)
-        + " act on the tape of the agent holding the conversation, or on agent NAME's with --agent NAME.\n",
-        *(command.parser.format_help() for command in SUBCOMMANDS.values()),
-    ]
-    return "\n".join(parts)
-
-
-Documented = TypeVar("Documented", bound=Callable[..., Any])
-
-
-def with_tape_help(magic: Documented) -> Documented:
-    """Give the ``%tape`` magic :func:`tape_help` as its docstring, so ``%tape?`` never goes stale."""
-    magic.__doc__ = tape_help()
-    return magic
+__all__ = ["SUBCOMMANDS", "TapeCommands", "with_tape_help"]
 
 
 class TapeCommands:
@@ -103,13 +50,13 @@ class TapeCommands:
         command = SUBCOMMANDS.get(words[0])
         if command is None:
             raise UsageError(f"Unknown %tape subcommand {words[0]!r}; use one of: {names}")
-        rest, agent = _agent_option(words)
+        rest, agent = agent_option(words)
         if agent is not None and command.name not in ON_THE_HOLDERS_TAPE:
             raise UsageError(
                 f"--agent goes with {', '.join(ON_THE_HOLDERS_TAPE)}; %tape {command.name} acts on the notebook's tape"
             )
         if command.name in ("retract", "unretract"):
-            _check_spans(command.name, rest)
+            check_spans(command.name, rest)
         self._agent = agent
         try:
             return command.handler(self, command.parser.parse_intermixed_args(rest))
@@ -326,29 +273,3 @@ def _unretract(commands: TapeCommands, args: argparse.Namespace) -> None:
 
 def _spans(event: Any) -> str:
     return ", ".join(f"#{a}" if a == b else f"#{a}–#{b}" for a, b in event.payload["data"]["ids"])
-
-
-def _agent_option(words: list[str]) -> tuple[list[str], str | None]:
-    """The words after the subcommand without ``--agent NAME``, and that name."""
-    rest, agent = [], None
-    words = words[1:]
-    while words:
-        word = words.pop(0)
-        if word == "--agent" or word.startswith("--agent="):
-            value = word.partition("=")[2] or (words.pop(0) if words else "")
-            if not value:
-                raise UsageError("--agent needs the NAME of one of the notebook's agents")
-            agent = value
-        else:
-            rest.append(word)
-    return rest, agent
-
-
-def _check_spans(name: str, words: list[str]) -> None:
-    """A span that starts with ``-`` would pass for an option; say what an entry id is instead."""
-    for word in words:
-        if word[:1] == "-" and word[1:2].isdigit():
-            raise UsageError(
-                f"%tape {name} takes an entry id (7) or an inclusive range of ids (5-9), ids counting from 1; "
-                f"got {word!r}"
-            )
