@@ -156,8 +156,12 @@ class NotebookSession:
         self._tape = self._team = None
 
     def has_agents(self) -> bool:
-        """Whether the notebook has named agents: defined in this kernel, or recorded on its tapes before."""
-        return bool(self.agents) or len(self.team().names) > 1
+        """Whether the notebook has named agents: defined in this kernel, recorded on its tapes before, or named by
+        a handoff another kernel wrote since (bringing who holds the conversation up to date finds those)."""
+        if self.agents:
+            return True
+        team = self.team()
+        return team.holder() is not None or len(team.names) > 1
 
     def model(self, spec: str | None) -> Model:
         """A model by spec (``offline``, ``openai:<model>``), or a model object named in the notebook

@@ -8,8 +8,8 @@ import pytest
 from harness.shell import Notebook
 from IPython.core.error import UsageError
 
-from bub_nb.agent.team import CONTEXT_HANDOFF
-from bub_nb.tape import Tape, TapeEntry
+from bub_nb.agent.team import CONTEXT_HANDOFF, Team
+from bub_nb.tape import FileTapeStore, Tape, TapeEntry
 from bub_nb.tape.events import AGENT
 
 
@@ -226,3 +226,16 @@ def test_a_tape_setting_that_names_another_roles_tape_without_a_database_is_refu
     nb.run("%%bub\nhello")  # every magic goes on working
     nb.run("%config BubMagics.tape = 'lesson'")
     assert nb.tape.name == "lesson"
+
+
+def test_a_handoff_another_kernel_writes_moves_the_next_plain_cell_here(nb: Notebook) -> None:
+    nb.run("%%bub\nhello")  # this kernel knows no agents yet
+    other_kernel = Team(Tape(nb.tape.name, FileTapeStore(nb.tape.path.parent)))
+    other_kernel.define("rev", {"model": "offline", "instructions": None, "tools": None, "context": None})
+    other_kernel.handoff("h1", to="rev")
+    main_entries = len(nb.tape)
+    nb.run("%%bub\nWho answers now?")
+    assert nb.magics.session.last_agent.name == "rev" and len(nb.tape) == main_entries
+    nb.refused("%%bub --agent main\nMay I?", "'main' handed the conversation to 'rev'")
+    other_kernel.define("third", {"model": None, "instructions": None, "tools": None, "context": None})
+    assert "| third |" in nb.magics.agent_commands.listing()

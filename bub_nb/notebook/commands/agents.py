@@ -64,6 +64,8 @@ class AgentCommands:
         """The agents as a Markdown table: tape, model, entries, and which one holds the conversation."""
         session = self._session
         team = session.team()
+        team.discover()  # agents another kernel defined since
+        session.agents.load(team)
         history = team.history()
         holder = team.holder()
         rows = ["| agent | tape | model | entries | holds |", "|---|---|---|---:|---|"]
