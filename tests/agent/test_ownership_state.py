@@ -82,7 +82,7 @@ def test_a_handoff_checks_the_holder_again_under_the_notebooks_lock() -> None:
     outcome: list[BaseException | None] = []
 
     def hand_on() -> None:
-        with store.notebook_lock("nb"):  # held by the other kernel while it checks and writes
+        with theirs.locked():  # held by the other kernel while it checks and writes
             entered.set()
             go.wait()
             theirs.handoff("theirs", to="other")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import TYPE_CHECKING, Any
 
 from bub_nb.agent.eventloop import run_sync
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
 _PROCESS_LOCKS: dict[tuple[int, str], threading.RLock] = {}
 _PROCESS_LOCKS_GUARD = threading.Lock()
+_HELD = threading.local()  # the notebook locks this thread holds: (store, notebook tape)
 
 
 class Team:
@@ -134,16 +135,22 @@ class Team:
     @contextmanager
     def locked(self) -> Iterator[None]:
         """The notebook's lock, which every process takes to change who holds the conversation: the store's (a
-        file beside the tapes, a lock in the database), else one for this process."""
+        file beside the tapes, a lock in the database), else one for this process. Taken again by the thread that
+        holds it, it is already held."""
         store = self.tape.base_store
-        if isinstance(store, LocksNotebooks):
-            with store.notebook_lock(self.tape.name):
-                yield
+        key = (id(store), self.tape.name)
+        held = _HELD.__dict__.setdefault("keys", set())
+        if key in held:
+            yield
             return
         with _PROCESS_LOCKS_GUARD:
-            lock = _PROCESS_LOCKS.setdefault((id(store), self.tape.name), threading.RLock())
-        with lock:
-            yield
+            lock = _PROCESS_LOCKS.setdefault(key, threading.RLock())
+        with lock, store.notebook_lock(self.tape.name) if isinstance(store, LocksNotebooks) else nullcontext():
+            held.add(key)
+            try:
+                yield
+            finally:
+                held.discard(key)
 
     def handoff(
         self,
