@@ -18,7 +18,7 @@ from bub_nb.tape.names import (
     notebook_of_tape,
     validate_tape_name,
 )
-from bub_nb.tape.stores.agent_tapes import records_agent
+from bub_nb.tape.stores.agent_tapes import defined_agents, records_agent
 from bub_nb.tape.stores.archive import ArchiveTapeStore, is_archive_name
 from bub_nb.tape.stores.file import FileTapeStore
 from bub_nb.tape.stores.protocol import KnowsOwners, TapeStore
@@ -128,8 +128,9 @@ def notebook_tapes(tape: Tape) -> dict[str, Tape]:
     base = notebook_of_tape(tape.name)
     store = tape.base_store
     found = {MAIN_AGENT: Tape(base, store)}
+    defined = set(defined_agents(store, base))
     for name in sorted(store.list_tapes()):
         agent = agent_of_tape(name)
-        if agent and name == f"{base}{AGENT_MARK}{agent}" and records_agent(store, name):
+        if agent and name == f"{base}{AGENT_MARK}{agent}" and records_agent(store, name, lambda _notebook: defined):
             found[agent] = Tape(name, store)
     return found

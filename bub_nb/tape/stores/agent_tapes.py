@@ -3,6 +3,8 @@ tapes that hold a handoff between agents."""
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable, Container
 from typing import Any
 
 from bub_nb.tape.events import AGENT, CONTEXT_HANDOFF
@@ -21,21 +23,23 @@ def defined_agents(store: TapeStore, notebook: str) -> dict[str, dict[str, Any]]
     return found
 
 
-def records_agent(store: TapeStore, tape: str) -> bool:
+def records_agent(store: TapeStore, tape: str, defined: Callable[[str], Container[str]] | None = None) -> bool:
     """Whether ``tape`` is an agent's: named ``<tape>~<name>``, and either holding a handoff between agents or
     defined as agent ``name`` on the notebook's tape. A user's tape that only has ``~`` in its name, such as
-    ``notes~draft``, is no agent's."""
+    ``notes~draft``, is no agent's. ``defined`` gives the agents a notebook defines (default: read them)."""
     agent = agent_of_tape(tape)
     if agent is None:
         return False
     if store.exists(tape) and any(True for _ in _events(store, tape, CONTEXT_HANDOFF)):
         return True
-    return agent in defined_agents(store, notebook_of_tape(tape))
+    return agent in (defined or (lambda notebook: defined_agents(store, notebook)))(notebook_of_tape(tape))
 
 
 def agent_tapes(store: TapeStore, tapes: list[str] | None = None) -> set[str]:
-    """The tapes among ``tapes`` (default: all of ``store``'s) that are agents' (:func:`records_agent`)."""
-    return {name for name in (store.list_tapes() if tapes is None else tapes) if records_agent(store, name)}
+    """The tapes among ``tapes`` (default: all of ``store``'s) that are agents' (:func:`records_agent`), each
+    notebook's definitions read once."""
+    defined = functools.cache(lambda notebook: set(defined_agents(store, notebook)))
+    return {name for name in (store.list_tapes() if tapes is None else tapes) if records_agent(store, name, defined)}
 
 
 def notebook_agents(store: TapeStore, notebook: str) -> list[str]:
@@ -45,8 +49,8 @@ def notebook_agents(store: TapeStore, notebook: str) -> list[str]:
     prefix = notebook + AGENT_MARK
     for tape in store.list_tapes():
         agent = agent_of_tape(tape)
-        if tape.startswith(prefix) and agent is not None and agent not in names and records_agent(store, tape):
-            names.append(agent)
+        if tape.startswith(prefix) and agent is not None and agent not in names and records_agent(store, tape, _none):
+            names.append(agent)  # not defined here: it is an agent's only if it holds a handoff
     return names
 
 
@@ -59,3 +63,7 @@ def _events(store: TapeStore, tape: str, name: str) -> Any:
     else:
         entries = store.iter_reverse(tape)
     return (entry for entry in entries if entry.kind == "event" and entry.payload.get("name") == name)
+
+
+def _none(notebook: str) -> tuple[str, ...]:
+    return ()
