@@ -19,6 +19,8 @@ ALIASES = {
     "bub_nb.agent.builtin_tools": "bub_nb.agent.tools.builtin",
     "bub_nb.agent.signatures": "bub_nb.agent.tools.signatures",
     "bub_nb.agent.worker": "bub_nb.agent.tools.worker",
+    "bub_nb.agent.handoff": "bub_nb.agent.phase_handoff",
+    "bub_nb.agent.team.handoff": "bub_nb.agent.team.agent_handoff",
 }
 
 

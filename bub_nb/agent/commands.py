@@ -229,7 +229,7 @@ def _previewed(
 ) -> CommandResult:
     """``,handoff name=N [summarize=true] preview=true`` shows a handoff and writes nothing (not even its
     ``command`` event); ``,handoff name=N accept=true`` writes the newest preview of ``N`` as it was shown."""
-    from bub_nb.agent.handoff import pending_preview  # the handoff module runs commands' checks in its preflight
+    from bub_nb.agent.phase_handoff import pending_preview  # the handoff module runs commands' checks in its preflight
 
     args = _preview_arguments(parsed)
     name = args["name"]

@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING, Any
 
 from bub_nb.agent.commands import is_command, run_command
 from bub_nb.agent.eventloop import Closing, closed, next_item, once, run_sync
-from bub_nb.agent.handoff import HandoffPreview, overflow_room, overflow_summary, preview_handoff, write_handoff
 from bub_nb.agent.mcp.servers import mcp_servers_of, offer_mcp_tools
 from bub_nb.agent.models import Completion, Model, TextDelta, resolve_model
 from bub_nb.agent.overflow import hopeless_overflow, narrowed_phases
+from bub_nb.agent.phase_handoff import HandoffPreview, overflow_room, overflow_summary, preview_handoff, write_handoff
 from bub_nb.agent.preflight import check_recorded_prompt_fits, check_turn
 from bub_nb.agent.registry import default_pipeline
 from bub_nb.agent.results import DEFAULT_RESULT_TOKENS, check_result_budget, fit_result

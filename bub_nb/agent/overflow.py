@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from bub_nb.agent.handoff import AUTO_HANDOFF_ANCHOR
 from bub_nb.agent.models.base import context_window_of
+from bub_nb.agent.phase_handoff import AUTO_HANDOFF_ANCHOR
 from bub_nb.context.modes import as_strategy
 from bub_nb.context.phases import EARLIER_PHASE, Phases
 from bub_nb.context.tokens import count_message_tokens, count_messages_tokens

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from bub_nb.context.tokens import count_text_tokens
+from bub_nb.agent.tools.bounds import DEFAULT_RESULT_TOKENS, cut_to_tokens
 from bub_nb.errors import BubNbError
 from bub_nb.tape.redact import redact_text
 
-DEFAULT_RESULT_TOKENS = 2000
+__all__ = ["DEFAULT_RESULT_TOKENS", "check_result_budget", "fit_result"]
 
 
 def check_result_budget(tokens: int | None) -> int | None:
@@ -20,20 +20,4 @@ def check_result_budget(tokens: int | None) -> int | None:
 
 def fit_result(text: str, tokens: int | None) -> str:
     """``text`` with secrets replaced, then cut to about ``tokens`` tokens with a last line saying it was cut."""
-    text = redact_text(text)
-    if tokens is None:
-        return text
-    total = count_text_tokens(text)
-    if total <= tokens:
-        return text
-    room = tokens - 40  # the note
-    keep = max(int(len(text) * room / total), 0)
-    while keep and count_text_tokens(text[:keep]) > room:
-        keep = int(keep * 0.9)
-    cut = text[:keep]
-    if "\n" in cut[-200:]:
-        cut = cut[: cut.rindex("\n")]  # end on a whole line where one is near
-    return (
-        f"{cut}\n[cut: this result was ≈{total:,} tokens, over the budget of {tokens:,}; "
-        f"the first ≈{count_text_tokens(cut):,} are shown. Ask for a smaller part.]"
-    )
+    return cut_to_tokens(redact_text(text), tokens, "this result", "shown. Ask for a smaller part.")

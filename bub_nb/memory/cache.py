@@ -14,8 +14,9 @@ if TYPE_CHECKING:
     from bub_nb.memory.snapshot import MemorySnapshot
     from bub_nb.tape import Tape, TapeStore
 
-# Per tape: its store, the newest memory anchor then, the snapshot read then, and the tape's last id then.
-_memory_seen: weakref.WeakKeyDictionary[Tape, tuple[TapeStore, AnchorRef | None, MemorySnapshot, int]] = (
+# Per store, per tape name: the newest memory anchor then, the snapshot read then, and the tape's last id then. By
+# name, not by the Tape object: a notebook opens the tape of the agent holding the conversation afresh in every cell.
+_memory_seen: weakref.WeakKeyDictionary[TapeStore, dict[str, tuple[AnchorRef | None, MemorySnapshot, int]]] = (
     weakref.WeakKeyDictionary()
 )
 
@@ -25,26 +26,29 @@ def memory_of(tape: Tape, *, ensure: bool) -> MemorySnapshot:
 
     Every change to the memory zone appends ``memory/...`` anchors, so while the newest one is the one
     seen last time, and no ``redact`` event was appended since (a redaction rewrites the zone in place), the
-    snapshot read then is still the memory: the zone is read once per change, not on every turn (kept per
-    tape, because a notebook makes an agent per cell).
+    snapshot read then is still the memory: the zone is read once per change, not on every turn (kept per tape
+    name in its store, because a notebook makes an agent and opens its tape per cell).
     """
     store = tape.store
-    seen = _memory_seen.get(tape)
+    seen = _memory_seen.get(store, {}).get(tape.name)
     last = store.stats(tape.name).last_id
     if (
         seen is not None
-        and seen[0] is store
-        and (seen[2].version > 0 or not ensure)
-        and seen[1] == _newest_memory_anchor(store, tape.name)
-        and (seen[3] == last or not _redacted(store.read(tape.name, seen[3] + 1)))
+        and (seen[1].version > 0 or not ensure)
+        and seen[0] == _newest_memory_anchor(store, tape.name)
+        and (seen[2] == last or not _redacted(store.read(tape.name, seen[2] + 1)))
     ):
-        _memory_seen[tape] = (*seen[:3], last)  # what was appended since is read once
-        return seen[2]
+        _memory_seen[store][tape.name] = (*seen[:2], last)  # what was appended since is read once
+        return seen[1]
     zone = MemoryZone(tape)
     snapshot: MemorySnapshot = zone.read()
     if snapshot.version == 0 and ensure:  # no zone yet; ensure() alone would look for one twice
         snapshot = zone.ensure()
-    _memory_seen[tape] = (store, _newest_memory_anchor(store, tape.name), snapshot, store.stats(tape.name).last_id)
+    _memory_seen.setdefault(store, {})[tape.name] = (
+        _newest_memory_anchor(store, tape.name),
+        snapshot,
+        store.stats(tape.name).last_id,
+    )
     return snapshot
 
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from dataclasses import asdict, dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 from bub_nb.agent.team import Team
 from bub_nb.errors import AgentError
@@ -24,9 +24,13 @@ class AgentSettings:
     context: str | None = None
 
 
+_SETTINGS = ("model", "instructions", "tools", "context")
+
+
 class NotebookAgents:
     """The agents of this notebook by name, in the order they were defined. ``main`` is the unnamed agent: it
-    is always there and takes its settings from ``BubMagics``."""
+    is always there and takes its settings from ``BubMagics``. Each definition is recorded on the agent's own tape
+    (an ``agent`` event), so a kernel that starts later over the same tapes has the same agents."""
 
     def __init__(self) -> None:
         self._settings: dict[str, AgentSettings] = {}
@@ -52,6 +56,25 @@ class NotebookAgents:
     def names(self) -> list[str]:
         return list(self._settings)
 
+    def record(self, team: Team, settings: AgentSettings, meta: dict[str, Any]) -> AgentSettings:
+        """:meth:`define` the agent and record it on its tape, unless that changes nothing already recorded."""
+        earlier = self._settings.get(settings.name)
+        defined = self.define(settings)
+        if defined != earlier or team.recorded(defined.name) is None:
+            values = asdict(defined)
+            team.define(defined.name, {key: values[key] for key in _SETTINGS}, meta)
+        return defined
+
+    def load(self, team: Team) -> None:
+        """Take in every agent of ``team`` that was not defined here: with the settings its tape records."""
+        for name in team.names:
+            if name == MAIN_AGENT or name in self._settings:
+                continue
+            recorded = team.recorded(name) or {}
+            self._settings[name] = AgentSettings(name, **{key: recorded.get(key) for key in _SETTINGS})
+
     def team(self, tape: Tape) -> Team:
-        """The team on the notebook's tape: ``main`` and every agent defined."""
-        return Team(tape, self._settings)
+        """The team on the notebook's tape: ``main``, every agent defined here and every agent its tapes record."""
+        team = Team(tape, self._settings)
+        self.load(team)
+        return team

@@ -17,7 +17,7 @@ from bub_nb.tape.reports.transcript import entry_target
 from bub_nb.tape.text import payload_text
 
 if TYPE_CHECKING:
-    from bub_nb.agent.handoff import HandoffPreview
+    from bub_nb.agent.phase_handoff import HandoffPreview
     from bub_nb.tape import Tape, TapeEntry
 
 _UPDATE_EVERY = 0.08  # seconds between in-place redraws; the last one always happens

@@ -14,14 +14,14 @@ def interrupted(partial: str) -> str:
     return f"{partial}\n\n{INTERRUPTED_WITH_TEXT}" if partial else INTERRUPTED_EMPTY
 
 
-def footer(turn: Any, anchor: str | None) -> str:
+def footer(turn: Any, anchor: str | None, tape: str | None = None) -> str:
     """One line under an answer: model, where the view starts, its size, the usage and the entries written.
 
     The view's estimate counts the messages taken from the tape; the model's usage also counts the
     system prompt and the tool schemas, so the two are labelled apart.
     """
-    if turn.status == "command":
-        return ""
+    if turn.status == "command":  # a comma command's confirmation: the tape it acted on
+        return f"<sub>on tape `{tape}`</sub>" if tape else ""
     parts = [turn.model]
     if anchor:
         parts.append(f"view from anchor {anchor}")

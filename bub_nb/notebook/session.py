@@ -26,7 +26,7 @@ from bub_nb.notebook.agents import NotebookAgents
 from bub_nb.notebook.mcp import NotebookMcp, may_name_mcp
 from bub_nb.notebook.model_names import notebook_model
 from bub_nb.tape import Tape, current_notebook, open_tape
-from bub_nb.tape.names import MAIN_AGENT
+from bub_nb.tape.names import MAIN_AGENT, owner_qualified
 from bub_nb.tape.stores.archive import is_archive_name
 
 if TYPE_CHECKING:
@@ -113,6 +113,7 @@ class NotebookSession:
         self._namespace = namespace
         self._kernel = kernel
         self._tape: Tape | None = None
+        self._team: Team | None = None
         self.last_turn: Turn | None = None
         self.last_agent: Agent | None = None
         self.agents = NotebookAgents()
@@ -131,15 +132,18 @@ class NotebookSession:
     def tape(self) -> Tape:
         if self._tape is None:
             self._tape = self.open(self._settings.tape or None)
+            self._team = None
         return self._tape
 
     def open(self, name_or_path: str | None, *, create: bool = True) -> Tape:
         home = self._settings.home or None
+        store = self._settings.store or None
         if name_or_path and is_archive_name(name_or_path):
             return open_tape(name_or_path, home=home)
+        if name_or_path and owner_qualified(name_or_path) and (store or os.environ.get("BUB_STORE")):
+            return open_tape(name_or_path, store=store, create=create)  # another role's tape: owner/name
         if name_or_path and (name_or_path.endswith(".jsonl") or os.sep in name_or_path):
             return open_tape(Path(name_or_path).expanduser(), create=create)
-        store = self._settings.store or None
         if store is not None:
             return open_tape(name_or_path, store=store, create=create)
         return open_tape(name_or_path, home=home, create=create)
@@ -151,12 +155,20 @@ class NotebookSession:
         """
         tape = self.open(name_or_path, create=create)
         tape.stats()  # reads (or creates nothing); a tape that cannot be read fails here, before the switch
-        self._tape = tape
+        self._tape, self._team = tape, None
         return tape
 
     def forget_tape(self) -> None:
         """Re-resolve the tape on next use (after ``tape`` or ``home`` changed)."""
-        self._tape = None
+        self._tape = self._team = None
+
+    def has_agents(self) -> bool:
+        """Whether the notebook has named agents: defined in this kernel, recorded on its tapes before, or named by
+        a handoff another kernel wrote since (bringing who holds the conversation up to date finds those)."""
+        if self.agents:
+            return True
+        team = self.team()
+        return team.holder() is not None or len(team.names) > 1
 
     def model(self, spec: str | None) -> Model:
         """A model by spec (``offline``, ``openai:<model>``), or a model object named in the notebook
@@ -209,10 +221,11 @@ class NotebookSession:
         Once agents are defined (``%agent``), ``name`` picks one (default: the one holding the conversation,
         else ``main``); one that handed the conversation away is refused here, before anything is written.
         """
-        team = self.team() if self.agents or name is not None else None
+        team = self.team() if name is not None or self.has_agents() else None
         if team is not None:
             name = name or team.holder() or MAIN_AGENT
             team.check_may_run(name)
+            self.agents.load(team)  # an agent another kernel defined since: with its recorded settings
         own = self.agents.get(name) if name else None
         if own is not None:
             model, context, tools = model or own.model, context or own.context, tools or own.tools
@@ -236,8 +249,20 @@ class NotebookSession:
         return agent
 
     def team(self) -> Team:
-        """The notebook's agents on its tape: ``main`` and those ``%agent`` defined."""
-        return self.agents.team(self.tape)
+        """The notebook's agents on its tape: ``main``, those ``%agent`` defined and those its tapes record. Kept
+        while the tape stays, so who holds the conversation is read only as far as the tapes grew since."""
+        tape = self.tape
+        if self._team is None:
+            self._team = self.agents.team(tape)
+        return self._team
+
+    def holders_tape(self, agent: str | None = None) -> Tape:
+        """The tape a command acts on: agent ``agent``'s, else the holder's once the notebook has agents, else the
+        notebook's own. Every magic and comma command without ``--agent`` acts on this one."""
+        if agent is None and not self.has_agents():
+            return self.tape
+        team = self.team()
+        return team.tape_of(agent or team.holder() or MAIN_AGENT)
 
     def kernel_tools(self) -> list[Tool]:
         """``notebook.*`` and ``python.run`` over this kernel (none without a kernel)."""

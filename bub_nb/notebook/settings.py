@@ -100,6 +100,29 @@ class MagicSettings(Configurable):
         raw = os.environ.get("BUB_MAX_STEPS", "")
         return int(raw) if raw.isdigit() and int(raw) > 0 else 8
 
+    @validate("tape")
+    def _valid_tape(self, proposal: Any) -> str:
+        """A name the session can open, checked when it is set rather than by every magic after."""
+        from bub_nb.tape.names import owner_qualified, validate_tape_name
+        from bub_nb.tape.stores.archive import is_archive_name
+
+        value = str(proposal["value"]).strip()
+        if not value or is_archive_name(value) or value.endswith(".jsonl"):
+            return value
+        if owner_qualified(value):
+            if self.store or os.environ.get("BUB_STORE"):
+                return value
+            raise TraitError(
+                f"BubMagics.tape {value!r} names another role's tape (owner/name), which only a database has: "
+                "set BubMagics.store first, or give a path ending in .jsonl"
+            )
+        if os.sep in value:
+            raise TraitError(f"BubMagics.tape {value!r} is a path: a tape's path ends in .jsonl")
+        try:
+            return validate_tape_name(value)
+        except BubNbError as exc:
+            raise TraitError(one_line(exc)) from None
+
     @validate("budget")
     def _valid_budget(self, proposal: Any) -> int:
         if proposal["value"] < 0:

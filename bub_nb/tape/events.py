@@ -54,7 +54,12 @@ once the endpoint refused it: the prompt stays on the tape, and views leave it o
 
 CONTEXT_HANDOFF: Final = "context_handoff"
 """A handoff between agents (seed 002 §9.2), on both agents' tapes after the anchor whose state carries it under
-the same key: ``{"type", "from", "to", "timestamp", "content"}`` (``bub_nb.agent.team.handoff`` has the shape)."""
+the same key: ``{"type", "from", "to", "timestamp", "content"}`` (``bub_nb.agent.team.agent_handoff`` has the shape)."""
+
+AGENT: Final = "agent"
+"""An agent of the notebook, defined on the notebook's own tape: ``{"name", "model", "instructions", "tools",
+"context"}``, the settings it runs with (``None``: the notebook's). It, or a ``context_handoff`` event on
+``<tape>~<name>``, is what makes a tape so named an agent's; a kernel that starts later finds its agents here."""
 
 HANDOFF_FAILED: Final = "context_handoff.failed"
 """A handoff between agents whose receiver's half could not be written: ``{"anchor", "to", "error"}``."""

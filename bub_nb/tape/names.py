@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -88,10 +89,31 @@ def validate_tape_name(name: str) -> str:
     return check_tape_file_name(name)
 
 
+MAX_ANCHOR_NAME: Final = 200
+"""Characters an anchor name a handoff writes may have: it is a line of ``%agent``, ``--lanes`` and every table."""
+
+
+def owner_qualified(name: str) -> bool:
+    """Whether ``name`` reads as a database's ``owner/name``, another role's tape: one ``/``, and nothing a path of
+    the file system would be (no ``.jsonl`` at the end, no ``.`` or ``~`` first)."""
+    owner, slash, plain = name.partition("/")
+    return (
+        bool(slash and owner and plain)
+        and "/" not in plain
+        and not name.endswith(".jsonl")
+        and not owner.startswith((".", "~"))
+    )
+
+
 def check_handoff_name(name: object) -> str:
     """``name`` if a handoff may write an anchor with it; an :class:`AnchorNameError` naming the rule otherwise."""
     if not isinstance(name, str) or not name.strip():
         raise AnchorNameError(f"Anchor name {name!r} must be a non-empty string")
+    if len(name) > MAX_ANCHOR_NAME:
+        raise AnchorNameError(f"Anchor name {name[:40]!r}… has {len(name):,} characters; at most {MAX_ANCHOR_NAME}")
+    control = next((char for char in name if unicodedata.category(char) == "Cc"), None)
+    if control is not None:
+        raise AnchorNameError(f"Anchor name {name!r} holds the control character {control!r}; use one line of text")
     for prefix in RESERVED_ANCHOR_PREFIXES:
         if name.strip().lower().startswith(prefix):
             raise AnchorNameError(

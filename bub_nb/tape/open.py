@@ -18,6 +18,7 @@ from bub_nb.tape.names import (
     notebook_of_tape,
     validate_tape_name,
 )
+from bub_nb.tape.stores.agent_tapes import defined_agents, records_agent
 from bub_nb.tape.stores.archive import ArchiveTapeStore, is_archive_name
 from bub_nb.tape.stores.file import FileTapeStore
 from bub_nb.tape.stores.protocol import KnowsOwners, TapeStore
@@ -92,6 +93,13 @@ def _existing(tape: Tape, create: bool) -> Tape:
 
     near = difflib.get_close_matches(tape.name, tape.store.list_tapes(), n=3, cutoff=0.6)
     hint = f"; did you mean {', '.join(near)}?" if near else ""
+    store = tape.base_store
+    if isinstance(store, KnowsOwners) and "/" in tape.name:  # another role's tape: this role cannot start it
+        owner, _name = store.owner_and_name(tape.name)
+        raise TapeNotFoundError(
+            f"Tape {tape.name!r} does not exist, or role {owner!r} has not opened it to this role{hint}; "
+            "a tape of another role is started by that role"
+        )
     where = f" at {str(tape.path)!r}" if tape.path is not None else ""
     raise TapeNotFoundError(f"Tape {tape.name!r} does not exist{where}{hint}{START_HINT}")
 
@@ -118,12 +126,15 @@ def resolve(address: str, *, home: str | Path | None = None, store: TapeStore | 
 
 
 def notebook_tapes(tape: Tape) -> dict[str, Tape]:
-    """The tapes of the notebook ``tape`` belongs to, by agent: ``main`` first, then each agent's, by name."""
+    """The tapes of the notebook ``tape`` belongs to, by agent: ``main`` first, then each agent's, by name. A tape
+    named ``<tape>~<name>`` is agent ``name``'s only when the tapes record that agent
+    (:func:`~bub_nb.tape.stores.agent_tapes.records_agent`)."""
     base = notebook_of_tape(tape.name)
     store = tape.base_store
     found = {MAIN_AGENT: Tape(base, store)}
+    defined = set(defined_agents(store, base))
     for name in sorted(store.list_tapes()):
         agent = agent_of_tape(name)
-        if agent and name == f"{base}{AGENT_MARK}{agent}":
+        if agent and name == f"{base}{AGENT_MARK}{agent}" and records_agent(store, name, lambda _notebook: defined):
             found[agent] = Tape(name, store)
     return found

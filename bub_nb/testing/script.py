@@ -39,6 +39,8 @@ class ScriptedReply:
     """Refuse as over this window, naming the request's own count (``error`` is then made per request)."""
     ping_every: float | None = None
     """Seconds between SSE ``: ping`` comments sent instead of an answer, until the client or the server stops."""
+    together: threading.Barrier | None = None
+    """Answered only once every request sharing this barrier has arrived: requests held at the same moment."""
 
     @property
     def finish(self) -> str:

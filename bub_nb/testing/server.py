@@ -225,6 +225,15 @@ class OpenAICompatibleServer:
         """Answer the next request only after ``seconds`` (to trip client timeouts)."""
         return self._push(ScriptedReply(self._script.default_text if text is None else text, delay=seconds))
 
+    def together(self, texts: Iterable[str]) -> OpenAICompatibleServer:
+        """Answer the next requests with ``texts``, one each, only once all of them have arrived: two clients that
+        must be inside their requests at the same moment (a race forced without waiting on a clock)."""
+        texts = list(texts)
+        barrier = threading.Barrier(len(texts))
+        for text in texts:
+            self._push(ScriptedReply(text, together=barrier))
+        return self
+
     def drop_after(self, chunks: int, text: str) -> OpenAICompatibleServer:
         """Stream the first ``chunks`` words of ``text``, then cut the connection mid-stream.
 

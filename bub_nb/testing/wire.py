@@ -17,6 +17,9 @@ from typing import Any
 from bub_nb.testing.refusals import STATUS_MESSAGES, context_length_error, error_body, request_problem
 from bub_nb.testing.script import ReplyScript, ScriptedReply, usage_dict
 
+_TOGETHER_TIMEOUT = 60.0
+"""Seconds a held request waits for the others before it is refused (only a broken test ever waits this long)."""
+
 THREAD_PREFIX = "bub-nb-test-endpoint"
 _WORDS = re.compile(r"\s*\S+\s*|\s+")
 SSE_HEADERS = {"Transfer-Encoding": "chunked", "Cache-Control": "no-store", "X-Accel-Buffering": "no"}
@@ -128,6 +131,12 @@ class ChatHandler(BaseHTTPRequestHandler):
     # -- answering -------------------------------------------------------------------------------
 
     def _answer(self, body: dict[str, Any], reply: ScriptedReply) -> None:
+        if reply.together is not None:
+            try:
+                reply.together.wait(_TOGETHER_TIMEOUT)
+            except threading.BrokenBarrierError:
+                self._send_json(503, error_body("the other held requests never came", "server_error"))
+                return
         if reply.delay and self.server.stopping.wait(reply.delay):
             raise _Dropped
         if reply.overflow_limit is not None:

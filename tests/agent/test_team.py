@@ -200,3 +200,19 @@ def test_a_model_naming_an_agent_that_does_not_exist_gets_the_refusal_as_its_too
     assert "No agent named 'ghost'" in str(results[0]) and turn.text == "I will go on myself."
     assert not any(e.kind == "anchor" and e.name == "specialist" for e in analyst.tape.read())
     assert team.history() == [] and not tape.base_store.exists("nb~reviewer")
+
+
+def test_text_a_model_hands_on_is_bounded_like_a_tool_result_and_says_so_in_one_line() -> None:
+    tape = Tape("nb", MemoryTapeStore())
+    arguments = {"name": "review", "to": "reviewer", "reason": "r" * 100_000, "summary": "s" * 50_000}
+    call = {"name": "tape_handoff", "arguments": arguments}
+    analyst = Agent(tape, ScriptedModel([{"tool_calls": [call]}, "Handed on."]), name="analyst", result_budget=500)
+    team = Team(tape, [analyst, "reviewer"])
+    analyst.run("Get this reviewed")
+    content = team.tape_of("reviewer").last_anchor().state[CONTEXT_HANDOFF]["content"]
+    for key, total in (("reason", 100_000), ("summary", 50_000)):
+        text = content[key]
+        kept, _, note = text.rpartition("\n")
+        assert len(text) < 5_000 and set(kept) == {key[0]}, key
+        assert note.startswith(f"[cut: this {key} was ≈") and "over the budget of 500" in note and "\n" not in note
+        assert total > len(kept)

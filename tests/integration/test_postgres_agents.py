@@ -3,14 +3,16 @@ student who may not read the sender's tape told so in one line."""
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 from harness.classroom import classroom
 from harness.shell import Notebook
 
 import bub_nb
-from bub_nb import Agent, open_tape
+from bub_nb import Agent, Tape, open_tape
 from bub_nb.agent.team import Team
-from bub_nb.errors import NotHoldingError, TapeAccessError
+from bub_nb.errors import NotHoldingError, TapeAccessError, TapeNotFoundError
 from bub_nb.tape.stores.postgres import PostgresTapeStore
 
 
@@ -60,3 +62,57 @@ def test_the_magics_hand_off_between_agents_on_postgres(nb: Notebook) -> None:
     teacher = PostgresTapeStore(room.dsn[room.teacher])
     assert f"{ann}/lesson~reviewer" in teacher.list_tapes()
     teacher.close()
+
+
+def test_a_teacher_opens_a_students_tape_by_owner_and_name_from_the_magics(nb: Notebook) -> None:
+    room = classroom(students=2)
+    ann, ben = room.students
+    lesson = open_tape("lesson", store=room.dsn[ann])
+    lesson.append_message({"role": "user", "content": "What is the mean of 1, 2 and 3?"})
+    nb.run(f'%config BubMagics.store = "{room.dsn[room.teacher]}"')
+    nb.run(f"%tape use {ann}/lesson")
+    assert nb.magics.session.tape.name == f"{ann}/lesson" and len(nb.magics.session.tape) == 1
+    nb.run(f'%config BubMagics.tape = "{ann}/lesson"')
+    assert nb.run("%tape info").entries == 1
+    with pytest.raises(TapeNotFoundError) as refused:
+        open_tape(f"{ann}/lesson", store=room.dsn[ben], create=False)
+    assert "--new" not in str(refused.value) and "create=True" not in str(refused.value)
+    assert f"role {ann!r}" in str(refused.value)
+
+
+def test_two_kernels_on_postgres_hand_the_conversation_on_under_one_lock_in_the_database() -> None:
+    room = classroom(students=1)
+    (ann,) = room.students
+    kernels = [PostgresTapeStore(room.dsn[ann]) for _ in range(2)]  # two kernels: two pools, two sessions
+    mine, theirs = (Team(Tape("lesson", store), ["rev", "other"]) for store in kernels)
+    mine.tape_of("main").append_message({"role": "user", "content": "hi"})
+    entered, go = threading.Event(), threading.Event()
+    outcome: list[BaseException | None] = []
+
+    def hand_on() -> None:
+        with theirs.locked():  # the other kernel checks and writes under the lock
+            entered.set()
+            go.wait()
+            theirs.handoff("theirs", to="other")
+
+    def mine_now() -> None:
+        try:
+            mine.handoff("mine", to="rev")
+            outcome.append(None)
+        except BaseException as error:  # the refusal is the outcome under test
+            outcome.append(error)
+
+    other_kernel = threading.Thread(target=hand_on)
+    other_kernel.start()
+    entered.wait()
+    assert mine.holder() is None  # what this kernel read before the other one wrote
+    waiting = threading.Thread(target=mine_now)
+    waiting.start()
+    go.set()
+    other_kernel.join()
+    waiting.join()
+    assert isinstance(outcome[0], NotHoldingError) and "'other' holds it now" in str(outcome[0])
+    assert mine.holder() == theirs.holder() == "other"
+    assert [e.name for e in mine.tape_of("main").read() if e.kind == "anchor"] == ["theirs"]
+    for store in kernels:
+        store.close()

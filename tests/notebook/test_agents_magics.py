@@ -8,12 +8,19 @@ import pytest
 from harness.shell import Notebook
 from IPython.core.error import UsageError
 
-from bub_nb.agent.team import CONTEXT_HANDOFF
+from bub_nb.agent.team import CONTEXT_HANDOFF, Team
+from bub_nb.tape import FileTapeStore, Tape, TapeEntry
+from bub_nb.tape.events import AGENT
 
 
 def counts(nb: Notebook) -> dict[str, int]:
+    """Each agent's entries, leaving out the definitions ``%agent`` records on the notebook's tape."""
     team = nb.magics.session.team()
-    return {name: len(tape) for name, tape in team.tapes().items()}
+    return {name: len(tape) - len(definitions(tape)) for name, tape in team.tapes().items()}
+
+
+def definitions(tape: Tape) -> list[TapeEntry]:
+    return [e for e in tape.read() if e.kind == "event" and e.payload["name"] == AGENT] if len(tape) else []
 
 
 def two_agents(nb: Notebook) -> None:
@@ -145,7 +152,7 @@ def test_a_plain_handoff_goes_on_the_holders_tape(nb: Notebook) -> None:
     nb.run("%handoff review/1 --from analyst --to reviewer")
     nb.run("%handoff phase/checking summary='halfway'")
     reviewer = nb.magics.session.team().tape_of("reviewer")
-    assert reviewer.last_anchor().name == "phase/checking" and len(nb.tape) == 0
+    assert reviewer.last_anchor().name == "phase/checking" and counts(nb)["main"] == 0
 
 
 def test_who_holds_the_conversation_is_read_from_the_tapes_after_a_restart(nb: Notebook) -> None:
@@ -159,3 +166,76 @@ def test_who_holds_the_conversation_is_read_from_the_tapes_after_a_restart(nb: N
         nb.run("%%bub --agent analyst\nStill mine?")
     nb.run("%%bub\nAnd now?")
     assert nb.magics.session.last_agent.name == "reviewer"
+
+
+def test_while_an_agent_holds_the_conversation_every_command_acts_on_its_tape_and_names_it(nb: Notebook) -> None:
+    two_agents(nb)
+    nb.run("%handoff review/1 --from analyst --to reviewer")
+    nb.run("%%bub\nIs the mean right?")  # runs as the reviewer, the holder
+    team = nb.magics.session.team()
+    reviewer, analyst = team.tape_of("reviewer"), team.tape_of("analyst")
+    asked = next(e.id for e in reviewer.read() if e.payload.get("role") == "user")
+    main_before, analyst_before = len(nb.tape), len(analyst)
+
+    nb.run(f"%tape retract {asked}")
+    assert reviewer.read()[-1].payload["name"] == "retract"
+    assert f"on tape `{reviewer.name}`" in nb.shown().split("Retracted")[-1]
+    nb.run(f"%tape unretract {asked}")
+    assert reviewer.read()[-1].payload["name"] == "unretract"
+    assert nb.run("%tape info").name == reviewer.name
+    assert set(nb.run("%tape df")["id"]) == {entry.id for entry in reviewer.read()}
+    listed = nb.run("%anchors")
+    assert listed["name"].tolist() == [anchor.name for anchor in reviewer.anchors(limit=None)]
+    nb.run("%memory save The reviewer checks every figure.")
+    assert f"on tape `{reviewer.name}`" in nb.shown().split("Long-term memory saved")[-1]
+    nb.run(",anchors")
+    assert f"on tape `{reviewer.name}`" in nb.shown().split("review/1")[-1]
+    assert (len(nb.tape), len(analyst)) == (main_before, analyst_before)  # nothing went anywhere else
+
+    answered = next(e.id for e in analyst.read() if e.payload.get("role") == "assistant")
+    nb.run(f"%tape retract {answered} --agent analyst")
+    assert analyst.read()[-1].payload["name"] == "retract" and len(nb.tape) == main_before
+    nb.refused("%tape fork elsewhere --agent analyst", "--agent goes with info, df, search")
+
+
+def test_a_preview_and_its_accept_work_while_a_named_agent_holds_the_conversation(nb: Notebook) -> None:
+    two_agents(nb)
+    nb.run("%handoff review/1 --from analyst --to reviewer")
+    nb.run("%%bub\nIs the mean right?")
+    reviewer = nb.magics.session.team().tape_of("reviewer")
+    nb.run("%handoff p6 --summarize --preview")
+    nb.run("%handoff p6 --accept")
+    assert reviewer.last_anchor().name == "p6"
+    nb.run("%%bub\nAnd now?")
+    nb.run(",handoff name=p7 summarize=true preview=true")
+    nb.run(",handoff name=p7 accept=true")
+    assert reviewer.last_anchor().name == "p7"
+
+
+@pytest.mark.parametrize("span", ["-3-5", "-3"])
+def test_a_negative_span_to_retract_is_one_line_naming_what_an_id_is(nb: Notebook, span: str) -> None:
+    nb.run("%%bub\nhello")
+    nb.refused(f"%tape retract {span}", f"takes an entry id \\(7\\) or an inclusive range of ids.*got '{span}'")
+
+
+def test_a_tape_setting_that_names_another_roles_tape_without_a_database_is_refused_when_set(
+    nb: Notebook, capsys: pytest.CaptureFixture[str]
+) -> None:
+    nb.run("%config BubMagics.tape = 'ann/lesson'")  # %config reports the refusal and keeps the value
+    assert nb.magics.tape == "" and "only a database has" in capsys.readouterr().err
+    nb.run("%%bub\nhello")  # every magic goes on working
+    nb.run("%config BubMagics.tape = 'lesson'")
+    assert nb.tape.name == "lesson"
+
+
+def test_a_handoff_another_kernel_writes_moves_the_next_plain_cell_here(nb: Notebook) -> None:
+    nb.run("%%bub\nhello")  # this kernel knows no agents yet
+    other_kernel = Team(Tape(nb.tape.name, FileTapeStore(nb.tape.path.parent)))
+    other_kernel.define("rev", {"model": "offline", "instructions": None, "tools": None, "context": None})
+    other_kernel.handoff("h1", to="rev")
+    main_entries = len(nb.tape)
+    nb.run("%%bub\nWho answers now?")
+    assert nb.magics.session.last_agent.name == "rev" and len(nb.tape) == main_entries
+    nb.refused("%%bub --agent main\nMay I?", "'main' handed the conversation to 'rev'")
+    other_kernel.define("third", {"model": None, "instructions": None, "tools": None, "context": None})
+    assert "| third |" in nb.magics.agent_commands.listing()

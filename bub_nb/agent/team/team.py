@@ -2,41 +2,66 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import threading
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager, nullcontext
 from typing import TYPE_CHECKING, Any
 
 from bub_nb.agent.eventloop import run_sync
 from bub_nb.agent.summarize import closing_phase, summarise_phase
-from bub_nb.agent.team.handoff import (
+from bub_nb.agent.team.agent_handoff import (
     AgentHandoff,
     address_name,
     check_agent_handoff,
     handoff_record,
     write_agent_handoff,
 )
-from bub_nb.agent.team.ownership import Passing, check_may_run, holder, passings
+from bub_nb.agent.team.ownership import Ownership, Passing, holder, passings
 from bub_nb.errors import AgentError
 from bub_nb.tape import Tape
 from bub_nb.tape.entries import TapeEntry
-from bub_nb.tape.events import SUMMARY
+from bub_nb.tape.events import AGENT, SUMMARY
 from bub_nb.tape.names import MAIN_AGENT, agent_tape_name, check_agent_name, entry_address, notebook_of_tape
+from bub_nb.tape.open import notebook_tapes
+from bub_nb.tape.stores.agent_tapes import defined_agents, notebook_agents
+from bub_nb.tape.stores.protocol import LocksNotebooks
 
 if TYPE_CHECKING:
     from bub_nb.agent.loop import Agent
     from bub_nb.agent.models import Model
 
 
+_PROCESS_LOCKS: dict[tuple[int, str], threading.RLock] = {}
+_PROCESS_LOCKS_GUARD = threading.Lock()
+_HELD = threading.local()  # the notebook locks this thread holds: (store, notebook tape)
+
+
 class Team:
     """The agents of the notebook whose tape is ``tape``: ``main`` (the unnamed agent, on ``tape`` itself) and
     named agents, each on ``<tape>~<name>``. Agents are added by name or as :class:`~bub_nb.Agent` objects;
-    an agent object lends its model to summaries. Everything about ownership is read from the tapes."""
+    an agent object lends its model to summaries.
+
+    Everything about ownership is read from the tapes: the agents whose tapes record one (an ``agent`` event or a
+    handoff between agents) are members from the start, and who holds the conversation is a fold over the
+    handoffs the tapes record, extended by what they gained since (:class:`Ownership`). A handoff checks the
+    holder and writes under the notebook's lock, so two kernels never both hand the conversation on from a
+    holder one of them already replaced."""
 
     def __init__(self, tape: Tape, agents: Iterable[Agent | str] = ()) -> None:
         self.tape = Tape(notebook_of_tape(tape.name), tape.base_store)
         self._agents: dict[str, Agent | None] = {MAIN_AGENT: None}
-        self._history: tuple[tuple[tuple[str, int], ...], list[Passing]] | None = None
+        self._ownership = Ownership()
         for agent in agents:
             self.add(agent)
+        self.discover()
+
+    def discover(self) -> list[str]:
+        """Add every agent the tapes record (defined on the notebook's tape, or holding a handoff on its own); the
+        names added."""
+        found = [name for name in notebook_agents(self.tape.base_store, self.tape.name) if name not in self._agents]
+        for agent in found:
+            self._agents[agent] = None
+        return found
 
     def __repr__(self) -> str:
         return f"Team(tape={self.tape.name!r}, agents={self.names})"
@@ -57,6 +82,19 @@ class Team:
     def names(self) -> list[str]:
         return list(self._agents)
 
+    def define(self, name: str, settings: Mapping[str, Any], meta: Mapping[str, Any] | None = None) -> TapeEntry:
+        """Record agent ``name`` on the notebook's tape, an ``agent`` event with the ``settings`` it runs with, and
+        make it a member: a kernel that starts later (or another one) finds it there."""
+        if check_agent_name(name) == MAIN_AGENT:
+            raise AgentError(f"{MAIN_AGENT!r} is the notebook's unnamed agent; its settings are the notebook's")
+        entry = self.tape.append_event(AGENT, {"name": name, **settings}, **dict(meta or {}))
+        self._agents.setdefault(name, None)
+        return entry
+
+    def recorded(self, name: str) -> dict[str, Any] | None:
+        """The settings the newest ``agent`` event on the notebook's tape records for ``name``; ``None`` if none."""
+        return defined_agents(self.tape.base_store, self.tape.name).get(name)
+
     def agent(self, name: str) -> Agent | None:
         """The agent object added under ``name`` (``None`` when only its name was added)."""
         self._check_known(name)
@@ -70,23 +108,49 @@ class Team:
     def tapes(self) -> dict[str, Tape]:
         return {name: self.tape_of(name) for name in self._agents}
 
+    def ownership(self) -> Ownership:
+        """Who holds the conversation, brought up to date with the tapes: what other writers appended is seen,
+        and only that is read. An agent a handoff names that is not a member yet becomes one."""
+        while True:
+            self._ownership.update(self.tapes())
+            unknown = sorted(name for name in self._ownership.named - set(self._agents) if _valid_agent_name(name))
+            if not unknown:
+                return self._ownership
+            for name in unknown:
+                self._agents[name] = None
+
     def history(self) -> list[Passing]:
-        """Every complete handoff between the team's agents, oldest first, from the tapes (read again whenever
-        one of them grew: other writers are always seen)."""
-        tapes = self.tapes()
-        key = tuple((name, tape.last_id) for name, tape in tapes.items())
-        if self._history is None or self._history[0] != key:
-            self._history = (key, passings(tapes))
-        return list(self._history[1])
+        """Every complete handoff between the team's agents, oldest first, from the tapes."""
+        return self.ownership().history
 
     def holder(self) -> str | None:
         """The agent that holds the conversation: the receiver of the newest transfer, else ``None``."""
-        return holder(self.history())
+        return self.ownership().holder
 
     def check_may_run(self, name: str) -> None:
         """Refuse, in one line naming the holder, an agent that handed the conversation away."""
         self._check_known(name)
-        check_may_run(name, self.history())
+        self.ownership().check_may_run(name)
+
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        """The notebook's lock, which every process takes to change who holds the conversation: the store's (a
+        file beside the tapes, a lock in the database), else one for this process. Taken again by the thread that
+        holds it, it is already held."""
+        store = self.tape.base_store
+        key = (id(store), self.tape.name)
+        held = _HELD.__dict__.setdefault("keys", set())
+        if key in held:
+            yield
+            return
+        with _PROCESS_LOCKS_GUARD:
+            lock = _PROCESS_LOCKS.setdefault(key, threading.RLock())
+        with lock, store.notebook_lock(self.tape.name) if isinstance(store, LocksNotebooks) else nullcontext():
+            held.add(key)
+            try:
+                yield
+            finally:
+                held.discard(key)
 
     def handoff(
         self,
@@ -111,13 +175,13 @@ class Team:
         summary and next steps fill ``summary`` and ``next_steps`` unless given. Nothing is written unless all of
         it can be: unknown agents, an agent handing to itself, a bad state or citation are refused first.
         """
-        history = self.history()
-        sender = sender or holder(history) or MAIN_AGENT
+        given = sender
+        sender = sender or self.holder() or MAIN_AGENT
         self._check_known(sender)
         self._check_known(to)
         if sender == to:
             raise AgentError(f"Agent {sender!r} cannot hand the conversation to itself")
-        check_may_run(sender, history)
+        self.check_may_run(sender)
         sender_tape, receiver_tape = self.tape_of(sender), self.tape_of(to)
         ownership = "share" if share else "transfer"
         args = dict(reason=reason, summary=summary, next_steps=next_steps, context_summary=context_summary)
@@ -133,12 +197,36 @@ class Team:
             args["summary"] = summary or made.summary
             args["next_steps"] = next_steps or made.next_steps or None
             before = (TapeEntry.event(SUMMARY, made.event_data(name), **dict(meta or {})),)
-        last = sender_tape.last_id
-        tape_ref = entry_address(address_name(sender_tape), last) if last else None
-        record = handoff_record(sender, to, tape_ref=tape_ref, ownership=ownership, state=state, **args)
-        return write_agent_handoff(sender_tape, receiver_tape, name, record, before=before, meta=meta)
+        with self.locked():  # the check and the write are one step for every kernel of the notebook
+            self.check_may_run(sender)  # again: another kernel may have handed the conversation on meanwhile
+            now = self.holder() or MAIN_AGENT
+            if given is None and now != sender:
+                raise AgentError(
+                    f"{now!r} was handed the conversation while handoff {name!r} from {sender!r} was prepared; "
+                    f"nothing was written: hand it on as {now!r} (%handoff NAME --to AGENT)"
+                )
+            last = sender_tape.last_id
+            tape_ref = entry_address(address_name(sender_tape), last) if last else None
+            record = handoff_record(sender, to, tape_ref=tape_ref, ownership=ownership, state=state, **args)
+            return write_agent_handoff(sender_tape, receiver_tape, name, record, before=before, meta=meta)
 
     def _check_known(self, name: str) -> None:
         if name not in self._agents:
             check_agent_name(name)
+            if name in self.discover():  # defined by another kernel since, or before a restart
+                return
             raise AgentError(f"No agent named {name!r} in this notebook; known: {', '.join(self._agents)}")
+
+
+def _valid_agent_name(name: str) -> bool:
+    try:
+        check_agent_name(name)
+    except AgentError:
+        return False
+    return True
+
+
+def holder_on_tapes(tape: Tape) -> str | None:
+    """Who holds the conversation of ``tape``'s notebook by a fold from scratch over its agents' tapes, as a
+    kernel that starts now finds it: what :meth:`Team.holder` keeps incrementally must always equal it."""
+    return holder(passings(notebook_tapes(tape)))

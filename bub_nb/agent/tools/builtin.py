@@ -9,6 +9,7 @@ import json
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
+from bub_nb.agent.tools.bounds import fit_argument
 from bub_nb.agent.tools.memory_tools import memory_clear, memory_daily, memory_recall, memory_save, memory_show
 from bub_nb.agent.tools.registry import Tool, ToolContext, ToolRegistry, tool
 from bub_nb.errors import BubNbError, ToolError
@@ -52,8 +53,14 @@ def tape_handoff(
         reason: With to: why that agent is needed.
         share: With to: both agents may go on (default: the other agent takes the conversation over).
     """
-    state = {key: value for key, value in (("summary", summary), ("next_steps", next_steps)) if value}
     agent = context.state.get("agent")
+    # What the model writes here is state every later view carries: bounded as its tool results are.
+    budget = getattr(agent, "result_budget", None)
+    summary, next_steps, reason = (
+        fit_argument(text, budget, what) if isinstance(text, str) else text
+        for text, what in ((summary, "summary"), (next_steps, "next_steps"), (reason, "reason"))
+    )
+    state = {key: value for key, value in (("summary", summary), ("next_steps", next_steps)) if value}
     if to is not None:
         return _hand_to_agent(agent, name, to, reason, share, summarize, state)
     if reason is not None or share:

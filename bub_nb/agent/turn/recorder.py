@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from textwrap import shorten
 from typing import TYPE_CHECKING, Any
 
-from bub_nb.agent.handoff import AUTO_HANDOFF_ANCHOR, overflow_state, overflow_summary_state
 from bub_nb.agent.models.base import Completion, Usage
+from bub_nb.agent.phase_handoff import AUTO_HANDOFF_ANCHOR, overflow_state, overflow_summary_state
 from bub_nb.agent.tools import ToolCallError
 from bub_nb.agent.turn.carry import CarriesOverReset
 from bub_nb.agent.turn.outcome import Turn, error_kind

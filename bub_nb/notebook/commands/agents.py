@@ -42,8 +42,9 @@ class AgentCommands:
             return
         settings = AgentSettings(args.name, **{key.lstrip("-"): value for key, value in _options(args).items()})
         self._check(settings)
-        defined = self._session.agents.define(settings)
-        tape = self._session.team().tape_of(defined.name)
+        team = self._session.team()
+        defined = self._session.agents.record(team, settings, {"source": "notebook"})
+        tape = team.tape_of(defined.name)
         model = defined.model or self._session.settings.model
         show(
             f"Agent `{defined.name}` works on tape `{tape.name}` with model `{model}`. "
@@ -63,6 +64,8 @@ class AgentCommands:
         """The agents as a Markdown table: tape, model, entries, and which one holds the conversation."""
         session = self._session
         team = session.team()
+        team.discover()  # agents another kernel defined since
+        session.agents.load(team)
         history = team.history()
         holder = team.holder()
         rows = ["| agent | tape | model | entries | holds |", "|---|---|---|---:|---|"]

@@ -10,7 +10,6 @@ from IPython.core.error import UsageError
 from IPython.display import display
 
 from bub_nb.notebook.display import show
-from bub_nb.tape.names import MAIN_AGENT
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -82,8 +81,4 @@ class ContextCommands:
 
     def _tape_of(self, agent: str | None) -> Tape:
         """The named agent's tape; without a name the holder's, once agents are defined, else the notebook's."""
-        session = self._session
-        if agent is None and not session.agents:
-            return session.tape
-        team = session.team()
-        return team.tape_of(agent or team.holder() or MAIN_AGENT)
+        return self._session.holders_tape(agent)

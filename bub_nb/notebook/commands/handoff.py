@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, cast
 from IPython.core.error import UsageError
 from IPython.core.getipython import get_ipython
 
-from bub_nb.agent.handoff import pending_preview
+from bub_nb.agent.phase_handoff import pending_preview
 from bub_nb.errors import AnchorNotFoundError
 from bub_nb.notebook.display import handoff_confirmation, preview_markdown, rich_frontend, show
 from bub_nb.notebook.parsing.magic_line import parse_state
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
     import pandas as pd
 
-    from bub_nb.agent.handoff import HandoffPreview
+    from bub_nb.agent.phase_handoff import HandoffPreview
     from bub_nb.notebook.session import NotebookSession
     from bub_nb.tape import Tape, TapeEntry
 
@@ -74,11 +74,7 @@ class HandoffCommands:
     def _holders_tape(self) -> Tape:
         """Where a plain handoff goes: the notebook's tape, or once agents are defined the holder's, where the
         next ``%%bub`` cell runs."""
-        session = self._session
-        if not session.agents:
-            return session.tape
-        team = session.team()
-        return team.tape_of(team.holder() or MAIN_AGENT)
+        return self._session.holders_tape()
 
     def hand_to_agent(self, args: argparse.Namespace, state: dict[str, Any]) -> None:
         """``--to AGENT``: the handoff between agents, written on both tapes, and what it moved."""
@@ -94,7 +90,7 @@ class HandoffCommands:
         done = team.handoff(
             args.name,
             to=args.to,
-            sender=sender,
+            sender=args.sender,  # the team works out the holder again under the notebook's lock
             reason=args.reason,
             share=args.share,
             summarize=args.summarize,
@@ -154,14 +150,16 @@ class HandoffCommands:
         return handoff_confirmation(preview.tape, anchor, preview.state, earlier[-1] if earlier else None)
 
     def anchors(self, limit: int | None) -> pd.DataFrame:
-        """The anchors as a frame, with a ``retention`` column for the ones that carry a summary."""
+        """The anchors of the tape the next turn runs on (the holder's, once the notebook has agents) as a frame,
+        with a ``retention`` column for the ones that carry a summary."""
         import pandas as pd
 
         from bub_nb.context.retention import has_summary, retention_lines
         from bub_nb.tape.reports.transcript import anchors_frame
 
-        frame = anchors_frame(self._session.tape)
-        lines = retention_lines(self._session.tape)
+        tape = self._session.holders_tape()
+        frame = anchors_frame(tape)
+        lines = retention_lines(tape)
         frame["retention"] = frame["id"].map(lines).astype("string")
         # The summary as text beside the raw state: what a reader reads first.
         texts = [state.get("summary") if has_summary(state) else None for state in frame["state"]]

@@ -9,13 +9,15 @@ from IPython.display import display
 
 from bub_nb.memory import MemoryZone
 from bub_nb.notebook.display import show
+from bub_nb.tape.locations import readable_tape_name
 
 if TYPE_CHECKING:
     from bub_nb.notebook.session import NotebookSession
 
 
 class MemoryCommands:
-    """The actions of ``%memory`` on the session's tape; bad ones are one-line ``UsageError``s."""
+    """The actions of ``%memory`` on the memory zone of the tape the next turn runs on (the holder's, once the
+    notebook has agents); bad ones are one-line ``UsageError``s, and every confirmation names the tape."""
 
     NAMES = ("show", "save", "daily", "clear", "prune")
 
@@ -23,7 +25,8 @@ class MemoryCommands:
         self._session = session
 
     def run(self, action: str, text: str, date: str | None) -> None:
-        zone = MemoryZone(self._session.tape)
+        tape = self._session.holders_tape()
+        zone = MemoryZone(tape)
         if action in ("save", "daily") and not text:
             raise UsageError(f"%memory {action} needs the text to store, e.g. %memory {action} prefers pandas")
         if action != "daily" and date:
@@ -49,4 +52,4 @@ class MemoryCommands:
         else:
             pruned = zone.prune()
             message = f"Pruned {pruned} daily notes older than {zone.retention_days} days."
-        show(message)
+        show(f"{message[:-1]} on tape `{readable_tape_name(tape)}`.")

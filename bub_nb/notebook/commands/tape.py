@@ -1,77 +1,33 @@
-"""``%tape`` subcommands: one registry of (name, parser, handler) that parsing, dispatch and ``%tape?`` all read."""
+"""``%tape`` subcommands: what each does, registered in the one registry that parsing, dispatch and ``%tape?`` read
+(``tape_registry``)."""
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
-from IPython.core.magic_arguments import MagicArgumentParser
 
+from bub_nb.notebook.commands.tape_registry import (
+    ON_THE_HOLDERS_TAPE,
+    SUBCOMMANDS,
+    agent_option,
+    arg,
+    check_spans,
+    subcommand,
+    with_tape_help,
+)
 from bub_nb.notebook.display import first_view_text, show
 from bub_nb.tape.corrections.unreached import record_export
 from bub_nb.tape.locations import readable_tape_name
 
 if TYPE_CHECKING:
     from bub_nb.notebook.session import NotebookSession
+    from bub_nb.tape import Tape
 
-Handler = Callable[["TapeCommands", argparse.Namespace], Any]
-
-
-@dataclass(frozen=True)
-class Subcommand:
-    """One ``%tape`` subcommand: its parser (which also writes its help) and what it does."""
-
-    name: str
-    parser: MagicArgumentParser
-    handler: Handler
-
-
-#: Every ``%tape`` subcommand, in the order ``%tape?`` lists them.
-SUBCOMMANDS: dict[str, Subcommand] = {}
-
-
-def subcommand(
-    name: str, description: str, *arguments: tuple[tuple[str, ...], dict[str, Any]]
-) -> Callable[[Handler], Handler]:
-    """Register a handler as ``%tape NAME`` with its arguments (each ``arg(...)``)."""
-    # IPython's help formatter writes the "%" before the name itself.
-    parser = MagicArgumentParser(prog=f"tape {name}", description=description, add_help=False)
-    for flags, options in arguments:
-        parser.add_argument(*flags, **options)
-
-    def register(handler: Handler) -> Handler:
-        SUBCOMMANDS[name] = Subcommand(name, parser, handler)
-        return handler
-
-    return register
-
-
-def arg(*flags: str, **options: Any) -> tuple[tuple[str, ...], dict[str, Any]]:
-    """One argument of a subcommand, as ``ArgumentParser.add_argument`` takes it."""
-    return flags, options
-
-
-def tape_help() -> str:
-    """The help ``%tape?`` shows: the form of the magic, then each subcommand's own help."""
-    parts = [
-        "::\n\n  %tape SUBCOMMAND [ARGUMENTS ...]\n",
-        "Inspect and manage the tape: " + ", ".join(SUBCOMMANDS) + ".\n",
-        *(command.parser.format_help() for command in SUBCOMMANDS.values()),
-    ]
-    return "\n".join(parts)
-
-
-Documented = TypeVar("Documented", bound=Callable[..., Any])
-
-
-def with_tape_help(magic: Documented) -> Documented:
-    """Give the ``%tape`` magic :func:`tape_help` as its docstring, so ``%tape?`` never goes stale."""
-    magic.__doc__ = tape_help()
-    return magic
+__all__ = ["SUBCOMMANDS", "TapeCommands", "with_tape_help"]
 
 
 class TapeCommands:
@@ -81,6 +37,12 @@ class TapeCommands:
     def __init__(self, session: NotebookSession, record: Callable[[bool], None]) -> None:
         self.session = session
         self.record = record
+        self._agent: str | None = None
+
+    @property
+    def target(self) -> Tape:
+        """The tape a subcommand acts on: ``--agent NAME``'s, else the holder's, else the notebook's."""
+        return self.session.holders_tape(self._agent)
 
     def run(self, words: list[str]) -> Any:
         names = ", ".join(SUBCOMMANDS)
@@ -89,17 +51,28 @@ class TapeCommands:
         command = SUBCOMMANDS.get(words[0])
         if command is None:
             raise UsageError(f"Unknown %tape subcommand {words[0]!r}; use one of: {names}")
-        return command.handler(self, command.parser.parse_intermixed_args(words[1:]))
+        rest, agent = agent_option(words)
+        if agent is not None and command.name not in ON_THE_HOLDERS_TAPE:
+            raise UsageError(
+                f"--agent goes with {', '.join(ON_THE_HOLDERS_TAPE)}; %tape {command.name} acts on the notebook's tape"
+            )
+        if command.name in ("retract", "unretract"):
+            check_spans(command.name, rest)
+        self._agent = agent
+        try:
+            return command.handler(self, command.parser.parse_intermixed_args(rest))
+        finally:
+            self._agent = None
 
 
 @subcommand("info", "The tape's name, location, size, entries and last anchor.")
 def _info(commands: TapeCommands, args: argparse.Namespace) -> Any:
-    return commands.session.tape.info()
+    return commands.target.info()
 
 
 @subcommand("df", "The tape as a DataFrame, one row per entry (see df.tape for phases, usage and search).")
 def _df(commands: TapeCommands, args: argparse.Namespace) -> Any:
-    return commands.session.tape.to_frame()
+    return commands.target.to_frame()
 
 
 @subcommand(
@@ -112,7 +85,7 @@ def _df(commands: TapeCommands, args: argparse.Namespace) -> Any:
 def _search(commands: TapeCommands, args: argparse.Namespace) -> Any:
     from bub_nb.tape.frames.frame import entries_to_frame
 
-    tape = commands.session.tape
+    tape = commands.target
     found = tape.search(" ".join(args.query), limit=None if args.all else args.limit)
     if found.cut:
         print(f"The {len(found)} newest matches; more entries match (--limit N, or --all for every one).")
@@ -125,7 +98,7 @@ def _search(commands: TapeCommands, args: argparse.Namespace) -> Any:
     arg("--archive", action="store_true", help="keep the old tape as <name>.jsonl.<time>.bak"),
 )
 def _reset(commands: TapeCommands, args: argparse.Namespace) -> None:
-    tape = commands.session.tape
+    tape = commands.target
     had = tape.stats().entries
     entries = tape.reset(archive=args.archive)
     archived = (entries[0].payload.get("state") or {}).get("archived")
@@ -220,7 +193,7 @@ def _export(commands: TapeCommands, args: argparse.Namespace) -> None:
             from bub_nb.tape.reports.transcript import write_jsonl
 
             count = write_jsonl(tape, path)
-        elif commands.session.agents:  # several agents: one story across their tapes, in order
+        elif commands.session.has_agents():  # several agents: one story across their tapes, in order
             from bub_nb.tape.open import notebook_tapes
             from bub_nb.tape.reports.story import story_markdown
 
@@ -273,14 +246,15 @@ _SPAN_HELP = "an entry id (7) or an inclusive range of ids (5-9)"
     arg("--reason", default=None, metavar="TEXT", help="why they are taken back"),
 )
 def _retract(commands: TapeCommands, args: argparse.Namespace) -> None:
-    tape = commands.session.tape
+    tape = commands.target
     event = tape.retract(args.entries, reason=args.reason)
     turned = any(entry.name == "run" for entry in tape.iter_reverse(kinds=("event",)))
     look = (
         "`%context --diff turn:-1 last` shows the tokens freed" if turned else "`%context` shows the view without them"
     )
     show(
-        f"Retracted {_spans(event)} (event #{event.id}): later views leave them out, past turns keep what they sent. "
+        f"Retracted {_spans(event)} on tape `{readable_tape_name(tape)}` (event #{event.id}): later views leave them "
+        "out, past turns keep what they sent. "
         f"{look}; `%tape unretract {args.entries}` brings them back."
     )
 
@@ -292,8 +266,12 @@ def _retract(commands: TapeCommands, args: argparse.Namespace) -> None:
     arg("--reason", default=None, metavar="TEXT", help="why they come back"),
 )
 def _unretract(commands: TapeCommands, args: argparse.Namespace) -> None:
-    event = commands.session.tape.unretract(args.entries, reason=args.reason)
-    show(f"Brought back {_spans(event)} (event #{event.id}): later views include them again.")
+    tape = commands.target
+    event = tape.unretract(args.entries, reason=args.reason)
+    show(
+        f"Brought back {_spans(event)} on tape `{readable_tape_name(tape)}` (event #{event.id}): later views include "
+        "them again."
+    )
 
 
 def _spans(event: Any) -> str:

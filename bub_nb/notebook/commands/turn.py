@@ -13,6 +13,7 @@ from bub_nb.notebook.display import AnswerDisplay, show
 from bub_nb.notebook.outcome import CUT_SHORT, footer, interrupted
 from bub_nb.notebook.parsing.interpolate import interpolate
 from bub_nb.notebook.usage_errors import one_line
+from bub_nb.tape.locations import readable_tape_name
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -78,7 +79,7 @@ class TurnCommand:
             raise UsageError(one_line(exc)) from None
         anchor = turn.view.anchor.name if turn.view is not None and turn.view.anchor is not None else None
         metadata = {"bub_nb": {"tape": agent.tape.name, "entry_ids": turn.entry_ids, "anchor": anchor}}
-        answer.finish(turn.text, footer=footer(turn, anchor), metadata=metadata)
+        answer.finish(turn.text, footer=footer(turn, anchor, readable_tape_name(agent.tape)), metadata=metadata)
         for notice in turn.notices:
             show(f"Warning: {notice}")
         if args.output and turn.ok:

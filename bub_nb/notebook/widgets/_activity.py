@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
-from bub_nb.agent.handoff import AUTO_HANDOFF_ANCHOR
 from bub_nb.agent.models.refusals import reported_prompt, reported_window
+from bub_nb.agent.phase_handoff import AUTO_HANDOFF_ANCHOR
 from bub_nb.tape.entries import TapeEntry, is_phase_anchor
 from bub_nb.tape.events import LOOP_STEP, RUN, SUMMARY, run_data, run_usage
 from bub_nb.tape.reports.prices import cost_of

@@ -12,7 +12,7 @@ from bub_nb.errors import BubNbError
 from bub_nb.notebook.display import MarkdownText
 
 if TYPE_CHECKING:
-    from bub_nb.agent.handoff import HandoffPreview
+    from bub_nb.agent.phase_handoff import HandoffPreview
     from bub_nb.tape import TapeEntry
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Container, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,9 +23,10 @@ from bub_nb.tape.frames.frame import (
 from bub_nb.tape.frames.overview import store_frame
 from bub_nb.tape.locations import bub_home, tapes_home
 from bub_nb.tape.names import MAIN_AGENT, agent_of_tape, notebook_of_tape
+from bub_nb.tape.stores.agent_tapes import agent_tapes
 from bub_nb.tape.stores.archive import ArchiveTapeStore, archive_files
 from bub_nb.tape.stores.columns import TAPE_NAME, Columns
-from bub_nb.tape.stores.resolve import file_store
+from bub_nb.tape.stores.resolve import file_store, resolve_store
 from bub_nb.tape.stores.wanted import WantedLines
 
 
@@ -68,8 +69,10 @@ def read_tapes(
             raise TapeError(f"read_tapes(as_={as_!r}) reads a Bub home's files, without archives")
         return _lean(_arrow_home(home, _wanted(kinds, since)), kinds, since, columns, as_)
     if store is not None:
-        frame = store_frame(store)
-        frame["agent"] = text_series(agent_column(frame[TAPE_NAME].tolist()))
+        chosen = resolve_store(store) or file_store(tapes_home())  # a store was given: the fallback is never taken
+        frame = store_frame(chosen)
+        rows = frame[TAPE_NAME].tolist()
+        frame["agent"] = text_series(agent_column(rows, recorded=agent_tapes(chosen, list(dict.fromkeys(rows)))))
         return _lean(frame, kinds, since, columns, as_)
     folder = _folder(home)
     store = file_store(folder)
@@ -85,7 +88,7 @@ def read_tapes(
     if not names:
         frame["kind"] = frame["kind"].astype("category")  # categorical even with no rows, as analysts expect
     frame["notebook"] = text_series(_notebook_column(frame))
-    frame["agent"] = text_series(agent_column(frame[TAPE_NAME].tolist(), every))
+    frame["agent"] = text_series(agent_column(frame[TAPE_NAME].tolist(), every, agent_tapes(store, every)))
     if include_archives:
         frame["archived"] = False
         archives = [NamedTape(path.name, ArchiveTapeStore(path, store)) for path in archive_files(folder)]
@@ -128,7 +131,7 @@ def _arrow_home(home: str | Path | None, wanted: WantedLines | None = None) -> A
             names += [name] * (len(decoded) - starts[-1])
         table = columns_to_arrow(decoded, starts, names)
         notebooks = notebook_column(decoded, starts, names)
-    agents = _pa().array(agent_column(names, every), type=_pa().string())
+    agents = _pa().array(agent_column(names, every, agent_tapes(store, every)), type=_pa().string())
     return table.append_column("notebook", notebooks).append_column("agent", agents)
 
 
@@ -185,13 +188,16 @@ def _notebook_column(frame: pd.DataFrame) -> list[str | None]:
     return [notebooks.get(name) for name in frame[TAPE_NAME].tolist()]
 
 
-def agent_column(names: Sequence[str], tapes: Sequence[str] | None = None) -> list[str | None]:
-    """Each row's agent, from its tape's name: ``<tape>~<agent>`` is that agent's; a tape with agents' tapes
-    beside it (among ``tapes``, default the rows' own) is its notebook's unnamed agent, ``main``; any other
+def agent_column(
+    names: Sequence[str], tapes: Sequence[str] | None = None, recorded: Container[str] = ()
+) -> list[str | None]:
+    """Each row's agent, from its tape's name: ``<tape>~<agent>`` is that agent's when it is among ``recorded``
+    (the tapes that record an agent, :func:`~bub_nb.tape.stores.agent_tapes.agent_tapes`); a tape with agents'
+    tapes beside it (among ``tapes``, default the rows' own) is its notebook's unnamed agent, ``main``; any other
     tape is no agent's."""
     unique = dict.fromkeys(names)
-    agents = {name: agent_of_tape(name) for name in unique}
-    notebooks = {notebook_of_tape(name) for name in (tapes if tapes is not None else unique) if agent_of_tape(name)}
+    agents = {name: agent_of_tape(name) if name in recorded else None for name in unique}
+    notebooks = {notebook_of_tape(name) for name in (tapes if tapes is not None else unique) if name in recorded}
     for name, agent in agents.items():
         if agent is None and name in notebooks:
             agents[name] = MAIN_AGENT

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
+
+from filelock import FileLock
 
 from bub_nb.errors import TapeError
 from bub_nb.tape._lines import Record
@@ -79,6 +82,15 @@ class FileTapeStore:
 
     def stats(self, tape: str) -> StoreStats:
         return self._file(tape).stats()
+
+    @contextmanager
+    def notebook_lock(self, tape: str) -> Iterator[None]:
+        """The lock every process takes to change who holds the notebook whose tape is ``tape``: a file beside it,
+        ``<name>.jsonl.team.lock`` (no tape can be named so), never the append lock of any one tape."""
+        path = str(self.path_for(tape)) + ".team.lock"
+        self._file(tape)  # makes the folder
+        with FileLock(path, mode=0o600):
+            yield
 
     def reset(self, tape: str, *, archive: bool = False) -> str | None:
         path = self.path_for(tape)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import bisect
 import threading
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 from bub_nb.tape._lines import anchor_name
 from bub_nb.tape.entries import TapeEntry
@@ -19,6 +20,7 @@ class MemoryTapeStore:
         self._anchors: dict[str, list[AnchorRef]] = {}
         self._archives: dict[str, list[list[TapeEntry]]] = {}
         self._lock = threading.RLock()
+        self._notebook_locks: dict[str, threading.RLock] = {}
 
     def list_tapes(self) -> list[str]:
         return sorted(name for name, entries in self._tapes.items() if entries)
@@ -51,6 +53,14 @@ class MemoryTapeStore:
     def stats(self, tape: str) -> StoreStats:
         entries = self._tapes.get(tape, [])
         return StoreStats(len(entries), entries[-1].id if entries else 0, location=f"memory://{tape}")
+
+    @contextmanager
+    def notebook_lock(self, tape: str) -> Iterator[None]:
+        """Held by whoever changes who holds the notebook whose tape is ``tape`` (threads of this process)."""
+        with self._lock:
+            lock = self._notebook_locks.setdefault(tape, threading.RLock())
+        with lock:
+            yield
 
     def reset(self, tape: str, *, archive: bool = False) -> str | None:
         with self._lock:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, overload, runtime_checkable
@@ -184,3 +185,14 @@ class CopiesEntries(Protocol):
     """A store that dates appends itself (a database) and takes whole entries, ids and dates kept, another way."""
 
     def import_entries(self, tape: str, entries: Sequence[TapeEntry], *, notebook: str | None = None) -> int: ...
+
+
+@runtime_checkable
+class LocksNotebooks(Protocol):
+    """A store that can serialise the changes of who holds a notebook's conversation across processes: a lock file
+    beside the tapes, or a lock in the database. Appends do not take it; only a check followed by a write that must
+    not meet a stale check does (a handoff between agents)."""
+
+    def notebook_lock(self, tape: str) -> AbstractContextManager[None]:
+        """Held while one process checks and changes the notebook whose tape is ``tape``."""
+        ...

@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 from bisect import bisect_right
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from psycopg import sql
@@ -101,6 +102,19 @@ class PostgresTapeStore:
     def connection(self, tape: str | None) -> Any:
         """A pooled connection whose database errors are one-line ``TapeError``s naming ``tape``."""
         return self._pool.connection(tape)
+
+    @contextmanager
+    def notebook_lock(self, tape: str) -> Iterator[None]:
+        """A session advisory lock on the notebook's owner and name, held on a connection of its own while one
+        kernel checks who holds the conversation and writes a handoff: every kernel of the class takes the same."""
+        owner, name = self.owner_and_name(tape)
+        key = f"{self.schema}/notebook/{owner}/{name}"
+        with self.connection(tape) as conn:
+            conn.execute("SELECT pg_advisory_lock(hashtextextended(%s, 0))", (key,))
+            try:
+                yield
+            finally:
+                conn.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", (key,))
 
     def query(self, text: str) -> sql.Composed:
         """``text`` with ``{s}`` standing for the schema."""

@@ -231,23 +231,26 @@ def with_carried(summary: Summary, phase: Phase) -> Summary:
     return replace(summary, summary=checked.text, sources=tuple(sorted({*summary.sources, *checked.sources})))
 
 
-_PENDING: WeakKeyDictionary[Tape, dict[str, HandoffPreview]] = WeakKeyDictionary()
-"""The previews made on each tape and not accepted yet, by anchor name (the newest of each name), so
-``,handoff name=N accept=true`` and ``%handoff N --accept`` find what was shown, however it was asked for."""
+_PENDING: WeakKeyDictionary[Any, dict[tuple[str, str], HandoffPreview]] = WeakKeyDictionary()
+"""The previews made on each tape and not accepted yet, by store, then tape name and anchor name (the newest of
+each name), so ``,handoff name=N accept=true`` and ``%handoff N --accept`` find what was shown, however it was
+asked for: a tape is found by its name in its store, not by the object that previewed it (every cell opens the
+tape of the agent holding the conversation afresh)."""
 
 
 def remember_preview(preview: HandoffPreview, *, forget: bool = False) -> None:
     """Keep ``preview`` as the pending one of its name on its tape; with ``forget``, drop it (it was accepted)."""
-    pending = _PENDING.setdefault(preview.tape, {})
+    pending = _PENDING.setdefault(preview.tape.base_store, {})
+    key = (preview.tape.name, preview.name)
     if not forget:
-        pending[preview.name] = preview
-    elif pending.get(preview.name) is preview:
-        del pending[preview.name]
+        pending[key] = preview
+    elif pending.get(key) is preview:
+        del pending[key]
 
 
 def pending_preview(tape: Tape, name: str) -> HandoffPreview | None:
     """The newest preview of a handoff ``name`` on ``tape`` not accepted yet, if any."""
-    return _PENDING.get(tape, {}).get(name)
+    return _PENDING.get(tape.base_store, {}).get((tape.name, name))
 
 
 def drop_previews_holding(text: str) -> int:
