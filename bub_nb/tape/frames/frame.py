@@ -11,7 +11,15 @@ import pandas as pd
 from bub_nb.tape._lines import Record, gc_paused
 from bub_nb.tape.entries import TapeEntry
 from bub_nb.tape.events import NOTEBOOK
-from bub_nb.tape.frames.columns import COLUMNS, kind_column, phase_column, phases_by_id, retracted_column, text_column
+from bub_nb.tape.frames.columns import (
+    COLUMNS,
+    flag_column,
+    kind_column,
+    phase_column,
+    phases_by_id,
+    retracted_column,
+    text_column,
+)
 from bub_nb.tape.stores.columns import FORKED_FROM, TAPE_NAME, Columns
 from bub_nb.tape.stores.protocol import ReadsColumns
 
@@ -88,6 +96,7 @@ def columns_to_frame(
                 "prompt_tokens": _token_counts(text.prompt_tokens, count),
                 "completion_tokens": _token_counts(text.completion_tokens, count),
                 "retracted": retracted_column(ids, columns.kinds, text.own_names, columns.payloads, tape_starts),
+                "bad_bytes": flag_column(columns.bad_rows, count),
                 "payload": columns.payloads,
                 "meta": columns.metas,
             },

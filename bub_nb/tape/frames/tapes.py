@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,7 @@ from bub_nb.tape.frames.frame import (
 from bub_nb.tape.frames.overview import store_frame
 from bub_nb.tape.locations import bub_home, tapes_home
 from bub_nb.tape.names import MAIN_AGENT, agent_of_tape, notebook_of_tape
-from bub_nb.tape.stores.archive import ArchiveTapeStore, archive_files
+from bub_nb.tape.stores.archive import ArchiveTapeStore, archive_files, archive_tape
 from bub_nb.tape.stores.columns import TAPE_NAME, Columns
 from bub_nb.tape.stores.resolve import file_store
 from bub_nb.tape.stores.wanted import WantedLines
@@ -89,11 +90,33 @@ def read_tapes(
     if include_archives:
         frame["archived"] = False
         archives = [NamedTape(path.name, ArchiveTapeStore(path, store)) for path in archive_files(folder)]
-        parts = [with_tape_columns(tape_to_frame(tape), archived=True) for tape in archives]
+        parts = [with_tape_columns(_archive_frame(tape), archived=True) for tape in archives]
         if parts:
             frame = pd.concat([frame, *parts], ignore_index=True)
             frame["kind"] = frame["kind"].astype("category")  # categories differ per part; concat drops them
+    _warn_bad_bytes(frame)
     return _lean(frame, kinds, since, columns, as_)
+
+
+def _archive_frame(tape: NamedTape) -> pd.DataFrame:
+    """An archive's frame, its rows named by the tape it belongs to (``archived`` tells them apart)."""
+    frame = tape_to_frame(tape)
+    frame[TAPE_NAME] = text_series([archive_tape(tape.name) or tape.name] * len(frame))
+    frame.attrs["archive"] = tape.name
+    return frame
+
+
+def _warn_bad_bytes(frame: pd.DataFrame) -> None:
+    """One warning for the whole read when some lines held bytes that are not UTF-8 (kept, read as U+FFFD)."""
+    count = int(frame["bad_bytes"].sum()) if "bad_bytes" in frame.columns else 0
+    if count:
+        tapes = frame.loc[frame["bad_bytes"], TAPE_NAME].nunique()
+        warnings.warn(
+            f"{count} entries in {tapes} tape(s) held bytes that are not UTF-8; they are kept with U+FFFD in their "
+            "text and marked in the bad_bytes column (the files are left as they are)",
+            UserWarning,
+            stacklevel=3,
+        )
 
 
 def _folder(home: str | Path | None) -> Path:
