@@ -12,11 +12,11 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from harness.duckdb_oracle import Oracle
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bub_nb.tape import read_tapes
-from tests.harness.duckdb_oracle import Oracle
 
 TOOLS = ("bash", "web_fetch", "fs.read")
 PHASES = ("session/start", "phase/plan", "phase/build", "auto_handoff/context_overflow", "memory/open", "")

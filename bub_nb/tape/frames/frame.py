@@ -183,6 +183,17 @@ def notebook_paths(frame: pd.DataFrame) -> list[str]:
     return paths
 
 
+def tape_notebooks(frame: pd.DataFrame) -> dict[str, str]:
+    """Each tape's notebook in a frame of several: the path its newest ``notebook`` event records."""
+    events = frame[(frame["kind"] == "event") & (frame["name"] == NOTEBOOK)]
+    notebooks: dict[str, str] = {}
+    for tape, part in events.groupby(TAPE_NAME, sort=False):
+        paths = notebook_paths(part)
+        if paths:
+            notebooks[str(tape)] = paths[-1]
+    return notebooks
+
+
 def with_tape_columns(frame: pd.DataFrame, *, archived: bool | None = None) -> pd.DataFrame:
     """One tape's frame as a part of a frame of several: the entry columns, then ``notebook`` (the notebook
     that wrote the tape) and, when archives are asked for, ``archived``."""

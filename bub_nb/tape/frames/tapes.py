@@ -12,11 +12,10 @@ import pandas as pd
 from bub_nb.errors import TapeError
 from bub_nb.tape._lines import gc_paused
 from bub_nb.tape.anchors import NamedTape, check_kinds
-from bub_nb.tape.events import NOTEBOOK
 from bub_nb.tape.frames.frame import (
     COLUMNS,
     columns_to_frame,
-    notebook_paths,
+    tape_notebooks,
     tape_to_frame,
     text_series,
     with_tape_columns,
@@ -69,8 +68,9 @@ def read_tapes(
             raise TapeError(f"read_tapes(as_={as_!r}) reads a Bub home's files, without archives")
         return _lean(_arrow_home(home, _wanted(kinds, since)), kinds, since, columns, as_)
     if store is not None:
-        frame = store_frame(store)
+        frame = store_frame(store, kinds, None if since is None else _moment(since), archives=include_archives)
         frame["agent"] = text_series(agent_column(frame[TAPE_NAME].tolist()))
+        _warn_bad_bytes(frame)
         return _lean(frame, kinds, since, columns, as_)
     folder = _folder(home)
     store = file_store(folder)
@@ -197,12 +197,7 @@ def _moment(since: Any) -> pd.Timestamp:
 
 def _notebook_column(frame: pd.DataFrame) -> list[str | None]:
     """Each row's tape's notebook: the newest ``notebook`` event of that tape, else ``None``."""
-    events = frame[(frame["kind"] == "event") & (frame["name"] == NOTEBOOK)]
-    notebooks: dict[str, str] = {}
-    for tape, part in events.groupby(TAPE_NAME, sort=False):
-        paths = notebook_paths(part)
-        if paths:
-            notebooks[str(tape)] = paths[-1]
+    notebooks = tape_notebooks(frame)
     if not notebooks:
         return [None] * len(frame)
     return [notebooks.get(name) for name in frame[TAPE_NAME].tolist()]
