@@ -20,6 +20,7 @@ from bub_nb.tape.frames.columns import (
     retracted_column,
     text_column,
 )
+from bub_nb.tape.frames.json_column import JsonDtype, json_column
 from bub_nb.tape.stores.columns import FORKED_FROM, TAPE_NAME, Columns
 from bub_nb.tape.stores.protocol import ReadsColumns
 
@@ -97,8 +98,8 @@ def columns_to_frame(
                 "completion_tokens": _token_counts(text.completion_tokens, count),
                 "retracted": retracted_column(ids, columns.kinds, text.own_names, columns.payloads, tape_starts),
                 "bad_bytes": flag_column(columns.bad_rows, count),
-                "payload": columns.payloads,
-                "meta": columns.metas,
+                "payload": json_column(columns.payloads),
+                "meta": json_column(columns.metas),
             },
             columns=list(COLUMNS),
             copy=False,  # every column was built here for this frame alone: no need to copy it again
@@ -117,7 +118,7 @@ def _empty(frame: pd.DataFrame) -> pd.DataFrame:
     """A frame of no rows with the dtypes a frame of rows has (text ``str``, ``kind`` categorical)."""
     text = pd.StringDtype(na_value=np.nan)
     dtypes = {column: text for column in (TAPE_NAME, "role", "name", "content", "phase", "run_id", FORKED_FROM)}
-    frame = frame.astype({**dtypes, "tools": object, "payload": object, "meta": object})
+    frame = frame.astype({**dtypes, "tools": object, "payload": JsonDtype(), "meta": JsonDtype()})
     frame["kind"] = pd.Categorical([], categories=pd.Index([], dtype=text))
     frame["date"] = frame["date"].astype("datetime64[us, UTC]")
     return frame

@@ -115,7 +115,7 @@ def runs_frame(frame: pd.DataFrame, prices: Mapping[str, Mapping[str, float]] | 
         summaries
     ].fillna(0).to_numpy(dtype=np.int64)
     calls = np.flatnonzero((frame["kind"] == "tool_call").to_numpy(dtype=bool) & (turn >= 0))
-    asked = [len(tools) if isinstance(tools, list) else 0 for tools in frame["tools"].iloc[calls].tolist()]
+    asked = [len(tools) if isinstance(tools, list | np.ndarray) else 0 for tools in frame["tools"].iloc[calls].tolist()]
     errors = np.flatnonzero((frame["kind"] == "error").to_numpy(dtype=bool) & (turn >= 0))
     retries = np.flatnonzero(_is(frame, "event", "loop.step") & (turn >= 0))
     out = pd.DataFrame({key: rows[key] for key in _FROM_EVENT}, index=pd.RangeIndex(len(at)))
