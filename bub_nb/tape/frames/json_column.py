@@ -8,6 +8,7 @@ column back as dicts, since the file's pandas metadata names this dtype.
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Sequence
 from typing import Any
 
@@ -21,12 +22,12 @@ class JsonDtype(ExtensionDtype):
     """JSON values (the dicts of a tape line), kept as Python objects."""
 
     name = "tape_json"
-    type = dict
+    type = dict  # the scalar type; ``builtins.type`` below names the class of a type
     kind = "O"
     na_value = None
 
     @classmethod
-    def construct_array_type(cls) -> type[JsonArray]:
+    def construct_array_type(cls) -> builtins.type[JsonArray]:
         return JsonArray
 
     def __from_arrow__(self, array: Any) -> JsonArray:
