@@ -105,7 +105,7 @@ class JsonArray(ExtensionArray):
         return self._data
 
     def isna(self) -> np.ndarray:
-        return np.array([value is None for value in self._data], dtype=bool)
+        return pd.isna(self._data)
 
     def take(self, indices: Any, *, allow_fill: bool = False, fill_value: Any = None) -> JsonArray:
         from pandas.api.extensions import take
