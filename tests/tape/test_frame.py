@@ -73,6 +73,7 @@ def expected_row(entry: TapeEntry, phase: str | None, phase_id: int | None = Non
         "prompt_tokens": count(usage.get("prompt_tokens")),
         "completion_tokens": count(usage.get("completion_tokens")),
         "retracted": False,  # this tape retracts nothing
+        "bad_bytes": False,
         "payload": entry.payload,
         "meta": entry.meta,
     }
@@ -82,7 +83,7 @@ def test_one_row_per_entry_with_flattened_columns(tape: Tape) -> None:
     frame = tape.to_frame()
     assert list(frame.columns) == [
         "tape_name", "id", "kind", "date", "role", "name", "content", "tools", "phase", "phase_id", "run_id",
-        "forked_from", "prompt_tokens", "completion_tokens", "retracted", "payload", "meta",
+        "forked_from", "prompt_tokens", "completion_tokens", "retracted", "bad_bytes", "payload", "meta",
     ]  # fmt: skip
     entries = tape.read()
     assert len(frame) == len(entries) and frame.attrs["tape"] == "t"

@@ -111,3 +111,18 @@ def test_the_command_line_exports_every_tape_as_parquet(tmp_path: Path, example_
     *exported, recorded = tape.read()  # the export is recorded after what it wrote, with the file's path
     assert recorded.name == "export" and recorded.payload["data"] == {"path": str(files[0]), "format": "parquet"}
     same_entries(arrow_to_frame(table), tape.to_frame().iloc[: len(exported)])
+
+
+def test_pandas_own_parquet_methods_round_trip_a_frame_the_helpers_accept(tmp_path: Path, example_home: Path) -> None:
+    frame = read_tapes(example_home)
+    frame.to_parquet(tmp_path / "frame.parquet")  # pandas' own method, not df.tape.to_parquet
+    back = pd.read_parquet(tmp_path / "frame.parquet")
+    for column in ("payload", "meta"):
+        assert str(back[column].dtype) == "tape_json" and back[column].tolist() == frame[column].tolist()
+    pd.testing.assert_frame_equal(back.tape.usage(by="tape_name"), frame.tape.usage(by="tape_name"))
+    pd.testing.assert_frame_equal(back.tape.runs(), frame.tape.runs())
+    calls, again = frame.tape.tool_calls(), back.tape.tool_calls()
+    assert again["ok"].tolist() == calls["ok"].tolist() and again["result"].tolist() == calls["result"].tolist()
+    first = frame["tape_name"].iloc[0]
+    one, one_back = frame[frame["tape_name"] == first], back[back["tape_name"] == first]
+    assert one_back.tape.to_messages() == one.tape.to_messages()

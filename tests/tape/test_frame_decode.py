@@ -30,8 +30,19 @@ ENTRY = b'{"id":%d,"kind":"message","payload":{"role":"user","content":"hi"},"me
 
 def plain_columns(lines: list[bytes], start: int) -> Columns:
     """The columns as decoding every line with ``decode_record`` gives them."""
-    records = [record for record in map(decode_record, lines) if record is not None and record["id"] >= start]
+    records = [record for record in map(read_line, lines) if record is not None and record["id"] >= start]
     return Columns.from_records(records)
+
+
+def read_line(line: bytes) -> dict[str, Any] | None:
+    """A line as a frame reads it: decoded, or else, when bytes in it are not UTF-8, decoded with U+FFFD for them."""
+    record = decode_record(line)
+    if record is None:
+        try:
+            line.decode("utf-8", "surrogatepass")
+        except UnicodeDecodeError:
+            return decode_record(line.decode("utf-8", "replace").encode("utf-8", "surrogatepass"))
+    return record
 
 
 def shape(value: Any) -> list[tuple[str, Any]]:

@@ -88,8 +88,9 @@ class TapeAccessor:
         if TAPE_NAME not in frame.columns:
             name = frame.attrs.get("tape", "this frame")
             return [_Part(str(name), np.arange(len(frame)), ids, anchors, names)]
-        groups = frame.groupby(TAPE_NAME, sort=False, dropna=False, observed=True).indices
-        return [_Part(str(name), positions, ids, anchors, names) for name, positions in groups.items()]
+        keys = [TAPE_NAME, "archived"] if "archived" in frame.columns else TAPE_NAME
+        groups = frame.groupby(keys, sort=False, dropna=False, observed=True).indices
+        return [_Part(str(_tape(name)), positions, ids, anchors, names) for name, positions in groups.items()]
 
     def _rows(self, keep: np.ndarray) -> pd.DataFrame:
         return self._frame.iloc[np.flatnonzero(keep)]
@@ -207,26 +208,39 @@ class TapeAccessor:
         several = TAPE_NAME in self._frame.columns and self._frame[TAPE_NAME].nunique() > 1
         if isinstance(by, str | pd.Grouper) and several and by != TAPE_NAME:
             keys.insert(0, TAPE_NAME)
+        if isinstance(by, str | pd.Grouper) and "archived" in self._frame.columns and self._frame["archived"].any():
+            keys.insert(keys.index(TAPE_NAME) + 1 if TAPE_NAME in keys else 0, "archived")  # an archive's own phases
         return usage_frame(self._frame, keys, prices, forked=forked)
 
     # -- tables ---------------------------------------------------------------------------------------
 
-    def runs(self, prices: Mapping[str, Mapping[str, float]] | None = None) -> pd.DataFrame:
+    def runs(self, prices: Mapping[str, Mapping[str, float]] | None = None, *, forked: bool = False) -> pd.DataFrame:
         """One row per turn (per ``run`` event): tape, phase instance, model in one spelling, status, start,
         end and latency, steps, every token count, cost, prompt and answer, tool calls, errors, retried and
-        partial flags. The columns are listed in docs/schema.md."""
+        partial flags. The columns are listed in docs/schema.md. A turn a fork copied from a tape also in the
+        frame counts once, in the tape it ran on, unless ``forked``."""
         self._need("runs", "name", "payload", "meta", "date", "role", "content", "tools", "phase", "run_id")
         from bub_nb.tape.frames.runs import runs_frame
 
-        return runs_frame(self._frame, prices)
+        return runs_frame(self._counted(forked), prices)
 
-    def tool_calls(self) -> pd.DataFrame:
+    def tool_calls(self, *, forked: bool = False) -> pd.DataFrame:
         """One row per tool call: call id, the tool in both spellings, parsed arguments, success, error kind
-        and message, result and seconds to it, paired by call id. The columns are in docs/schema.md."""
+        and message, result and seconds to it, paired by call id. The columns are in docs/schema.md. A call
+        a fork copied from a tape also in the frame counts once, unless ``forked``."""
         self._need("tool_calls", "payload", "date", "run_id", "phase")
         from bub_nb.tape.frames.tool_calls import tool_calls_frame
 
-        return tool_calls_frame(self._frame)
+        return tool_calls_frame(self._counted(forked))
+
+    def _counted(self, forked: bool) -> pd.DataFrame:
+        """The frame, less the rows a fork copied from a tape it also holds unless ``forked`` (docs/schema.md)."""
+        from bub_nb.tape.reports.usage import counted_once
+
+        if forked:
+            return self._frame
+        keep = counted_once(self._frame)
+        return self._frame if keep.all() else self._frame[keep]
 
     @property
     def plot(self) -> Any:
@@ -268,6 +282,11 @@ class TapeAccessor:
         self._need("to_messages", "payload", "meta", "date")
         ordered = self._frame.sort_values("id", kind="stable")
         return seams.messages(frame_to_entries(ordered))
+
+
+def _tape(key: Any) -> Any:
+    """A tape's name from its group key (``(tape_name, archived)`` on a frame with archives)."""
+    return key[0] if isinstance(key, tuple) else key
 
 
 def _state(payload: Any) -> dict[str, Any] | None:

@@ -13,7 +13,7 @@ import numpy as np
 
 from bub_nb.errors import TapeError
 from bub_nb.tape.events import NOTEBOOK
-from bub_nb.tape.frames.columns import COLUMNS, phase_column, retracted_column
+from bub_nb.tape.frames.columns import COLUMNS, flag_column, phase_column, retracted_column
 from bub_nb.tape.stores.columns import FORKED_FROM, TAPE_NAME, Columns
 
 if TYPE_CHECKING:
@@ -117,6 +117,7 @@ def columns_to_arrow(
         "prompt_tokens": _counts(text.prompt_tokens, count),
         "completion_tokens": _counts(text.completion_tokens, count),
         "retracted": pa.array(retracted_column(ids, columns.kinds, text.own_names, columns.payloads, tape_starts)),
+        "bad_bytes": pa.array(flag_column(columns.bad_rows, count)),
         "payload": json_text(columns.payloads, columns.plain_rows),
         "meta": json_text(columns.metas, columns.plain_rows),
     }  # fmt: skip

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 COLUMNS = (
     TAPE_NAME, "id", "kind", "date", "role", "name", "content", "tools", "phase", "phase_id", "run_id",
-    FORKED_FROM, "prompt_tokens", "completion_tokens", "retracted", "payload", "meta",
+    FORKED_FROM, "prompt_tokens", "completion_tokens", "retracted", "bad_bytes", "payload", "meta",
 )  # fmt: skip
 """The columns of a tape's frame, in order (docs/schema.md says what each holds)."""
 
@@ -91,6 +91,23 @@ def retracted_column(
         if retracted:
             flags[start:end] = np.isin(ids[start:end], np.fromiter(retracted, dtype=np.int64))
     return flags
+
+
+def flag_column(rows: Sequence[int], count: int) -> np.ndarray:
+    """``True`` on ``rows`` of ``count``, ``False`` elsewhere."""
+    import numpy as np
+
+    flags = np.zeros(count, dtype=bool)
+    flags[np.asarray(rows, dtype=np.intp)] = True
+    return flags
+
+
+def part_keys(frame: pd.DataFrame) -> np.ndarray:
+    """Which tape each row is on, an archive apart from its live tape (their ids and call ids repeat)."""
+    if TAPE_NAME not in frame.columns:
+        return np.zeros(len(frame), dtype=np.int64)
+    keys = [frame[TAPE_NAME]] + ([frame["archived"]] if "archived" in frame.columns else [])
+    return pd.MultiIndex.from_arrays(keys).factorize()[0] if len(keys) > 1 else keys[0].factorize()[0]
 
 
 def phases_by_id(anchors: Sequence[tuple[int, str]], ids: Sequence[int]) -> tuple[list[str | None], list[int | None]]:

@@ -11,7 +11,16 @@ import pandas as pd
 from bub_nb.tape._lines import Record, gc_paused
 from bub_nb.tape.entries import TapeEntry
 from bub_nb.tape.events import NOTEBOOK
-from bub_nb.tape.frames.columns import COLUMNS, kind_column, phase_column, phases_by_id, retracted_column, text_column
+from bub_nb.tape.frames.columns import (
+    COLUMNS,
+    flag_column,
+    kind_column,
+    phase_column,
+    phases_by_id,
+    retracted_column,
+    text_column,
+)
+from bub_nb.tape.frames.json_column import JsonDtype, json_column
 from bub_nb.tape.stores.columns import FORKED_FROM, TAPE_NAME, Columns
 from bub_nb.tape.stores.protocol import ReadsColumns
 
@@ -88,8 +97,9 @@ def columns_to_frame(
                 "prompt_tokens": _token_counts(text.prompt_tokens, count),
                 "completion_tokens": _token_counts(text.completion_tokens, count),
                 "retracted": retracted_column(ids, columns.kinds, text.own_names, columns.payloads, tape_starts),
-                "payload": columns.payloads,
-                "meta": columns.metas,
+                "bad_bytes": flag_column(columns.bad_rows, count),
+                "payload": json_column(columns.payloads),
+                "meta": json_column(columns.metas),
             },
             columns=list(COLUMNS),
             copy=False,  # every column was built here for this frame alone: no need to copy it again
@@ -108,7 +118,7 @@ def _empty(frame: pd.DataFrame) -> pd.DataFrame:
     """A frame of no rows with the dtypes a frame of rows has (text ``str``, ``kind`` categorical)."""
     text = pd.StringDtype(na_value=np.nan)
     dtypes = {column: text for column in (TAPE_NAME, "role", "name", "content", "phase", "run_id", FORKED_FROM)}
-    frame = frame.astype({**dtypes, "tools": object, "payload": object, "meta": object})
+    frame = frame.astype({**dtypes, "tools": object, "payload": JsonDtype(), "meta": JsonDtype()})
     frame["kind"] = pd.Categorical([], categories=pd.Index([], dtype=text))
     frame["date"] = frame["date"].astype("datetime64[us, UTC]")
     return frame
@@ -172,6 +182,17 @@ def notebook_paths(frame: pd.DataFrame) -> list[str]:
         if isinstance(path, str):
             paths.append(path)
     return paths
+
+
+def tape_notebooks(frame: pd.DataFrame) -> dict[str, str]:
+    """Each tape's notebook in a frame of several: the path its newest ``notebook`` event records."""
+    events = frame[(frame["kind"] == "event") & (frame["name"] == NOTEBOOK)]
+    notebooks: dict[str, str] = {}
+    for tape, part in events.groupby(TAPE_NAME, sort=False):
+        paths = notebook_paths(part)
+        if paths:
+            notebooks[str(tape)] = paths[-1]
+    return notebooks
 
 
 def with_tape_columns(frame: pd.DataFrame, *, archived: bool | None = None) -> pd.DataFrame:

@@ -3,17 +3,27 @@
 from __future__ import annotations
 
 import pwd
+from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
-from bub_nb.tape._lines import Record
+from bub_nb.tape._lines import Record, gc_paused
 from bub_nb.tape.entries import TapeEntry, is_phase_anchor
 from bub_nb.tape.events import RUN, payload_run_usage
-from bub_nb.tape.frames.frame import COLUMNS, entries_to_frame, records_to_frame, with_tape_columns
+from bub_nb.tape.frames.frame import (
+    COLUMNS,
+    columns_to_frame,
+    entries_to_frame,
+    records_to_frame,
+    tape_notebooks,
+    text_series,
+    with_tape_columns,
+)
 from bub_nb.tape.locations import tapes_home
-from bub_nb.tape.stores.columns import FORKED_FROM, TAPE_NAME
-from bub_nb.tape.stores.protocol import FileBacked, KnowsOwners, ReadsRecords, TapeStore
+from bub_nb.tape.stores.columns import FORKED_FROM, TAPE_NAME, Columns, decode_columns
+from bub_nb.tape.stores.protocol import FileBacked, KnowsOwners, ReadsClassLines, ReadsRecords, TapeStore
 from bub_nb.tape.stores.resolve import file_store, resolve_store
 
 OVERVIEW_COLUMNS = (
@@ -101,10 +111,16 @@ def class_overview(store: TapeStore | str | None = None) -> pd.DataFrame:
     return frame
 
 
-def store_frame(store: TapeStore | str) -> pd.DataFrame:
+def store_frame(
+    store: TapeStore | str, kinds: Sequence[str] = (), since: Any = None, *, archives: bool = False
+) -> pd.DataFrame:
     """Every tape of ``store`` in one frame: ``tape_name`` and ``owner`` first, then the entry columns and
-    ``notebook`` (from the tape's ``notebook`` event, else the notebook the database recorded)."""
+    ``notebook`` (from the tape's ``notebook`` event, else the notebook the database recorded), and with
+    ``archives`` the archived tapes too, marked in ``archived``. A database picks the lines of ``kinds`` from
+    ``since`` on in its query (the caller filters the rows exactly)."""
     chosen = _store(store)
+    if isinstance(chosen, ReadsClassLines):
+        return _class_frame(chosen, kinds, since, archives)
     details = _details(chosen)
     frames = []
     for name in chosen.list_tapes():
@@ -120,6 +136,32 @@ def store_frame(store: TapeStore | str) -> pd.DataFrame:
         return empty[[TAPE_NAME, "owner", *COLUMNS[1:], "notebook"]].astype({"kind": "category"})
     frame = pd.concat(frames, ignore_index=True)
     frame["kind"] = frame["kind"].astype("category")  # as read_tapes does: concat drops per-tape categories
+    return frame
+
+
+def _class_frame(store: ReadsClassLines, kinds: Sequence[str], since: Any, archives: bool) -> pd.DataFrame:
+    """``store_frame`` of a database: one query, the lines decoded into one set of columns and framed once."""
+    tapes = store.class_lines(kinds, since, archives=archives)
+    decoded, starts, names, owners, notebooks, archived = Columns(), [], [], [], [], []
+    with gc_paused():
+        for name, old, notebook, lines in tapes:
+            starts.append(len(decoded))
+            decode_columns(lines, into=decoded)
+            rows = len(decoded) - starts[-1]
+            names += [name] * rows
+            owners += [name.partition("/")[0] if "/" in name else None] * rows
+            notebooks.append(notebook)
+            archived += [old] * rows
+        frame = columns_to_frame(decoded, starts or (0,), names=names)
+    frame.insert(1, "owner", text_series(owners))
+    if isinstance(store, KnowsOwners):  # a plain name is one of this role's own tapes
+        frame["owner"] = frame["owner"].fillna(getattr(store, "role", None))
+    recorded = dict(zip([tape[0] for tape in tapes], notebooks, strict=True))
+    found = tape_notebooks(frame)
+    frame["notebook"] = text_series([found.get(name) or recorded.get(name) for name in names])
+    if archives:
+        frame["archived"] = np.array(archived, dtype=bool)
+    frame["kind"] = frame["kind"].astype("category")
     return frame
 
 

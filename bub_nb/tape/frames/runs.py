@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bub_nb.tape.frames.columns import part_keys
 from bub_nb.tape.reports.prices import PER_TOKENS, current_prices, price_of
 from bub_nb.tape.stores.columns import FORKED_FROM, TAPE_NAME, token_count
 
@@ -114,7 +115,7 @@ def runs_frame(frame: pd.DataFrame, prices: Mapping[str, Mapping[str, float]] | 
         summaries
     ].fillna(0).to_numpy(dtype=np.int64)
     calls = np.flatnonzero((frame["kind"] == "tool_call").to_numpy(dtype=bool) & (turn >= 0))
-    asked = [len(tools) if isinstance(tools, list) else 0 for tools in frame["tools"].iloc[calls].tolist()]
+    asked = [len(tools) if isinstance(tools, list | np.ndarray) else 0 for tools in frame["tools"].iloc[calls].tolist()]
     errors = np.flatnonzero((frame["kind"] == "error").to_numpy(dtype=bool) & (turn >= 0))
     retries = np.flatnonzero(_is(frame, "event", "loop.step") & (turn >= 0))
     out = pd.DataFrame({key: rows[key] for key in _FROM_EVENT}, index=pd.RangeIndex(len(at)))
@@ -137,10 +138,13 @@ def runs_frame(frame: pd.DataFrame, prices: Mapping[str, Mapping[str, float]] | 
     out["retried"] = np.bincount(turn[retries], minlength=count) > 0
     out["partial"] = partial
     out[FORKED_FROM] = frame[FORKED_FROM].to_numpy(dtype=object)[at] if FORKED_FROM in frame.columns else None
+    archived = ["archived"] if "archived" in frame.columns else []  # a frame read with its archives
+    if archived:
+        out["archived"] = frame["archived"].to_numpy(dtype=bool)[at]
     for column in ("steps", "input_tokens", "output_tokens", "cached_tokens", "reasoning_tokens", "phase_id"):
         out[column] = pd.array(out[column].tolist() if len(out) else [], dtype="Int64")
     out["cost"] = pd.to_numeric(out["cost"], errors="coerce").astype("float64")
-    return out[list(RUN_COLUMNS)].reset_index(drop=True)
+    return out[[*RUN_COLUMNS, *archived]].reset_index(drop=True)
 
 
 def _is(frame: pd.DataFrame, kind: str, name: str) -> np.ndarray:
@@ -159,10 +163,10 @@ def _first_per_turn(turns: np.ndarray, values: np.ndarray, count: int) -> list[A
 
 
 def _tape_numbers(frame: pd.DataFrame) -> np.ndarray:
-    """A number per row for its tape: the rows of a tape are together, so a tape starts where the name changes."""
+    """A number per row for its tape (an archive apart from its live tape): a tape's rows are together, so a
+    tape starts where the number changes."""
     if TAPE_NAME not in frame.columns or not len(frame):
         return np.zeros(len(frame), dtype=np.int64)
-    names = frame[TAPE_NAME]
-    changed = np.array((names != names.shift()).to_numpy(dtype=bool, na_value=True))
-    changed[0] = True
+    keys = part_keys(frame)
+    changed = np.r_[True, keys[1:] != keys[:-1]]
     return np.cumsum(changed)

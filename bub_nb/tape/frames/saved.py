@@ -11,6 +11,7 @@ import pandas as pd
 from bub_nb.errors import TapeError
 from bub_nb.tape.corrections.unreached import record_export
 from bub_nb.tape.frames.arrow import JSON_COLUMNS, dumps, json_text, loads, pyarrow, tape_to_arrow
+from bub_nb.tape.frames.json_column import JsonDtype, json_column
 
 _INTEGERS = ("phase_id", "prompt_tokens", "completion_tokens")
 _TEXT = ("tape_name", "role", "name", "content", "phase", "run_id", "forked_from", "notebook", "agent", "owner")
@@ -36,8 +37,10 @@ def arrow_to_frame(table: Any) -> pd.DataFrame:
 
 def _typed(frame: pd.DataFrame) -> pd.DataFrame:
     for column in JSON_COLUMNS:
-        if column in frame.columns:
-            frame[column] = [loads(text) if isinstance(text, str) else {} for text in frame[column].tolist()]
+        if column in frame.columns and not isinstance(frame[column].dtype, JsonDtype):
+            texts = frame[column].tolist()
+            frame[column] = json_column([loads(text) if isinstance(text, str) else {} for text in texts]).to_numpy()
+            frame[column] = frame[column].astype(JsonDtype())
     if "kind" in frame.columns:
         frame["kind"] = frame["kind"].astype("category")
     if "tape_name" in frame.columns:

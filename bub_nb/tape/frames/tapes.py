@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Container, Sequence
 from pathlib import Path
 from typing import Any
@@ -11,11 +12,10 @@ import pandas as pd
 from bub_nb.errors import TapeError
 from bub_nb.tape._lines import gc_paused
 from bub_nb.tape.anchors import NamedTape, check_kinds
-from bub_nb.tape.events import NOTEBOOK
 from bub_nb.tape.frames.frame import (
     COLUMNS,
     columns_to_frame,
-    notebook_paths,
+    tape_notebooks,
     tape_to_frame,
     text_series,
     with_tape_columns,
@@ -24,7 +24,7 @@ from bub_nb.tape.frames.overview import store_frame
 from bub_nb.tape.locations import bub_home, tapes_home
 from bub_nb.tape.names import MAIN_AGENT, agent_of_tape, notebook_of_tape
 from bub_nb.tape.stores.agent_tapes import agent_tapes
-from bub_nb.tape.stores.archive import ArchiveTapeStore, archive_files
+from bub_nb.tape.stores.archive import ArchiveTapeStore, archive_files, archive_tape
 from bub_nb.tape.stores.columns import TAPE_NAME, Columns
 from bub_nb.tape.stores.resolve import file_store, resolve_store
 from bub_nb.tape.stores.wanted import WantedLines
@@ -70,9 +70,10 @@ def read_tapes(
         return _lean(_arrow_home(home, _wanted(kinds, since)), kinds, since, columns, as_)
     if store is not None:
         chosen = resolve_store(store) or file_store(tapes_home())  # a store was given: the fallback is never taken
-        frame = store_frame(chosen)
+        frame = store_frame(chosen, kinds, None if since is None else _moment(since), archives=include_archives)
         rows = frame[TAPE_NAME].tolist()
         frame["agent"] = text_series(agent_column(rows, recorded=agent_tapes(chosen, list(dict.fromkeys(rows)))))
+        _warn_bad_bytes(frame)
         return _lean(frame, kinds, since, columns, as_)
     folder = _folder(home)
     store = file_store(folder)
@@ -92,11 +93,33 @@ def read_tapes(
     if include_archives:
         frame["archived"] = False
         archives = [NamedTape(path.name, ArchiveTapeStore(path, store)) for path in archive_files(folder)]
-        parts = [with_tape_columns(tape_to_frame(tape), archived=True) for tape in archives]
+        parts = [with_tape_columns(_archive_frame(tape), archived=True) for tape in archives]
         if parts:
             frame = pd.concat([frame, *parts], ignore_index=True)
             frame["kind"] = frame["kind"].astype("category")  # categories differ per part; concat drops them
+    _warn_bad_bytes(frame)
     return _lean(frame, kinds, since, columns, as_)
+
+
+def _archive_frame(tape: NamedTape) -> pd.DataFrame:
+    """An archive's frame, its rows named by the tape it belongs to (``archived`` tells them apart)."""
+    frame = tape_to_frame(tape)
+    frame[TAPE_NAME] = text_series([archive_tape(tape.name) or tape.name] * len(frame))
+    frame.attrs["archive"] = tape.name
+    return frame
+
+
+def _warn_bad_bytes(frame: pd.DataFrame) -> None:
+    """One warning for the whole read when some lines held bytes that are not UTF-8 (kept, read as U+FFFD)."""
+    count = int(frame["bad_bytes"].sum()) if "bad_bytes" in frame.columns else 0
+    if count:
+        tapes = frame.loc[frame["bad_bytes"], TAPE_NAME].nunique()
+        warnings.warn(
+            f"{count} entries in {tapes} tape(s) held bytes that are not UTF-8; they are kept with U+FFFD in their "
+            "text and marked in the bad_bytes column (the files are left as they are)",
+            UserWarning,
+            stacklevel=3,
+        )
 
 
 def _folder(home: str | Path | None) -> Path:
@@ -177,12 +200,7 @@ def _moment(since: Any) -> pd.Timestamp:
 
 def _notebook_column(frame: pd.DataFrame) -> list[str | None]:
     """Each row's tape's notebook: the newest ``notebook`` event of that tape, else ``None``."""
-    events = frame[(frame["kind"] == "event") & (frame["name"] == NOTEBOOK)]
-    notebooks: dict[str, str] = {}
-    for tape, part in events.groupby(TAPE_NAME, sort=False):
-        paths = notebook_paths(part)
-        if paths:
-            notebooks[str(tape)] = paths[-1]
+    notebooks = tape_notebooks(frame)
     if not notebooks:
         return [None] * len(frame)
     return [notebooks.get(name) for name in frame[TAPE_NAME].tolist()]

@@ -8,7 +8,7 @@ import numpy as np
 import orjson
 import pandas as pd
 
-from bub_nb.tape.frames.columns import text_column
+from bub_nb.tape.frames.columns import part_keys, text_column
 from bub_nb.tape.stores.columns import FORKED_FROM, TAPE_NAME
 from bub_nb.tape.text import json_text
 
@@ -36,14 +36,17 @@ def _arguments(text: Any) -> Any:
 
 
 def _failure(result: Any) -> tuple[str, str] | None:
-    """A result that is itself a failure: bub_nb writes ``{"error": ...}`` for a call that raised, and the tape
-    format's error result is ``{kind, message, details?}`` (an imported log's failed call, a missing result)."""
-    if isinstance(result, dict) and isinstance(result.get("kind"), str) and isinstance(result.get("message"), str):
-        return result["kind"], result["message"]
-    if isinstance(result, dict) and "error" in result:
+    """A result that is itself a failure (docs/schema.md lists the shapes): ``{kind, message, details?}``, as Bub
+    and bub_nb write a call that failed, or ``{"error": ...}``, as earlier releases of bub_nb wrote one."""
+    if not isinstance(result, dict):
+        return None
+    if "error" in result:
         error = result["error"]
         kind = result.get("kind") or result.get("type") or "tool.error"
         return str(kind), error if isinstance(error, str) else json_text(error)
+    if "kind" in result and "message" in result:
+        message = result["message"]
+        return str(result["kind"]), message if isinstance(message, str) else json_text(message)
     return None
 
 
@@ -53,12 +56,13 @@ def tool_calls_frame(frame: pd.DataFrame) -> pd.DataFrame:
     a failure is an ``error`` entry naming the call id, or a result that is an error."""
     kinds = frame["kind"].to_numpy(dtype=object)
     at = np.flatnonzero(np.isin(kinds, _KINDS))
-    tapes = frame[TAPE_NAME].to_numpy(dtype=object) if TAPE_NAME in frame.columns else np.full(len(frame), None)
+    tapes = part_keys(frame)
     payloads = frame["payload"].to_numpy(dtype=object)
     dates = frame["date"].dt.tz_convert("UTC").to_numpy(dtype="datetime64[us]")  # numbers, not Timestamps
     run_ids, phases = frame["run_id"].to_numpy(dtype=object), frame["phase"].to_numpy(dtype=object)
     phase_ids = frame["phase_id"].to_numpy(dtype=object) if "phase_id" in frame.columns else np.full(len(frame), None)
     forked = frame[FORKED_FROM].to_numpy(dtype=object) if FORKED_FROM in frame.columns else np.full(len(frame), None)
+    names = frame[TAPE_NAME].to_numpy(dtype=object) if TAPE_NAME in frame.columns else np.full(len(frame), None)
     rows: dict[tuple[Any, str], dict[str, Any]] = {}
     pending: dict[Any, list[str]] = {}  # per tape, the call ids of the last tool_call entry, in order
     for row in at:
@@ -75,7 +79,7 @@ def tool_calls_frame(frame: pd.DataFrame) -> pd.DataFrame:
                 call_id = str(call.get("id") or f"{row}-{index}")
                 wire, dotted = spellings(name)
                 rows[(tape, call_id)] = {
-                    TAPE_NAME: tape, "call_id": call_id, "run_id": run_ids[row], "phase": phases[row],
+                    TAPE_NAME: names[row], "call_id": call_id, "run_id": run_ids[row], "phase": phases[row],
                     "phase_id": phase_ids[row], "tool": name, "tool_wire": wire, "tool_dotted": dotted,
                     "arguments": _arguments(function.get("arguments")), "called": dates[row], "answered": None,
                     "ok": None, "error_kind": None, "error_message": None, "result": None,

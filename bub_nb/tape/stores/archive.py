@@ -12,7 +12,8 @@ from bub_nb.errors import TapeError
 from bub_nb.tape._lines import Record
 from bub_nb.tape.entries import TapeEntry
 from bub_nb.tape.stores._tape_file import TapeFile
-from bub_nb.tape.stores.protocol import AnchorRef, FileBacked, ReadsRecords, StoreStats, TapeStore
+from bub_nb.tape.stores.columns import Columns
+from bub_nb.tape.stores.protocol import AnchorRef, FileBacked, ReadsColumns, ReadsRecords, StoreStats, TapeStore
 
 _ARCHIVE = re.compile(r"^(?P<tape>.+)\.jsonl\.(?P<stamp>\d{8}T\d{6}Z)(?:-(?P<counter>\d+))?\.bak$")
 _STAMP = "%Y%m%dT%H%M%SZ"
@@ -42,6 +43,13 @@ def is_archive_name(name: str | Path) -> bool:
     return _ARCHIVE.match(Path(name).name) is not None
 
 
+def archive_tape(name: str | Path) -> str | None:
+    """The tape an archive belongs to (``notes.jsonl.20260101T000000Z.bak`` gives ``notes``); ``None`` for a
+    name that is no archive's."""
+    found = _ARCHIVE.match(Path(name).name)
+    return None if found is None else found["tape"]
+
+
 def archive_stem(name: str | Path) -> str | None:
     """An archive's tape name and stamp as one plain name (``notes.jsonl.20260101T000000Z-1.bak`` gives
     ``notes-20260101T000000Z-1``), for names derived from it; ``None`` for a name that is no archive's."""
@@ -59,7 +67,7 @@ def archive_files(directory: Path) -> list[Path]:
     return sorted((path for path in directory.glob("*.jsonl.*.bak") if is_archive_name(path.name)), key=_archive_order)
 
 
-class _Folder(TapeStore, FileBacked, ReadsRecords, Protocol):
+class _Folder(TapeStore, FileBacked, ReadsRecords, ReadsColumns, Protocol):
     """The live tapes' store an archive sits among (a ``FileTapeStore``)."""
 
 
@@ -109,6 +117,10 @@ class ArchiveTapeStore:
 
     def records(self, tape: str, start: int = 1, stop: int | None = None) -> list[Record]:
         return self._file.records(start, stop) if self._own(tape) else self.folder.records(tape, start, stop)
+
+    def columns(self, tape: str, into: Columns | None = None) -> Columns:
+        """The archive's entries (or another tape's) as columns, as a frame reads them."""
+        return self._file.columns(into) if self._own(tape) else self.folder.columns(tape, into)
 
     def iter_reverse(self, tape: str) -> Iterator[TapeEntry]:
         return self._file.iter_reverse() if self._own(tape) else self.folder.iter_reverse(tape)

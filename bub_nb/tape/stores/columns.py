@@ -77,7 +77,31 @@ def _decode_run(lines: Sequence[bytes], start: int, out: Columns) -> None:
 
 
 def _one_by_one(lines: Sequence[bytes], start: int, out: Columns) -> None:
-    out.add_records(r for r in map(decode_record, lines) if r is not None and r["id"] >= start)
+    """Each line decoded alone; a line that is an entry but for a byte that is not UTF-8 is kept, the byte read
+    as U+FFFD, and its row marked in ``bad_rows``."""
+    records: list[Record] = []
+    bad: list[int] = []
+    for line in lines:
+        record = decode_record(line)
+        if record is None:
+            record = _replacing_bad_bytes(line)
+            if record is not None and record["id"] >= start:
+                bad.append(len(records))
+        if record is not None and record["id"] >= start:
+            records.append(record)
+    first = len(out)
+    out.add_records(records)
+    out.bad_rows += [first + row for row in bad]
+
+
+def _replacing_bad_bytes(line: bytes) -> Record | None:
+    """The entry a line holds once its bytes that are not UTF-8 are read as U+FFFD; ``None`` for a line that
+    is UTF-8 (its damage is something else) or no entry even so."""
+    try:
+        line.decode("utf-8", "surrogatepass")
+    except UnicodeDecodeError:
+        return decode_record(line.decode("utf-8", "replace").encode("utf-8", "surrogatepass"))
+    return None
 
 
 @dataclass
@@ -130,6 +154,8 @@ class Columns:
     # rows (start, stop) that came from the plain decode: their values may hold what the typed decode never
     # makes (NaN, lone surrogates, deep nesting), which re-encoding them as JSON must keep
     plain_rows: list[tuple[int, int]] = field(default_factory=list)
+    # rows whose line held bytes that are not UTF-8, read as U+FFFD (the line in the file is left as it is)
+    bad_rows: list[int] = field(default_factory=list)
 
     @classmethod
     def from_records(cls, records: Iterable[Record]) -> Columns:

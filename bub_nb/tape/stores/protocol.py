@@ -181,6 +181,16 @@ class KnowsOwners(Protocol):
 
 
 @runtime_checkable
+class ReadsClassLines(Protocol):
+    """A store that picks the lines of every tape a role reads in one go (a database): those of some kinds,
+    from a moment on, with what every frame needs beside them; archived tapes too when asked."""
+
+    def class_lines(
+        self, kinds: Sequence[str] = (), since: Any = None, *, archives: bool = False
+    ) -> list[tuple[str, bool, str | None, list[bytes]]]: ...
+
+
+@runtime_checkable
 class CopiesEntries(Protocol):
     """A store that dates appends itself (a database) and takes whole entries, ids and dates kept, another way."""
 

@@ -7,12 +7,14 @@ entry again, so a class of two hundred students answers in well under a second.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from datetime import datetime
 from typing import Any, Protocol
 
 from psycopg import rows, sql
 
 from bub_nb.tape.entries import MEMORY_ANCHOR_PREFIX
-from bub_nb.tape.events import RUN
+from bub_nb.tape.events import NOTEBOOK, RETRACT, RUN, UNRETRACT
 
 
 class ClassStore(Protocol):
@@ -142,3 +144,46 @@ def lineage(store: ClassStore) -> list[dict[str, Any]]:
             record["owner"] = row["owner"]
         records.append(record)
     return records
+
+
+# The lines a lean read of a class needs, picked in the database by the rule of ``stores/wanted.py``: of the kinds
+# asked for and dated from ``since`` on, and always the anchors (phases), the ``notebook`` events (a tape's
+# notebook) and the retractions (which rows are retracted); a date not spelled in UTC as the writers spell it is
+# kept too. Only ever more than asked for: the frame filters the rows exactly. Row-level security still decides
+# which tapes the role reads; it is checked once per tape, by the join with ``tapes``.
+_CLASS_LINES = """
+SELECT t.owner, t.name, t.archived, t.notebook, e.line
+FROM {s}.tapes t JOIN {s}.entries e ON e.tape = t.key
+WHERE ((t.archived IS NULL AND t.entries > 0) OR (%(archives)s AND t.archived IS NOT NULL))
+  AND (e.kind = 'anchor' OR (e.kind = 'event' AND e.payload ->> 'name' = ANY(%(always)s))
+       OR ((cardinality(%(kinds)s::text[]) = 0 OR e.kind = ANY(%(kinds)s))
+           AND (%(since)s::text IS NULL OR e.date COLLATE "C" >= %(since)s OR e.date !~ %(utc)s)))
+ORDER BY t.owner, t.name, t.archived NULLS FIRST, e.id
+"""
+_UTC_DATE = r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,9})?(Z|\+00:00)?$"
+
+
+def class_lines(
+    store: ClassStore, kinds: Sequence[str] = (), since: datetime | None = None, *, archives: bool = False
+) -> list[tuple[str, bool, str | None, list[bytes]]]:
+    """Every tape this role reads, in one query: ``(name, archived, notebook, lines)`` per tape (an archived
+    tape after its live one), holding the lines of ``kinds`` dated from ``since`` (UTC) on, and those every
+    frame needs (see ``_CLASS_LINES``); all lines when neither is given."""
+    floor = None if since is None else since.strftime("%Y-%m-%dT%H:%M:%S")  # text order is time order in UTC
+    arguments = {
+        "archives": archives, "always": [NOTEBOOK, RETRACT, UNRETRACT], "kinds": list(kinds), "since": floor,
+        "utc": _UTC_DATE,
+    }  # fmt: skip
+    with store.connection(None) as conn, conn.transaction(), conn.cursor() as cursor:
+        # The planner prices a class's join high enough to compile it, which costs more than the query runs.
+        cursor.execute("SET LOCAL jit = off")
+        cursor.execute(store.query(_CLASS_LINES), arguments)
+        found = cursor.fetchall()
+    tapes: list[tuple[str, bool, str | None, list[bytes]]] = []
+    last: tuple[Any, ...] | None = None
+    for owner, name, archived, notebook, line in found:
+        if (owner, name, archived) != last:
+            last = (owner, name, archived)
+            tapes.append((store.display_name(owner, name), archived is not None, notebook, []))
+        tapes[-1][3].append(line.encode())
+    return tapes

@@ -264,6 +264,12 @@ class PostgresTapeStore:
         """Each live tape this role may see: its owner, notebook, creation and last write."""
         return class_reads.tape_details(self)
 
+    def class_lines(
+        self, kinds: Sequence[str] = (), since: Any = None, *, archives: bool = False
+    ) -> list[tuple[str, bool, str | None, list[bytes]]]:
+        """The lines of every tape this role reads, picked in one query (``class_reads.class_lines``)."""
+        return class_reads.class_lines(self, kinds, since, archives=archives)
+
     def overview_rows(self) -> list[dict[str, Any]]:
         """One summary per live tape, counted by the database: what ``class_overview`` shows."""
         return class_reads.overview_rows(self)
