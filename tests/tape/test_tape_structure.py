@@ -45,7 +45,12 @@ def test_each_store_declares_what_it_offers_and_no_more(tmp_path: Path) -> None:
     tape.reset(archive=True)
     [archive] = archive_files(tmp_path)
     assert offered(files) == {"FileBacked", "ReadsColumns", "ReadsRecords", "SearchesLines"}
-    assert offered(open_archive(archive, files).base_store) == {"FileBacked", "MayBeReadOnly", "ReadsRecords"}
+    assert offered(open_archive(archive, files).base_store) == {
+        "FileBacked",
+        "MayBeReadOnly",
+        "ReadsColumns",
+        "ReadsRecords",
+    }
     assert offered(MemoryTapeStore()) == set()
 
 
