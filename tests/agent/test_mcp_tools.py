@@ -76,6 +76,7 @@ def test_a_time_server_from_pypi_answers_a_turn_and_the_tape_names_its_server(
         assert origin["server"] == "time" and origin["tool"] == "get_current_time" and origin["protocol"]
         frame = tape.to_frame().tape.tool_calls()
         assert frame["ok"].tolist() == [True]
+        assert frame["tool_dotted"].tolist() == ["mcp.time.get_current_time"]  # the name bub_nb offered it by
 
 
 def test_a_hostile_server_gives_failures_placeholders_and_bounded_results_and_the_turn_goes_on(
