@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+import bub_nb
 from bub_nb.agent import Agent
 from bub_nb.agent.mcp import McpServers, servers_from
 from bub_nb.agent.models import OpenAIModel
@@ -67,9 +68,11 @@ def data(result: Any) -> Any:
 
 def test_a_client_reads_tapes_views_search_and_entries_and_a_retracted_entry_is_marked(home: Path) -> None:
     async def work(client: Any) -> dict[str, Any]:
-        tools = {tool.name for tool in (await client.list_tools()).tools}
+        listed = await client.list_tools()
         return {
-            "tools": tools,
+            "tools": {tool.name for tool in listed.tools},
+            "read_only": {tool.name for tool in listed.tools if tool.annotations and tool.annotations.read_only_hint},
+            "server": client.server_info,
             "tapes": data(await client.call_tool("list_tapes", {})),
             "anchors": data(await client.call_tool("anchors", {"tape": "lesson"})),
             "view": data(await client.call_tool("view", {"tape": "lesson", "mode": "last"})),
@@ -85,6 +88,8 @@ def test_a_client_reads_tapes_views_search_and_entries_and_a_retracted_entry_is_
     seen = asyncio.run(session(stdio(home), work))
     assert {"list_tapes", "anchors", "view", "search", "entries", "turn", "retention"} <= seen["tools"]
     assert not {"handoff", "append"} & seen["tools"]
+    assert seen["read_only"] == seen["tools"]  # every tool says so to the client
+    assert seen["server"].name == "bub_nb" and seen["server"].version == bub_nb.__version__
     assert seen["tapes"][0]["tape"] == "lesson" and seen["tapes"][0]["entries"] >= 7
     assert [a["name"] for a in seen["anchors"]][-1] == "trip/decided"
     last = json.dumps(seen["view"]["messages"])
@@ -101,8 +106,10 @@ def test_a_client_reads_tapes_views_search_and_entries_and_a_retracted_entry_is_
 
 def test_writing_is_offered_only_when_allowed_and_goes_through_the_tapes_checks(home: Path) -> None:
     async def work(client: Any) -> dict[str, Any]:
+        listed = (await client.list_tools()).tools
         return {
-            "tools": {tool.name for tool in (await client.list_tools()).tools},
+            "tools": {tool.name for tool in listed},
+            "writes": {tool.name: tool.annotations for tool in listed if tool.name in ("handoff", "append")},
             "handoff": data(await client.call_tool("handoff", {"tape": "lesson", "name": "phase/2", "summary": "s"})),
             "memory": await client.call_tool("handoff", {"tape": "lesson", "name": "memory/open"}),
             "append": data(await client.call_tool("append", {"tape": "lesson", "content": "from another agent"})),
@@ -112,6 +119,8 @@ def test_writing_is_offered_only_when_allowed_and_goes_through_the_tapes_checks(
     before = len(open_tape("lesson", home=home))
     seen = asyncio.run(session(stdio(home, "--allow-write"), work))
     assert {"handoff", "append"} <= seen["tools"]
+    for hints in seen["writes"].values():  # they write, but only append: nothing is destroyed
+        assert hints.read_only_hint is False and hints.destructive_hint is False
     assert seen["memory"].is_error and seen["role"].is_error
     tape = open_tape("lesson", home=home)
     assert len(tape) == before + 3  # the anchor, its handoff event, the message: the refusals wrote nothing

@@ -88,10 +88,17 @@ def build_server(reader: TapeReader, *, allow_write: bool = False) -> Any:
     """An ``MCPServer`` over ``reader``'s tapes (the ``[mcp]`` extra's SDK)."""
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
+    from mcp.types import ToolAnnotations
 
-    server: Any = MCPServer("bub_nb", instructions=INSTRUCTIONS, log_level="WARNING")
+    import bub_nb
 
-    def tool(function: Callable[..., Any]) -> Any:
+    server: Any = MCPServer("bub_nb", version=bub_nb.__version__, instructions=INSTRUCTIONS, log_level="WARNING")
+    # Clients read these hints (Claude Code logs a call to a tool without them as not read-only); a write
+    # appends and never destroys, and appending twice writes twice.
+    reads = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+    writes = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
+
+    def tool(function: Callable[..., Any], annotations: ToolAnnotations = reads) -> Any:
         """Register ``function``; its BubNbError reaches the client as an error result saying it in one line
         (the SDK hides any other exception's text)."""
 
@@ -102,7 +109,7 @@ def build_server(reader: TapeReader, *, allow_write: bool = False) -> Any:
             except BubNbError as exc:
                 raise ToolError(str(exc).splitlines()[0]) from None
 
-        return server.tool()(said)
+        return server.tool(annotations=annotations)(said)
 
     @tool
     def list_tapes(limit: int = 100) -> list[dict[str, Any]]:
@@ -180,13 +187,13 @@ def build_server(reader: TapeReader, *, allow_write: bool = False) -> Any:
 
     if allow_write:
 
-        @tool
+        @functools.partial(tool, annotations=writes)
         def handoff(tape: str, name: str, summary: str | None = None, next_steps: str | None = None) -> list[int]:
             """Write an anchor on the tape: the next view starts there and carries this state."""
             state = {k: v for k, v in (("summary", summary), ("next_steps", next_steps)) if v}
             return [entry.id for entry in reader.tape(tape).handoff(name, state)]
 
-        @tool
+        @functools.partial(tool, annotations=writes)
         def append(tape: str, content: str, role: str = "user") -> int:
             """Append one message to the tape (role user or assistant)."""
             if role not in ("user", "assistant"):
