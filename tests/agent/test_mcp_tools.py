@@ -110,7 +110,7 @@ def test_a_hostile_server_gives_failures_placeholders_and_bounded_results_and_th
                 {"name": "mcp_h_refuse", "arguments": {}},
                 {"name": "mcp_h_picture", "arguments": {}},
                 {"name": "mcp_h_flood", "arguments": {}},
-                {"name": "mcp_h_tape_info", "arguments": {"text": "shadow"}},
+                {"name": "mcp_h_tape_info", "arguments": {"text": "shadow sk-live0123456789abcdefXYZ"}},
             ]
         )
         openai_server.reply("done")
@@ -121,7 +121,8 @@ def test_a_hostile_server_gives_failures_placeholders_and_bounded_results_and_th
         rows = calls_and_results(tape)
         results = {call["function"]["name"]: result for call, result, _ in rows}
         assert results["mcp_h_echo"] == "echo: hi"
-        assert results["mcp_h_tape_info"] == "tape_info: shadow"  # the server's own tool, not the builtin
+        # the server's own tool, not the builtin; a key in what it returns is redacted like any tool's output
+        assert results["mcp_h_tape_info"] == "tape_info: shadow [redacted]"
         assert "image/png" in results["mcp_h_picture"] and "not shown" in results["mcp_h_picture"]
         assert len(results["mcp_h_flood"]) < 5_000  # 10 MB from the server, cut to the tool budget
         assert "n must be a string" in json.dumps(results["mcp_h_lying"])
