@@ -83,6 +83,7 @@ def test_a_client_reads_tapes_views_search_and_entries_and_a_retracted_entry_is_
             "nosuch": await client.call_tool("anchors", {"tape": "nosuch"}),
             "resource": await client.read_resource("tape://lesson/entry/3"),
             "anchor": await client.read_resource("tape://lesson/anchor/trip/decided"),
+            "listed": (await client.list_resources()).resources,
         }
 
     seen = asyncio.run(session(stdio(home), work))
@@ -102,6 +103,9 @@ def test_a_client_reads_tapes_views_search_and_entries_and_a_retracted_entry_is_
     assert seen["nosuch"].is_error and "\n" not in seen["nosuch"].content[0].text
     assert "1,200 EUR" in seen["resource"].contents[0].text
     assert "trip/decided" in seen["anchor"].contents[0].text or "decided" in seen["anchor"].contents[0].text
+    listed = {resource.uri: resource for resource in seen["listed"]}
+    assert set(listed) == {"tape://lesson/anchor/session/start", "tape://lesson/anchor/trip/decided"}
+    assert "Budget 1,200 EUR" in (listed["tape://lesson/anchor/trip/decided"].description or "")
 
 
 def test_writing_is_offered_only_when_allowed_and_goes_through_the_tapes_checks(home: Path) -> None:

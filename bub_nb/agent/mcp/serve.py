@@ -21,6 +21,10 @@ from bub_nb.tape.events import retracted_ids
 MAX_ENTRIES = 200
 MAX_SEARCH = 100
 MAX_TEXT = 4000
+LISTED_TAPES = 100
+LISTED_ANCHORS = 20
+"""A client lists each tape's last anchors as resources, of the first tapes by name; any entry or anchor is read by
+its address whether listed or not."""
 INSTRUCTIONS = (
     "Read-only access to bub_nb / Bub tapes: append-only logs of agent conversations. list_tapes names them; "
     "anchors marks phases; view gives the messages a model receives in a mode ('last', 'full', 'phases', "
@@ -88,11 +92,28 @@ def build_server(reader: TapeReader, *, allow_write: bool = False) -> Any:
     """An ``MCPServer`` over ``reader``'s tapes (the ``[mcp]`` extra's SDK)."""
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
-    from mcp.types import ToolAnnotations
+    from mcp.types import Resource, ToolAnnotations
 
     import bub_nb
 
-    server: Any = MCPServer("bub_nb", version=bub_nb.__version__, instructions=INSTRUCTIONS, log_level="WARNING")
+    class TapeServer(MCPServer):
+        async def list_resources(self) -> list[Resource]:
+            """The tapes' anchors at their addresses, so a client that lists resources (Claude Code's
+            ``@`` mentions) finds the phases; the templates below read any address."""
+            listed = list(await super().list_resources())
+            for name in reader.names()[:LISTED_TAPES]:
+                for anchor in reader.tape(name).anchors(limit=LISTED_ANCHORS):
+                    summary = (anchor.state or {}).get("summary")
+                    listed.append(
+                        Resource(
+                            uri=f"tape://{name}/anchor/{anchor.name}", name=f"{name}: {anchor.name}",
+                            description=str(summary)[:200] if summary else f"anchor #{anchor.id} of tape {name}",
+                            mime_type="application/json",
+                        )
+                    )  # fmt: skip
+            return listed
+
+    server: Any = TapeServer("bub_nb", version=bub_nb.__version__, instructions=INSTRUCTIONS, log_level="WARNING")
     # Clients read these hints (Claude Code logs a call to a tool without them as not read-only); a write
     # appends and never destroys, and appending twice writes twice.
     reads = ToolAnnotations(read_only_hint=True, open_world_hint=False)
