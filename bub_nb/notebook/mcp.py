@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from bub_nb.agent.mcp import Approvals, McpServers, read_mcp_json, servers_from
 from bub_nb.agent.mcp.approvals import APPROVALS_FILE
 from bub_nb.agent.mcp.servers import Ask
+from bub_nb.agent.mcp.tools import could_name
 from bub_nb.tape import current_notebook
 from bub_nb.tape.locations import bub_home
 
@@ -38,13 +39,16 @@ class NotebookMcp:
         servers.sync(read_mcp_json(current_notebook().workspace), source="mcp.json")
         return servers
 
-    def tools(self) -> list[Tool]:
-        """Every tool of the servers, starting them on first use; a server that cannot start or is not approved is
-        one warning line, said once (``%mcp`` lists it until it is fixed), and its tools are left out."""
+    def tools(self, spec: str | Iterable[str] | None = None) -> list[Tool]:
+        """The tools of the servers a ``--tools`` selection could name (all without one), starting them on first
+        use; a server that cannot start or is not approved is one warning line, said once (``%mcp`` lists it until
+        it is fixed), and its tools are left out. A server the selection leaves out is neither started nor asked
+        about."""
         servers = self.current()
-        if not servers:
+        named = servers.names if spec is None else [name for name in servers.names if _may_name(name, spec)]
+        if not named:
             return []
-        tools, problems = servers.tools()
+        tools, problems = servers.tools(only=named)
         for problem in problems:
             if problem not in self._said:
                 print(f"Warning: {problem}", file=sys.stderr)
@@ -56,9 +60,7 @@ class NotebookMcp:
         self.servers.close()
 
 
-def may_name_mcp(spec: str | Iterable[str] | None) -> bool:
-    """Whether a ``--tools`` selection could name an MCP tool, so the servers are started only when it could."""
-    if spec is None:
-        return True
+def _may_name(server: str, spec: str | Iterable[str]) -> bool:
+    """Whether a ``--tools`` selection could name one of ``server``'s tools, so only those servers are started."""
     names = [n.strip() for n in (spec.split(",") if isinstance(spec, str) else spec)]
-    return any(name.startswith(("mcp", "*", "?", "[")) for name in names)
+    return any(could_name(server, name) for name in names if name)

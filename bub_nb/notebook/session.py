@@ -23,7 +23,7 @@ from bub_nb.agent.turn import Turn
 from bub_nb.context import parse_mode
 from bub_nb.errors import BubNbError, ToolError
 from bub_nb.notebook.agents import NotebookAgents
-from bub_nb.notebook.mcp import NotebookMcp, may_name_mcp
+from bub_nb.notebook.mcp import NotebookMcp
 from bub_nb.notebook.model_names import notebook_model
 from bub_nb.tape import Tape, current_notebook, open_tape
 from bub_nb.tape.names import MAIN_AGENT, owner_qualified
@@ -189,7 +189,7 @@ class NotebookSession:
         """A cell's options over the settings; ``budget=0`` turns a configured budget off for that cell."""
         settings = self._settings
         spec = tools or (settings.tools or None)
-        mcp = self.mcp.tools() if may_name_mcp(spec) else []
+        mcp = self.mcp.tools(spec)
         own, builtins = resolve_tools(
             spec, self._namespace(), [*self.kernel_tools(), *mcp], allow_code=bool(settings.allow_code)
         )

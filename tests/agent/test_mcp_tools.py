@@ -76,6 +76,7 @@ def test_a_time_server_from_pypi_answers_a_turn_and_the_tape_names_its_server(
         assert origin["server"] == "time" and origin["tool"] == "get_current_time" and origin["protocol"]
         frame = tape.to_frame().tape.tool_calls()
         assert frame["ok"].tolist() == [True]
+        assert frame["tool_dotted"].tolist() == ["mcp.time.get_current_time"]  # the name bub_nb offered it by
 
 
 def test_a_hostile_server_gives_failures_placeholders_and_bounded_results_and_the_turn_goes_on(
@@ -109,7 +110,7 @@ def test_a_hostile_server_gives_failures_placeholders_and_bounded_results_and_th
                 {"name": "mcp_h_refuse", "arguments": {}},
                 {"name": "mcp_h_picture", "arguments": {}},
                 {"name": "mcp_h_flood", "arguments": {}},
-                {"name": "mcp_h_tape_info", "arguments": {"text": "shadow"}},
+                {"name": "mcp_h_tape_info", "arguments": {"text": "shadow sk-live0123456789abcdefXYZ"}},
             ]
         )
         openai_server.reply("done")
@@ -120,7 +121,8 @@ def test_a_hostile_server_gives_failures_placeholders_and_bounded_results_and_th
         rows = calls_and_results(tape)
         results = {call["function"]["name"]: result for call, result, _ in rows}
         assert results["mcp_h_echo"] == "echo: hi"
-        assert results["mcp_h_tape_info"] == "tape_info: shadow"  # the server's own tool, not the builtin
+        # the server's own tool, not the builtin; a key in what it returns is redacted like any tool's output
+        assert results["mcp_h_tape_info"] == "tape_info: shadow [redacted]"
         assert "image/png" in results["mcp_h_picture"] and "not shown" in results["mcp_h_picture"]
         assert len(results["mcp_h_flood"]) < 5_000  # 10 MB from the server, cut to the tool budget
         assert "n must be a string" in json.dumps(results["mcp_h_lying"])

@@ -86,10 +86,19 @@ class CliHome:
 
     # -- Claude Code -------------------------------------------------------------------------------
 
-    def claude(self, prompt: str, *more: str) -> dict[str, Any]:
-        """``claude -p PROMPT --output-format json``; returns the JSON it prints (its own account of the run)."""
-        args = [str(cli_binary("claude")), "-p", prompt, "--output-format", "json", "--allowedTools", "Bash"]
-        args += ["--dangerously-skip-permissions", *more]
+    def claude(self, prompt: str, *more: str, allow: str = "Bash", bypass: bool = True) -> dict[str, Any]:
+        """``claude -p PROMPT --output-format json``; returns the JSON it prints (its own account of the run).
+
+        ``allow`` is ``--allowedTools``; ``bypass=False`` leaves out ``--dangerously-skip-permissions``, so only the
+        allowed tools run, as for a user who allowed them."""
+        args = ["-p", prompt, "--output-format", "json", "--allowedTools", allow]
+        args += ["--dangerously-skip-permissions"] if bypass else []
+        run = self.claude_command(*args, *more)
+        assert run.returncode == 0, f"claude exited {run.returncode}: {run.stderr[-2000:]}"
+        return dict(json.loads(run.stdout))
+
+    def claude_command(self, *args: str) -> CliRun:
+        """``claude ARGS...`` offline against the endpoint (``claude mcp add ...``, say)."""
         env = {
             "ANTHROPIC_BASE_URL": self.endpoint.url,
             "ANTHROPIC_API_KEY": "dummy",
@@ -98,9 +107,7 @@ class CliHome:
             "DISABLE_AUTOUPDATER": "1",
             "IS_SANDBOX": "1",  # lets --dangerously-skip-permissions run as root
         }
-        run = self.run(args, env)
-        assert run.returncode == 0, f"claude exited {run.returncode}: {run.stderr[-2000:]}"
-        return dict(json.loads(run.stdout))
+        return self.run([str(cli_binary("claude")), *args], env)
 
     def claude_settings(self, settings: dict[str, Any]) -> None:
         """``~/.claude/settings.json`` (hooks, say)."""

@@ -268,6 +268,7 @@ def check_mcp(run: Executed) -> None:
     assert call.payload["calls"][0]["id"] == call_id and origin["server"] == "tapes" and origin["tool"] == "search"
     result = next(entry for entry in run.tape.read() if entry.kind == "tool_result").payload["results"][0]
     assert "Time zones" in result and "tape://" in result
+    assert "mcp.tapes.search" in run.text("frame.tape.tool_calls()")
     assert "tool schemas" in run.text("%context --next")
     assert "stopped and removed" in run.text("%mcp remove tapes")
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+import bub_nb
 from bub_nb.agent import Agent
 from bub_nb.agent.mcp import McpServers, servers_from
 from bub_nb.agent.models import OpenAIModel
@@ -67,9 +68,11 @@ def data(result: Any) -> Any:
 
 def test_a_client_reads_tapes_views_search_and_entries_and_a_retracted_entry_is_marked(home: Path) -> None:
     async def work(client: Any) -> dict[str, Any]:
-        tools = {tool.name for tool in (await client.list_tools()).tools}
+        listed = await client.list_tools()
         return {
-            "tools": tools,
+            "tools": {tool.name for tool in listed.tools},
+            "read_only": {tool.name for tool in listed.tools if tool.annotations and tool.annotations.read_only_hint},
+            "server": client.server_info,
             "tapes": data(await client.call_tool("list_tapes", {})),
             "anchors": data(await client.call_tool("anchors", {"tape": "lesson"})),
             "view": data(await client.call_tool("view", {"tape": "lesson", "mode": "last"})),
@@ -80,11 +83,14 @@ def test_a_client_reads_tapes_views_search_and_entries_and_a_retracted_entry_is_
             "nosuch": await client.call_tool("anchors", {"tape": "nosuch"}),
             "resource": await client.read_resource("tape://lesson/entry/3"),
             "anchor": await client.read_resource("tape://lesson/anchor/trip/decided"),
+            "listed": (await client.list_resources()).resources,
         }
 
     seen = asyncio.run(session(stdio(home), work))
     assert {"list_tapes", "anchors", "view", "search", "entries", "turn", "retention"} <= seen["tools"]
     assert not {"handoff", "append"} & seen["tools"]
+    assert seen["read_only"] == seen["tools"]  # every tool says so to the client
+    assert seen["server"].name == "bub_nb" and seen["server"].version == bub_nb.__version__
     assert seen["tapes"][0]["tape"] == "lesson" and seen["tapes"][0]["entries"] >= 7
     assert [a["name"] for a in seen["anchors"]][-1] == "trip/decided"
     last = json.dumps(seen["view"]["messages"])
@@ -97,12 +103,17 @@ def test_a_client_reads_tapes_views_search_and_entries_and_a_retracted_entry_is_
     assert seen["nosuch"].is_error and "\n" not in seen["nosuch"].content[0].text
     assert "1,200 EUR" in seen["resource"].contents[0].text
     assert "trip/decided" in seen["anchor"].contents[0].text or "decided" in seen["anchor"].contents[0].text
+    listed = {resource.uri: resource for resource in seen["listed"]}
+    assert set(listed) == {"tape://lesson/anchor/session/start", "tape://lesson/anchor/trip/decided"}
+    assert "Budget 1,200 EUR" in (listed["tape://lesson/anchor/trip/decided"].description or "")
 
 
 def test_writing_is_offered_only_when_allowed_and_goes_through_the_tapes_checks(home: Path) -> None:
     async def work(client: Any) -> dict[str, Any]:
+        listed = (await client.list_tools()).tools
         return {
-            "tools": {tool.name for tool in (await client.list_tools()).tools},
+            "tools": {tool.name for tool in listed},
+            "writes": {tool.name: tool.annotations for tool in listed if tool.name in ("handoff", "append")},
             "handoff": data(await client.call_tool("handoff", {"tape": "lesson", "name": "phase/2", "summary": "s"})),
             "memory": await client.call_tool("handoff", {"tape": "lesson", "name": "memory/open"}),
             "append": data(await client.call_tool("append", {"tape": "lesson", "content": "from another agent"})),
@@ -112,6 +123,8 @@ def test_writing_is_offered_only_when_allowed_and_goes_through_the_tapes_checks(
     before = len(open_tape("lesson", home=home))
     seen = asyncio.run(session(stdio(home, "--allow-write"), work))
     assert {"handoff", "append"} <= seen["tools"]
+    for hints in seen["writes"].values():  # they write, but only append: nothing is destroyed
+        assert hints.read_only_hint is False and hints.destructive_hint is False
     assert seen["memory"].is_error and seen["role"].is_error
     tape = open_tape("lesson", home=home)
     assert len(tape) == before + 3  # the anchor, its handoff event, the message: the refusals wrote nothing

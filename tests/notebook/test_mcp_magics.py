@@ -129,3 +129,22 @@ def test_servers_from_the_configuration_trait_are_checked_when_set(nb: Notebook,
     nb.run("%config BubMagics.mcp_servers = {'t': {'args': []}}")
     assert "'command' must be the program" in capsys.readouterr().err
     assert nb.magics.mcp_servers == {}
+
+
+def test_a_tools_selection_starts_only_the_servers_it_could_name(nb: Notebook, endpoint: Any) -> None:
+    one, two = uuid.uuid4().hex, uuid.uuid4().hex
+    servers = {name: {"command": sys.executable, "args": [str(HOSTILE), "tools", marker]} for name, marker in
+               (("one", one), ("two", two))}  # fmt: skip
+    nb.run(f"%config BubMagics.mcp_servers = {servers!r}")
+    endpoint.reply("only one")
+    nb.run("%%bub --tools mcp.one.*\nhi")
+    assert offered(endpoint) and all(name.startswith("mcp_one_") for name in offered(endpoint))
+    assert processes_with(one) and processes_with(two) == []  # the other server was not started
+    assert nb.run("%mcp").loc["two", "state"] == "not started"
+
+    endpoint.reply("both")
+    nb.run("%%bub --tools m*\nhi")  # a glob that names MCP tools without spelling "mcp"
+    assert {"mcp_one_echo", "mcp_two_echo", "memory_save"} <= set(offered(endpoint))
+    nb.run("%unload_ext bub_nb")
+    assert processes_with(one) == processes_with(two) == []
+    nb.run("%load_ext bub_nb")  # the fixture unloads it again

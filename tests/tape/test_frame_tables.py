@@ -56,6 +56,23 @@ def test_tool_calls_pair_results_and_failures_by_call_id(tmp_path: Path) -> None
     assert (table["seconds"] >= 0).all()
 
 
+def test_an_mcp_tools_dotted_name_names_its_server_and_tool(tmp_path: Path) -> None:
+    tape = open_tape("t", store=FileTapeStore(tmp_path))
+    calls = [
+        {"id": "c1", "type": "function", "function": {"name": "mcp_my_db_run_query", "arguments": "{}"}},
+        {"id": "c2", "type": "function", "function": {"name": "memory_save", "arguments": "{}"}},
+        {"id": "c3", "type": "function", "function": {"name": "mcp__tapes_2__search", "arguments": "{}"}},
+    ]
+    origin = {"server": "my_db", "tool": "run_query", "protocol": "2025-06-18"}
+    tape.append_tool_call(calls, mcp={"c1": origin})
+    tape.append_tool_result(["rows", "saved", "hits"])
+    table = read_tapes(tmp_path).tape.tool_calls().set_index("call_id")
+    assert table.loc["c1", "tool_wire"] == "mcp_my_db_run_query"
+    assert table.loc["c1", "tool_dotted"] == "mcp.my_db.run_query"  # not mcp.my_db_run_query
+    assert table.loc["c2", "tool_dotted"] == "memory.save"
+    assert table.loc["c3", "tool_dotted"] == "mcp.tapes_2.search"  # Claude Code's and Codex's spelling
+
+
 def test_tables_of_an_empty_frame_have_their_columns(example_home: Path) -> None:
     empty = pd.concat([read_tapes(example_home).iloc[:0]])
     assert list(empty.tape.runs().columns) == list(RUN_COLUMNS)

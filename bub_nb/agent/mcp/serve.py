@@ -21,6 +21,10 @@ from bub_nb.tape.events import retracted_ids
 MAX_ENTRIES = 200
 MAX_SEARCH = 100
 MAX_TEXT = 4000
+LISTED_TAPES = 100
+LISTED_ANCHORS = 20
+"""A client lists each tape's last anchors as resources, of the first tapes by name; any entry or anchor is read by
+its address whether listed or not."""
 INSTRUCTIONS = (
     "Read-only access to bub_nb / Bub tapes: append-only logs of agent conversations. list_tapes names them; "
     "anchors marks phases; view gives the messages a model receives in a mode ('last', 'full', 'phases', "
@@ -88,10 +92,34 @@ def build_server(reader: TapeReader, *, allow_write: bool = False) -> Any:
     """An ``MCPServer`` over ``reader``'s tapes (the ``[mcp]`` extra's SDK)."""
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
+    from mcp.types import Resource, ToolAnnotations
 
-    server: Any = MCPServer("bub_nb", instructions=INSTRUCTIONS, log_level="WARNING")
+    import bub_nb
 
-    def tool(function: Callable[..., Any]) -> Any:
+    class TapeServer(MCPServer):
+        async def list_resources(self) -> list[Resource]:
+            """The tapes' anchors at their addresses, so a client that lists resources (Claude Code's
+            ``@`` mentions) finds the phases; the templates below read any address."""
+            listed = list(await super().list_resources())
+            for name in reader.names()[:LISTED_TAPES]:
+                for anchor in reader.tape(name).anchors(limit=LISTED_ANCHORS):
+                    summary = (anchor.state or {}).get("summary")
+                    listed.append(
+                        Resource(
+                            uri=f"tape://{name}/anchor/{anchor.name}", name=f"{name}: {anchor.name}",
+                            description=str(summary)[:200] if summary else f"anchor #{anchor.id} of tape {name}",
+                            mime_type="application/json",
+                        )
+                    )  # fmt: skip
+            return listed
+
+    server: Any = TapeServer("bub_nb", version=bub_nb.__version__, instructions=INSTRUCTIONS, log_level="WARNING")
+    # Clients read these hints (Claude Code logs a call to a tool without them as not read-only); a write
+    # appends and never destroys, and appending twice writes twice.
+    reads = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+    writes = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
+
+    def tool(function: Callable[..., Any], annotations: ToolAnnotations = reads) -> Any:
         """Register ``function``; its BubNbError reaches the client as an error result saying it in one line
         (the SDK hides any other exception's text)."""
 
@@ -102,7 +130,7 @@ def build_server(reader: TapeReader, *, allow_write: bool = False) -> Any:
             except BubNbError as exc:
                 raise ToolError(str(exc).splitlines()[0]) from None
 
-        return server.tool()(said)
+        return server.tool(annotations=annotations)(said)
 
     @tool
     def list_tapes(limit: int = 100) -> list[dict[str, Any]]:
@@ -180,13 +208,13 @@ def build_server(reader: TapeReader, *, allow_write: bool = False) -> Any:
 
     if allow_write:
 
-        @tool
+        @functools.partial(tool, annotations=writes)
         def handoff(tape: str, name: str, summary: str | None = None, next_steps: str | None = None) -> list[int]:
             """Write an anchor on the tape: the next view starts there and carries this state."""
             state = {k: v for k, v in (("summary", summary), ("next_steps", next_steps)) if v}
             return [entry.id for entry in reader.tape(tape).handoff(name, state)]
 
-        @tool
+        @functools.partial(tool, annotations=writes)
         def append(tape: str, content: str, role: str = "user") -> int:
             """Append one message to the tape (role user or assistant)."""
             if role not in ("user", "assistant"):

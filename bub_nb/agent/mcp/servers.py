@@ -156,8 +156,9 @@ class McpServers:
 
     # -- using ----------------------------------------------------------------------------------
 
-    def tools(self, taken: Iterable[str] = ()) -> tuple[list[Tool], list[str]]:
-        """Every tool of every server that may run, starting those not running; and one line per server left out.
+    def tools(self, taken: Iterable[str] = (), only: Iterable[str] | None = None) -> tuple[list[Tool], list[str]]:
+        """Every tool of every server that may run (of the servers named ``only``, when given), starting those not
+        running; and one line per server left out.
 
         Nothing here raises for one server: a refusal, a failed start or a crash is a line, and the rest go on.
         """
@@ -165,7 +166,10 @@ class McpServers:
         problems: list[str] = []
         names = list(taken)
         allowed = []
+        wanted = None if only is None else set(only)
         for name, spec in self._specs.items():
+            if wanted is not None and name not in wanted:
+                continue
             if (why := self._may_not_start(spec)) is not None:
                 problems.append(why)
                 continue

@@ -31,6 +31,17 @@ def tool_name(server: str, tool: str, taken: Iterable[str] = ()) -> str:
     return f"{PREFIX}.{server}.{clean[:room]}-{digest}"
 
 
+def could_name(server: str, pattern: str) -> bool:
+    """Whether a ``--tools`` name or glob could select a tool of ``server`` before its tools are known: its text up
+    to the first wildcard agrees with ``mcp.<server>.`` (or the wire's ``mcp_<server>_``) as far as both go."""
+    literal = re.split(r"[*?\[]", pattern, maxsplit=1)[0]
+    wildcard = literal != pattern
+    for prefix in (f"{PREFIX}.{server}.", f"{PREFIX}_{server}_"):
+        if literal.startswith(prefix) or (wildcard and prefix.startswith(literal)):
+            return True
+    return False
+
+
 def schema_problem(schema: Any) -> str | None:
     """Why a server's input schema cannot be used to check arguments (``None`` when it can)."""
     if not isinstance(schema, dict) or schema.get("type", "object") != "object":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -18,11 +19,21 @@ CALL_COLUMNS = (
 )  # fmt: skip
 _KINDS = ("tool_call", "tool_result", "error", "message")
 _NOT_TEXT = ["ok", "called", "answered", "phase_id", "arguments", "result"]
+_AGENTS_MCP = re.compile(r"mcp__(.+?)__(.+)")
 
 
-def spellings(name: str) -> tuple[str, str]:
-    """A tool's name as the model's wire has it (``fs_read``) and as bub_nb registers it (``fs.read``)."""
+def spellings(name: str, mcp: Any = None) -> tuple[str, str]:
+    """A tool's name as the model's wire has it (``fs_read``) and as bub_nb registers it (``fs.read``).
+
+    An MCP tool is ``mcp.<server>.<tool>``: its call's ``meta.mcp`` names the server, which may hold ``_`` itself
+    (``mcp_my_db_query`` is ``mcp.my_db.query``), and Claude Code's and Codex's ``mcp__<server>__<tool>`` says it.
+    """
     wire = name.replace(".", "_")
+    server = mcp.get("server") if isinstance(mcp, dict) else None
+    if isinstance(server, str) and wire.startswith(prefix := f"mcp_{server}_"):
+        return wire, f"mcp.{server}.{wire[len(prefix) :]}"
+    if (agents := _AGENTS_MCP.fullmatch(name)) is not None:
+        return wire, f"mcp.{agents[1]}.{agents[2]}"
     return wire, name if "." in name else name.replace("_", ".", 1)
 
 
@@ -63,12 +74,14 @@ def tool_calls_frame(frame: pd.DataFrame) -> pd.DataFrame:
     phase_ids = frame["phase_id"].to_numpy(dtype=object) if "phase_id" in frame.columns else np.full(len(frame), None)
     forked = frame[FORKED_FROM].to_numpy(dtype=object) if FORKED_FROM in frame.columns else np.full(len(frame), None)
     names = frame[TAPE_NAME].to_numpy(dtype=object) if TAPE_NAME in frame.columns else np.full(len(frame), None)
+    metas = frame["meta"].to_numpy(dtype=object) if "meta" in frame.columns else np.full(len(frame), None)
     rows: dict[tuple[Any, str], dict[str, Any]] = {}
     pending: dict[Any, list[str]] = {}  # per tape, the call ids of the last tool_call entry, in order
     for row in at:
         kind, payload, tape = kinds[row], payloads[row], tapes[row]
         if kind == "tool_call" or (kind == "message" and isinstance(payload.get("tool_calls"), list)):
             calls = payload.get("calls") if kind == "tool_call" else payload.get("tool_calls")
+            mcp = metas[row].get("mcp") if isinstance(metas[row], dict) else None
             ids = []
             for index, call in enumerate(calls if isinstance(calls, list) else []):
                 if not isinstance(call, dict):
@@ -77,7 +90,7 @@ def tool_calls_frame(frame: pd.DataFrame) -> pd.DataFrame:
                 function: dict[str, Any] = found if isinstance(found, dict) else {}
                 name = str(function.get("name", ""))
                 call_id = str(call.get("id") or f"{row}-{index}")
-                wire, dotted = spellings(name)
+                wire, dotted = spellings(name, mcp.get(call_id) if isinstance(mcp, dict) else None)
                 rows[(tape, call_id)] = {
                     TAPE_NAME: names[row], "call_id": call_id, "run_id": run_ids[row], "phase": phases[row],
                     "phase_id": phase_ids[row], "tool": name, "tool_wire": wire, "tool_dotted": dotted,
