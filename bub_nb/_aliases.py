@@ -19,6 +19,10 @@ ALIASES = {
     "bub_nb.agent.builtin_tools": "bub_nb.agent.tools.builtin",
     "bub_nb.agent.signatures": "bub_nb.agent.tools.signatures",
     "bub_nb.agent.worker": "bub_nb.agent.tools.worker",
+    "bub_nb.agent.summarize": "bub_nb.agent.summaries.summarize",
+    "bub_nb.agent.models.gist": "bub_nb.agent.summaries.gist",
+    "bub_nb.agent.models.decisions": "bub_nb.agent.summaries.decisions",
+    "bub_nb.agent.models.extractive": "bub_nb.agent.summaries.extractive",
 }
 
 

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from bub_nb.agent.eventloop import run_sync
-from bub_nb.agent.summarize import closing_phase, summarise_phase
+from bub_nb.agent.summaries.summarize import closing_phase, summarise_phase
 from bub_nb.agent.team.handoff import (
     AgentHandoff,
     address_name,
