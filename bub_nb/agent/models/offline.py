@@ -64,7 +64,7 @@ class OfflineModel(LocalModel):
     """A deterministic local model for teaching; ``context_window`` makes long prompts fail as APIs do."""
 
     def __init__(self, context_window: int | None = None, *, echo: bool = False, show_tools: bool = False) -> None:
-        self.name = "offline"
+        self.name = "offline:echo" if echo else "offline"  # what `-m` takes to get this very model back
         self.context_window = context_window
         self.echo = echo
         self.show_tools = show_tools

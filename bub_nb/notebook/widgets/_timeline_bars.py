@@ -85,16 +85,24 @@ def turn_html(turn: RunSummary, peak: int, limit: int | None = None) -> str:
     """One turn's row: its tokens as bars against the window's limit line; a refused request is one red bar."""
     prompt, completion = turn.prompt_tokens or 0, turn.completion_tokens or 0
     if turn.refused:
-        bars = bar(TURN_BAR_PX * (prompt or limit or 0) / peak if peak else 0, REFUSED_COLOR, _refused_note(turn))
+        width = TURN_BAR_PX * (prompt or limit or 0) / peak if peak else 0
+        bars = bar(width, REFUSED_COLOR, _refused_note(turn), over=True)
         status = f' <span class="bub-error">{esc(_refused_note(turn))}</span>'
     else:
-        bars = bar(TURN_BAR_PX * prompt / peak if peak else 0, PROMPT_COLOR, f"{prompt} prompt tokens") + bar(
-            TURN_BAR_PX * completion / peak if peak else 0, COMPLETION_COLOR, f"{completion} completion tokens"
-        )
+        # A bar past the limit line is red whatever made it so; the words say why it was not refused.
+        over = limit is not None and prompt > limit
+        bars = bar(
+            TURN_BAR_PX * prompt / peak if peak else 0,
+            REFUSED_COLOR if over else PROMPT_COLOR,
+            f"{prompt} prompt tokens",
+            over=over,
+        ) + bar(TURN_BAR_PX * completion / peak if peak else 0, COMPLETION_COLOR, f"{completion} completion tokens")
         status = "" if turn.status == "ok" else f' <span class="bub-error">{esc(turn.status)}</span>'
-        if turn.calls > 1:  # its usage adds up several requests, so its bar can pass a line no request passed
-            tip = f"its usage adds up {turn.calls} model calls"
-            status += f' <span class="bub-muted" title="{tip}">· {turn.calls} calls</span>'
+        if over:
+            calls = f"{turn.calls} calls added up" if turn.calls > 1 else "one call"
+            status += f' <span class="bub-error bub-over-note">over the window: {calls}</span>'
+        elif turn.calls > 1:
+            status += f' <span class="bub-muted">· {turn.calls} calls added up</span>'
     line = ""
     if limit is not None and peak:
         left = 8 + TURN_BAR_PX * limit / peak  # the cell's padding, then the bar's scale
@@ -106,7 +114,7 @@ def turn_html(turn: RunSummary, peak: int, limit: int | None = None) -> str:
         f' data-completion-tokens="{tokens_text(turn.completion_tokens)}">'
         f'<td class="bub-num">{turn.number or ""}</td>'
         f'<td class="bub-num">#{turn.entry_id}</td>'
-        f'<td title="{esc(turn.phase or "")}">{esc(clip(turn.phase or "", 20))}</td>'
+        f'<td class="bub-phase-name">{esc(turn.phase or "")}</td>'
         f"<td>{esc(turn.model or ('' if turn.refused else '?'))}{status}</td>"
         f'<td class="bub-num">{tokens_text(turn.prompt_tokens)}</td>'
         f'<td class="bub-num">{tokens_text(turn.completion_tokens)}</td>'
@@ -121,8 +129,9 @@ def _refused_note(turn: RunSummary) -> str:
 
 
 def turn_bar_text(turn: RunSummary, peak: int, limit: int | None = None) -> str:
-    """A turn's bar for terminals (``█`` prompt, ``▒`` completion, ``X`` refused), with ``|`` at the window's limit."""
-    if turn.refused:
+    """A turn's bar for terminals (``█`` prompt, ``▒`` completion, ``X`` refused or over the window), with ``|`` at
+    the window's limit."""
+    if turn.refused or (limit is not None and (turn.prompt_tokens or 0) > limit):
         chars = list(text_bar(turn.prompt_tokens or limit or 0, peak, TEXT_BAR, "X"))
     else:
         prompt = text_bar(turn.prompt_tokens or 0, peak, TEXT_BAR, "█")

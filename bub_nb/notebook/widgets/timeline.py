@@ -11,6 +11,7 @@ turn, ``div.bub-gauge`` draws the last request's tokens against the window (see 
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
@@ -33,6 +34,7 @@ from bub_nb.notebook.widgets._timeline_bars import (
     column_html,
     kind_bar_html,
     kind_bar_text,
+    kinds_note,
     turn_html,
     turn_text,
     turns_peak,
@@ -49,6 +51,8 @@ if TYPE_CHECKING:
 MAX_PHASES: Final = 30
 MAX_TURNS: Final = 50
 PHASE_BAR_PX: Final = 220
+#: Fewer activity columns than this draw no picture; the widget says it in words.
+MIN_COLUMNS: Final = 3
 
 
 def _phase_label(phase: Phase) -> str:
@@ -57,6 +61,13 @@ def _phase_label(phase: Phase) -> str:
 
 def _count(number: int, one: str, many: str | None = None) -> str:
     return f"{number} {one if number == 1 else many or one + 's'}"
+
+
+def _total_kinds(buckets: Any) -> Counter[str]:
+    total: Counter[str] = Counter()
+    for bucket in buckets:
+        total.update(bucket.kinds)
+    return total
 
 
 def _cost(phase: Phase) -> str:
@@ -207,7 +218,9 @@ class TapeTimeline(WidgetDisplay):
         peak = turns_peak(shown, limit)
         lines.extend(turn_text(turn, peak, limit) for turn in shown)
         window = "" if limit is None else f"  | window {limit}"
-        lines.append(f"  █ prompt  ▒ completion  X refused{window}  (a turn of several calls adds them up)")
+        lines.append(
+            f"  █ prompt  ▒ completion  X refused or over the window{window}  (a turn of several calls adds them up)"
+        )
         return lines
 
     # -- HTML -------------------------------------------------------------------------------------
@@ -256,6 +269,14 @@ class TapeTimeline(WidgetDisplay):
         buckets = self._activity.buckets
         if not buckets:
             return '<div class="bub-muted">(no dated entries)</div>'
+        if len(buckets) < MIN_COLUMNS:  # one or two columns draw no picture: say it in words
+            entries = sum(b.entries for b in buckets)
+            when = " and ".join(f"{b.start:%Y-%m-%d %H:%M}" for b in buckets)
+            kinds = kinds_note(_total_kinds(buckets))
+            return (
+                f'<div class="bub-note bub-activity-words">All {_count(entries, "entry", "entries")} within '
+                f"{_count(len(buckets), self._activity.step)} (UTC {esc(when)}): {esc(kinds)}</div>"
+            )
         peak = max(b.entries for b in buckets)
         columns = "".join(column_html(bucket, peak) for bucket in buckets)
         first, last = buckets[0].start, buckets[-1].start
@@ -265,10 +286,7 @@ class TapeTimeline(WidgetDisplay):
         )
 
     def _legend_html(self) -> str:
-        items = "".join(
-            f'<span><span class="bub-cell" style="background:{COLORS[kind]}"></span>{esc(label)}</span>'
-            for kind, label in KINDS
-        )
+        items = "".join(f"<span>{bar(14, COLORS[kind])} {esc(label)}</span>" for kind, label in KINDS)
         tick = '<span><span class="bub-tick-key"></span> phase anchor written</span>'
         return f'<div class="bub-legend">{items}{tick}</div>'
 
@@ -287,8 +305,9 @@ class TapeTimeline(WidgetDisplay):
             f'{note}<table class="bub-turns"><thead><tr><th class="bub-num">turn</th><th class="bub-num">entry</th>'
             '<th>phase</th><th>model</th><th class="bub-num">prompt</th><th class="bub-num">completion</th>'
             f'<th></th><th class="bub-num">ms</th></tr></thead><tbody>{rows}</tbody></table>'
-            f'<div class="bub-legend"><span>{bar(10, PROMPT_COLOR)} prompt</span>'
-            f"<span>{bar(10, COMPLETION_COLOR)} completion</span><span>{bar(10, REFUSED_COLOR)} refused</span>"
+            f'<div class="bub-legend"><span>{bar(14, PROMPT_COLOR)} prompt (sent)</span>'
+            f"<span>{bar(14, COMPLETION_COLOR)} completion</span>"
+            f"<span>{bar(14, REFUSED_COLOR, over=True)} refused or over the window (said in words too)</span>"
             f"{'' if limit is None else f'<span>| window {limit}</span>'}</div>"
         )
 
