@@ -12,6 +12,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic_arguments import MagicArgumentParser
 
 from bub_nb.notebook.display import first_view_text, show
+from bub_nb.tape.forks import INTENTION_ANCHOR
 from bub_nb.tape.locations import readable_tape_name
 
 if TYPE_CHECKING:
@@ -149,9 +150,12 @@ def _fork(commands: TapeCommands, args: argparse.Namespace) -> None:
     parent = session.tape
     child = parent.fork_session(args.name, from_anchor=args.from_anchor, intention=args.intention)
     session.use(child.name if parent.path is None or child.path is None else str(child.path), create=True)
+    intention = child.find_anchor(INTENTION_ANCHOR) if args.from_anchor and args.intention is not None else None
+    unanswered = (intention.state or {}).get("unanswered") if intention is not None else None
+    note = f" Carried in the intention's state, not copied: {unanswered}." if unanswered else ""
     show(
         f"Forked `{parent.name}` into `{child.name}` ({len(child)} entries) and switched to it. "
-        f"{first_view_text(child)} `%tape use {parent.name}` goes back."
+        f"{first_view_text(child)}{note} `%tape use {parent.name}` goes back."
     )
 
 
