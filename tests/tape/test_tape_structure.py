@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 from pathlib import Path
 from typing import Any
@@ -143,7 +144,7 @@ def test_a_fork_never_ends_its_copy_on_an_unanswered_prompt_and_says_where_it_we
     tape.append_message({"role": "assistant", "content": "Lunch noted."})
     fork = tape.fork_session("plane", from_anchor="trip/decided", intention="Try the plane")
     roles = [m["role"] for m in build_view(fork).messages]
-    assert not any(a == b == "user" for a, b in zip(roles, roles[1:], strict=False)) and roles[-1] == "assistant"
+    assert not any(a == b == "user" for a, b in itertools.pairwise(roles)) and roles[-1] == "assistant"
     state = fork.find_anchor("intention").state or {}
     assert state["next_steps"] == "Try the plane"
     assert f"#{refused.id} was not answered in this phase" in state["unanswered"] and "12:30" in state["unanswered"]
