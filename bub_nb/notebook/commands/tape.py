@@ -150,9 +150,8 @@ def _fork(commands: TapeCommands, args: argparse.Namespace) -> None:
     parent = session.tape
     child = parent.fork_session(args.name, from_anchor=args.from_anchor, intention=args.intention)
     session.use(child.name if parent.path is None or child.path is None else str(child.path), create=True)
-    intention = child.find_anchor(INTENTION_ANCHOR) if args.from_anchor and args.intention is not None else None
-    unanswered = (intention.state or {}).get("unanswered") if intention is not None else None
-    note = f" Carried in the intention's state, not copied: {unanswered}." if unanswered else ""
+    state = child.find_anchor(INTENTION_ANCHOR).state or {} if args.from_anchor and args.intention else {}
+    note = f" Carried in the intention's state, not copied: {state['unanswered']}." if "unanswered" in state else ""
     show(
         f"Forked `{parent.name}` into `{child.name}` ({len(child)} entries) and switched to it. "
         f"{first_view_text(child)}{note} `%tape use {parent.name}` goes back."

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Final
 
 from bub_nb.notebook.widgets._activity import MEMORY_ANCHOR, Bucket, RunSummary
@@ -33,6 +33,33 @@ GLYPHS: Final = {**KIND_GLYPHS, MEMORY_ANCHOR: MEMORY_GLYPH}
 def kinds_note(kinds: Counter[str]) -> str:
     """``3 messages, 1 anchor``: the counts of the kinds present."""
     return ", ".join(f"{kinds[kind]} {label}" for kind, label in KINDS if kinds[kind])
+
+
+#: Fewer activity columns than this draw no picture; the timeline says it in words.
+MIN_COLUMNS: Final = 3
+
+
+def turns_legend_html(limit: int | None) -> str:
+    return (
+        f'<div class="bub-legend"><span>{bar(14, PROMPT_COLOR)} prompt (sent)</span>'
+        f"<span>{bar(14, COMPLETION_COLOR)} completion</span>"
+        f"<span>{bar(14, REFUSED_COLOR, over=True)} refused or over the window (said in words too)</span>"
+        f"{'' if limit is None else f'<span>| window {limit}</span>'}</div>"
+    )
+
+
+def activity_words(buckets: Sequence[Bucket], step: str) -> str:
+    """Activity too short for columns, in words: ``All 39 entries within 1 minute (UTC ...): 12 messages, ...``."""
+    total: Counter[str] = Counter()
+    for bucket in buckets:
+        total.update(bucket.kinds)
+    entries = sum(b.entries for b in buckets)
+    when = " and ".join(f"{b.start:%Y-%m-%d %H:%M}" for b in buckets)
+    counted = f"{entries} {'entry' if entries == 1 else 'entries'} within {len(buckets)} {step}"
+    return (
+        f'<div class="bub-note bub-activity-words">All {counted}{"s" if len(buckets) != 1 else ""} '
+        f"(UTC {esc(when)}): {esc(kinds_note(total))}</div>"
+    )
 
 
 def tokens_text(value: int | None) -> str:

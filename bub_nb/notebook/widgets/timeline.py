@@ -11,7 +11,6 @@ turn, ``div.bub-gauge`` draws the last request's tokens against the window (see 
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
@@ -24,19 +23,20 @@ from bub_nb.notebook.widgets._activity import Activity, Phase, RunSummary, measu
 from bub_nb.notebook.widgets._display import WidgetDisplay, refreshable_html
 from bub_nb.notebook.widgets._gauge import gauge_html
 from bub_nb.notebook.widgets._messages import folded, summary_states
-from bub_nb.notebook.widgets._style import COMPLETION_COLOR, PROMPT_COLOR, bar, clip, esc, wrap
+from bub_nb.notebook.widgets._style import bar, clip, esc, wrap
 from bub_nb.notebook.widgets._timeline_bars import (
     COLORS,
     GLYPHS,
     KINDS,
-    REFUSED_COLOR,
+    MIN_COLUMNS,
     TEXT_BAR,
+    activity_words,
     column_html,
     kind_bar_html,
     kind_bar_text,
-    kinds_note,
     turn_html,
     turn_text,
+    turns_legend_html,
     turns_peak,
     window_limit,
 )
@@ -51,8 +51,6 @@ if TYPE_CHECKING:
 MAX_PHASES: Final = 30
 MAX_TURNS: Final = 50
 PHASE_BAR_PX: Final = 220
-#: Fewer activity columns than this draw no picture; the widget says it in words.
-MIN_COLUMNS: Final = 3
 
 
 def _phase_label(phase: Phase) -> str:
@@ -61,13 +59,6 @@ def _phase_label(phase: Phase) -> str:
 
 def _count(number: int, one: str, many: str | None = None) -> str:
     return f"{number} {one if number == 1 else many or one + 's'}"
-
-
-def _total_kinds(buckets: Any) -> Counter[str]:
-    total: Counter[str] = Counter()
-    for bucket in buckets:
-        total.update(bucket.kinds)
-    return total
 
 
 def _cost(phase: Phase) -> str:
@@ -270,13 +261,7 @@ class TapeTimeline(WidgetDisplay):
         if not buckets:
             return '<div class="bub-muted">(no dated entries)</div>'
         if len(buckets) < MIN_COLUMNS:  # one or two columns draw no picture: say it in words
-            entries = sum(b.entries for b in buckets)
-            when = " and ".join(f"{b.start:%Y-%m-%d %H:%M}" for b in buckets)
-            kinds = kinds_note(_total_kinds(buckets))
-            return (
-                f'<div class="bub-note bub-activity-words">All {_count(entries, "entry", "entries")} within '
-                f"{_count(len(buckets), self._activity.step)} (UTC {esc(when)}): {esc(kinds)}</div>"
-            )
+            return activity_words(buckets, self._activity.step)
         peak = max(b.entries for b in buckets)
         columns = "".join(column_html(bucket, peak) for bucket in buckets)
         first, last = buckets[0].start, buckets[-1].start
@@ -304,11 +289,7 @@ class TapeTimeline(WidgetDisplay):
         return (
             f'{note}<table class="bub-turns"><thead><tr><th class="bub-num">turn</th><th class="bub-num">entry</th>'
             '<th>phase</th><th>model</th><th class="bub-num">prompt</th><th class="bub-num">completion</th>'
-            f'<th></th><th class="bub-num">ms</th></tr></thead><tbody>{rows}</tbody></table>'
-            f'<div class="bub-legend"><span>{bar(14, PROMPT_COLOR)} prompt (sent)</span>'
-            f"<span>{bar(14, COMPLETION_COLOR)} completion</span>"
-            f"<span>{bar(14, REFUSED_COLOR, over=True)} refused or over the window (said in words too)</span>"
-            f"{'' if limit is None else f'<span>| window {limit}</span>'}</div>"
+            f'<th></th><th class="bub-num">ms</th></tr></thead><tbody>{rows}</tbody></table>{turns_legend_html(limit)}'
         )
 
     # -- the widget -------------------------------------------------------------------------------
