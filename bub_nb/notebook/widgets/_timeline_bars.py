@@ -58,7 +58,17 @@ def activity_words(buckets: Sequence[Bucket], step: str) -> str:
     counted = f"{entries} {'entry' if entries == 1 else 'entries'} within {len(buckets)} {step}"
     return (
         f'<div class="bub-note bub-activity-words">All {counted}{"s" if len(buckets) != 1 else ""} '
-        f"(UTC {esc(when)}): {esc(kinds_note(total))}</div>"
+        f"(UTC {esc(when)}): {esc(_counted_kinds(total))}</div>"
+    )
+
+
+def _counted_kinds(kinds: Counter[str]) -> str:
+    """``6 messages, 3 system prompts, 1 phase anchor``: :func:`kinds_note` in words that read as a sentence."""
+    said = {"system": "system prompt"}
+    return ", ".join(
+        f"{kinds[kind]} {said.get(kind, label)}{'s' if kinds[kind] != 1 else ''}"
+        for kind, label in KINDS
+        if kinds[kind]
     )
 
 
