@@ -33,7 +33,9 @@ LIKE_WITH_LIKE: Final = (
     "Both views are counted alike: the messages each takes from the tape, neither with the system prompt, the "
     "memory block or the tool schemas a request adds (%context --next shows those)."
 )
-_SIGNS: Final = {"bub-left": "−", "bub-entered": "+"}
+#: Every cell of the diff starts with a sign or a space of the same width, so both strips stay aligned.
+_SIGNS: Final = {"bub-left": "-", "bub-entered": "+"}
+_NO_SIGN: Final = "\u00a0"
 CHUNK: Final = 16
 """Entries per row pair: both strips break at the same entries, so a long tape stays aligned at any zoom."""
 # One grid holds every row pair: the labels share a column of their own (they never overlap a strip), each
@@ -127,7 +129,7 @@ class ContextDiffView(WidgetDisplay):
                 rows.append('<div class="bub-diff-gap"></div>')
             for side, label, strip, marks in sides:
                 cells = "".join(
-                    cell_html(cell, mark, _SIGNS.get(mark or "", ""))
+                    cell_html(cell, mark, _SIGNS.get(mark or "", _NO_SIGN))
                     for cell in strip.cells[at : at + CHUNK]
                     for mark in (marks.get(cell.id),)
                 )
@@ -143,7 +145,7 @@ class ContextDiffView(WidgetDisplay):
     def to_html(self) -> str:
         diff = self._diff
         key = (
-            '<div class="bub-diff-key"><span class="bub-cell bub-kind-message bub-left">−7</span> left: sent in a, '
+            '<div class="bub-diff-key"><span class="bub-cell bub-kind-message bub-left">-7</span> left: sent in a, '
             'not in b · <span class="bub-cell bub-kind-message bub-entered">+7</span> entered: sent in b, not in a · '
             "no sign: the same in both</div>"
         )
