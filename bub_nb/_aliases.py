@@ -21,6 +21,10 @@ ALIASES = {
     "bub_nb.agent.worker": "bub_nb.agent.tools.worker",
     "bub_nb.agent.handoff": "bub_nb.agent.phase_handoff",
     "bub_nb.agent.team.handoff": "bub_nb.agent.team.agent_handoff",
+    "bub_nb.agent.summarize": "bub_nb.agent.summaries.summarize",
+    "bub_nb.agent.models.gist": "bub_nb.agent.summaries.gist",
+    "bub_nb.agent.models.decisions": "bub_nb.agent.summaries.decisions",
+    "bub_nb.agent.models.extractive": "bub_nb.agent.summaries.extractive",
 }
 
 

@@ -16,8 +16,8 @@ from weakref import WeakKeyDictionary, ref
 
 from bub_nb.agent.models.base import context_window_of
 from bub_nb.agent.models.calibration import scale_of
-from bub_nb.agent.models.extractive import carried_into
-from bub_nb.agent.summarize import (
+from bub_nb.agent.summaries.extractive import carried_into
+from bub_nb.agent.summaries.summarize import (
     Phase,
     Summary,
     closing_phase,

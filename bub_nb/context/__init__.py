@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bub_nb.context.check import CheckFailed, CheckPassed, check
+from bub_nb.context.check import CheckFailed, CheckPassed, CheckRefused, NotDone, check
 from bub_nb.context.diff import SOURCES, ContextDiff, diff_views, tokens_by_source
 from bub_nb.context.messages import Rendering, anchor_message, entries_to_messages, render_entries
 from bub_nb.context.modes import Mode, as_strategy, parse_mode
@@ -29,12 +29,14 @@ __all__ = [
     "SOURCES",
     "CheckFailed",
     "CheckPassed",
+    "CheckRefused",
     "ContextDiff",
     "ContextStrategy",
     "FullTape",
     "LastAnchor",
     "Mode",
     "NamedAnchor",
+    "NotDone",
     "Phases",
     "Rendering",
     "RunSpec",

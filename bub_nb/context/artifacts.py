@@ -47,6 +47,15 @@ NUMBER: Final = re.compile(
     rf"(?=[-+\d])(?<![\w.])[-+]?(?:\d{{1,3}}(?:,\d{{3}})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?(?:\s?(?P<unit>{UNITS}))?(?![\w.]\d)"
     r"(?!\w)"
 )
+TEMPORAL: Final = re.compile(
+    r"(?<![\w.:/-])(?:"
+    r"\d{4}-\d{2}-\d{2}(?:[T ]\d{1,2}:\d{2}(?::\d{2})?Z?)?"  # dates, with a time: 2026-06-06, 2026-06-06T10:00
+    r"|\d{1,2}/\d{1,2}/\d{2,4}"  # 06/06/2026
+    r"|\d{1,2}:\d{2}(?::\d{2})?(?:\s?[ap]m\b)?"  # times: 10:00, 9:30:15, 7:45 pm
+    r"|v?\d+\.\d+\.\d+(?:[-+][\w.]+)?"  # versions: 3.11.7, v1.2.0-rc1
+    r")(?![\w:/])"
+)
+"""Times, dates and versions: each one number, taken whole before a date could read as a path or a time as two."""
 _CURRENCY_FIRST: Final = re.compile(r"[$€£](?=\d)")
 _DECISION_WORDS: Final = (
     r"(?=[dacsgwlki])\b(?:decided|decide|decision|agreed|agree|chose|chosen|choose|settled on|go(?:ing)? with|"
@@ -184,6 +193,11 @@ def located(text: str) -> list[tuple[int, Artifact]]:
     if "://" in rest:
         found.extend((m.start(), Artifact("url", m.group(0), m.group(0).rstrip("/"))) for m in URL.finditer(rest))
         rest = URL.sub(_blank, rest)
+    if ":" in rest or "/" in rest or "-" in rest or "." in rest:
+        temporal = [(m.start(), Artifact("number", m.group(0), m.group(0))) for m in TEMPORAL.finditer(rest)]
+        if temporal:
+            found.extend(temporal)
+            rest = TEMPORAL.sub(_blank, rest)
     commands: list[tuple[int, int, str]] = []
     if "$" in rest:
         commands.extend((m.start(1), m.end(), m.group(1)) for m in _PROMPT_COMMAND.finditer(rest))

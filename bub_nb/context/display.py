@@ -81,6 +81,10 @@ def _call_text(call: dict[str, Any]) -> str:
     return f"{function.get('name', '?')}({arguments})"
 
 
+def _plural(count: int, one: str, many: str | None = None) -> str:
+    return f"{count} {one if count == 1 else many or one + 's'}"
+
+
 def summary_line(view: Shown) -> str:
     if view.anchor is not None:
         start = f"from anchor {view.anchor.name!r} (#{view.anchor.id})"
@@ -88,7 +92,7 @@ def summary_line(view: Shown) -> str:
         start = f"from entry #{view.entry_ids[0]}" if view.entry_ids else "with nothing to send"
     parts = [
         f"View [{view.mode}] {start}",
-        f"{len(view.messages)} messages from {len(view.entry_ids)} entries",
+        f"{_plural(len(view.messages), 'message')} from {_plural(len(view.entry_ids), 'entry', 'entries')}",
         f"~{view.total_tokens} tokens ({view.tokenizer})",
     ]
     if view.usage is not None:

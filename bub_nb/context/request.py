@@ -134,18 +134,30 @@ def gauge_text(used: int, window: int | None, width: int = 40) -> str:
 
 
 def request_lines(request: NextRequest) -> list[str]:
-    """The request as text: a gauge, one line per part, the total."""
+    """The request as text: a gauge, one line per part, the total the gauge draws, then any part the model does not
+    count against its window and the whole request."""
     model = f" to {request.model}" if request.model else ""
+    who = request.model or "this model"
+    outside = [] if request.tools_in_window else [p for p in request.parts if p.name == "tool schemas"]
     lines = [f"The next request{model}", gauge_text(request.window_tokens, request.window)]
-    if not request.tools_in_window and request.tools:
-        lines.append(f"  (the window holds the messages: {request.model or 'this model'} leaves the tool schemas out)")
     for part in request.parts:
-        lines.append(f"  {part.name:<14} {part.tokens:>6}  {part.detail}")
-    lines.append(f"  {'total':<14} {request.total_tokens:>6}  the whole request (the parts add up to it)")
+        if part not in outside:
+            lines.append(f"  {part.name:<14} {part.tokens:>6}  {part.detail}")
+    if outside:
+        lines.append(f"  {'counted':<14} {request.window_tokens:>6}  what {who} counts against its window: the gauge")
+    else:
+        lines.append(f"  {'total':<14} {request.total_tokens:>6}  the whole request (the parts add up to it)")
     if request.room is not None:
         lines.append(
             f"  {'room left':<14} {request.room:>6}  for the answer"
             if request.room >= 0
             else f"  {'over by':<14} {-request.room:>6}  the next turn overflows: a handoff is written first"
         )
+    for part in outside:
+        lines.append(
+            f"  {part.name:<14} {part.tokens:>6}  {part.detail}; sent too, but {who} does not count them "
+            "against its window"
+        )
+    if outside:
+        lines.append(f"  {'whole request':<14} {request.total_tokens:>6}  every part above, as sent")
     return lines

@@ -4,16 +4,33 @@ The phase is the ``range`` the anchor's state records (else the entries between 
 this one). Its entries' text and the state's text (every key but the bookkeeping ones: ``sources``,
 ``range``, ...) are read by :func:`~bub_nb.context.artifacts.extract`; an artifact is counted once per phase,
 at the first entry it appears in.
+
+Only what the phase brought counts. A number counts where a person or a tool wrote it (user messages, tool calls
+and results; an answer's counts of messages or tools are bookkeeping), and only with at least two significant
+characters (``10:00``, ``12``, ``3,000``; not ``1`` or ``00``). A decision counts from a sentence that decides:
+not an echo of another message (``assistant: [Anchor created: ...]``), not a decision word inside a name
+(``trip/decided``), and not one the phase's opening anchor already carried in.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from bisect import bisect_right
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from bub_nb.context.artifacts import KINDS, Artifact, content_words, extract, is_kept, located
+from bub_nb.context.artifacts import (
+    DECISION,
+    DECISION_OVERLAP,
+    KINDS,
+    PATH,
+    Artifact,
+    content_words,
+    extract,
+    is_kept,
+    located,
+)
 from bub_nb.errors import BubNbError
 from bub_nb.tape.anchors import AnchorSummary
 from bub_nb.tape.citations import BOOKKEEPING_KEYS, sentences
@@ -26,6 +43,12 @@ if TYPE_CHECKING:
     from bub_nb.tape import Tape
 
 _READ_KINDS = ("message", "tool_call", "tool_result", "error")
+#: The lines of an answer that repeat another message: ``assistant: ...`` (a transcript or an echo), an anchor.
+_ECHO = re.compile(
+    r"^\s*(?:[-*]\s*)?(?:\d+\.\s*)?(?:(?:system|user|assistant|tool)\s*:|The anchor `[^`]+` carries:)"
+    r"|\[Anchor created:",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,11 +130,43 @@ def _resolve(anchors: list[AnchorSummary], anchor: str | int | AnchorSummary, ta
     return matching[-1]
 
 
-def report(entries: list[TapeEntry], state: dict[str, Any], *, anchor: str = "", anchor_id: int = 0) -> Retention:
-    """The retention report of ``state`` over the phase ``entries``."""
+def significant(number: str) -> int:
+    """How many significant characters a number has: its digits, less the zeros that lead them."""
+    return len(re.sub(r"\D", "", number).lstrip("0"))
+
+
+def _counts(artifact: Artifact, entry: TapeEntry, carried: frozenset[str]) -> bool:
+    """Whether ``artifact``, found in ``entry``, is something the phase brought (see the module's docstring)."""
+    if artifact.kind == "number":
+        written = entry.kind in ("tool_call", "tool_result") or _role(entry) == "user"
+        return written and significant(artifact.key) >= 2
+    if artifact.kind == "decision":
+        if _ECHO.search(artifact.text) or not DECISION.search(PATH.sub(" ", artifact.text)):
+            return False
+        words = content_words(artifact.text)
+        return len(words & carried) < DECISION_OVERLAP * len(words)
+    return True
+
+
+def _role(entry: TapeEntry) -> str:
+    role = entry.payload.get("role") if isinstance(entry.payload, dict) else None
+    return role if isinstance(role, str) else ""
+
+
+def report(
+    entries: list[TapeEntry],
+    state: dict[str, Any],
+    *,
+    anchor: str = "",
+    anchor_id: int = 0,
+    carried_in: dict[str, Any] | None = None,
+) -> Retention:
+    """The retention report of ``state`` over the phase ``entries``; ``carried_in`` is the state of the anchor the
+    phase opened with, whose decisions the phase did not make."""
     summary = state_text(state)
     summary_found = {(a.kind, a.key) for a in extract(summary)}
     sentence_words = [content_words(sentence) for sentence in sentences(summary)]
+    carried = content_words(state_text(carried_in)) if carried_in else frozenset()
     # One pass over the phase's texts joined by blank lines; bisecting a position finds its entry.
     read = [entry for entry in entries if entry.kind in _READ_KINDS]
     texts = [payload_text(entry.kind, entry.payload).replace("\r", "") for entry in read]
@@ -121,10 +176,12 @@ def report(entries: list[TapeEntry], state: dict[str, Any], *, anchor: str = "",
         position += len(text) + 2
     seen: dict[tuple[str, str], Found] = {}
     for at, artifact in located("\n\n".join(texts)):
-        if (artifact.kind, artifact.key) not in seen:
-            entry_id = read[bisect_right(starts, at) - 1].id
+        if (artifact.kind, artifact.key) in seen:
+            continue
+        entry = read[bisect_right(starts, at) - 1]
+        if _counts(artifact, entry, carried):
             kept = is_kept(artifact, summary, summary_found, sentence_words)
-            seen[(artifact.kind, artifact.key)] = Found(artifact, entry_id, kept)
+            seen[(artifact.kind, artifact.key)] = Found(artifact, entry.id, kept)
     order = {kind: index for index, kind in enumerate(KINDS)}
     found = tuple(sorted(seen.values(), key=lambda f: (order[f.artifact.kind], f.entry)))
     span = (entries[0].id, entries[-1].id) if entries else (0, 0)
@@ -142,7 +199,12 @@ def anchor_retention(
         raise BubNbError(f"Anchor {found.name!r} (#{found.id}) has no summary; only a summarising handoff has one")
     assert found.state is not None
     first, last = _phase_range(tape, found, anchors)
-    result = report(tape.read(first, last + 1), found.state, anchor=found.name, anchor_id=found.id)
+    # The anchor the phase opened with (at its first id, or just before it), whose state the phase inherited.
+    opening = [a for a in anchors if a.id in (first, first - 1) and a.id != found.id]
+    carried_in = opening[-1].state if opening and isinstance(opening[-1].state, dict) else None
+    result = report(
+        tape.read(first, last + 1), found.state, anchor=found.name, anchor_id=found.id, carried_in=carried_in
+    )
     return Retention(found.name, found.id, (first, last), result.found)
 
 

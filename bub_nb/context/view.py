@@ -14,7 +14,7 @@ from bub_nb.context.strategies import Selection
 from bub_nb.context.tokens import REPLY_PRIMING, count_message_tokens, tokenizer_name
 from bub_nb.tape.anchors import LAST_ANCHOR
 from bub_nb.tape.entries import TapeEntry
-from bub_nb.tape.events import RUN, run_data, run_usage, run_view
+from bub_nb.tape.events import RUN, run_data, run_usage, run_view, written_by_hand
 
 if TYPE_CHECKING:
     from bub_nb.tape import AnchorSummary, Tape
@@ -75,6 +75,8 @@ class View:
     tokenizer: str = "heuristic"
     retracted: tuple[int, ...] = ()
     """Entries of the selection left out because a ``retract`` event took them back."""
+    by_hand: tuple[int, ...] = field(default=(), compare=False)
+    """Entries of the view that no turn, magic or fork wrote: appended by hand (an exercise's check ignores them)."""
     tape: str = field(default="", compare=False)
     """The tape the view was built from (``""`` when a strategy built it some other way); two views of the same
     entries compare equal whichever tape holds them."""
@@ -119,6 +121,7 @@ def view_from_selection(selection: Selection, mode: str = "custom") -> View:
             cut += 1
         messages, sources = messages[cut:], sources[cut:]
     tokens = tuple(count_message_tokens(message) for message in messages)
+    sent = set(sources)
     return View(
         messages=messages,
         entry_ids=tuple(dict.fromkeys(sources)),
@@ -131,6 +134,7 @@ def view_from_selection(selection: Selection, mode: str = "custom") -> View:
         dropped=tuple(dict.fromkeys(dropped)),
         tokenizer=tokenizer_name(),
         retracted=retracted,
+        by_hand=tuple(entry.id for entry in kept if written_by_hand(entry) and entry.id in sent),
     )
 
 

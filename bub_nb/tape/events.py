@@ -79,8 +79,19 @@ REDACT: Final = "redact"
 EXPORT: Final = "export"
 """The tape was written out to a file: ``{"path", "format"}``, so a redaction can name the copies it cannot reach."""
 
+EXERCISE_CHECK: Final = "exercise.check"
+"""One attempt at a named exercise: ``{"exercise", "passed", "done", "problems"?}`` (see ``bub_nb.check``)."""
+
+WRITTEN_BY: Final = ("run_id", "source", "forked_from", "forked_at")
+"""The meta keys an entry written by a turn, a magic or a fork carries: an entry with none was appended by hand."""
+
 USAGE_EVENTS: Final = (RUN, SUMMARY)
 """The events whose ``data.usage`` is what a model call cost."""
+
+
+def written_by_hand(entry: TapeEntry) -> bool:
+    """Whether no turn, magic or fork wrote ``entry`` (``tape.append_message`` from a cell, say)."""
+    return not any(key in entry.meta for key in WRITTEN_BY)
 
 
 def run_data(entry: TapeEntry) -> dict[str, Any] | None:

@@ -19,7 +19,7 @@ from bub_nb.agent.eventloop import run_sync
 from bub_nb.agent.models import OpenAIModel
 from bub_nb.agent.models.calibration import TokenScale
 from bub_nb.agent.models.refusals import read_refusal
-from bub_nb.agent.summarize import FALLBACK
+from bub_nb.agent.summaries.summarize import FALLBACK
 from bub_nb.context.tokens import count_messages_tokens
 from bub_nb.errors import BubNbError, ContextLengthError, ModelError
 from bub_nb.tape import MemoryTapeStore, Tape

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from bub_nb.agent import Agent
 from bub_nb.agent.models import OfflineModel, OpenAIModel, ScriptedModel
-from bub_nb.agent.models.extractive import SUMMARY_INSTRUCTIONS, parse_items
-from bub_nb.agent.summarize import FALLBACK, STATE_KEYS
+from bub_nb.agent.summaries.extractive import SUMMARY_INSTRUCTIONS, parse_items
+from bub_nb.agent.summaries.summarize import FALLBACK, STATE_KEYS
 from bub_nb.errors import CommandError, ContextLengthError, ModelError
 from bub_nb.tape import MemoryTapeStore, Tape, TapeEntry
 from bub_nb.tape.citations import find_citations

@@ -8,7 +8,7 @@ import pytest
 
 from bub_nb.agent import Agent, ScriptedModel
 from bub_nb.agent.models import OfflineModel
-from bub_nb.agent.models.extractive import Item, extractive_summary
+from bub_nb.agent.summaries.extractive import Item, extractive_summary
 from bub_nb.errors import BubNbError, ContextLengthError
 from bub_nb.tape import Tape
 from bub_nb.tape.citations import check_citations, cited_ids, uncited_sentences

@@ -9,9 +9,9 @@ from hypothesis import strategies as st
 
 from bub_nb.agent import Agent
 from bub_nb.agent.models import OfflineModel
-from bub_nb.agent.models.extractive import Item, extractive_summary
-from bub_nb.agent.models.gist import FLOOR, SHARE
-from bub_nb.agent.summarize import Phase, Summary, extractive_phase_summary, fitted
+from bub_nb.agent.summaries.extractive import Item, extractive_summary
+from bub_nb.agent.summaries.gist import FLOOR, SHARE
+from bub_nb.agent.summaries.summarize import Phase, Summary, extractive_phase_summary, fitted
 from bub_nb.context.retention import anchor_retention
 from bub_nb.context.tokens import count_text_tokens
 from bub_nb.tape import Tape

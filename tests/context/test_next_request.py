@@ -3,6 +3,7 @@ and the total equals what the request counts (reply priming included once)."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -84,7 +85,9 @@ def test_the_request_is_measured_against_the_models_window(tape: Tape) -> None:
     assert request.window_tokens == request.total_tokens - request.tokens_of("tool schemas")
     assert request.window == 800 and request.room == 800 - request.window_tokens
     assert f"{request.window_tokens} / 800 tokens" in request.to_text()
-    assert "leaves the tool schemas out" in str(request)
+    text = str(request)
+    assert re.search(rf"counted +{request.window_tokens} ", text) and "does not count them against its window" in text
+    assert re.search(rf"whole request +{request.total_tokens} ", text)
     for name in PARTS:
         assert name in request.to_text()
     assert len(tape) == 0, "a preview writes nothing"

@@ -124,7 +124,9 @@ def test_strip_has_a_cell_per_entry_coloured_by_kind_with_anchors_marked(tape: T
     assert ids_with(cells, "bub-anchor") == [e.id for e in phase]
     assert ids_with(cells, "bub-memory-anchor") == [e.id for e in memory] and memory
     labelled = {c["data-anchor-name"]: c["text"] for c in cells if "bub-anchor" in c["classes"]}
-    assert labelled == {"session/start": "session/start", "phase/tools": "phase/tools"}
+    assert labelled == {e.name: f"{e.id} {e.name}" for e in phase} and len(labelled) == 2
+    # Every cell says its entry number: nothing on the strip needs hovering to be read.
+    assert all(c["text"].split()[0] == c["data-entry-id"] for c in cells)
 
 
 def test_last_anchor_window_highlights_exactly_the_views_entries(tape: Tape) -> None:
@@ -286,7 +288,7 @@ def test_the_strip_marks_the_entries_the_view_anchors_summary_cites(tmp_path: Pa
     assert ids_with(strip_cells(context.to_html()), "bub-cited") == cited
     assert ids_with(strip_cells(widget_html(context)), "bub-cited") == cited
     assert f"cited by phase/review: #{cited[0]} #{cited[1]}" in context.to_text()
-    assert '<span class="bub-cell bub-cited"></span>cited by' in context.to_html()  # the legend says so
+    assert "outlined: cited by the summary" in context.to_html()  # the legend says so
 
     # Another anchor's view marks what that anchor cites: a plain handoff cites nothing.
     context.set_mode("phase/tools")
@@ -517,7 +519,9 @@ def test_the_strip_marks_what_the_view_anchors_summary_lost_with_a_tooltip_and_a
     tip = next(cell["title"] for cell in cells if int(cell["data-entry-id"]) == loaded)
     assert "Lost by the summary: 1,200 rows (number), 42 ms (number), data/sales.csv (path)" in tip
     assert f"lost by the summary of phase/loaded: #{loaded} 1,200 rows (number)" in context.to_text()
-    assert "lost by that summary" in context.to_html()  # the legend says so
+    assert "lost by the summary (listed below)" in context.to_html()  # the legend says so, and lists them in words:
+    assert f"Lost by the summary of phase/loaded: #{loaded} 1,200 rows (number)" in context.to_html()
+    assert "hover" not in context.to_html()
     context.set_mode("session/start")  # a view from an anchor without a summary marks nothing
     assert ids_with(strip_cells(context.to_html()), "bub-lost") == [] and "lost by" not in context.to_text()
 

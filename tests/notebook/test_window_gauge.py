@@ -10,9 +10,21 @@ from bub_nb.agent import Agent
 from bub_nb.agent.models import OfflineModel
 from bub_nb.context import view_of_turn
 from bub_nb.notebook.widgets import ContextView, TapeTimeline
+from bub_nb.notebook.widgets._style import ERROR_COLOR
 from bub_nb.tape import Tape, open_tape
 
 FACT = "Fact {n}: the team decided on option {n} because the budget allows it and the deadline is near. "
+
+
+def turn_rows(html: str) -> list[dict[str, object]]:
+    """Each turn row of a timeline: its entry id, its words, and whether its bar is drawn in the palette's red."""
+    rows = []
+    for match in re.finditer(r'<tr class="bub-turn[^"]*" data-entry-id="(\d+)".*?</tr>', html, re.DOTALL):
+        row = match.group(0)
+        bars = re.search(r'<td class="bub-bars">(.*?)</td>', row, re.DOTALL)
+        red = bars is not None and ERROR_COLOR in bars.group(1) and "bub-over" in bars.group(1)
+        rows.append({"data-entry-id": match.group(1), "text": re.sub(r"<[^>]+>", "", row), "red": red})
+    return rows
 
 
 def overflowing(tape: Tape, window: int = 800) -> Agent:
@@ -93,4 +105,9 @@ def test_a_turn_whose_usage_adds_up_several_calls_says_how_many(tape: Tape) -> N
     summary = next(e for e in tape.read(kinds=("event",)) if e.name == "summary")
     assert after.calls == 1 + len(summary.payload["data"]["requests"]) > 1  # the retry, and the summary's requests
     assert all(t.calls == 1 for t in timeline.activity.turns if t.entry_id < summary.id)
-    assert f"[{after.calls} calls]" in timeline.to_text() and f"· {after.calls} calls" in timeline.to_html()
+    assert f"[{after.calls} calls]" in timeline.to_text()
+    row = next(r for r in turn_rows(timeline.to_html()) if r["data-entry-id"] == str(after.entry_id))
+    if (after.prompt_tokens or 0) > 800:  # red past the line whatever the number of calls, and said in words
+        assert f"over the window: {after.calls} calls added up" in row["text"] and row["red"]
+    else:
+        assert f"· {after.calls} calls added up" in row["text"] and not row["red"]

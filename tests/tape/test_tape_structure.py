@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 from pathlib import Path
 from typing import Any
@@ -134,3 +135,25 @@ def test_the_deep_paths_the_docs_named_before_import_as_the_same_modules(old: st
 
     moved, current = importlib.import_module(old), importlib.import_module(new)
     assert moved is current and moved.__spec__ is not None and moved.__spec__.name == new
+
+
+def test_a_fork_never_ends_its_copy_on_an_unanswered_prompt_and_says_where_it_went(tmp_path: Path) -> None:
+    """An overflow's prompt is answered after the automatic handoff: the phase copied ends on that prompt alone."""
+    tape = open_tape("trip", home=tmp_path)
+    tape.ensure_bootstrap_anchor()
+    tape.handoff("trip/decided", {"summary": "We chose the train."})
+    tape.append_message({"role": "user", "content": "Fact 5: step-free access."})
+    tape.append_message({"role": "assistant", "content": "Noted."})
+    refused = tape.append_message({"role": "user", "content": "Fact 6: lunch at 12:30."})
+    tape.handoff("auto_handoff/context_overflow", {"summary": "Fact 5 and 6."})
+    tape.append_message({"role": "assistant", "content": "Lunch noted."})
+    fork = tape.fork_session("plane", from_anchor="trip/decided", intention="Try the plane")
+    roles = [m["role"] for m in build_view(fork).messages]
+    assert not any(a == b == "user" for a, b in itertools.pairwise(roles)) and roles[-1] == "assistant"
+    state = fork.find_anchor("intention").state or {}
+    assert state["next_steps"] == "Try the plane"
+    assert f"#{refused.id} was not answered in this phase" in state["unanswered"] and "12:30" in state["unanswered"]
+    assert "Fact 6" not in [m.get("content") for m in build_view(fork).messages if m["role"] == "user"]
+    # A phase whose last prompt was answered is copied whole, with nothing to carry.
+    whole = tape.fork_session("bus", from_anchor="session/start", intention="Try the bus")
+    assert "unanswered" not in (whole.find_anchor("intention").state or {})

@@ -22,7 +22,7 @@ from typing import Any
 from bub_nb.agent.models._local import LocalModel, message_text
 from bub_nb.agent.models.base import Completion, Message, ToolCall, ToolSchema
 from bub_nb.agent.models.echo import echo_lines
-from bub_nb.agent.models.extractive import extractive_summary, is_summary_request, parse_items, reply_text
+from bub_nb.agent.summaries.extractive import extractive_summary, is_summary_request, parse_items, reply_text
 from bub_nb.context.phases import EARLIER_PHASE
 from bub_nb.tape.entries import ROLES
 from bub_nb.tape.events import CONTEXT_HANDOFF
@@ -74,7 +74,7 @@ class OfflineModel(LocalModel):
     """A deterministic local model for teaching; ``context_window`` makes long prompts fail as APIs do."""
 
     def __init__(self, context_window: int | None = None, *, echo: bool = False, show_tools: bool = False) -> None:
-        self.name = "offline"
+        self.name = "offline:echo" if echo else "offline"  # what `-m` takes to get this very model back
         self.context_window = context_window
         self.echo = echo
         self.show_tools = show_tools

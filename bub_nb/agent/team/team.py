@@ -8,7 +8,7 @@ from contextlib import contextmanager, nullcontext
 from typing import TYPE_CHECKING, Any
 
 from bub_nb.agent.eventloop import run_sync
-from bub_nb.agent.summarize import closing_phase, summarise_phase
+from bub_nb.agent.summaries.summarize import closing_phase, summarise_phase
 from bub_nb.agent.team.agent_handoff import (
     AgentHandoff,
     address_name,

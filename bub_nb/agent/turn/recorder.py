@@ -20,7 +20,7 @@ from bub_nb.tape import TapeEntry
 from bub_nb.tape.events import LOOP_STEP, RUN, SUMMARY, RecordedView, handoff_entries
 
 if TYPE_CHECKING:
-    from bub_nb.agent.summarize import Summary
+    from bub_nb.agent.summaries.summarize import Summary
     from bub_nb.context import View
     from bub_nb.tape import Tape
 

@@ -21,6 +21,7 @@ from bub_nb.notebook.commands.tape_registry import (
 )
 from bub_nb.notebook.display import first_view_text, show
 from bub_nb.tape.corrections.unreached import record_export
+from bub_nb.tape.forks import INTENTION_ANCHOR
 from bub_nb.tape.locations import readable_tape_name
 
 if TYPE_CHECKING:
@@ -123,9 +124,11 @@ def _fork(commands: TapeCommands, args: argparse.Namespace) -> None:
     parent = session.tape
     child = parent.fork_session(args.name, from_anchor=args.from_anchor, intention=args.intention)
     session.use(child.name if parent.path is None or child.path is None else str(child.path), create=True)
+    state = child.find_anchor(INTENTION_ANCHOR).state or {} if args.from_anchor and args.intention else {}
+    note = f" Carried in the intention's state, not copied: {state['unanswered']}." if "unanswered" in state else ""
     show(
         f"Forked `{parent.name}` into `{child.name}` ({len(child)} entries) and switched to it. "
-        f"{first_view_text(child)} `%tape use {parent.name}` goes back."
+        f"{first_view_text(child)}{note} `%tape use {parent.name}` goes back."
     )
 
 

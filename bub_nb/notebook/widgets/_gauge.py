@@ -12,18 +12,18 @@ from collections.abc import Sequence
 from typing import Final
 
 from bub_nb.context.request import NextRequest, gauge_text, request_lines
-from bub_nb.notebook.widgets._style import COMPLETION_COLOR, KIND_COLORS, MEMORY_COLOR, USER_COLOR, esc
+from bub_nb.notebook.widgets._style import PALETTE, bar, esc
 
 PART_COLORS: Final = {
-    "system prompt": KIND_COLORS["system"],
-    "memory block": MEMORY_COLOR,
-    "view": KIND_COLORS["message"],
-    "prompt": USER_COLOR,
-    "reply priming": "#bab0ac",
-    "tool schemas": COMPLETION_COLOR,
+    "system prompt": PALETTE["system"].color,
+    "memory block": PALETTE["memory"].color,
+    "view": PALETTE["sent"].color,
+    "prompt": PALETTE["user"].color,
+    "reply priming": PALETTE["event"].color,
+    "tool schemas": PALETTE["tools"].color,
 }
-USED_COLOR: Final = KIND_COLORS["message"]
-OVER_COLOR: Final = KIND_COLORS["error"]
+USED_COLOR: Final = PALETTE["sent"].color
+OVER_COLOR: Final = PALETTE["error"].color
 
 
 def gauge_html(used: int, limit: int | None, parts: Sequence[tuple[str, int]] = (), what: str = "") -> str:
@@ -51,40 +51,58 @@ def _color(part: str, over: bool = False) -> str:
     return OVER_COLOR if over else PART_COLORS.get(part, USED_COLOR)
 
 
+def _part_row(name: str, tokens: int, detail: str) -> str:
+    return (
+        f'<tr class="bub-request-part" data-part="{esc(name)}" data-tokens="{tokens}">'
+        f"<td>{bar(14, _color(name))} {esc(name)}</td>"
+        f'<td class="bub-num">{tokens}</td><td>{esc(detail)}</td></tr>'
+    )
+
+
 def request_html(request: NextRequest) -> str:
-    """The next request: its gauge, one row per part with its tokens and what it holds, the total and the room."""
-    parts = window_parts(request)
-    rows = "".join(
-        f'<tr class="bub-request-part" data-part="{esc(part.name)}" data-tokens="{part.tokens}">'
-        f'<td><span class="bub-bar" style="width:10px;background:{_color(part.name)}"></span> {esc(part.name)}</td>'
-        f'<td class="bub-num">{part.tokens}</td><td class="bub-muted">{esc(part.detail)}</td></tr>'
-        for part in request.parts
+    """The next request: its gauge, one row per part with its tokens and what it holds, the total and the room.
+
+    The gauge and the first total are the same number: what the model counts against its window. A part the model
+    does not count (the offline model's tool schemas) comes after that total, and the whole request after it."""
+    counted = {name for name, _ in window_parts(request)}
+    rows = "".join(_part_row(p.name, p.tokens, p.detail) for p in request.parts if p.name in counted)
+    outside = [p for p in request.parts if p.name not in counted]
+    who = request.model or "this model"
+    first_total = (
+        "the whole request (the parts add up to it)"
+        if not outside
+        else f"what {who} counts against its window: the gauge"
+    )
+    whole = "" if outside else f' data-total-tokens="{request.total_tokens}"'
+    rows += (
+        f'<tr class="bub-total"><td>{"total" if not outside else "counted"}</td>'
+        f'<td class="bub-num" data-window-tokens="{request.window_tokens}"{whole}>{request.window_tokens}</td>'
+        f"<td>{esc(first_total)}</td></tr>"
     )
     room = request.room
-    note = ""
     if room is not None:
-        note = (
-            f'<tr class="bub-room"><td>room left</td><td class="bub-num">{room}</td><td class="bub-muted">'
-            "for the answer</td></tr>"
+        rows += (
+            f'<tr class="bub-room"><td>room left</td><td class="bub-num">{room}</td><td>for the answer</td></tr>'
             if room >= 0
             else f'<tr class="bub-room"><td class="bub-error">over by</td><td class="bub-num bub-error">{-room}</td>'
             '<td class="bub-error">the next turn overflows: a handoff is written first</td></tr>'
         )
+    if outside:
+        rows += "".join(
+            _part_row(p.name, p.tokens, f"{p.detail}; sent too, but {who} does not count them against its window")
+            for p in outside
+        )
+        rows += (
+            '<tr class="bub-total"><td>whole request</td>'
+            f'<td class="bub-num" data-total-tokens="{request.total_tokens}">{request.total_tokens}</td>'
+            "<td>every part above, as sent</td></tr>"
+        )
     model = f" to <code>{esc(request.model)}</code>" if request.model else ""
     return (
         f'<div class="bub-title">The next request{model}</div>'
-        + gauge_html(request.window_tokens, request.window, parts, "request:")
-        + (
-            ""
-            if request.tools_in_window or not request.tools
-            else f'<div class="bub-note bub-muted">The window holds the messages: {esc(request.model or "this model")} '
-            "leaves the tool schemas out.</div>"
-        )
+        + gauge_html(request.window_tokens, request.window, window_parts(request), "request:")
         + '<table class="bub-request"><thead><tr><th>part</th><th class="bub-num">tokens</th><th>holds</th></tr>'
-        f"</thead><tbody>{rows}"
-        f'<tr class="bub-total"><td>total</td><td class="bub-num" data-total-tokens="{request.total_tokens}">'
-        f'{request.total_tokens}</td><td class="bub-muted">the whole request (the parts add up to it)</td></tr>'
-        f"{note}</tbody></table>"
+        f"</thead><tbody>{rows}</tbody></table>"
     )
 
 

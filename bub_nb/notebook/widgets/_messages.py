@@ -170,7 +170,7 @@ def messages_html(view: View, limit: int) -> str:
         cells.append('<tr><td colspan="5" class="bub-muted">(nothing would be sent)</td></tr>')
     total = (
         f'<tr class="bub-total"><td>total</td><td></td><td class="bub-num" data-total-tokens="{view.total_tokens}">'
-        f'~{view.total_tokens}</td><td></td><td class="bub-muted">{esc(_total_note(view))}</td></tr>'
+        f"~{view.total_tokens}</td><td></td><td>{esc(_total_note(view))}{esc(_reported_note(view))}</td></tr>"
     )
     table = (
         '<table class="bub-messages-table"><colgroup><col style="width:4.5em"><col style="width:7.5em">'
@@ -225,7 +225,18 @@ def _gap_row_html(count: int, tokens: int) -> str:
 
 def _total_note(view: View) -> str:
     count = len(view.messages)
-    return f"{count} message{'s' if count != 1 else ''} + reply priming, estimated ({view.tokenizer})"
+    return f"estimated: {count} message{'s' if count != 1 else ''} + reply priming ({view.tokenizer})"
+
+
+def _reported_note(view: View) -> str:
+    """The endpoint's count beside the estimate, named, and why the two differ."""
+    usage = view.usage
+    if usage is None:
+        return ""
+    return (
+        f" · reported by the endpoint for #{usage.entry_id}: prompt {usage.prompt_tokens}, the whole request "
+        "(system prompt, tool schemas and every call of that turn too)"
+    )
 
 
 def messages_text(view: View, limit: int) -> list[str]:
@@ -241,7 +252,7 @@ def messages_text(view: View, limit: int) -> list[str]:
         lines.append(f"{'':>8}  {'…':<9} {_gap_tokens(view, rows):>6}  … {gap} more messages not listed …")
     if not view.messages:
         lines.append(f"{'':>8}  (nothing would be sent)")
-    lines.append(f"{'total':>8}  {'':<9} {'~' + str(view.total_tokens):>6}  {_total_note(view)}")
+    lines.append(f"{'total':>8}  {'':<9} {'~' + str(view.total_tokens):>6}  {_total_note(view)}{_reported_note(view)}")
     if view.usage is not None:
         usage = view.usage
         model = f", {usage.model}" if usage.model else ""

@@ -72,7 +72,7 @@ class ModePicker:
         )
         self.kind.add_class("bub-mode-picker")
         options = anchor_options(tape)
-        self.anchor = w.Dropdown(options=options, layout=w.Layout(width="230px"), disabled=not options)
+        self.anchor = w.Dropdown(options=options, layout=w.Layout(width="auto", min_width="22em"), disabled=not options)
         self.anchor.add_class("bub-anchor-picker")
         if isinstance(strategy, NamedAnchor) and strategy.name in {v for _, v in options}:
             self.anchor.value = strategy.name
@@ -81,8 +81,8 @@ class ModePicker:
             min=1,
             max=1_000_000,
             description="n",
-            layout=w.Layout(width="120px"),
-            style={"description_width": "14px"},
+            layout=w.Layout(width="9em"),
+            style={"description_width": "1.5em"},
         )
         self.size.add_class("bub-window-size")
         self.kind.observe(self._on_kind, names="value")

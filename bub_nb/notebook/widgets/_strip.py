@@ -184,6 +184,18 @@ def _cell(
 # -- HTML -----------------------------------------------------------------------------------------
 
 
+def cell_html(cell: StripCell, mark: str | None = None, sign: str = "") -> str:
+    """One entry's cell: its number (and an anchor's name) written in it, so nothing needs hovering to be read;
+    ``mark`` adds a class, ``sign`` a character before the number (the diff's ``−`` and ``+``)."""
+    classes = cell.css_classes + (f" {mark}" if mark else "")
+    anchor_attr = f' data-anchor-name="{esc(cell.anchor)}"' if cell.anchor is not None else ""
+    name = f" {esc(cell.anchor)}" if cell.anchor is not None and not cell.memory_anchor else ""
+    return (
+        f'<span class="{classes}" data-entry-id="{cell.id}" data-kind="{esc(cell.kind)}"{anchor_attr}'
+        f' title="{esc(cell.tip)}">{esc(sign)}{cell.id}{name}</span>'
+    )
+
+
 def strip_html(strip: Strip) -> str:
     parts = []
     if strip.hidden:
@@ -191,27 +203,36 @@ def strip_html(strip: Strip) -> str:
         parts.append(
             f'<span class="bub-more" data-hidden="{strip.hidden}">… {strip.hidden} earlier entries{esc(inside)}</span>'
         )
-    for cell in strip.cells:
-        anchor_attr = f' data-anchor-name="{esc(cell.anchor)}"' if cell.anchor is not None else ""
-        label = esc(cell.anchor) if cell.anchor is not None and not cell.memory_anchor else ""
-        parts.append(
-            f'<span class="{cell.css_classes}" data-entry-id="{cell.id}" data-kind="{esc(cell.kind)}"{anchor_attr}'
-            f' title="{esc(cell.tip)}">{label}</span>'
-        )
+    parts.extend(cell_html(cell) for cell in strip.cells)
     if not strip.cells:
         parts.append('<span class="bub-muted">(the tape is empty)</span>')
-    return f'<div class="bub-strip">{"".join(parts)}</div>'
+    lost = ""
+    if strip.lost:
+        items = "; ".join(f"#{entry_id} {', '.join(texts)}" for entry_id, texts in sorted(strip.lost.items()))
+        lost = f'<div class="bub-note bub-lost-list">Lost by the summary of {esc(strip.cited_by)}: {esc(items)}</div>'
+    return f'<div class="bub-strip">{"".join(parts)}</div>{lost}'
 
 
 def legend_html() -> str:
-    items = [f'<span><span class="bub-cell bub-kind-{kind}"></span>{esc(label)}</span>' for kind, label in LEGEND]
-    items.insert(1, '<span><span class="bub-cell bub-kind-message bub-role-user"></span>user message</span>')
-    items.append('<span><span class="bub-cell bub-kind-anchor bub-memory-anchor"></span>memory anchor</span>')
-    items.append('<span><span class="bub-cell bub-in-window"></span>window</span>')
-    items.append('<span><span class="bub-cell bub-cited"></span>cited by the anchor\'s summary</span>')
-    items.append('<span><span class="bub-cell bub-retracted"></span>retracted</span>')
-    items.append('<span><span class="bub-cell bub-lost"></span>lost by that summary (hover)</span>')
-    items.append('<span class="bub-muted">bright = sent to the model</span>')
+    items = [
+        f'<span><span class="bub-cell bub-in-view bub-kind-{kind}">{glyph}</span>{esc(label)}</span>'
+        for kind, label in LEGEND
+        for glyph in (KIND_GLYPHS[kind],)
+    ]
+    items.insert(
+        1, '<span><span class="bub-cell bub-in-view bub-kind-message bub-role-user">m</span>user message</span>'
+    )
+    states = (
+        ("bub-in-view bub-kind-anchor bub-memory-anchor", ":", "memory anchor"),
+        ("bub-in-view bub-kind-message", "7", "filled: sent to the model"),
+        ("bub-kind-message", "7", "hollow: not sent"),
+        ("bub-kind-message bub-in-window", "7", "ringed: in the window"),
+        ("bub-kind-message bub-cited", "7", "outlined: cited by the summary"),
+        ("bub-kind-message bub-retracted", "7", "struck: retracted"),
+        ("bub-kind-message bub-dropped", "7", "hatched: left out to stay valid"),
+        ("bub-kind-message bub-lost", "7", "lost by the summary (listed below)"),
+    )
+    items += [f'<span><span class="bub-cell {css}">{sign}</span>{label}</span>' for css, sign, label in states]
     return f'<div class="bub-legend">{"".join(items)}</div>'
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Final
 
 from bub_nb.notebook.widgets._activity import MEMORY_ANCHOR, Bucket, RunSummary
@@ -33,6 +33,43 @@ GLYPHS: Final = {**KIND_GLYPHS, MEMORY_ANCHOR: MEMORY_GLYPH}
 def kinds_note(kinds: Counter[str]) -> str:
     """``3 messages, 1 anchor``: the counts of the kinds present."""
     return ", ".join(f"{kinds[kind]} {label}" for kind, label in KINDS if kinds[kind])
+
+
+#: Fewer activity columns than this draw no picture; the timeline says it in words.
+MIN_COLUMNS: Final = 3
+
+
+def turns_legend_html(limit: int | None) -> str:
+    return (
+        f'<div class="bub-legend"><span>{bar(14, PROMPT_COLOR)} prompt (sent)</span>'
+        f"<span>{bar(14, COMPLETION_COLOR)} completion</span>"
+        f"<span>{bar(14, REFUSED_COLOR, over=True)} refused or over the window (said in words too)</span>"
+        f"{'' if limit is None else f'<span>| window {limit}</span>'}</div>"
+    )
+
+
+def activity_words(buckets: Sequence[Bucket], step: str) -> str:
+    """Activity too short for columns, in words: ``All 39 entries within 1 minute (UTC ...): 12 messages, ...``."""
+    total: Counter[str] = Counter()
+    for bucket in buckets:
+        total.update(bucket.kinds)
+    entries = sum(b.entries for b in buckets)
+    when = " and ".join(f"{b.start:%Y-%m-%d %H:%M}" for b in buckets)
+    counted = f"{entries} {'entry' if entries == 1 else 'entries'} within {len(buckets)} {step}"
+    return (
+        f'<div class="bub-note bub-activity-words">All {counted}{"s" if len(buckets) != 1 else ""} '
+        f"(UTC {esc(when)}): {esc(_counted_kinds(total))}</div>"
+    )
+
+
+def _counted_kinds(kinds: Counter[str]) -> str:
+    """``6 messages, 3 system prompts, 1 phase anchor``: :func:`kinds_note` in words that read as a sentence."""
+    said = {"system": "system prompt"}
+    return ", ".join(
+        f"{kinds[kind]} {said.get(kind, label)}{'s' if kinds[kind] != 1 else ''}"
+        for kind, label in KINDS
+        if kinds[kind]
+    )
 
 
 def tokens_text(value: int | None) -> str:
@@ -85,16 +122,24 @@ def turn_html(turn: RunSummary, peak: int, limit: int | None = None) -> str:
     """One turn's row: its tokens as bars against the window's limit line; a refused request is one red bar."""
     prompt, completion = turn.prompt_tokens or 0, turn.completion_tokens or 0
     if turn.refused:
-        bars = bar(TURN_BAR_PX * (prompt or limit or 0) / peak if peak else 0, REFUSED_COLOR, _refused_note(turn))
+        width = TURN_BAR_PX * (prompt or limit or 0) / peak if peak else 0
+        bars = bar(width, REFUSED_COLOR, _refused_note(turn), over=True)
         status = f' <span class="bub-error">{esc(_refused_note(turn))}</span>'
     else:
-        bars = bar(TURN_BAR_PX * prompt / peak if peak else 0, PROMPT_COLOR, f"{prompt} prompt tokens") + bar(
-            TURN_BAR_PX * completion / peak if peak else 0, COMPLETION_COLOR, f"{completion} completion tokens"
-        )
+        # A bar past the limit line is red whatever made it so; the words say why it was not refused.
+        over = limit is not None and prompt > limit
+        bars = bar(
+            TURN_BAR_PX * prompt / peak if peak else 0,
+            REFUSED_COLOR if over else PROMPT_COLOR,
+            f"{prompt} prompt tokens",
+            over=over,
+        ) + bar(TURN_BAR_PX * completion / peak if peak else 0, COMPLETION_COLOR, f"{completion} completion tokens")
         status = "" if turn.status == "ok" else f' <span class="bub-error">{esc(turn.status)}</span>'
-        if turn.calls > 1:  # its usage adds up several requests, so its bar can pass a line no request passed
-            tip = f"its usage adds up {turn.calls} model calls"
-            status += f' <span class="bub-muted" title="{tip}">· {turn.calls} calls</span>'
+        if over:
+            calls = f"{turn.calls} calls added up" if turn.calls > 1 else "one call"
+            status += f' <span class="bub-error bub-over-note">over the window: {calls}</span>'
+        elif turn.calls > 1:
+            status += f' <span class="bub-muted">· {turn.calls} calls added up</span>'
     line = ""
     if limit is not None and peak:
         left = 8 + TURN_BAR_PX * limit / peak  # the cell's padding, then the bar's scale
@@ -106,7 +151,7 @@ def turn_html(turn: RunSummary, peak: int, limit: int | None = None) -> str:
         f' data-completion-tokens="{tokens_text(turn.completion_tokens)}">'
         f'<td class="bub-num">{turn.number or ""}</td>'
         f'<td class="bub-num">#{turn.entry_id}</td>'
-        f'<td title="{esc(turn.phase or "")}">{esc(clip(turn.phase or "", 20))}</td>'
+        f'<td class="bub-phase-name">{esc(turn.phase or "")}</td>'
         f"<td>{esc(turn.model or ('' if turn.refused else '?'))}{status}</td>"
         f'<td class="bub-num">{tokens_text(turn.prompt_tokens)}</td>'
         f'<td class="bub-num">{tokens_text(turn.completion_tokens)}</td>'
@@ -121,8 +166,9 @@ def _refused_note(turn: RunSummary) -> str:
 
 
 def turn_bar_text(turn: RunSummary, peak: int, limit: int | None = None) -> str:
-    """A turn's bar for terminals (``█`` prompt, ``▒`` completion, ``X`` refused), with ``|`` at the window's limit."""
-    if turn.refused:
+    """A turn's bar for terminals (``█`` prompt, ``▒`` completion, ``X`` refused or over the window), with ``|`` at
+    the window's limit."""
+    if turn.refused or (limit is not None and (turn.prompt_tokens or 0) > limit):
         chars = list(text_bar(turn.prompt_tokens or limit or 0, peak, TEXT_BAR, "X"))
     else:
         prompt = text_bar(turn.prompt_tokens or 0, peak, TEXT_BAR, "█")

@@ -1,5 +1,10 @@
 """The class overview widget: every tape of a shared store, one row each, refreshed on demand, and any student's
-last turn opened from it as ``%context --turn -1`` shows it."""
+last turn opened from it as ``%context --turn -1`` shows it.
+
+Hooks: the root VBox has ``bub-class-overview``; its first row holds the refresh button, ``bub-student-search``
+(a text that filters the rows), ``bub-student-picker`` and ``bub-open-turn``, above the table
+(``table.bub-class-table``, one ``tr.bub-class-row`` per tape with ``data-tape``); ``bub-student-turn`` below.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 from bub_nb.context.turns import RunSpec, TurnOf
 from bub_nb.errors import BubNbError
 from bub_nb.notebook.widgets._display import WidgetDisplay, refreshable_html
+from bub_nb.notebook.widgets._style import esc, wrap
+from bub_nb.tape.events import EXERCISE_CHECK
 from bub_nb.tape.frames.overview import class_overview
 from bub_nb.tape.open import open_tape
 
@@ -19,7 +26,9 @@ if TYPE_CHECKING:
     from bub_nb.notebook.widgets.context_view import ContextView
     from bub_nb.tape.stores.protocol import TapeStore
 
-_SHOWN = ("owner", "notebook", "last_anchor", "turns", "tokens", "errors", "last_activity", "tape_name")
+_SHOWN = ("owner", "notebook", "last_anchor", "turns", "tokens", "errors", "last_activity", "exercises", "tape_name")
+_NUMBERS = frozenset({"turns", "tokens", "errors"})
+_HEADINGS = {"last_anchor": "last anchor", "last_activity": "last activity (UTC)", "tape_name": "tape"}
 
 
 class ClassOverview(WidgetDisplay):
@@ -28,14 +37,43 @@ class ClassOverview(WidgetDisplay):
     def __init__(self, store: TapeStore | str | None = None) -> None:
         self.store = store
         self._parts: dict[str, Any] = {}
-        self._frame = class_overview(store)
+        self.search = ""
+        self._frame = self._read()
+
+    def _read(self) -> pd.DataFrame:
+        frame = class_overview(self.store)
+        frame["exercises"] = [self._exercises(str(name)) for name in frame["tape_name"]]
+        return frame
+
+    def _exercises(self, tape_name: str) -> str:
+        """``passed 1, 2 (of 3 tried)``: the named exercises a tape's ``exercise.check`` events passed."""
+        try:
+            events = open_tape(tape_name, store=self.store, create=False).read(kinds=("event",))
+        except BubNbError:
+            return ""
+        tried: dict[str, bool] = {}
+        for event in events:
+            data = event.payload.get("data")
+            copied = "forked_from" in event.meta  # a fork's copy of an attempt made on its parent
+            if (
+                event.payload.get("name") == EXERCISE_CHECK
+                and isinstance(data, dict)
+                and data.get("done")
+                and not copied
+            ):
+                name = str(data.get("exercise"))
+                tried[name] = tried.get(name, False) or bool(data.get("passed"))
+        if not tried:
+            return ""
+        passed = [name.split(":")[0] for name, ok in tried.items() if ok]
+        return f"passed {', '.join(passed) or 'none'} (of {len(tried)} tried)"
 
     @property
     def frame(self) -> pd.DataFrame:
         return self._frame
 
     def refresh(self) -> pd.DataFrame:
-        self._frame = class_overview(self.store)
+        self._frame = self._read()
         if self._widget is not None and self._parts:
             self._parts["body"].value = self.to_html()
             self._parts["student"].options = self._students()
@@ -48,9 +86,17 @@ class ClassOverview(WidgetDisplay):
 
         return ContextView(open_tape(tape_name, store=self.store, create=False), TurnOf(run))
 
+    def _shown(self) -> pd.DataFrame:
+        """The rows whose owner, notebook or tape name holds the search text (case-insensitive), all without one."""
+        if not self.search.strip():
+            return self._frame
+        needle = self.search.strip().casefold()
+        texts = self._frame[["owner", "notebook", "tape_name"]].astype(str).apply(" ".join, axis=1).str.casefold()
+        return self._frame[texts.str.contains(needle, regex=False)]
+
     def _students(self) -> list[tuple[str, str]]:
-        """The dropdown's choices: each tape, labelled by its owner when the store knows it."""
-        rows = self._frame[["owner", "tape_name"]].itertuples(index=False)
+        """The dropdown's choices: each tape shown, labelled by its owner when the store knows it."""
+        rows = self._shown()[["owner", "tape_name"]].itertuples(index=False)
         return [(f"{owner} · {name}" if isinstance(owner, str) else str(name), str(name)) for owner, name in rows]
 
     def _open_turn(self, tape_name: str | None) -> None:
@@ -72,18 +118,43 @@ class ClassOverview(WidgetDisplay):
     def to_text(self) -> str:
         if self._frame.empty:
             return "Class overview: no tapes"
-        return f"Class overview: {self._heading()}\n" + self._frame[list(_SHOWN)].to_string(index=False)
+        frame = self._frame[list(_SHOWN)].copy()
+        frame["last_activity"] = frame["last_activity"].map(_minute)
+        return f"Class overview: {self._heading()}\n" + frame.to_string(index=False)
 
     def to_html(self) -> str:
         if self._frame.empty:
-            return "<div class='bub-class-overview'><b>Class overview</b>: no tapes</div>"
-        table = self._frame[list(_SHOWN)].to_html(index=False, na_rep="–", border=0)
-        return f"<div class='bub-class-overview'><b>Class overview</b>: {html.escape(self._heading())}{table}</div>"
+            return wrap("<div class='bub-title'>Class overview: no tapes</div>", "bub-class-overview-body")
+        shown = self._shown()
+        head = "".join(
+            f'<th class="{"bub-num" if column in _NUMBERS else ""}">{esc(_HEADINGS.get(column, column))}</th>'
+            for column in _SHOWN
+        )
+        rows = "".join(
+            f'<tr class="bub-class-row" data-tape="{esc(row["tape_name"])}">'
+            + "".join(_cell(column, row[column]) for column in _SHOWN)
+            + "</tr>"
+            for _, row in shown.iterrows()
+        )
+        found = "" if len(shown) == len(self._frame) else f" · {len(shown)} shown for {self.search.strip()!r}"
+        body = (
+            f'<div class="bub-title">Class overview: {esc(self._heading())}{esc(found)}</div>'
+            f'<table class="bub-class-table"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>'
+        )
+        return wrap(body, "bub-class-overview-body")
+
+    def _set_search(self, text: str) -> None:
+        self.search = text
+        if self._parts:
+            self._parts["body"].value = self.to_html()
+            self._parts["student"].options = self._students()
 
     def _build_widget(self) -> ipywidgets.Widget:
         import ipywidgets as w
 
         root, body = refreshable_html(self, "bub-class-overview")
+        search = w.Text(placeholder="search owner, notebook or tape", layout=w.Layout(width="auto", min_width="16em"))
+        search.add_class("bub-student-search")
         student = w.Dropdown(options=self._students(), description="student", layout=w.Layout(width="auto"))
         student.add_class("bub-student-picker")
         opener = w.Button(description="open last turn", icon="eye", layout=w.Layout(width="auto"))
@@ -91,6 +162,30 @@ class ClassOverview(WidgetDisplay):
         turn = w.VBox([], layout=w.Layout(width="100%"))
         turn.add_class("bub-student-turn")
         opener.on_click(lambda _button: self._open_turn(student.value))
-        root.children = (*root.children, w.HBox([student, opener]), turn)
-        self._parts = {"body": body, "student": student, "opener": opener, "turn": turn}
+        search.observe(lambda change: self._set_search(str(change["new"])), names="value")
+        # The picker sits above the table: with a class of thirty it is not a long scroll away.
+        controls = root.children[0]
+        controls.children = (*controls.children, search, student, opener)
+        root.children = (*root.children, turn)
+        self._parts = {"body": body, "student": student, "opener": opener, "turn": turn, "search": search}
         return root
+
+
+def _minute(value: Any) -> str:
+    """A time to the minute, in UTC: what a class reads (the frame keeps the exact time)."""
+    return "–" if value is None or pd_isna(value) else f"{value:%Y-%m-%d %H:%M}"
+
+
+def pd_isna(value: Any) -> bool:
+    import pandas as pd
+
+    return bool(pd.isna(value))
+
+
+def _cell(column: str, value: Any) -> str:
+    if column == "last_activity":
+        return f"<td>{esc(_minute(value))}</td>"
+    if value is None or (not isinstance(value, list | tuple | dict) and pd_isna(value)) or value == "":
+        return "<td>–</td>"
+    css = ' class="bub-num"' if column in _NUMBERS else ""
+    return f"<td{css}>{esc(value)}</td>"

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Final
 from bub_nb.context import ContextDiff, View, diff_views
 from bub_nb.context.diff import view_for
 from bub_nb.notebook.widgets._display import WidgetDisplay, refreshable_html
-from bub_nb.notebook.widgets._strip import StripCell, build_strip, legend_html, strip_legend_text
+from bub_nb.notebook.widgets._strip import build_strip, cell_html, legend_html, strip_legend_text
 from bub_nb.notebook.widgets._style import esc, wrap
 from bub_nb.tape.locations import readable_tape_name
 
@@ -29,21 +29,28 @@ if TYPE_CHECKING:
     from bub_nb.tape import Tape
 
 TEXT_WIDTH: Final = 64
-CHUNK: Final = 32
+LIKE_WITH_LIKE: Final = (
+    "Both views are counted alike: the messages each takes from the tape, neither with the system prompt, the "
+    "memory block or the tool schemas a request adds (%context --next shows those)."
+)
+#: Every cell of the diff starts with a sign or a space of the same width, so both strips stay aligned.
+_SIGNS: Final = {"bub-left": "-", "bub-entered": "+"}
+_NO_SIGN: Final = "\u00a0"
+CHUNK: Final = 16
 """Entries per row pair: both strips break at the same entries, so a long tape stays aligned at any zoom."""
 # One grid holds every row pair: the labels share a column of their own (they never overlap a strip), each
 # strip keeps its row (no wrapping of its own), and a row too wide scrolls with its partner.
 _DIFF_CSS: Final = """<style>
 .bub-w .bub-diff-strips{display:grid;grid-template-columns:max-content max-content;column-gap:6px;
  align-items:center;overflow-x:auto;padding-bottom:2px}
-.bub-w .bub-diff-label{font:600 10px var(--bub-mono);opacity:.8;white-space:nowrap;max-width:18em;overflow:hidden;
- text-overflow:ellipsis}
+.bub-w .bub-diff-label{font:600 var(--jp-code-font-size,13px) var(--bub-mono);white-space:nowrap;max-width:18em;
+ overflow:hidden;text-overflow:ellipsis}
 .bub-w .bub-diff-side .bub-strip{flex-wrap:nowrap;padding:2px}
 .bub-w .bub-diff-gap{grid-column:1 / -1;height:4px}
-.bub-w .bub-cell.bub-left{outline:2px solid #e15759;outline-offset:1px}
-.bub-w .bub-cell.bub-entered{outline:2px solid #59a14f;outline-offset:1px}
-.bub-w .bub-diff-key{font:10px var(--bub-mono);opacity:.85;margin:2px 0}
-.bub-w .bub-diff-key .bub-left{color:#e15759} .bub-w .bub-diff-key .bub-entered{color:#59a14f}
+/* Left and entered differ in sign and outline, never in colour alone. */
+.bub-w .bub-cell.bub-left{outline:2px dashed var(--bub-fg);outline-offset:1px}
+.bub-w .bub-cell.bub-entered{outline:3px double var(--bub-fg);outline-offset:1px}
+.bub-w .bub-diff-key{font:var(--jp-code-font-size,13px) var(--bub-mono);margin:4px 0}
 </style>"""
 
 
@@ -95,7 +102,8 @@ class ContextDiffView(WidgetDisplay):
 
     def to_text(self) -> str:
         diff = self._diff
-        lines = [f"Context diff of tape {self._name}", str(diff), f"Strips (a = {diff.a}, b = {diff.b})"]
+        lines = [f"Context diff of tape {self._name}", LIKE_WITH_LIKE, str(diff)]
+        lines.append(f"Strips (a = {diff.a}, b = {diff.b})")
         cells = self._strips[0].cells
         if self._strips[0].hidden:
             lines.append(f"  … {self._strips[0].hidden} earlier entries not shown")
@@ -120,8 +128,12 @@ class ContextDiffView(WidgetDisplay):
             if chunk:
                 rows.append('<div class="bub-diff-gap"></div>')
             for side, label, strip, marks in sides:
-                cells = "".join(_cell_html(cell, marks.get(cell.id)) for cell in strip.cells[at : at + CHUNK])
-                name = f"{side}: {label}" if chunk == 0 else f"{side} #{strip.cells[at].id}" if cells else side
+                cells = "".join(
+                    cell_html(cell, mark, _SIGNS.get(mark or "", _NO_SIGN))
+                    for cell in strip.cells[at : at + CHUNK]
+                    for mark in (marks.get(cell.id),)
+                )
+                name = f"{side}: {label}"
                 rows.append(
                     f'<span class="bub-diff-label" data-side="{side}" title="{esc(f"{side}: {label}")}">{esc(name)}'
                     f'</span><div class="bub-diff-side" data-side="{side}" data-chunk="{chunk}">'
@@ -133,11 +145,13 @@ class ContextDiffView(WidgetDisplay):
     def to_html(self) -> str:
         diff = self._diff
         key = (
-            '<div class="bub-diff-key"><span class="bub-left">▢ left</span> (sent in a, not in b) · '
-            '<span class="bub-entered">▢ entered</span> (sent in b, not in a)</div>'
+            '<div class="bub-diff-key"><span class="bub-cell bub-kind-message bub-left">-7</span> left: sent in a, '
+            'not in b · <span class="bub-cell bub-kind-message bub-entered">+7</span> entered: sent in b, not in a · '
+            "no sign: the same in both</div>"
         )
         body = (
             f'<div class="bub-title">Context diff · tape <code>{esc(self._name)}</code></div>'
+            + f'<div class="bub-note bub-like-with-like">{esc(LIKE_WITH_LIKE)}</div>'
             + self._strips_html()
             + key
             + legend_html()
@@ -148,13 +162,3 @@ class ContextDiffView(WidgetDisplay):
     def _build_widget(self) -> ipywidgets.Widget:
         root, self._body = refreshable_html(self, "bub-context-diff")
         return root
-
-
-def _cell_html(cell: StripCell, mark: str | None) -> str:
-    classes = cell.css_classes + (f" {mark}" if mark else "")
-    anchor_attr = f' data-anchor-name="{esc(cell.anchor)}"' if cell.anchor is not None else ""
-    label = esc(cell.anchor) if cell.anchor is not None and not cell.memory_anchor else ""
-    return (
-        f'<span class="{classes}" data-entry-id="{cell.id}" data-kind="{esc(cell.kind)}"{anchor_attr}'
-        f' title="{esc(cell.tip)}">{label}</span>'
-    )

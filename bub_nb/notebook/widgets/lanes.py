@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Final
 
 from bub_nb.notebook.widgets._display import WidgetDisplay, refreshable_html
-from bub_nb.notebook.widgets._style import clip, esc, wrap
+from bub_nb.notebook.widgets._style import PALETTE, clip, esc, ink, wrap
 from bub_nb.tape.open import notebook_tapes
 from bub_nb.tape.reports.story import Beat, story
 
@@ -22,11 +22,17 @@ if TYPE_CHECKING:
 
 MAX_BEATS: Final = 60
 GLYPHS: Final = {"prompt": "ask", "answer": "ans", "tool": "tool", "anchor": "anchor", "handoff": "→"}
-COLORS: Final = {"prompt": "#cfe2ff", "answer": "#d1e7dd", "tool": "#e2e3e5", "anchor": "#fff3cd"}
+#: The palette's concepts: a prompt is the user's, an answer the model's, a tool a tool call, a handoff an anchor.
+CONCEPTS: Final = {"prompt": "user", "answer": "assistant", "tool": "tool_call", "anchor": "anchor"}
+COLORS: Final = {beat: PALETTE[concept].color for beat, concept in CONCEPTS.items()}
+_ANCHOR: Final = PALETTE["anchor"].color
 _STYLE: Final = (
-    "<style>.bub-lanes td{border-left:1px dotted #ccc;padding:2px 4px;text-align:center;white-space:nowrap}"
-    ".bub-lanes th{text-align:left;padding-right:8px}.bub-handoff-from,.bub-handoff-to{background:#fff3cd}"
-    ".bub-handoff-across{color:#b8860b}.bub-failed{background:#f8d7da}</style>"
+    "<style>.bub-w .bub-lanes td{border-left:1px dotted var(--bub-line);padding:2px 4px;text-align:center;"
+    "white-space:nowrap}.bub-w .bub-lanes th{text-align:left;padding-right:8px}"
+    f".bub-w .bub-handoff-from,.bub-w .bub-handoff-to{{outline:2px solid {_ANCHOR};outline-offset:-2px;"
+    "font-weight:600}"
+    ".bub-w .bub-handoff-across{font-weight:600}"
+    ".bub-w .bub-failed{outline-style:dashed;text-decoration:line-through}</style>"
 )
 
 
@@ -122,7 +128,8 @@ def _cell(agent: str, beat: Beat, column: dict[str, str]) -> str:
     if beat.kind == "handoff":
         return f'<td class="bub-handoff-across">{esc(text)}</td>'
     color = COLORS.get(beat.kind, "")
+    on = ink(color) if color else "inherit"
     return (
-        f'<td title="#{beat.entry_id} {esc(clip(beat.text, 200))}"><span style="background:{color};'
+        f'<td title="#{beat.entry_id} {esc(clip(beat.text, 200))}"><span style="background:{color};color:{on};'
         f'border-radius:6px;padding:0 4px">{esc(text)}</span></td>'
     )

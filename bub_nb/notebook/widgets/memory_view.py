@@ -217,8 +217,8 @@ class MemoryView(WidgetDisplay):
             options=self._version_options(),
             value=self._version or CURRENT,
             description="version",
-            layout=w.Layout(width="200px"),
-            style={"description_width": "52px"},
+            layout=w.Layout(width="auto", min_width="16em"),
+            style={"description_width": "5em"},
         )
         versions.add_class("bub-memory-version")
         refresh = w.Button(description="refresh", icon="refresh", layout=w.Layout(width="auto"))

@@ -23,18 +23,20 @@ from bub_nb.notebook.widgets._activity import Activity, Phase, RunSummary, measu
 from bub_nb.notebook.widgets._display import WidgetDisplay, refreshable_html
 from bub_nb.notebook.widgets._gauge import gauge_html
 from bub_nb.notebook.widgets._messages import folded, summary_states
-from bub_nb.notebook.widgets._style import COMPLETION_COLOR, PROMPT_COLOR, bar, clip, esc, wrap
+from bub_nb.notebook.widgets._style import bar, clip, esc, wrap
 from bub_nb.notebook.widgets._timeline_bars import (
     COLORS,
     GLYPHS,
     KINDS,
-    REFUSED_COLOR,
+    MIN_COLUMNS,
     TEXT_BAR,
+    activity_words,
     column_html,
     kind_bar_html,
     kind_bar_text,
     turn_html,
     turn_text,
+    turns_legend_html,
     turns_peak,
     window_limit,
 )
@@ -207,7 +209,9 @@ class TapeTimeline(WidgetDisplay):
         peak = turns_peak(shown, limit)
         lines.extend(turn_text(turn, peak, limit) for turn in shown)
         window = "" if limit is None else f"  | window {limit}"
-        lines.append(f"  █ prompt  ▒ completion  X refused{window}  (a turn of several calls adds them up)")
+        lines.append(
+            f"  █ prompt  ▒ completion  X refused or over the window{window}  (a turn of several calls adds them up)"
+        )
         return lines
 
     # -- HTML -------------------------------------------------------------------------------------
@@ -256,6 +260,8 @@ class TapeTimeline(WidgetDisplay):
         buckets = self._activity.buckets
         if not buckets:
             return '<div class="bub-muted">(no dated entries)</div>'
+        if len(buckets) < MIN_COLUMNS:  # one or two columns draw no picture: say it in words
+            return activity_words(buckets, self._activity.step)
         peak = max(b.entries for b in buckets)
         columns = "".join(column_html(bucket, peak) for bucket in buckets)
         first, last = buckets[0].start, buckets[-1].start
@@ -265,10 +271,7 @@ class TapeTimeline(WidgetDisplay):
         )
 
     def _legend_html(self) -> str:
-        items = "".join(
-            f'<span><span class="bub-cell" style="background:{COLORS[kind]}"></span>{esc(label)}</span>'
-            for kind, label in KINDS
-        )
+        items = "".join(f"<span>{bar(14, COLORS[kind])} {esc(label)}</span>" for kind, label in KINDS)
         tick = '<span><span class="bub-tick-key"></span> phase anchor written</span>'
         return f'<div class="bub-legend">{items}{tick}</div>'
 
@@ -286,10 +289,7 @@ class TapeTimeline(WidgetDisplay):
         return (
             f'{note}<table class="bub-turns"><thead><tr><th class="bub-num">turn</th><th class="bub-num">entry</th>'
             '<th>phase</th><th>model</th><th class="bub-num">prompt</th><th class="bub-num">completion</th>'
-            f'<th></th><th class="bub-num">ms</th></tr></thead><tbody>{rows}</tbody></table>'
-            f'<div class="bub-legend"><span>{bar(10, PROMPT_COLOR)} prompt</span>'
-            f"<span>{bar(10, COMPLETION_COLOR)} completion</span><span>{bar(10, REFUSED_COLOR)} refused</span>"
-            f"{'' if limit is None else f'<span>| window {limit}</span>'}</div>"
+            f'<th></th><th class="bub-num">ms</th></tr></thead><tbody>{rows}</tbody></table>{turns_legend_html(limit)}'
         )
 
     # -- the widget -------------------------------------------------------------------------------

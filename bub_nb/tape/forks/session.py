@@ -117,11 +117,29 @@ def copy_session(
     start = parent.find_anchor(from_anchor).id if from_anchor else 1
     stop = _phase_end(parent, start) if from_anchor and intention is not None else None
     copied = [*memory_before(parent, start), *parent.read(start, stop)]
+    if intention is not None and stop is not None and (prompt := _unanswered(copied)) is not None:
+        # The phase ended on a prompt whose answer came after the next anchor (an overflow's retry): copied alone
+        # it would sit before the fork's first prompt, two user messages in a row. The intention carries it.
+        copied = [entry for entry in copied if entry.id != prompt.id]
+        text = prompt.payload.get("content")
+        note = f"#{prompt.id} was not answered in this phase (its answer came after #{stop}): “{text}”"
+        intention = {**({"next_steps": intention} if isinstance(intention, str) else intention), "unanswered": note}
     child.extend(forked_entries(parent.name, copied, intention, first_id=child.stats().last_id + 1))
     if intention is None:
         child.ensure_bootstrap_anchor()
     lineage = {"parent": parent.name, "child": child.name, "from_anchor": from_anchor, "from_id": start}
     keep_lineage(parent.base_store, lineage)
+
+
+def _unanswered(copied: Sequence[TapeEntry]) -> TapeEntry | None:
+    """The phase's last user message when nothing answered it within the phase (no reply, call or error after)."""
+    for entry in reversed(copied):
+        if entry.kind in ("tool_call", "tool_result", "error"):
+            return None
+        if entry.kind == "message":
+            role = entry.payload.get("role") if isinstance(entry.payload, dict) else None
+            return entry if role == "user" and isinstance(entry.payload.get("content"), str) else None
+    return None
 
 
 def _phase_end(tape: _Parent, start: int) -> int | None:

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from bub_nb.agent.models.decisions import Decision, Said, decisions
+from bub_nb.agent.summaries.decisions import Decision, Said, decisions
 from bub_nb.context.artifacts import Artifact, located
 from bub_nb.context.tokens import count_text_tokens
 from bub_nb.tape.citations import CITATION, format_citation

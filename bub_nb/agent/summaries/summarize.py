@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from bub_nb.agent.models.base import Completion, Model, Usage, context_window_of
 from bub_nb.agent.models.calibration import scale_of
-from bub_nb.agent.models.extractive import (
+from bub_nb.agent.summaries.extractive import (
     SUMMARY_INSTRUCTIONS,
     Item,
     clipped,

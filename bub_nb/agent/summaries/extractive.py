@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
-from bub_nb.agent.models.gist import gist, quote
+from bub_nb.agent.summaries.gist import gist, quote
 from bub_nb.context.tokens import count_text_tokens
 from bub_nb.tape.citations import CITATION, format_citation, sentences
 
@@ -149,7 +149,7 @@ def extractive_summary(items: list[Item]) -> tuple[str, str]:
     """Summary and next steps quoted from ``items``: deterministic, and every citation one of theirs.
 
     Parts are summarised by their lines (keeping their citations, or citing the part). Entries by
-    :func:`~bub_nb.agent.models.gist.gist`: their decisions, their artifacts and their words within a
+    :func:`~bub_nb.agent.summaries.gist.gist`: their decisions, their artifacts and their words within a
     token budget, and last what the earlier anchor carried.
     """
     if not items:
