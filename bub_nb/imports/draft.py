@@ -62,10 +62,12 @@ class TapeDraft:
     Calls a log names as one reply (``group``) are one entry even with results or other records between them.
 
     A record with no date of its own takes the date of the record before it, or of the first dated record
-    when none came before: never the time of the import.
+    when none came before, or ``fallback_date`` (the log file's own time) when no record has one: never the time
+    of the import. ``undated`` counts the records that had no readable date of their own.
     """
 
     source: str
+    fallback_date: str | None = None
     entries: list[TapeEntry] = field(default_factory=list)
     raw: list[tuple[Any, str]] = field(default_factory=list)
     dates: list[str | None] = field(default_factory=list)
@@ -94,8 +96,8 @@ class TapeDraft:
             self._date = parsed
             if original is not None:
                 self.source_dates[len(self.raw)] = original
-        elif date is not None:
-            self.undated += 1
+        else:
+            self.undated += 1  # no date of its own (none given, or one that cannot be read): it borrows one
         self.dates.append(self._date)
         self.current = len(self.raw)
         return self.current
@@ -270,7 +272,8 @@ class TapeDraft:
         """Settle every open call, keep any record nothing was made from, and hand the entries over."""
         for thread in list(self._open):
             self.settle(thread)
-        first = next((date for date in self.dates if date is not None), None) or datetime.now(UTC).isoformat()
+        first = next((date for date in self.dates if date is not None), None) or self.fallback_date
+        first = first or datetime.now(UTC).isoformat()  # only for a draft no log stood behind
         self.entries = [e if e.date != _UNDATED else dataclasses.replace(e, date=first) for e in self.entries]
         used = {number for entry in self.entries for number in entry.meta.get("records", ())}
         for number, (raw, kind) in enumerate(self.raw, start=1):

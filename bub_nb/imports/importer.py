@@ -7,7 +7,7 @@ import gc
 import re
 from collections import Counter
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +49,9 @@ def import_log(
     if format is not None and format not in FORMATS:
         raise LogImportError(f"Format {format!r} is not one an import reads; the formats: {', '.join(FORMATS)}")
     chosen = format or detect_format(source)
-    draft = TapeDraft(chosen)
+    # A log whose records carry no time at all is dated by the file's own time, never by the import's.
+    written = datetime.fromtimestamp(source.stat().st_mtime, UTC).isoformat()
+    draft = TapeDraft(chosen, fallback_date=written)
     with _collector_paused():
         session = read_log(chosen, source, draft)
         entries = draft.finish()

@@ -13,7 +13,8 @@ class ImportReport:
 
     ``kinds`` counts the entries written by kind; ``kept_types`` counts the kept records by their type
     in the source (each is an ``import.unmapped`` event on the tape, with the record in its data).
-    ``undated`` counts records whose time could not be read (their entries carry the time before them).
+    ``undated`` counts records with no readable time of their own (their entries carry the time before them, or
+    the log file's time when no record has one).
     """
 
     tape: str

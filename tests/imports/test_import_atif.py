@@ -202,3 +202,20 @@ def test_a_forked_session_s_copied_entries_are_copied_context(home: Path) -> Non
 
     copied = [s["message"] for s in steps if s.get("is_copied_context")]
     assert "Carry this over" in copied and "Carried." in copied and "New work" not in copied
+
+
+def test_a_trajectory_with_no_times_is_dated_by_its_file_and_says_every_step_was_undated(tmp_path: Path) -> None:
+    """Harbor writes ``timestamp`` as optional: a trajectory without any gets its file's time, never the import's,
+    and the report counts each record that had none."""
+    import os
+
+    trajectory = json.loads((DATA / "atif" / "harbor-oncall-debug.trajectory.json").read_text())
+    for step in trajectory["steps"]:
+        step.pop("timestamp", None)
+    path = tmp_path / "no-times.trajectory.json"
+    path.write_text(json.dumps(trajectory))
+    os.utime(path, (1_700_000_000, 1_700_000_000))  # 2023-11-14T22:13:20Z
+    report = import_log(path, home=tmp_path / "home")
+    dates = {entry.date for entry in open_tape(report.tape, home=tmp_path / "home").read()}
+    assert dates == {"2023-11-14T22:13:20+00:00"}
+    assert report.undated == len(trajectory["steps"]) and report.undated > 0
