@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,26 +71,48 @@ def split_turns(entries: Iterable[TapeEntry]) -> TurnSplit:
     A turn starts at the first entry carrying its run event's ``run_id``; a run event without one (Bub's,
     or an older tape's) starts at the last user message before it. Anchors and handoffs between two turns
     become the later turn's ``marks``; other entries between turns (notebook cells, commands) are left out.
+    Entries carrying the ``run_id`` of a run event still to come (a sub-agent's reply an imported log wrote
+    between the records of another) wait for that run's turn instead of joining the one closing before it.
     """
+    entries = list(entries)
+    later: dict[str, int] = {}  # each run id to the position of its last run event
+    for position, entry in enumerate(entries):
+        if _is_run(entry) and (run_id := _run_id(entry)) is not None:
+            later[run_id] = position
+    coming = set(later)
     turns: list[TapeTurn] = []
     segment: list[TapeEntry] = []
-    for entry in entries:
+    for position, entry in enumerate(entries):
         segment.append(entry)
-        if entry.kind == "event" and entry.payload.get("name") == RUN:
-            turns.append(_turn_of(segment))
-            segment = []
+        if _is_run(entry):
+            if (run_id := _run_id(entry)) is not None and later[run_id] == position:
+                coming.discard(run_id)
+            turn, segment = _turn_of(segment, coming)
+            turns.append(turn)
     return TurnSplit(tuple(turns), tuple(segment))
 
 
-def _turn_of(segment: Sequence[TapeEntry]) -> TapeTurn:
+def _is_run(entry: TapeEntry) -> bool:
+    return entry.kind == "event" and entry.payload.get("name") == RUN
+
+
+def _run_id(entry: TapeEntry) -> str | None:
+    value = entry.meta.get("run_id")
+    return value if isinstance(value, str) else None
+
+
+def _turn_of(segment: Sequence[TapeEntry], coming: Collection[str]) -> tuple[TapeTurn, list[TapeEntry]]:
+    """The turn the last entry of ``segment`` closes, and the entries of the runs ``coming`` after it."""
     run = segment[-1]
     run_id = run.meta.get("run_id")
-    start = len(segment) - 1
+    held = [e for e in segment[:-1] if _run_id(e) != run_id and _run_id(e) in coming]
+    rest = [e for e in segment[:-1] if _run_id(e) == run_id or _run_id(e) not in coming]
+    start = len(rest)
     if run_id is not None:
-        start = next((i for i, e in enumerate(segment) if e.meta.get("run_id") == run_id), start)
+        start = next((i for i, e in enumerate(rest) if e.meta.get("run_id") == run_id), start)
     else:
-        start = next((i for i in range(len(segment) - 1, -1, -1) if is_user_message(segment[i])), start)
-        if start > 0 and segment[start - 1].kind == "system":
+        start = next((i for i in range(len(rest) - 1, -1, -1) if is_user_message(rest[i])), start)
+        if start > 0 and rest[start - 1].kind == "system":
             start -= 1
-    marks = tuple(e for e in segment[:start] if is_mark(e))
-    return TapeTurn(tuple(segment[start:]), marks)
+    marks = tuple(e for e in rest[:start] if is_mark(e))
+    return TapeTurn((*rest[start:], run), marks), held

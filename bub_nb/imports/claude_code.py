@@ -23,7 +23,7 @@ from typing import Any, Final
 
 from bub_nb.imports.draft import TapeDraft
 from bub_nb.imports.records import jsonl_records
-from bub_nb.imports.values import mapping, openai_usage
+from bub_nb.imports.values import anthropic_image, anthropic_result, mapping, openai_usage
 
 FORMAT: Final = "claude-code"
 COMPACTION_ANCHOR: Final = "compaction"
@@ -68,6 +68,7 @@ def read(records: Any, draft: TapeDraft) -> dict[str, Any]:
         isinstance(r, dict) and r.get("type") in ("user", "assistant") and not r.get("isSidechain") for r in records
     )
     replies = _replies(records)
+    agents = _sidechain_agents(records) if main else {}
     position = -1
     for record in draft.json_objects(records):
         position = records.index(record, position + 1)
@@ -78,7 +79,7 @@ def read(records: Any, draft: TapeDraft) -> dict[str, Any]:
                 session[key] = record[field_name]
         if not main and isinstance(record.get("agentId"), str) and record.get("isSidechain"):
             session.setdefault("agent", record["agentId"])
-        if kind not in TYPES or not _add(draft, record, replies, position, hide_sidechains=main):
+        if kind not in TYPES or not _add(draft, record, replies, position, agent=agents.get(position)):
             draft.keep(f"Claude Code record type {kind!r} is not part of the conversation this reading knows")
     return session
 
@@ -106,16 +107,35 @@ def _replies(records: list[Any]) -> dict[str, _Reply]:
     return replies
 
 
+def _sidechain_agents(records: list[Any]) -> dict[int, str]:
+    """The sub-agent of each sidechain record, by position, so one agent's records are one thread however they
+    interleave. Claude Code names the agent (``agentId``) on some records only (a tool's result, not the reply
+    that called it): a record without one is the agent's of its chain (``parentUuid`` links), else the log's only."""
+    chains: dict[str, str] = {}  # a record's uuid to the first of its chain (a parent is written before its child)
+    named: dict[str, str] = {}  # a chain to the agent one of its records names
+    found: dict[int, str] = {}
+    for position, record in enumerate(records):
+        if isinstance(record, dict) and record.get("isSidechain"):
+            own, parent = str(record.get("uuid") or f"#{position}"), record.get("parentUuid")
+            chain = chains[own] = chains.get(parent, own) if isinstance(parent, str) else own
+            if isinstance(record.get("agentId"), str) and record["agentId"]:
+                named.setdefault(chain, record["agentId"])
+            found[position] = chain
+    only = next(iter(set(named.values()))) if len(set(named.values())) == 1 else ""
+    return {position: named.get(chain, only) for position, chain in found.items()}
+
+
 def _add(
-    draft: TapeDraft, record: dict[str, Any], replies: dict[str, _Reply], position: int, *, hide_sidechains: bool
+    draft: TapeDraft, record: dict[str, Any], replies: dict[str, _Reply], position: int, *, agent: str | None
 ) -> bool:
+    """One record; ``agent`` is the sub-agent hiding a sidechain record of a main log (``None`` in its own file)."""
     kind = record["type"]
     meta: dict[str, Any] = {}
     if isinstance(record.get("uuid"), str):
         meta["uuid"] = record["uuid"]
     thread = ""
-    if record.get("isSidechain") and hide_sidechains:
-        thread = f"sidechain:{record.get('agentId') or ''}"
+    if record.get("isSidechain") and agent is not None:
+        thread = f"sidechain:{agent}"
         meta.update(sidechain=True, context=False)
     elif record.get("isSidechain"):
         meta["sidechain"] = True
@@ -162,13 +182,13 @@ def _user(draft: TapeDraft, record: dict[str, Any], message: dict[str, Any], thr
         if not isinstance(block, dict):
             continue
         if block.get("type") == "tool_result":
-            output = _result_content(block.get("content"))
+            output = anthropic_result(block.get("content"))
             failed = block.get("is_error") is True
             draft.result(str(block.get("tool_use_id")), output, error=failed, thread=thread, **meta)
         elif block.get("type") == "text" and isinstance(block.get("text"), str):
             parts.append({"type": "text", "text": block["text"]})
         elif block.get("type") == "image":
-            parts.append(_image(block))
+            parts.append(anthropic_image(block))
     results = any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
     if not parts and not results:
         return False  # nothing this reading knows: the record is kept whole
@@ -255,24 +275,6 @@ def _close(
             openai_usage(prompt, usage.get("output_tokens"), cached=cache_read),
             message.get("model"), run_id=meta.get("run_id"), source_usage=usage, thread=thread,
         )  # fmt: skip
-
-
-def _result_content(content: Any) -> Any:
-    """A ``tool_result`` block's content: its text, or the blocks themselves when they are more than text."""
-    if isinstance(content, list):
-        texts = [b.get("text") for b in content if isinstance(b, dict) and b.get("type") == "text"]
-        if len(texts) == len(content) and all(isinstance(t, str) for t in texts):
-            return "\n\n".join(texts)  # type: ignore[arg-type]
-        return content
-    return content if content is not None else ""
-
-
-def _image(block: dict[str, Any]) -> dict[str, Any]:
-    source = mapping(block.get("source"))
-    if source.get("type") == "base64":
-        url = f"data:{source.get('media_type')};base64,{source.get('data')}"
-        return {"type": "image_url", "image_url": {"url": url}}
-    return {"type": "image_url", "image_url": {"url": source.get("url", "")}}
 
 
 def parent_call(path: Path, session: dict[str, Any]) -> tuple[Path, str] | None:

@@ -110,3 +110,22 @@ def text(value: Any) -> str:
         return orjson.dumps(value).decode()
     except (TypeError, orjson.JSONEncodeError):  # integers beyond 64 bits, keys that are not strings
         return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def anthropic_result(content: Any) -> Any:
+    """A ``tool_result`` block's content: its text, or the blocks themselves when they are more than text."""
+    if isinstance(content, list):
+        texts = [b.get("text") for b in content if isinstance(b, dict) and b.get("type") == "text"]
+        if len(texts) == len(content) and all(isinstance(t, str) for t in texts):
+            return "\n\n".join(texts)  # type: ignore[arg-type]
+        return content
+    return content if content is not None else ""
+
+
+def anthropic_image(block: dict[str, Any]) -> dict[str, Any]:
+    """An Anthropic ``image`` block as an OpenAI ``image_url`` content part."""
+    source = mapping(block.get("source"))
+    if source.get("type") == "base64":
+        url = f"data:{source.get('media_type')};base64,{source.get('data')}"
+        return {"type": "image_url", "image_url": {"url": url}}
+    return {"type": "image_url", "image_url": {"url": source.get("url", "")}}

@@ -209,6 +209,39 @@ def test_a_bub_tape_without_run_ids_starts_each_turn_at_its_prompt() -> None:
     assert (chat.attributes[g.PROVIDER], chat.attributes[g.INPUT_TOKENS]) == ("openai", 7)
 
 
+def test_a_runs_entries_written_before_another_runs_event_stay_in_their_own_turn() -> None:
+    """A tape an earlier import wrote: a sub-agent's call (run ``b``) sits between the parent's call and the
+    parent's ``run`` event (run ``a``), its own ``run`` event further on. Each run keeps its chat span and usage."""
+
+    def entry(entry_id: int, kind: str, payload: dict[str, Any], run_id: str | None) -> TapeEntry:
+        meta = {"run_id": run_id} if run_id else {}
+        return TapeEntry(entry_id, kind, payload, meta, f"2026-01-01T00:00:{entry_id:02d}+00:00")
+
+    def call(call_id: str) -> dict[str, Any]:
+        return {"calls": [{"id": call_id, "type": "function", "function": {"name": "add", "arguments": "{}"}}]}
+
+    def run(prompt: int) -> dict[str, Any]:
+        return {"name": "run", "data": {"status": "ok", "usage": usage(prompt, 1), "model": "claude-sonnet-4-5"}}
+
+    entries = [
+        entry(1, "message", {"role": "user", "content": "Research it."}, None),
+        entry(2, "tool_call", call("parent"), "a"),
+        entry(3, "tool_call", call("child"), "b"),
+        entry(4, "tool_result", {"results": ["3"]}, "a"),
+        entry(5, "event", run(100), "a"),
+        entry(6, "tool_result", {"results": ["4"]}, "b"),
+        entry(7, "event", run(20), "b"),
+        entry(8, "message", {"role": "user", "content": "Thanks."}, None),
+    ]
+    split = split_turns(entries)
+    assert [[e.id for e in turn.entries] for turn in split.turns] == [[2, 4, 5], [3, 6, 7]]
+    assert [e.id for e in split.pending] == [8]
+    spans = tape_spans("imported", entries).spans
+    chats, tools = by_operation(spans, g.CHAT), by_operation(spans, g.EXECUTE_TOOL)
+    assert [(c.attributes["bub.entry.id"], c.attributes[g.INPUT_TOKENS]) for c in chats] == [(2, 100), (3, 20)]
+    assert [t.attributes[g.TOOL_CALL_ID] for t in tools] == ["parent", "child"]
+
+
 def test_ids_derive_from_the_tape_name_and_entry_ids(tmp_path: Path) -> None:
     one = bub_nb.open_tape("same-name", home=tmp_path / "a")
     two = bub_nb.open_tape("same-name", home=tmp_path / "b")

@@ -44,11 +44,11 @@ def test_usage_counts_cache_reads_and_writes_once_per_model_reply(home: Path) ->
     frame = open_tape(report.tape, home=home).to_frame()
 
     runs = frame[frame["name"] == "run"]
-    # The sub-agent's reply spans two records with one usage: counted once, its run closing the reply after its
-    # call's result (which this excerpt lacks, so at the end).
-    assert runs["prompt_tokens"].tolist() == [3 + 141272, 3 + 2952 + 141272, 3 + 19830]
-    assert runs["completion_tokens"].tolist() == [365, 190, 183]
-    last = runs.iloc[1]["payload"]["data"]
+    # The sub-agent's reply spans two records with one usage: counted once, its run closing the reply where the
+    # sub-agent moves on (its next record is the result of a later call; this excerpt lacks the reply's own).
+    assert runs["prompt_tokens"].tolist() == [3 + 141272, 3 + 19830, 3 + 2952 + 141272]
+    assert runs["completion_tokens"].tolist() == [365, 183, 190]
+    last = runs.iloc[2]["payload"]["data"]
     assert last["model"] == "claude-sonnet-4-5-20250929"
     assert last["usage"]["prompt_tokens_details"] == {"cached_tokens": 141272}
     assert last["source_usage"]["cache_creation_input_tokens"] == 2952
@@ -64,8 +64,10 @@ def test_a_result_whose_call_is_missing_and_a_call_without_result_are_both_kept(
 
     orphan = next(e for e in results if e.meta.get("call_ids") == ["toolu_011V1hetiJ3pC79EoLTY53Ni"])
     assert orphan.payload["results"][0].startswith("  3130")
-    unanswered = results[-1].payload["results"][0]
+    closed = next(e for e in results if e.meta.get("run_id") == "req_011CVJ51ytkcBEjrQhRNswqR")
+    unanswered = closed.payload["results"][0]
     assert unanswered["kind"] == "missing_result" and "toolu_01BWgwmyj8gGuqFNHMPqqtN2" in unanswered["message"]
+    assert closed.id < orphan.id  # the sub-agent's result for a later call closes the reply that went unanswered
 
 
 def test_a_compaction_becomes_the_anchor_the_next_view_starts_at(home: Path) -> None:
