@@ -44,7 +44,7 @@ class Executed:
     def text(self, starting: str = "") -> str:
         """What those cells showed, as text: Markdown sources, plain reprs and streams."""
         parts = []
-        for output in self.outputs(starting):
+        for output in merged_streams(self.outputs(starting)):
             if output.output_type == "stream":
                 parts.append(output.text)
             elif "data" in output:
@@ -121,6 +121,28 @@ def untimed(text: str) -> str:
     return re.sub(r" +", " ", re.sub(r"\d+(\.\d+)?", "<n>", ACTIVITY.sub("", text)))
 
 
+def merged_streams(outputs: list[Any]) -> list[Any]:
+    """``outputs`` with each run of consecutive stream outputs to the same stream as one, as a frontend shows them.
+
+    A kernel sends what a cell prints in as many messages as its buffer was flushed: ``print("a", "=", 1)`` is one
+    message on a quiet machine and may be three on a busy one. Where those breaks fall is the machine's timing, not
+    what the cell showed, so text is compared with them taken out.
+    """
+    merged: list[Any] = []
+    for output in outputs:
+        previous = merged[-1] if merged else None
+        if (
+            output.output_type == "stream"
+            and previous is not None
+            and previous.output_type == "stream"
+            and previous.name == output.name
+        ):
+            merged[-1] = type(output)({**previous, "text": previous.text + output.text})
+        else:
+            merged.append(output)
+    return merged
+
+
 def comparable(name: str, source: str, shown: str) -> str:
     """What the cell of notebook ``name`` with ``source`` showed, as two runs of it must agree on: the clock taken out
     (:data:`CLOCK`), and for a timed cell (:data:`TIMED_CELLS`) every number too."""
@@ -133,7 +155,7 @@ def shown_outputs(run: Executed) -> list[str]:
     shown = []
     for cell in run.code_cells:
         parts = []
-        for output in cell.outputs:
+        for output in merged_streams(cell.outputs):
             if output.output_type == "stream":
                 parts.append(output.text)
             elif output.output_type == "error":
