@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
 __all__ = ["CONTEXT_LENGTH_PATTERNS", "OpenAIModel", "is_context_length_error", "reported_window"]
 
 _MESSAGE_LIMIT = 500
+_SURROGATE = re.compile("[\ud800-\udfff]")
 DEFAULT_TOTAL_TIMEOUT = 600.0
 """Seconds one model call may take in all, retries included: a server's keep-alive comments cannot extend it."""
 
@@ -107,9 +109,9 @@ class OpenAIModel:
     # -- calls -----------------------------------------------------------------------------------
 
     def _request(self, messages: list[Message], tools: list[ToolSchema] | None) -> dict[str, Any]:
-        request: dict[str, Any] = {"model": self.model, "messages": messages}
+        request: dict[str, Any] = {"model": self.model, "messages": _sendable(messages)}
         if tools:
-            request["tools"] = tools
+            request["tools"] = _sendable(tools)
         if self.context_window is not None:
             # A server that knows no end (llama.cpp's sends none) lets an answer run into the end of its window.
             room = self.context_window - estimate_request(self, messages)
@@ -295,3 +297,20 @@ def _add_call_delta(calls: dict[int, dict[str, str]], part: Any) -> None:
         call["name"] += function.name
     if function.arguments:
         call["arguments"] += function.arguments
+
+
+def _sendable(value: Any) -> Any:
+    """``value`` with every lone surrogate replaced (U+FFFD), so its JSON is UTF-8 the client can send.
+
+    An endpoint may answer one as a ``\\ud800`` escape, which the tape keeps as it came; sent back unreplaced it
+    would fail every later request of the tape before it left the client.
+    """
+    if isinstance(value, str):
+        if value.isascii():
+            return value
+        return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {key: _sendable(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_sendable(item) for item in value]
+    return value
