@@ -167,7 +167,9 @@ def test_an_answer_holding_a_lone_surrogate_does_not_break_the_turns_after_it(
     openai_server: OpenAICompatibleServer, endpoint: OpenAIModel
 ) -> None:
     # JSON may escape half a surrogate pair ("\\ud800"); the tape keeps it, and the next request must still go out.
-    openai_server.reply("\ud800 lone surrogate").reply_tool_calls([{"name": "tape_search", "arguments": {"query": "\udfff"}}])
+    openai_server.reply("\ud800 lone surrogate").reply_tool_calls(
+        [{"name": "tape_search", "arguments": {"query": "\udfff"}}]
+    )
     agent = Agent(long_tape(1), endpoint)
     assert agent.run("Go").ok
     assert agent.run("Again").ok

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import re
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from bub_nb.agent.models.base import Completion, Message, TextDelta, ToolCall, ToolSchema, Usage
 from bub_nb.agent.models.calibration import TokenScale, estimate_request
+from bub_nb.agent.models.json_text import sendable
 from bub_nb.agent.models.refusals import (
     CONTEXT_LENGTH_PATTERNS,
     is_context_length_error,
@@ -26,7 +26,6 @@ if TYPE_CHECKING:
 __all__ = ["CONTEXT_LENGTH_PATTERNS", "OpenAIModel", "is_context_length_error", "reported_window"]
 
 _MESSAGE_LIMIT = 500
-_SURROGATE = re.compile("[\ud800-\udfff]")
 DEFAULT_TOTAL_TIMEOUT = 600.0
 """Seconds one model call may take in all, retries included: a server's keep-alive comments cannot extend it."""
 
@@ -109,9 +108,9 @@ class OpenAIModel:
     # -- calls -----------------------------------------------------------------------------------
 
     def _request(self, messages: list[Message], tools: list[ToolSchema] | None) -> dict[str, Any]:
-        request: dict[str, Any] = {"model": self.model, "messages": _sendable(messages)}
+        request: dict[str, Any] = {"model": self.model, "messages": sendable(messages)}
         if tools:
-            request["tools"] = _sendable(tools)
+            request["tools"] = sendable(tools)
         if self.context_window is not None:
             # A server that knows no end (llama.cpp's sends none) lets an answer run into the end of its window.
             room = self.context_window - estimate_request(self, messages)
@@ -297,20 +296,3 @@ def _add_call_delta(calls: dict[int, dict[str, str]], part: Any) -> None:
         call["name"] += function.name
     if function.arguments:
         call["arguments"] += function.arguments
-
-
-def _sendable(value: Any) -> Any:
-    """``value`` with every lone surrogate replaced (U+FFFD), so its JSON is UTF-8 the client can send.
-
-    An endpoint may answer one as a ``\\ud800`` escape, which the tape keeps as it came; sent back unreplaced it
-    would fail every later request of the tape before it left the client.
-    """
-    if isinstance(value, str):
-        if value.isascii():
-            return value
-        return _SURROGATE.sub("\ufffd", value)
-    if isinstance(value, dict):
-        return {key: _sendable(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_sendable(item) for item in value]
-    return value
