@@ -466,10 +466,10 @@ class NotebookMachine(RuleBasedStateMachine):
         self.cell(line)
         check("looking_writes_nothing", self.tape_bytes() == before, f"{line!r} changed a tape")
 
-    @rule(secret=consumes(secrets))
-    def redact(self, secret: str) -> None:
+    @rule(secret=consumes(secrets), which=st.integers(0, 3))
+    def redact(self, secret: str, which: int = 0) -> None:
         """Redact a pasted secret: by value where ``bub_nb.redact_text`` exists, else as a user would by entry: every
-        entry holding it on the tape it was pasted on (``bub-nb tapes redact NAME --entry ID ...``)."""
+        entry holding it on the ``which``-th tape it was pasted on (``bub-nb tapes redact NAME --entry ID ...``)."""
         if not self.found_in_files(secret):
             return
         try:
@@ -487,9 +487,10 @@ class NotebookMachine(RuleBasedStateMachine):
                 for path in home_files.tape_files(self.folder)
             }
             pasted = [name for name, found in holding.items() if any(r["payload"].get("role") == "user" for r in found)]
-            name = next(iter(pasted or [name for name, found in holding.items() if found]), None)
-            if name is None:
+            candidates = pasted or [name for name, found in holding.items() if found]
+            if not candidates:
                 return
+            name = candidates[which % len(candidates)]
             entries = [arg for record in holding[name] for arg in ("--entry", str(record["id"]))]
             with contextlib.redirect_stdout(io.StringIO()):
                 assert main(["tapes", "redact", name, *entries, "--home", str(self.home)]) == 0

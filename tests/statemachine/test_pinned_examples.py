@@ -106,8 +106,10 @@ def test_accepting_a_preview_made_before_a_redaction_writes_no_secret_back(machi
         machine,
         lambda: machine.first_turn(agents=[]),
         lambda: machine.server.reply("noted") and machine.cell(f"%%bub\nmy token is {secret}"),
+        lambda: machine.fork(name="forkB"),
+        lambda: machine.use(which="notebook"),
         lambda: machine.preview(name="p1", plan=[]),
-        lambda: machine.redact(secret=secret),
+        lambda: machine.redact(secret=secret, which=1),  # on forkB, as a user who found it there would
         lambda: machine.accept(name="p1", comma=False),
     )
 
