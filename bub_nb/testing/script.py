@@ -103,6 +103,13 @@ class ReplyScript:
         with self._lock:
             return len(self._replies)
 
+    def drop_pending(self) -> int:
+        """Forget the replies not used yet; returns how many there were."""
+        with self._lock:
+            dropped = len(self._replies)
+            self._replies.clear()
+            return dropped
+
     def record(self, body: Any) -> None:
         with self._lock:
             self._requests.append(body)

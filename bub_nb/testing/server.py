@@ -252,6 +252,10 @@ class OpenAICompatibleServer:
         """Scripted replies not yet used."""
         return self._script.pending
 
+    def drop_pending(self) -> int:
+        """Forget the scripted replies no request used (a step of a test that ended early); returns how many."""
+        return self._script.drop_pending()
+
     @property
     def requests(self) -> list[Any]:
         """A snapshot of every chat request body received, oldest first (refused ones included)."""

@@ -163,6 +163,21 @@ def test_an_empty_stream_then_an_answer_is_the_answer(
     assert turn.ok and "".join(deltas) == "Here it is." and len(openai_server.requests) == 2
 
 
+def test_an_answer_holding_a_lone_surrogate_does_not_break_the_turns_after_it(
+    openai_server: OpenAICompatibleServer, endpoint: OpenAIModel
+) -> None:
+    # JSON may escape half a surrogate pair ("\\ud800"); the tape keeps it, and the next request must still go out.
+    openai_server.reply("\ud800 lone surrogate").reply_tool_calls(
+        [{"name": "tape_search", "arguments": {"query": "\udfff"}}]
+    )
+    agent = Agent(long_tape(1), endpoint)
+    assert agent.run("Go").ok
+    assert agent.run("Again").ok
+    sent = json.dumps(openai_server.requests[1:], ensure_ascii=False)
+    assert "\ufffd lone surrogate" in sent and "\ud800" not in sent and "\udfff" not in sent
+    assert any(entry.payload.get("content") == "\ud800 lone surrogate" for entry in agent.tape.read())
+
+
 # -- 3. streams without usage ---------------------------------------------------------------------------------
 
 

@@ -109,6 +109,14 @@ def test_replies_are_served_in_script_order(openai_server, client):
     assert openai_server.pending == 0
 
 
+def test_dropped_replies_are_never_served(openai_server, client):
+    openai_server.reply("first").reply("second").reply("third")
+    assert client.chat.completions.create(model="m", messages=HELLO).choices[0].message.content == "first"
+
+    assert openai_server.drop_pending() == 2 and openai_server.pending == 0
+    assert client.chat.completions.create(model="m", messages=HELLO).choices[0].message.content == DEFAULT_TEXT
+
+
 def test_5xx_faults_are_retried_by_the_client_after_the_short_retry_after(openai_server):
     openai_server.fail(500).fail(503).reply("recovered")
 

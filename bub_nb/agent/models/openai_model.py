@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from bub_nb.agent.models.base import Completion, Message, TextDelta, ToolCall, ToolSchema, Usage
 from bub_nb.agent.models.calibration import TokenScale, estimate_request
+from bub_nb.agent.models.json_text import sendable
 from bub_nb.agent.models.refusals import (
     CONTEXT_LENGTH_PATTERNS,
     is_context_length_error,
@@ -107,9 +108,9 @@ class OpenAIModel:
     # -- calls -----------------------------------------------------------------------------------
 
     def _request(self, messages: list[Message], tools: list[ToolSchema] | None) -> dict[str, Any]:
-        request: dict[str, Any] = {"model": self.model, "messages": messages}
+        request: dict[str, Any] = {"model": self.model, "messages": sendable(messages)}
         if tools:
-            request["tools"] = tools
+            request["tools"] = sendable(tools)
         if self.context_window is not None:
             # A server that knows no end (llama.cpp's sends none) lets an answer run into the end of its window.
             room = self.context_window - estimate_request(self, messages)
