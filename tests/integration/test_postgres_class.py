@@ -167,6 +167,7 @@ def test_the_overview_shows_an_api_tapes_notebook_and_the_archived_tapes() -> No
     overview = ClassOverview(stores[room.teacher])
     html = overview.to_html()
     assert html.count("bub-class-row bub-archived") == 1 and "/home/ann/lesson.ipynb" in html
+    assert html.count(f"{ann}/lesson (archived ") == 1 and f"{ann}/lesson (archived " in overview.to_text()
     picker = find(overview.widget, "bub-student-picker")
     assert [value for _label, value in picker.options] == [f"{ann}/lesson", f"{ben}/notes"]  # live tapes to open
     for store in stores.values():

@@ -4,9 +4,10 @@ last turn opened from it as ``%context --turn -1`` shows it.
 Hooks: the root VBox has ``bub-class-overview``; its first row holds the refresh button, ``bub-student-search``
 (a text that filters the rows), ``bub-student-picker`` and ``bub-open-turn``, above the table
 (``table.bub-class-table``, one ``tr.bub-class-row`` per tape with ``data-tape``, ``bub-archived`` on a tape started
-over and kept by the database); ``bub-student-turn`` below. A header (``th.bub-sortable`` with ``data-column`` and
-``aria-sort``) sorts the rows when clicked, a second click the other way: it writes its column into the hidden
-text ``bub-class-sort``, which ``sort`` answers in Python, so the picker lists the students in the table's order.
+over and kept by the database, whose tape cell says when); ``bub-student-turn`` below. A header
+(``th.bub-sortable`` with ``data-column`` and ``aria-sort``) sorts the rows when clicked, a second click the other
+way: it writes its column into the hidden text ``bub-class-sort``, which ``sort`` answers in Python, so the picker
+lists the students in the table's order.
 """
 
 from __future__ import annotations
@@ -29,16 +30,9 @@ if TYPE_CHECKING:
     from bub_nb.notebook.widgets.context_view import ContextView
     from bub_nb.tape.stores.protocol import TapeStore
 
-_SHOWN = (
-    "owner", "notebook", "last_anchor", "turns", "tokens", "errors", "last_activity", "exercises", "tape_name",
-    "archived",
-)  # fmt: skip
+_SHOWN = ("owner", "notebook", "last_anchor", "turns", "tokens", "errors", "last_activity", "exercises", "tape_name")
 _NUMBERS = frozenset({"turns", "tokens", "errors"})
-_TIMES = frozenset({"last_activity", "archived"})
-_HEADINGS = {
-    "last_anchor": "last anchor", "last_activity": "last activity (UTC)", "tape_name": "tape",
-    "archived": "archived (UTC)",
-}  # fmt: skip
+_HEADINGS = {"last_anchor": "last anchor", "last_activity": "last activity (UTC)", "tape_name": "tape"}
 # A header's click hands its column to the hidden text the widget watches (ipywidgets sees the ``input`` event).
 _CLICK = (
     "var r=this.closest('.bub-class-overview'),i=r&&r.querySelector('.bub-class-sort input');"
@@ -126,7 +120,7 @@ class ClassOverview(WidgetDisplay):
             frame = frame[texts.str.contains(needle, regex=False)]
         if self.sort_by is None:
             return frame
-        key = None if self.sort_by in _NUMBERS or self.sort_by in _TIMES else _text_key
+        key = None if self.sort_by in _NUMBERS or self.sort_by == "last_activity" else _text_key
         ascending = not self.descending
         return frame.sort_values(self.sort_by, ascending=ascending, na_position="last", kind="stable", key=key)
 
@@ -155,9 +149,11 @@ class ClassOverview(WidgetDisplay):
     def to_text(self) -> str:
         if self._frame.empty:
             return "Class overview: no tapes"
-        frame = self._shown()[list(_SHOWN)].copy()
-        for column in _TIMES:
-            frame[column] = frame[column].map(_minute)
+        shown = self._shown()
+        frame = shown[list(_SHOWN)].copy()
+        frame["last_activity"] = frame["last_activity"].map(_minute)
+        names = zip(shown["tape_name"], shown["archived"], strict=True)
+        frame["tape_name"] = [_tape(name, archived) for name, archived in names]
         return f"Class overview: {self._heading()}\n" + frame.to_string(index=False)
 
     def to_html(self) -> str:
@@ -167,7 +163,12 @@ class ClassOverview(WidgetDisplay):
         head = "".join(self._header(column) for column in _SHOWN)
         rows = "".join(
             f'<tr class="bub-class-row{"" if pd_isna(row["archived"]) else " bub-archived"}" '
-            f'data-tape="{esc(row["tape_name"])}">' + "".join(_cell(column, row[column]) for column in _SHOWN) + "</tr>"
+            f'data-tape="{esc(row["tape_name"])}">'
+            + "".join(
+                _cell(column, _tape(row[column], row["archived"]) if column == "tape_name" else row[column])
+                for column in _SHOWN
+            )
+            + "</tr>"
             for _, row in shown.iterrows()
         )
         found = "" if len(shown) == len(self._frame) else f" · {len(shown)} shown for {self.search.strip()!r}"
@@ -244,8 +245,13 @@ def _text_key(values: pd.Series) -> pd.Series:
     return values.map(lambda value: value if value is None or pd_isna(value) else str(value).casefold())
 
 
+def _tape(name: str, archived: Any) -> str:
+    """A tape's name, and when it was archived if it was started over (its live tape has the same name)."""
+    return name if pd_isna(archived) else f"{name} (archived {_minute(archived)})"
+
+
 def _cell(column: str, value: Any) -> str:
-    if column in _TIMES:
+    if column == "last_activity":
         return f"<td>{esc(_minute(value))}</td>"
     if value is None or (not isinstance(value, list | tuple | dict) and pd_isna(value)) or value == "":
         return "<td>–</td>"
