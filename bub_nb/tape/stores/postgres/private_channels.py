@@ -11,8 +11,6 @@ not. A notification carries nothing: a reader wakes and reads what is new throug
 
 from __future__ import annotations
 
-from psycopg import sql
-
 from bub_nb.tape.events import NOTEBOOK
 from bub_nb.tape.stores.postgres.append_path import writing_functions
 from bub_nb.tape.stores.postgres.class_reads import summary_function
@@ -20,7 +18,6 @@ from bub_nb.tape.stores.postgres.class_reads import summary_function
 
 def private_channel_statements(group: str) -> list[str]:
     """The statements of this step, granting to the (quoted) ``group`` role."""
-    notebook = sql.Literal(NOTEBOOK).as_string(None)
     return [
         """CREATE TABLE {s}.channel_keys (
             owner name PRIMARY KEY,
@@ -54,5 +51,5 @@ def private_channel_statements(group: str) -> list[str]:
         # The writers notify the private channel, with an empty payload.
         *writing_functions("{s}.tape_channel(session_user, tape_name)", private=True),
         "DROP FUNCTION {s}.class_summary()",
-        *summary_function(group, archived=True, notebook_event=notebook),
+        *summary_function(group, archived=True, notebook_event=NOTEBOOK),
     ]
