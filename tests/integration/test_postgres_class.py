@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from harness.classroom import classroom
 from harness.kernel import kernel_environment, running_kernel
+from harness.widgets import find
 
 from bub_nb import class_overview, open_tape
 from bub_nb.tape import session_tape_name
@@ -142,3 +143,32 @@ def test_a_teacher_opens_each_students_last_turn_from_the_class_overview() -> No
         assert turn == view_of_turn(open_tape("lesson", store=room.dsn[student]), -1)  # as the student sees it
         assert overview.turn(name).view == turn
     teacher.close()
+
+
+def test_the_overview_shows_an_api_tapes_notebook_and_the_archived_tapes() -> None:
+    from bub_nb.notebook.widgets import ClassOverview
+    from bub_nb.tape import TapeEntry
+    from bub_nb.tape.events import NOTEBOOK
+
+    room = classroom(students=2)
+    ann, ben = room.students
+    stores = {role: PostgresTapeStore(room.dsn[role], schema=S) for role in (ann, ben, room.teacher)}
+    written = TapeEntry.event(NOTEBOOK, {"path": "/home/ann/lesson.ipynb"})
+    stores[ann].append("lesson", [written, TapeEntry.message({"role": "user", "content": "first try"})])
+    assert stores[ann].reset("lesson", archive=True) is not None
+    stores[ann].append("lesson", [TapeEntry.message({"role": "user", "content": "second try"})])
+    stores[ben].append("notes", [TapeEntry.message({"role": "user", "content": "no notebook said"})])
+    frame = class_overview(stores[room.teacher])
+    assert list(frame["tape_name"]) == [f"{ann}/lesson", f"{ann}/lesson", f"{ben}/notes"]
+    assert list(frame["archived"].notna()) == [False, True, False] and list(frame["entries"]) == [1, 2, 1]
+    assert frame["notebook"].tolist()[1] == "/home/ann/lesson.ipynb"  # from the tape's notebook event
+    assert frame["notebook"].isna().tolist() == [True, False, True]
+    assert list(class_overview(stores[ben])["tape_name"]) == ["notes"]  # a student still sees only their own
+    overview = ClassOverview(stores[room.teacher])
+    html = overview.to_html()
+    assert html.count("bub-class-row bub-archived") == 1 and "/home/ann/lesson.ipynb" in html
+    assert html.count(f"{ann}/lesson (archived ") == 1 and f"{ann}/lesson (archived " in overview.to_text()
+    picker = find(overview.widget, "bub-student-picker")
+    assert [value for _label, value in picker.options] == [f"{ann}/lesson", f"{ben}/notes"]  # live tapes to open
+    for store in stores.values():
+        store.close()

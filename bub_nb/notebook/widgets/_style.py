@@ -137,6 +137,8 @@ CSS: Final = f"""
  line-height:1.45}}
 .bub-w.bub-w td.bub-num,.bub-w.bub-w th.bub-num{{text-align:right;font-variant-numeric:tabular-nums}}
 .bub-w.bub-w table.bub-request td:first-child{{white-space:nowrap}}
+.bub-w.bub-w th.bub-sortable{{cursor:pointer;white-space:nowrap}}
+.bub-w.bub-w tr.bub-archived td{{font-style:italic}}
 /* A fixed layout lets the content column take what is left of the width and end in an ellipsis. */
 .bub-w.bub-w table.bub-messages-table{{width:100%;max-width:110em;table-layout:fixed}}
 .bub-w.bub-w td.bub-content{{font-family:inherit;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}}

@@ -11,7 +11,7 @@ import pandas as pd
 
 from bub_nb.tape._lines import Record, gc_paused
 from bub_nb.tape.entries import TapeEntry, is_phase_anchor
-from bub_nb.tape.events import RUN, payload_run_usage
+from bub_nb.tape.events import NOTEBOOK, RUN, payload_run_usage
 from bub_nb.tape.frames.frame import (
     COLUMNS,
     columns_to_frame,
@@ -28,6 +28,7 @@ from bub_nb.tape.stores.resolve import file_store, resolve_store
 
 OVERVIEW_COLUMNS = (
     "tape_name", "owner", "notebook", "entries", "anchors", "last_anchor", "turns", "tokens", "errors", "last_activity",
+    "archived",
 )  # fmt: skip
 
 
@@ -60,9 +61,14 @@ def _count(value: Any) -> int:
 def _tape_row(name: str, details: dict[str, Any], records: list[Record]) -> dict[str, Any]:
     anchors: list[str] = []
     turns = tokens = errors = 0
+    notebook = details.get("notebook")
     for record in records:
         kind, payload = record["kind"], record["payload"]
-        if kind == "anchor":
+        if kind == "event" and payload.get("name") == NOTEBOOK:
+            data = payload.get("data")
+            path = data.get("path") if isinstance(data, dict) else None
+            notebook = path if isinstance(path, str) else notebook
+        elif kind == "anchor":
             anchor = payload.get("name")
             if isinstance(anchor, str) and is_phase_anchor(anchor):
                 anchors.append(anchor)
@@ -80,7 +86,7 @@ def _tape_row(name: str, details: dict[str, Any], records: list[Record]) -> dict
     return {
         "tape_name": name,
         "owner": details.get("owner"),
-        "notebook": details.get("notebook"),
+        "notebook": notebook,
         "entries": len(records),
         "anchors": list(dict.fromkeys(anchors)),
         "last_anchor": anchors[-1] if anchors else None,
@@ -88,13 +94,15 @@ def _tape_row(name: str, details: dict[str, Any], records: list[Record]) -> dict
         "tokens": tokens,
         "errors": errors,
         "last_activity": records[-1]["date"] if records else None,
+        "archived": None,
     }
 
 
 def class_overview(store: TapeStore | str | None = None) -> pd.DataFrame:
-    """One row per tape the store lets this role see: owner, notebook, phase anchors reached, turns,
-    tokens (from ``run`` events; a fork's copies of its parent's turns are not counted again), errors and
-    the time of the last entry.
+    """One row per tape the store lets this role see: owner, notebook (the newest ``notebook`` event's, else
+    the one the database recorded), phase anchors reached, turns, tokens (from ``run`` events; a fork's copies
+    of its parent's turns are not counted again), errors, the time of the last entry and, for a tape started
+    over in a database and kept there, when it was archived (``NaT`` for a live tape; it follows its live tape).
 
     ``store`` is a store or a ``postgresql://`` DSN; ``None`` means ``$BUB_STORE``, else the Bub home's files.
     """
@@ -106,6 +114,7 @@ def class_overview(store: TapeStore | str | None = None) -> pd.DataFrame:
         rows = [_tape_row(name, details.get(name, {}), _records(chosen, name)) for name in chosen.list_tapes()]
     frame = pd.DataFrame(rows, columns=list(OVERVIEW_COLUMNS))
     frame["last_activity"] = pd.to_datetime(frame["last_activity"], utc=True, format="ISO8601", errors="coerce")
+    frame["archived"] = pd.to_datetime(frame["archived"], utc=True)
     for column in ("entries", "turns", "tokens", "errors"):
         frame[column] = frame[column].astype("int64")
     return frame

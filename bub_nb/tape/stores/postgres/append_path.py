@@ -29,7 +29,6 @@ def owner_and_append_path(schema: str, group: str) -> list[str]:
     kinds = ", ".join(_literal(kind) for kind in KINDS)
     # Literal braces are doubled: each statement is formatted with the schema's name.
     prefix = _literal(f"{schema}.")
-    iso = _literal(_ISO_DATE).replace("{", "{{").replace("}", "}}")
     return [
         "DROP INDEX {s}.tapes_live_name",
         "CREATE UNIQUE INDEX tapes_live_owner_name ON {s}.tapes (owner, name) WHERE archived IS NULL",
@@ -83,23 +82,45 @@ def owner_and_append_path(schema: str, group: str) -> list[str]:
             SELECT '{{"id":' || id || ',"kind":' || to_json(kind)::text || ',"payload":' || payload
                 || ',"meta":' || meta || ',"date":' || to_json(date)::text || '}}'
         $$""",
-        """CREATE FUNCTION {s}.append_entries(tape_name text, kinds text[], payloads text[], metas text[],
+        *writing_functions("{s}.channel(session_user, tape_name)"),
+        f"REVOKE INSERT, UPDATE, DELETE ON {{s}}.tapes FROM {group}",
+        f"REVOKE INSERT ON {{s}}.entries FROM {group}",
+        "REVOKE ALL ON FUNCTION {s}.take_ids(text, integer, text) FROM PUBLIC",
+        "REVOKE ALL ON FUNCTION {s}.append_entries(text, text[], text[], text[], text) FROM PUBLIC",
+        f"REVOKE ALL ON FUNCTION {{s}}.import_entries({_IMPORT_ARGUMENTS}) FROM PUBLIC",
+        "REVOKE ALL ON FUNCTION {s}.archive_tape(text) FROM PUBLIC",
+        f"GRANT EXECUTE ON FUNCTION {{s}}.append_entries(text, text[], text[], text[], text) TO {group}",
+        f"GRANT EXECUTE ON FUNCTION {{s}}.import_entries({_IMPORT_ARGUMENTS}) TO {group}",
+        f"GRANT EXECUTE ON FUNCTION {{s}}.archive_tape(text) TO {group}",
+    ]
+
+
+def writing_functions(channel: str, *, private: bool = False) -> list[str]:
+    """``append_entries``, ``import_entries`` and ``archive_tape``, each notifying ``channel`` (an
+    SQL expression of ``session_user`` and ``tape_name``) when it writes: with the tape's new last id (version 3),
+    or, ``private``, with nothing and replacing the functions of version 3 (version 6, ``private_channels``)."""
+    iso = _literal(_ISO_DATE).replace("{", "{{").replace("}", "}}")
+    create = "CREATE OR REPLACE FUNCTION" if private else "CREATE FUNCTION"
+    count, reset = ("''", "''") if private else ("(b + n)::text", "'reset'")
+    return [
+        f"""{create} {{s}}.append_entries(tape_name text, kinds text[], payloads text[], metas text[],
                 notebook text DEFAULT NULL) RETURNS TABLE (first_id bigint, stamped text)
             LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog AS $$
             DECLARE n integer; k bigint; b bigint; stamp text;
             BEGIN
-                n := {s}.check_entries(tape_name, kinds, payloads, metas);
-                SELECT t.tape, t.base INTO k, b FROM {s}.take_ids(tape_name, n, notebook) AS t;
+                n := {{s}}.check_entries(tape_name, kinds, payloads, metas);
+                SELECT t.tape, t.base INTO k, b FROM {{s}}.take_ids(tape_name, n, notebook) AS t;
                 stamp := to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"+00:00"');
-                INSERT INTO {s}.entries (tape, id, kind, payload, meta, date, line)
-                    SELECT k, b + x.o, x.kind, x.p::jsonb, x.m::jsonb, stamp, {s}.line(b + x.o, x.kind, x.p, x.m, stamp)
+                INSERT INTO {{s}}.entries (tape, id, kind, payload, meta, date, line)
+                    SELECT k, b + x.o, x.kind, x.p::jsonb, x.m::jsonb, stamp,
+                           {{s}}.line(b + x.o, x.kind, x.p, x.m, stamp)
                     FROM unnest(kinds, payloads, metas) WITH ORDINALITY AS x (kind, p, m, o);
-                PERFORM pg_notify({s}.channel(session_user, tape_name), (b + n)::text);
+                PERFORM pg_notify({channel}, {count});
                 RETURN QUERY SELECT b + 1, stamp;
             END $$""",
         # A tape moving in from files keeps its ids and dates; the ids must continue the tape, the dates
         # must be dates and not in the future, and the entries are marked as pushed.
-        f"""CREATE FUNCTION {{s}}.import_entries(tape_name text, start_id bigint, kinds text[], payloads text[],
+        f"""{create} {{s}}.import_entries(tape_name text, start_id bigint, kinds text[], payloads text[],
                 metas text[], dates text[], notebook text DEFAULT NULL) RETURNS bigint
             LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog AS $$
             DECLARE n integer; k bigint; b bigint;
@@ -119,28 +140,19 @@ def owner_and_append_path(schema: str, group: str) -> list[str]:
                     SELECT k, b + x.o, x.kind, x.p::jsonb, x.m::jsonb, x.d,
                            {{s}}.line(b + x.o, x.kind, x.p, x.m, x.d), true
                     FROM unnest(kinds, payloads, metas, dates) WITH ORDINALITY AS x (kind, p, m, d, o);
-                PERFORM pg_notify({{s}}.channel(session_user, tape_name), (b + n)::text);
+                PERFORM pg_notify({channel}, {count});
                 RETURN b + n;
             END $$""",
         # Starting over keeps the old tape, archived, where the class's teachers still read it.
-        """CREATE FUNCTION {s}.archive_tape(tape_name text) RETURNS timestamptz
+        f"""{create} {{s}}.archive_tape(tape_name text) RETURNS timestamptz
             LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog AS $$
             DECLARE stamp timestamptz;
             BEGIN
-                UPDATE {s}.tapes SET archived = clock_timestamp()
+                UPDATE {{s}}.tapes SET archived = clock_timestamp()
                     WHERE owner = session_user AND name = tape_name AND archived IS NULL RETURNING archived INTO stamp;
                 IF stamp IS NOT NULL THEN
-                    PERFORM pg_notify({s}.channel(session_user, tape_name), 'reset');
+                    PERFORM pg_notify({channel}, {reset});
                 END IF;
                 RETURN stamp;
             END $$""",
-        f"REVOKE INSERT, UPDATE, DELETE ON {{s}}.tapes FROM {group}",
-        f"REVOKE INSERT ON {{s}}.entries FROM {group}",
-        "REVOKE ALL ON FUNCTION {s}.take_ids(text, integer, text) FROM PUBLIC",
-        "REVOKE ALL ON FUNCTION {s}.append_entries(text, text[], text[], text[], text) FROM PUBLIC",
-        f"REVOKE ALL ON FUNCTION {{s}}.import_entries({_IMPORT_ARGUMENTS}) FROM PUBLIC",
-        "REVOKE ALL ON FUNCTION {s}.archive_tape(text) FROM PUBLIC",
-        f"GRANT EXECUTE ON FUNCTION {{s}}.append_entries(text, text[], text[], text[], text) TO {group}",
-        f"GRANT EXECUTE ON FUNCTION {{s}}.import_entries({_IMPORT_ARGUMENTS}) TO {group}",
-        f"GRANT EXECUTE ON FUNCTION {{s}}.archive_tape(text) TO {group}",
     ]

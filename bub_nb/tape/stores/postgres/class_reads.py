@@ -7,6 +7,7 @@ entry again, so a class of two hundred students answers in well under a second.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Protocol
@@ -38,30 +39,53 @@ _NUMBER = (
 
 def summary_statements(group: str) -> list[str]:
     """The ``class_summary()`` function and who may call it (part of schema version 3); ``group`` is quoted."""
-    run = sql.Literal(f'"{RUN}"').as_string(None)
+    return summary_function(group)
+
+
+def _json_text(text: str) -> str:
+    """``text`` as a ``jsonb`` string literal, its braces doubled for the schema's formatting."""
+    return sql.Literal(json.dumps(text)).as_string(None).replace("{", "{{").replace("}", "}}") + "::jsonb"
+
+
+def summary_function(group: str, *, archived: bool = False, notebook_event: str | None = None) -> list[str]:
+    """``class_summary()``: of live tapes (version 3), or also of archived ones, with an ``archived`` column, and
+    the notebook the tape's newest ``notebook_event`` names before the one the database recorded (version 6).
+    The turns, errors and notebook come from one pass over the entries that can hold them."""
     memory = sql.Literal(MEMORY_ANCHOR_PREFIX + "%").as_string(None)
     tokens = f"{_NUMBER.replace('FIELD', 'prompt_tokens')} + {_NUMBER.replace('FIELD', 'completion_tokens')}"
+    run = f"(e.kind = 'event' AND e.payload -> 'name' = {_json_text(RUN)})"
+    which = "entries > 0" if archived else "archived IS NULL AND entries > 0"
+    columns, archive = (", archived timestamptz", ", t.archived") if archived else ("", "")
+    said, notebook = "false", "t.notebook"
+    if notebook_event is not None:
+        said = (
+            f"(e.kind = 'event' AND e.payload -> 'name' = {_json_text(notebook_event)}"
+            " AND jsonb_typeof(e.payload #> '{{data,path}}') = 'string')"
+        )
+        notebook = "coalesce(r.notebook, t.notebook)"
     return [
         f"""CREATE FUNCTION {{s}}.class_summary() RETURNS TABLE (owner name, name text, notebook text,
-                entries bigint, anchors text[], turns bigint, tokens numeric, errors bigint, last_date text)
+                entries bigint, anchors text[], turns bigint, tokens numeric, errors bigint, last_date text{columns})
             LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog AS $$
-            WITH t AS (SELECT key, owner, name, notebook, entries, last_id FROM {{s}}.tapes
-                       WHERE archived IS NULL AND entries > 0 AND {{s}}.reads(session_user, owner)),
+            WITH t AS (SELECT key, owner, name, notebook, entries, last_id, archived FROM {{s}}.tapes
+                       WHERE {which} AND {{s}}.reads(session_user, owner)),
             a AS (SELECT e.tape, array_agg(e.payload ->> 'name' ORDER BY e.id) AS names
                   FROM {{s}}.entries e JOIN t ON t.key = e.tape
                   WHERE e.kind = 'anchor' AND jsonb_typeof(e.payload -> 'name') = 'string'
                     AND e.payload ->> 'name' NOT LIKE {memory}
                   GROUP BY e.tape),
             r AS (SELECT e.tape,
-                         count(*) FILTER (WHERE e.kind = 'event') AS turns,
-                         coalesce(sum({tokens}) FILTER (WHERE e.kind = 'event'), 0) AS tokens,
-                         count(*) FILTER (WHERE e.kind = 'error' OR e.payload #> '{{{{data,status}}}}' = '"error"')
-                             AS errors
+                         count(*) FILTER (WHERE {run}) AS turns,
+                         coalesce(sum({tokens}) FILTER (WHERE {run}), 0) AS tokens,
+                         count(*) FILTER (WHERE e.kind = 'error'
+                                          OR ({run} AND e.payload #> '{{{{data,status}}}}' = '"error"')) AS errors,
+                         (array_agg(e.payload #>> '{{{{data,path}}}}' ORDER BY e.id DESC) FILTER (WHERE {said}))[1]
+                             AS notebook
                   FROM {{s}}.entries e JOIN t ON t.key = e.tape
-                  WHERE e.kind = 'error' OR (e.kind = 'event' AND e.payload -> 'name' = {run}::jsonb)
+                  WHERE e.kind = 'error' OR {run} OR {said}
                   GROUP BY e.tape)
-            SELECT t.owner, t.name, t.notebook, t.entries, a.names, coalesce(r.turns, 0), coalesce(r.tokens, 0),
-                   coalesce(r.errors, 0), l.date
+            SELECT t.owner, t.name, {notebook}, t.entries, a.names, coalesce(r.turns, 0),
+                   coalesce(r.tokens, 0), coalesce(r.errors, 0), l.date{archive}
             FROM t LEFT JOIN a ON a.tape = t.key LEFT JOIN r ON r.tape = t.key
                    LEFT JOIN {{s}}.entries l ON l.tape = t.key AND l.id = t.last_id
         $$""",
@@ -85,11 +109,11 @@ def tape_details(store: ClassStore) -> dict[str, dict[str, Any]]:
 
 
 def overview_rows(store: ClassStore) -> list[dict[str, Any]]:
-    """``class_overview``'s rows, sorted by tape name, counted inside the database."""
+    """``class_overview``'s rows, archived tapes too (``archived`` says when), counted inside the database."""
     with store.connection(None) as conn:
         found = conn.execute(store.query("SELECT * FROM {s}.class_summary()")).fetchall()
     result = []
-    for owner, name, notebook, entries, anchors, turns, tokens, errors, last_date in found:
+    for owner, name, notebook, entries, anchors, turns, tokens, errors, last_date, archived in found:
         phases = list(dict.fromkeys(anchors or []))
         result.append(
             {
@@ -103,9 +127,15 @@ def overview_rows(store: ClassStore) -> list[dict[str, Any]]:
                 "tokens": int(tokens),
                 "errors": int(errors),
                 "last_activity": last_date,
+                "archived": archived,
             }
         )
-    return sorted(result, key=lambda row: row["tape_name"])
+    # By name; a live tape before its archives, the newest archive first.
+    return sorted(result, key=lambda row: (row["tape_name"], row["archived"] is not None, -_stamp(row["archived"])))
+
+
+def _stamp(moment: datetime | None) -> float:
+    return 0.0 if moment is None else moment.timestamp()
 
 
 def record_lineage(store: ClassStore, record: dict[str, Any]) -> None:

@@ -1,4 +1,8 @@
-"""Following a tape as another process writes it: ``LISTEN`` on its channel, read what is new."""
+"""Following a tape as another process writes it: ``LISTEN`` on its channel, read what is new.
+
+A channel's name comes from the database, which gives it only to the tape's owner and the teachers of the
+owner's class, and a notification carries nothing: what is new is read through row-level security.
+"""
 
 from __future__ import annotations
 
@@ -22,7 +26,7 @@ class DatabaseTapes(Protocol):
 
     def stats(self, tape: str) -> StoreStats: ...
 
-    def channel_of(self, tape: str) -> str: ...
+    def owner_and_name(self, tape: str) -> tuple[str, str]: ...
 
     def read(self, tape: str, start: int = 1, stop: int | None = None) -> list[TapeEntry]: ...
 
@@ -35,11 +39,18 @@ class TapeFollower:
 
     def __init__(self, store: DatabaseTapes, tape: str, after: int | None = None) -> None:
         self.store, self.tape = store, tape
+        conn = None
         try:
-            self._conn = psycopg.connect(store.dsn, autocommit=True)
-            self._conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(store.channel_of(tape))))
+            conn = psycopg.connect(store.dsn, autocommit=True)
+            # The database names the channel only for a role that may read the tape (schema version 6).
+            query = sql.SQL("SELECT {}.channel(%s, %s)").format(sql.Identifier(store.schema))
+            row = conn.execute(query, store.owner_and_name(tape)).fetchone()
+            conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(str(row[0] if row else ""))))
         except psycopg.Error as error:
+            if conn is not None:
+                conn.close()
             raise TapeError(f"Tape {tape!r} cannot be followed at {store.location}: {error_reason(error)}") from None
+        self._conn = conn
         self.last_id = store.stats(tape).last_id if after is None else after
 
     def poll(self, timeout: float = 1.0) -> list[TapeEntry]:

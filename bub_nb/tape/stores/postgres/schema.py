@@ -3,7 +3,8 @@
 Version 1 holds tapes and entries; version 2 adds fork lineage, classes and row-level security; version 3
 finds a tape by its owner and name and leaves writing entries to functions (``append_path``); version 4 adds
 the one function that may rewrite an entry, for redaction (``redaction``); version 5 the same by value, where
-only the occurrences of one text are replaced.
+only the occurrences of one text are replaced; version 6 gives each tape a channel only its readers can name,
+and the class summary archived tapes (``private_channels``).
 An entry keeps ``payload`` and ``meta`` as ``jsonb`` for queries and its Bub line as text, because
 ``jsonb`` reorders keys: what is read back is exactly what was written.
 A newer package upgrades an older schema the first time it connects with a role allowed to.
@@ -11,7 +12,6 @@ A newer package upgrades an older schema the first time it connects with a role 
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Callable
 
@@ -21,14 +21,10 @@ from psycopg import sql
 from bub_nb.errors import TapeError
 from bub_nb.tape.stores.postgres.append_path import owner_and_append_path
 from bub_nb.tape.stores.postgres.class_reads import summary_statements
+from bub_nb.tape.stores.postgres.private_channels import private_channel_statements
 from bub_nb.tape.stores.postgres.redaction import redaction_statements, text_redaction_statements
 
 _SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,40}$")
-
-
-def channel(schema: str, tape: str) -> str:
-    """The ``NOTIFY`` channel for one tape; hashed, so a name never leaves the database this way."""
-    return "bub_" + hashlib.md5(f"{schema}.{tape}".encode()).hexdigest()[:32]
 
 
 def check_schema_name(schema: str) -> str:
@@ -145,7 +141,11 @@ def _v5(schema: str) -> list[str]:
     return text_redaction_statements(schema, sql.Identifier(users_role(schema)).as_string(None))
 
 
-MIGRATIONS: tuple[Callable[[str], list[str]], ...] = (_v1, _v2, _v3, _v4, _v5)
+def _v6(schema: str) -> list[str]:
+    return private_channel_statements(sql.Identifier(users_role(schema)).as_string(None))
+
+
+MIGRATIONS: tuple[Callable[[str], list[str]], ...] = (_v1, _v2, _v3, _v4, _v5, _v6)
 VERSION = len(MIGRATIONS)
 
 

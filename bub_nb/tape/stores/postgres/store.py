@@ -25,7 +25,7 @@ from bub_nb.tape.stores.dsn import redact_dsn, remember_dsn_secrets
 from bub_nb.tape.stores.postgres import class_reads
 from bub_nb.tape.stores.postgres.connections import TapePool
 from bub_nb.tape.stores.postgres.follow import TapeFollower
-from bub_nb.tape.stores.postgres.schema import VERSION, channel, check_schema_name, migrate, schema_version
+from bub_nb.tape.stores.postgres.schema import VERSION, check_schema_name, migrate, schema_version
 from bub_nb.tape.stores.protocol import AnchorList, AnchorRef, StoreStats
 
 _REVERSE_BATCH = 500
@@ -94,10 +94,6 @@ class PostgresTapeStore:
     def note_notebook(self, tape: str, notebook: str) -> None:
         """Record which notebook writes ``tape`` when its row is made (the caller knows the notebook)."""
         self._notebooks[tape] = notebook
-
-    def channel_of(self, tape: str) -> str:
-        owner, name = self.owner_and_name(tape)
-        return channel(self.schema, f"{owner}/{name}")
 
     def connection(self, tape: str | None) -> Any:
         """A pooled connection whose database errors are one-line ``TapeError``s naming ``tape``."""
