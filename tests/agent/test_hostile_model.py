@@ -91,8 +91,8 @@ def readable_somewhere(home: Path, before: dict[int, Any]) -> list[int]:
 def bounded(label: str, action: Callable[[], Any]) -> Any:
     """Run a reader, failing when it allocates more than :data:`PEAK_BYTES` at its peak.
 
-    That every reader returns at all is the behaviour checked here; how long it takes belongs in
-    ``benchmarks/``, since a busy machine makes any wall-clock bound fail for no fault of the code.
+    That every reader returns at all is the behaviour checked here; how long it takes is measured by
+    ``benchmarks/hostile.py``, since a busy machine makes any wall-clock bound fail for no fault of the code.
     """
     tracemalloc.start()
     try:
