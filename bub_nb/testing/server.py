@@ -276,3 +276,14 @@ class OpenAICompatibleServer:
             return 0
         with http.tracked_lock:
             return len(http.connections)
+
+    def wait_for_open_connections(self, count: int, timeout: float) -> bool:
+        """Wait until at most ``count`` client connections are open, woken as each one closes.
+
+        True once they are; False if ``timeout`` seconds pass first (a bound on a hang, not a speed).
+        """
+        http = self._http
+        if http is None:
+            return True
+        with http.tracked_lock:
+            return http.tracked_lock.wait_for(lambda: len(http.connections) <= count, timeout)

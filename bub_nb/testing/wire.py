@@ -35,7 +35,7 @@ class EndpointHTTPServer(ThreadingHTTPServer):
     def __init__(self, script: ReplyScript) -> None:
         self.script = script
         self.stopping = threading.Event()
-        self.tracked_lock = threading.Lock()
+        self.tracked_lock = threading.Condition()  # notified whenever a connection closes
         self.connections: set[socket.socket] = set()
         self.threads: set[threading.Thread] = set()
         super().__init__(("127.0.0.1", 0), ChatHandler)
@@ -62,6 +62,7 @@ class EndpointHTTPServer(ThreadingHTTPServer):
     def shutdown_request(self, request: Any) -> None:
         with self.tracked_lock:
             self.connections.discard(request)
+            self.tracked_lock.notify_all()
         super().shutdown_request(request)
 
     def close_connections(self) -> None:

@@ -6,12 +6,14 @@ import json
 import threading
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import openai
 import pytest
 
 from bub_nb.context.tokens import count_messages_tokens
 from bub_nb.testing import DEFAULT_TEXT, OpenAICompatibleServer
+from bub_nb.testing.server import RETRY_AFTER
 
 HELLO = [{"role": "user", "content": "hello"}]
 
@@ -117,16 +119,23 @@ def test_dropped_replies_are_never_served(openai_server, client):
     assert client.chat.completions.create(model="m", messages=HELLO).choices[0].message.content == DEFAULT_TEXT
 
 
-def test_5xx_faults_are_retried_by_the_client_after_the_short_retry_after(openai_server):
+def test_5xx_faults_are_retried_by_the_client_after_the_short_retry_after(openai_server, monkeypatch):
     openai_server.fail(500).fail(503).reply("recovered")
 
     with openai.OpenAI(api_key="k", base_url=openai_server.base_url, max_retries=2) as retrying:
-        started = time.perf_counter()
+        waits: list[float] = []
+        own_timeout = retrying._calculate_retry_timeout
+
+        def recorded(*args: Any, **kwargs: Any) -> float:
+            waits.append(own_timeout(*args, **kwargs))
+            return waits[-1]
+
+        monkeypatch.setattr(retrying, "_calculate_retry_timeout", recorded)
         response = retrying.chat.completions.create(model="m", messages=HELLO)
 
     assert response.choices[0].message.content == "recovered"
     assert len(openai_server.requests) == 3
-    assert time.perf_counter() - started < 0.8  # the client's own backoff would wait at least 1.1 s
+    assert waits == [RETRY_AFTER, RETRY_AFTER]  # the client's own backoff would wait 0.5 s and up
 
 
 def test_429_carries_retry_after_and_an_openai_error_body(openai_server, client):
@@ -288,6 +297,6 @@ def test_stop_closes_kept_alive_connections_and_joins_every_thread():
     server.stop()
 
     assert endpoint_threads() == []
-    waiting.join(timeout=5)
+    waiting.join(timeout=60)  # bounds a hang only
     assert [type(exc) for exc in outcome] == [openai.APIConnectionError]  # cut off, not left hanging
     client.close()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from collections.abc import Iterator, Sequence
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
@@ -129,10 +128,8 @@ def test_a_receiver_that_refuses_or_is_absent_is_one_error(tape: Tape, receiver:
     handler.status = 400
     with pytest.raises(ExportError, match=r"did not take the spans of tape 'notebook' \(6 spans\)"):
         otel(tape, url)
-    began = time.monotonic()
     with pytest.raises(ExportError, match=r"127\.0\.0\.1:9/v1/traces"):
         otel(tape, "http://127.0.0.1:9", timeout=1)
-    assert time.monotonic() - began < 15
     for bad in ("ftp://example/v1/traces", "127.0.0.1:4318", ""):
         with pytest.raises(ExportError, match="is not an http"):
             traces_url(bad)

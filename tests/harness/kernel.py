@@ -188,3 +188,12 @@ def wait_for_requests(server: Any, count: int, timeout: float = 30) -> None:
         if time.monotonic() > deadline:
             pytest.fail(f"the endpoint got {len(server.requests)} requests, expected {count}")
         time.sleep(0.02)
+
+
+def wait_for_file(path: Path, timeout: float = 60) -> None:
+    """Until code in the kernel has created ``path``, its sign that it reached a point (``timeout`` bounds a hang)."""
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        if time.monotonic() > deadline:
+            pytest.fail(f"{path.name} never appeared: the kernel's code did not get there")
+        time.sleep(0.02)

@@ -152,16 +152,19 @@ def comparable(name: str, source: str, shown: str) -> str:
 
 def shown_outputs(run: Executed) -> list[str]:
     """What each code cell showed, as text, with the clock taken out (:data:`CLOCK`), for comparing two runs."""
-    shown = []
-    for cell in run.code_cells:
-        parts = []
-        for output in merged_streams(cell.outputs):
-            if output.output_type == "stream":
-                parts.append(output.text)
-            elif output.output_type == "error":
-                parts.append(f"{output.ename}: {output.evalue}")
-            elif "data" in output:
-                data = output.data
-                parts.append(data.get("text/markdown") or data.get("text/html") or data.get("text/plain", ""))
-        shown.append(without_clock("\n".join(parts)))
-    return shown
+    return [without_clock(shown_text(cell.outputs)) for cell in run.code_cells]
+
+
+def shown_text(outputs: list[Any]) -> str:
+    """The outputs of one cell as text, one part per output, a cell's consecutive stream messages as one
+    (:func:`merged_streams`)."""
+    parts: list[str] = []
+    for output in merged_streams(outputs):
+        if output.output_type == "stream":
+            parts.append(output.text)
+        elif output.output_type == "error":
+            parts.append(f"{output.ename}: {output.evalue}")
+        elif "data" in output:
+            data = output.data
+            parts.append(data.get("text/markdown") or data.get("text/html") or data.get("text/plain", ""))
+    return "\n".join(parts)

@@ -20,6 +20,7 @@ from harness.notebooks import (  # noqa: F401
     comparable,
     execute,
     shown_outputs,
+    shown_text,
 )
 
 from bub_nb import diff_views
@@ -328,6 +329,16 @@ def test_an_example_run_twice_from_the_top_shows_the_same_outputs(name: str, tmp
     again = execute(name, tmp_path)  # the same folder and home: Restart Kernel and Run All
     assert again.tape.name == first.tape.name and len(again.tape) == len(first.tape)
     assert comparable_outputs(again) == comparable_outputs(first)
+
+
+def test_a_print_the_kernel_sent_in_two_messages_compares_as_one() -> None:
+    """A busy kernel may flush one ``print`` as its text and then its newline; a frontend shows one output."""
+    timeline = "Timeline of tape instruments: 24 entries\nPhases"
+    whole = [nbformat.v4.new_output("stream", name="stdout", text=timeline + "\n")]
+    split = [nbformat.v4.new_output("stream", name="stdout", text=text) for text in (timeline, "\n")]
+    assert shown_text(split) == shown_text(whole) == timeline + "\n"
+    error = nbformat.v4.new_output("stream", name="stderr", text="careful\n")
+    assert shown_text([*split[:1], error, *split[1:]]) == f"{timeline}\ncareful\n\n\n"
 
 
 def comparable_outputs(run: Executed) -> list[str]:

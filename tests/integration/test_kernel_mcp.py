@@ -41,13 +41,11 @@ def test_an_interrupt_stops_a_call_in_flight_and_a_restart_leaves_no_server(tmp_
                 break
             time.sleep(0.01)
         assert stalling.exists(), "the call never reached the server"
-        started = time.monotonic()
-        kernel.manager.interrupt_kernel()
+        kernel.manager.interrupt_kernel()  # the call stalls for good: only the interrupt answers the cell
         reply = kernel.client.get_shell_msg(timeout=60)
         while reply["parent_header"].get("msg_id") != sent:
             reply = kernel.client.get_shell_msg(timeout=60)
         assert reply["content"]["status"] == "error" and reply["content"]["ename"] == "KeyboardInterrupt"
-        assert time.monotonic() - started < 30
         statuses = [e.payload["data"]["status"] for e in kernel.tape.read() if e.kind == "event" and e.name == "run"]
         assert statuses == ["interrupted"]
         kernel.drain()

@@ -41,11 +41,12 @@ def test_a_follower_is_woken_by_the_write_not_by_its_timeout(postgres: object) -
     store = postgres_store()
     store.append("t", [TapeEntry.anchor("session/start")])
     with store.follow("t") as follower:
-        timer = threading.Timer(0.3, lambda: store.append("t", [TapeEntry.event("tick")]))
-        timer.start()
-        started = time.monotonic()
-        new = follower.poll(timeout=60)
-        assert time.monotonic() - started < 10 and [e.id for e in new] == [2]
+        polled: list[list[TapeEntry]] = []
+        waiting = threading.Thread(target=lambda: polled.append(follower.poll(timeout=3600)))
+        waiting.start()
+        store.append("t", [TapeEntry.event("tick")])
+        waiting.join(timeout=120)  # bounds a hang only: without the NOTIFY the poll would wait an hour
+        assert not waiting.is_alive() and [[e.id for e in new] for new in polled] == [[2]]
         assert follower.poll(timeout=0.1) == []
 
 
