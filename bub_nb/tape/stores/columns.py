@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from bub_nb.tape._lines import Record, decode_record
+from bub_nb.tape._lines import Record, decode_record, record_date
 from bub_nb.tape.entries import KINDS, ROLES
 from bub_nb.tape.events import USAGE_EVENTS, payload_event_usage
 from bub_nb.tape.text import payload_call_names, payload_text, tool_call_text
@@ -33,7 +33,19 @@ class _Entry(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     date: str
 
 
+class _StampedEntry(msgspec.Struct, forbid_unknown_fields=True, gc=False):
+    """A line of an older writer: a float ``timestamp`` where an entry has its ``date``."""
+
+    id: int
+    kind: str
+    payload: dict[str, Any]
+    timestamp: int | float
+    meta: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
 _ENTRY = msgspec.json.Decoder(_Entry).decode
+_STAMPED = msgspec.json.Decoder(_StampedEntry).decode
+_NOT_TYPED = (msgspec.DecodeError, ValueError, RecursionError)  # ValueError: not UTF-8
 _LOWEST_ID, _BEYOND_ID = -(2**63), 2**63  # ids outside 64 bits are not entries
 _CACHED_LINES = 1024  # lines decoded and moved into columns at a time, while their values are in the cache
 
@@ -60,12 +72,12 @@ def decode_columns(lines: Sequence[bytes], start: int = 1, into: Columns | None 
 def _decode_run(lines: Sequence[bytes], start: int, out: Columns) -> None:
     try:
         entries = list(map(_ENTRY, lines))
-    except (msgspec.DecodeError, ValueError, RecursionError):  # ValueError: not UTF-8
-        _one_by_one(lines, start, out)
+    except _NOT_TYPED:
+        _line_by_line(lines, start, out)
         return
     ids = [entry.id for entry in entries]
     if ids and not (max(start, _LOWEST_ID) <= min(ids) and max(ids) < _BEYOND_ID):
-        _one_by_one(lines, start, out)
+        _line_by_line(lines, start, out)
         return
     out.add(
         ids,
@@ -74,6 +86,47 @@ def _decode_run(lines: Sequence[bytes], start: int, out: Columns) -> None:
         [entry.meta for entry in entries],
         [entry.date for entry in entries],
     )
+
+
+def _line_by_line(lines: Sequence[bytes], start: int, out: Columns) -> None:
+    """A run of lines that the typed decode did not take whole: each line that is an entry of one of the
+    typed shapes (the five fields, or an older writer's ``timestamp`` for the ``date``) still decoded by
+    msgspec, and only the lines of no typed shape through ``decode_record``, in file order."""
+    lowest = max(start, _LOWEST_ID)
+    typed: list[tuple[int, str, dict[str, Any], dict[str, Any], str]] = []
+    plain: list[bytes] = []
+    for line in lines:
+        fields = _typed_fields(line)
+        if fields is None:
+            if typed:
+                out.add(*zip(*typed, strict=True))
+                typed = []
+            plain.append(line)
+            continue
+        if plain:
+            _one_by_one(plain, start, out)
+            plain = []
+        if lowest <= fields[0] < _BEYOND_ID:  # beyond 64 bits or before ``start``: left out, as a record would be
+            typed.append(fields)
+    if typed:
+        out.add(*zip(*typed, strict=True))
+    if plain:
+        _one_by_one(plain, start, out)
+
+
+def _typed_fields(line: bytes) -> tuple[int, str, dict[str, Any], dict[str, Any], str] | None:
+    """The five fields of a line of a typed shape, else ``None``."""
+    try:
+        entry = _ENTRY(line)
+    except _NOT_TYPED:
+        pass
+    else:
+        return entry.id, entry.kind, entry.payload, entry.meta, entry.date
+    try:
+        stamped = _STAMPED(line)
+    except _NOT_TYPED:
+        return None
+    return stamped.id, stamped.kind, stamped.payload, stamped.meta, record_date({"timestamp": stamped.timestamp})
 
 
 def _one_by_one(lines: Sequence[bytes], start: int, out: Columns) -> None:
@@ -177,15 +230,18 @@ class Columns:
         """Append rows, deriving their readable columns and run ids at once, while their values are cached."""
         kinds = list(map(_KINDS.get, kinds, kinds))
         self.text.extend(text_columns(kinds, payloads, first_row=len(self)))
-        seen: dict[str, str] = {}
-        share = seen.setdefault  # one object per run id in these rows, as for names
-        run_ids = [share(run, run) if type(run := meta.get("run_id")) is str else run for meta in metas]
-        self.run_ids_are_text = self.run_ids_are_text and set(map(type, run_ids)) <= TEXT_OR_NONE
+        if any(metas):  # a scan in C: rows that carry no meta at all (many tapes) need no pass of their own
+            seen: dict[str, str] = {}
+            share = seen.setdefault  # one object per run id in these rows, as for names
+            run_ids = [share(run, run) if type(run := meta.get("run_id")) is str else run for meta in metas]
+            self.run_ids_are_text = self.run_ids_are_text and set(map(type, run_ids)) <= TEXT_OR_NONE
+            first = len(self)
+            self.forked_from.update(
+                (first + row, meta[FORKED_FROM]) for row, meta in enumerate(metas) if FORKED_FROM in meta
+            )
+        else:
+            run_ids = [None] * len(metas)
         self.run_ids += run_ids
-        first = len(self)
-        self.forked_from.update(
-            (first + row, meta[FORKED_FROM]) for row, meta in enumerate(metas) if FORKED_FROM in meta
-        )
         self.ids += array("q", ids)  # the integers are let go here, while cached, rather than all at the end
         self.kinds += kinds
         self.payloads += payloads
