@@ -8,9 +8,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import msgspec
-
-from bub_nb.tape._lines import Record, decode_record, record_date
+from bub_nb.tape._lines import ENTRY, NOT_TYPED, Record, decode_record, replacing_bad_bytes, typed_fields
 from bub_nb.tape.entries import KINDS, ROLES
 from bub_nb.tape.events import USAGE_EVENTS, payload_event_usage
 from bub_nb.tape.text import payload_call_names, payload_text, tool_call_text
@@ -23,29 +21,6 @@ FORKED_FROM = "forked_from"  # the meta key, and column, of an entry a fork copi
 _FIELDS = operator.itemgetter("id", "kind", "payload", "meta", "date")
 
 
-class _Entry(msgspec.Struct, forbid_unknown_fields=True, gc=False):
-    """A line that is exactly an entry: the five fields, each of its type, and nothing else."""
-
-    id: int
-    kind: str
-    payload: dict[str, Any]
-    meta: dict[str, Any]
-    date: str
-
-
-class _StampedEntry(msgspec.Struct, forbid_unknown_fields=True, gc=False):
-    """A line of an older writer: a float ``timestamp`` where an entry has its ``date``."""
-
-    id: int
-    kind: str
-    payload: dict[str, Any]
-    timestamp: int | float
-    meta: dict[str, Any] = msgspec.field(default_factory=dict)
-
-
-_ENTRY = msgspec.json.Decoder(_Entry).decode
-_STAMPED = msgspec.json.Decoder(_StampedEntry).decode
-_NOT_TYPED = (msgspec.DecodeError, ValueError, RecursionError)  # ValueError: not UTF-8
 _LOWEST_ID, _BEYOND_ID = -(2**63), 2**63  # ids outside 64 bits are not entries
 _CACHED_LINES = 1024  # lines decoded and moved into columns at a time, while their values are in the cache
 
@@ -71,8 +46,8 @@ def decode_columns(lines: Sequence[bytes], start: int = 1, into: Columns | None 
 
 def _decode_run(lines: Sequence[bytes], start: int, out: Columns) -> None:
     try:
-        entries = list(map(_ENTRY, lines))
-    except _NOT_TYPED:
+        entries = list(map(ENTRY, lines))
+    except NOT_TYPED:
         _line_by_line(lines, start, out)
         return
     ids = [entry.id for entry in entries]
@@ -96,7 +71,7 @@ def _line_by_line(lines: Sequence[bytes], start: int, out: Columns) -> None:
     typed: list[tuple[int, str, dict[str, Any], dict[str, Any], str]] = []
     plain: list[bytes] = []
     for line in lines:
-        fields = _typed_fields(line)
+        fields = typed_fields(line)
         if fields is None:
             if typed:
                 out.add(*zip(*typed, strict=True))
@@ -114,21 +89,6 @@ def _line_by_line(lines: Sequence[bytes], start: int, out: Columns) -> None:
         _one_by_one(plain, start, out)
 
 
-def _typed_fields(line: bytes) -> tuple[int, str, dict[str, Any], dict[str, Any], str] | None:
-    """The five fields of a line of a typed shape, else ``None``."""
-    try:
-        entry = _ENTRY(line)
-    except _NOT_TYPED:
-        pass
-    else:
-        return entry.id, entry.kind, entry.payload, entry.meta, entry.date
-    try:
-        stamped = _STAMPED(line)
-    except _NOT_TYPED:
-        return None
-    return stamped.id, stamped.kind, stamped.payload, stamped.meta, record_date({"timestamp": stamped.timestamp})
-
-
 def _one_by_one(lines: Sequence[bytes], start: int, out: Columns) -> None:
     """Each line decoded alone; a line that is an entry but for a byte that is not UTF-8 is kept, the byte read
     as U+FFFD, and its row marked in ``bad_rows``."""
@@ -137,7 +97,7 @@ def _one_by_one(lines: Sequence[bytes], start: int, out: Columns) -> None:
     for line in lines:
         record = decode_record(line)
         if record is None:
-            record = _replacing_bad_bytes(line)
+            record = replacing_bad_bytes(line)
             if record is not None and record["id"] >= start:
                 bad.append(len(records))
         if record is not None and record["id"] >= start:
@@ -145,16 +105,6 @@ def _one_by_one(lines: Sequence[bytes], start: int, out: Columns) -> None:
     first = len(out)
     out.add_records(records)
     out.bad_rows += [first + row for row in bad]
-
-
-def _replacing_bad_bytes(line: bytes) -> Record | None:
-    """The entry a line holds once its bytes that are not UTF-8 are read as U+FFFD; ``None`` for a line that
-    is UTF-8 (its damage is something else) or no entry even so."""
-    try:
-        line.decode("utf-8", "surrogatepass")
-    except UnicodeDecodeError:
-        return decode_record(line.decode("utf-8", "replace").encode("utf-8", "surrogatepass"))
-    return None
 
 
 @dataclass
