@@ -64,11 +64,17 @@ def load() -> str:
     return "load average " + " / ".join(f"{value:.2f}" for value in os.getloadavg()) + " (1 / 5 / 15 min)"
 
 
-def main_at_scale(doc: str, rows: Callable[[int, int], Sequence[Sequence[Any]]], runs: int, runs_help: str) -> None:
+def main_at_scale(
+    doc: str,
+    rows: Callable[[int, int], Sequence[Sequence[Any]]],
+    runs: int,
+    runs_help: str,
+    default_size: int = 1_000_000,
+) -> None:
     """A script's ``main`` for figures over one tape of ``--size`` entries, each measured ``--runs`` times: the
     load before and after, then the table of ``rows(size, runs)``."""
     parser = argparse.ArgumentParser(description=doc.splitlines()[0])
-    parser.add_argument("--size", type=int, default=1_000_000, help="entries in the tape")
+    parser.add_argument("--size", type=int, default=default_size, help="entries in the tape")
     parser.add_argument("--runs", type=int, default=runs, help=runs_help)
     args = parser.parse_args()
     print(f"before: {load()}")

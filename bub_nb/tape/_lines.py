@@ -9,6 +9,7 @@ from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any, BinaryIO
 
+import msgspec
 import orjson
 
 Record = dict[str, Any]
@@ -192,3 +193,53 @@ def dumps(value: Any) -> bytes:
             return text.encode()
         except UnicodeEncodeError:
             return json.dumps(value, default=_json_default, separators=(",", ":")).encode()
+
+
+class _Entry(msgspec.Struct, forbid_unknown_fields=True, gc=False):
+    """A line that is exactly an entry: the five fields, each of its type, and nothing else."""
+
+    id: int
+    kind: str
+    payload: dict[str, Any]
+    meta: dict[str, Any]
+    date: str
+
+
+class _StampedEntry(msgspec.Struct, forbid_unknown_fields=True, gc=False):
+    """A line of an older writer: a float ``timestamp`` where an entry has its ``date``."""
+
+    id: int
+    kind: str
+    payload: dict[str, Any]
+    timestamp: int | float
+    meta: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+ENTRY = msgspec.json.Decoder(_Entry).decode
+_STAMPED = msgspec.json.Decoder(_StampedEntry).decode
+NOT_TYPED = (msgspec.DecodeError, ValueError, RecursionError)  # ValueError: not UTF-8
+
+
+def typed_fields(line: bytes) -> tuple[int, str, dict[str, Any], dict[str, Any], str] | None:
+    """The five fields of a line of a typed shape, else ``None``."""
+    try:
+        entry = ENTRY(line)
+    except NOT_TYPED:
+        pass
+    else:
+        return entry.id, entry.kind, entry.payload, entry.meta, entry.date
+    try:
+        stamped = _STAMPED(line)
+    except NOT_TYPED:
+        return None
+    return stamped.id, stamped.kind, stamped.payload, stamped.meta, record_date({"timestamp": stamped.timestamp})
+
+
+def replacing_bad_bytes(line: bytes) -> Record | None:
+    """The entry a line holds once its bytes that are not UTF-8 are read as U+FFFD; ``None`` for a line that
+    is UTF-8 (its damage is something else) or no entry even so."""
+    try:
+        line.decode("utf-8", "surrogatepass")
+    except UnicodeDecodeError:
+        return decode_record(line.decode("utf-8", "replace").encode("utf-8", "surrogatepass"))
+    return None

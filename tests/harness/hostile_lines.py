@@ -68,11 +68,12 @@ payloads = st.one_of(
 
 @st.composite
 def tape_lines(draw: st.DrawFn) -> list[bytes]:
-    """Lines of a tape: Bub's spaced ones, bub_nb's compact ones, anchors, and hostile lines between."""
+    """Lines of a tape: Bub's spaced ones, bub_nb's compact ones, older ones with a ``timestamp`` for the date,
+    anchors, and hostile lines between."""
     lines = []
     next_id = draw(st.integers(-3, 3))
     for _ in range(draw(st.integers(0, 30))):
-        choice = draw(st.sampled_from(["bub", "compact", "anchor", "hostile", "binary"]))
+        choice = draw(st.sampled_from(["bub", "compact", "stamped", "anchor", "hostile", "binary"]))
         next_id += draw(st.sampled_from([1, 1, 1, 0, -2, 1000]))
         if choice == "hostile":
             lines.append(draw(st.sampled_from(HOSTILE + MISREAD)))
@@ -85,6 +86,11 @@ def tape_lines(draw: st.DrawFn) -> list[bytes]:
         else:
             kind, payload = draw(st.sampled_from(["message", "event", "tool_result"])), draw(payloads)
         record = {"id": next_id, "kind": kind, "payload": payload, "meta": {}, "date": "2026-01-01T00:00:00+00:00"}
+        if choice == "stamped":  # an older writer: a timestamp where the date is, meta left out now and then
+            del record["date"]
+            record["timestamp"] = draw(st.one_of(st.floats(0, 4e9), st.integers(-(2**70), 2**70), st.booleans()))
+            if draw(st.booleans()):
+                del record["meta"]
         if choice == "compact" and draw(st.booleans()):
             lines.append(orjson.dumps(record, option=orjson.OPT_NON_STR_KEYS) if _orjson_ok(record) else b"")
         else:

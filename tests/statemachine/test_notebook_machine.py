@@ -20,6 +20,7 @@ import io
 import json
 import os
 import shutil
+import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,33 +47,17 @@ from IPython.core.interactiveshell import InteractiveShell
 from bub_nb.testing import OpenAICompatibleServer
 from bub_nb.testing.hostile import NASTY_STRINGS
 
-KNOWN_OPEN: set[str] = {
-    # A restart forgets the agents: %agent rev, %handoff p1 --to rev, restart -> the team is only main.
-    "agents_after_restart",
-    # ... and so the holder: rev held the conversation, after the restart nobody does.
-    "holder_after_restart",
-    # ... and a plain %%bub after that restart runs as main, the agent that handed the conversation away.
-    "plain_bub_runs_as_holder",
-    # %agent rev, %handoff p1 --to rev, %%bub, %tape retract 6 -> the retract event is on main's tape, not rev's.
-    "retract_acts_on_holders_tape",
-    # %agent rev, %handoff p1 --to rev, %%bub, %handoff p1 --summarize --preview, %handoff p1 --accept -> "No
-    # preview of handoff 'p1' on tape '...~rev' to accept".
-    "accept_finds_preview",
-    # %%bub "my token is PASTED-..." , %tape retract 8-9, %%bub whose model calls tape_search(query="PASTED") -> the
-    # tool result sent in the next request holds the retracted prompt.
-    "retracted_text_via_tape_search",
-    # %agent rev, %handoff p3 --to rev --reason 'use key PASTED-...', bub-nb tapes redact <main> --entry 6 --entry 7
-    # -> the secret is still on rev's tape (the receiver's anchor and event); a %%bub whose answer quoted it keeps it
-    # in the answer, which later requests carry.
-    "redacted_copies_removed",
-    "redacted_text_reaches_no_request",
-}
+KNOWN_OPEN: set[str] = set()
+"""Checks known to fail today, each named with its shortest failing example, while a fix is in progress: a check
+named here is skipped (``BUB_NB_MACHINE_ALL=1`` runs it anyway). Empty: every check holds. The reproducers the set
+held when the machine was written are pinned in ``test_pinned_examples.py``."""
 
 ENFORCE_ALL = os.environ.get("BUB_NB_MACHINE_ALL") == "1"
 AGENT_NAMES = ("rev", "ana")
 ANCHOR_NAMES = ("p1", "p2", "phase/x", "memory/x", "a b", "")
 FORK_NAMES = ("forkB", "forkC")
 ODD_TEXTS = tuple(text for text in NASTY_STRINGS if len(text) <= 400)
+HOSTILE_MCP = Path(__file__).resolve().parents[1] / "harness" / "hostile_mcp.py"
 ENVIRONMENT = ("BUB_HOME", "BUB_MODEL", "BUB_API_BASE", "BUB_API_KEY", "BUB_STORE", "JPY_SESSION_NAME")
 LIVE_FILES = (".jsonl", ".bak")
 
@@ -158,6 +143,9 @@ def tool_calls() -> st.SearchStrategy[tuple[str, dict[str, Any]]]:
         st.tuples(st.just("tape_anchors"), st.just({"limit": 3})),
         st.tuples(st.just("memory_save"), st.fixed_dictionaries({"content": odd})),
         st.tuples(st.sampled_from(["no_such_tool", "tape_handoff"]), st.just({"bogus": 1})),
+        # an MCP server's tools, offered while the `mcp` rule has one added (unknown tools otherwise)
+        st.tuples(st.just("mcp_h_echo"), st.fixed_dictionaries({"text": st.one_of(odd, st.just("tok"))})),
+        st.tuples(st.sampled_from(["mcp_h_refuse", "mcp_h_picture", "mcp_h_lying"]), st.just({})),
     )
 
 
@@ -230,6 +218,7 @@ class NotebookMachine(RuleBasedStateMachine):
         self.requests_checked = 0
 
     def teardown(self) -> None:
+        self.session.mcp.close()  # as unloading the extension would: no MCP server outlives the example
         InteractiveShell.clear_instance()
         self.server.stop()
         os.chdir(self.saved_cwd)
@@ -466,6 +455,20 @@ class NotebookMachine(RuleBasedStateMachine):
         self.cell(line)
         check("looking_writes_nothing", self.tape_bytes() == before, f"{line!r} changed a tape")
 
+    @rule(action=st.sampled_from(["add", "remove", "list", "restart"]))
+    def mcp(self, action: str) -> None:
+        """``%mcp``: a hostile MCP server added, listed, restarted or removed; its tools are then offered to the
+        turns (the hostile model calls them), and no ``%mcp`` command writes to a tape."""
+        line = {
+            "add": f"%mcp add h -- {sys.executable} {HOSTILE_MCP} tools {self.root.name}",
+            "remove": "%mcp remove h",
+            "list": "%mcp",
+            "restart": "%mcp restart h",
+        }[action]
+        before = self.tape_bytes()
+        self.cell(line)
+        check("mcp_writes_nothing", self.tape_bytes() == before, f"{line!r} changed a tape")
+
     @rule(secret=consumes(secrets), which=st.integers(0, 3))
     def redact(self, secret: str, which: int = 0) -> None:
         """Redact a pasted secret: by value where ``bub_nb.redact_text`` exists, else as a user would by entry: every
@@ -503,6 +506,7 @@ class NotebookMachine(RuleBasedStateMachine):
     def restart(self) -> None:
         """A kernel restart: a fresh shell and extension over the same home; the tapes are all that is left."""
         holder, agents = self.holder_from_tapes(), set(home_files.agents_on_disk(self.folder, self.notebook()))
+        self.session.mcp.close()  # the old kernel's MCP servers end with it
         InteractiveShell.clear_instance()
         self.kernel = Shell.start()
         self.defined.clear()

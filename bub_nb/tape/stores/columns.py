@@ -8,9 +8,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import msgspec
-
-from bub_nb.tape._lines import Record, decode_record
+from bub_nb.tape._lines import ENTRY, NOT_TYPED, Record, decode_record, replacing_bad_bytes, typed_fields
 from bub_nb.tape.entries import KINDS, ROLES
 from bub_nb.tape.events import USAGE_EVENTS, payload_event_usage
 from bub_nb.tape.text import payload_call_names, payload_text, tool_call_text
@@ -23,17 +21,6 @@ FORKED_FROM = "forked_from"  # the meta key, and column, of an entry a fork copi
 _FIELDS = operator.itemgetter("id", "kind", "payload", "meta", "date")
 
 
-class _Entry(msgspec.Struct, forbid_unknown_fields=True, gc=False):
-    """A line that is exactly an entry: the five fields, each of its type, and nothing else."""
-
-    id: int
-    kind: str
-    payload: dict[str, Any]
-    meta: dict[str, Any]
-    date: str
-
-
-_ENTRY = msgspec.json.Decoder(_Entry).decode
 _LOWEST_ID, _BEYOND_ID = -(2**63), 2**63  # ids outside 64 bits are not entries
 _CACHED_LINES = 1024  # lines decoded and moved into columns at a time, while their values are in the cache
 
@@ -59,13 +46,13 @@ def decode_columns(lines: Sequence[bytes], start: int = 1, into: Columns | None 
 
 def _decode_run(lines: Sequence[bytes], start: int, out: Columns) -> None:
     try:
-        entries = list(map(_ENTRY, lines))
-    except (msgspec.DecodeError, ValueError, RecursionError):  # ValueError: not UTF-8
-        _one_by_one(lines, start, out)
+        entries = list(map(ENTRY, lines))
+    except NOT_TYPED:
+        _line_by_line(lines, start, out)
         return
     ids = [entry.id for entry in entries]
     if ids and not (max(start, _LOWEST_ID) <= min(ids) and max(ids) < _BEYOND_ID):
-        _one_by_one(lines, start, out)
+        _line_by_line(lines, start, out)
         return
     out.add(
         ids,
@@ -76,6 +63,32 @@ def _decode_run(lines: Sequence[bytes], start: int, out: Columns) -> None:
     )
 
 
+def _line_by_line(lines: Sequence[bytes], start: int, out: Columns) -> None:
+    """A run of lines that the typed decode did not take whole: each line that is an entry of one of the
+    typed shapes (the five fields, or an older writer's ``timestamp`` for the ``date``) still decoded by
+    msgspec, and only the lines of no typed shape through ``decode_record``, in file order."""
+    lowest = max(start, _LOWEST_ID)
+    typed: list[tuple[int, str, dict[str, Any], dict[str, Any], str]] = []
+    plain: list[bytes] = []
+    for line in lines:
+        fields = typed_fields(line)
+        if fields is None:
+            if typed:
+                out.add(*zip(*typed, strict=True))
+                typed = []
+            plain.append(line)
+            continue
+        if plain:
+            _one_by_one(plain, start, out)
+            plain = []
+        if lowest <= fields[0] < _BEYOND_ID:  # beyond 64 bits or before ``start``: left out, as a record would be
+            typed.append(fields)
+    if typed:
+        out.add(*zip(*typed, strict=True))
+    if plain:
+        _one_by_one(plain, start, out)
+
+
 def _one_by_one(lines: Sequence[bytes], start: int, out: Columns) -> None:
     """Each line decoded alone; a line that is an entry but for a byte that is not UTF-8 is kept, the byte read
     as U+FFFD, and its row marked in ``bad_rows``."""
@@ -84,7 +97,7 @@ def _one_by_one(lines: Sequence[bytes], start: int, out: Columns) -> None:
     for line in lines:
         record = decode_record(line)
         if record is None:
-            record = _replacing_bad_bytes(line)
+            record = replacing_bad_bytes(line)
             if record is not None and record["id"] >= start:
                 bad.append(len(records))
         if record is not None and record["id"] >= start:
@@ -92,16 +105,6 @@ def _one_by_one(lines: Sequence[bytes], start: int, out: Columns) -> None:
     first = len(out)
     out.add_records(records)
     out.bad_rows += [first + row for row in bad]
-
-
-def _replacing_bad_bytes(line: bytes) -> Record | None:
-    """The entry a line holds once its bytes that are not UTF-8 are read as U+FFFD; ``None`` for a line that
-    is UTF-8 (its damage is something else) or no entry even so."""
-    try:
-        line.decode("utf-8", "surrogatepass")
-    except UnicodeDecodeError:
-        return decode_record(line.decode("utf-8", "replace").encode("utf-8", "surrogatepass"))
-    return None
 
 
 @dataclass
@@ -177,15 +180,18 @@ class Columns:
         """Append rows, deriving their readable columns and run ids at once, while their values are cached."""
         kinds = list(map(_KINDS.get, kinds, kinds))
         self.text.extend(text_columns(kinds, payloads, first_row=len(self)))
-        seen: dict[str, str] = {}
-        share = seen.setdefault  # one object per run id in these rows, as for names
-        run_ids = [share(run, run) if type(run := meta.get("run_id")) is str else run for meta in metas]
-        self.run_ids_are_text = self.run_ids_are_text and set(map(type, run_ids)) <= TEXT_OR_NONE
+        if any(metas):  # a scan in C: rows that carry no meta at all (many tapes) need no pass of their own
+            seen: dict[str, str] = {}
+            share = seen.setdefault  # one object per run id in these rows, as for names
+            run_ids = [share(run, run) if type(run := meta.get("run_id")) is str else run for meta in metas]
+            self.run_ids_are_text = self.run_ids_are_text and set(map(type, run_ids)) <= TEXT_OR_NONE
+            first = len(self)
+            self.forked_from.update(
+                (first + row, meta[FORKED_FROM]) for row, meta in enumerate(metas) if FORKED_FROM in meta
+            )
+        else:
+            run_ids = [None] * len(metas)
         self.run_ids += run_ids
-        first = len(self)
-        self.forked_from.update(
-            (first + row, meta[FORKED_FROM]) for row, meta in enumerate(metas) if FORKED_FROM in meta
-        )
         self.ids += array("q", ids)  # the integers are let go here, while cached, rather than all at the end
         self.kinds += kinds
         self.payloads += payloads

@@ -1,0 +1,93 @@
+"""The frame and the Arrow table on three shapes of tape, each beside the readers an analyst would reach for.
+
+- short messages only (a user's line and the answer, nothing else: where the readers are fastest);
+- the mixed corpus of ``corpus.py`` (system prompts, tool rounds, ``run`` events, anchors);
+- Bub's own tapes (``examples/data/bub-home/tapes``) repeated with their ids renumbered: spaced JSON, and
+  older lines that carry a ``timestamp`` where the others have their ``date``.
+
+On each: ``to_frame()`` against ``pandas.read_json(lines=True)`` (target <= 0.35x) and ``to_arrow()`` against
+``polars.read_ndjson`` (target <= 1.0x). Each figure and its baseline run in turn, ``--runs`` times, and the
+best of each is kept (the machine may be shared). The load average is printed before and after.
+
+    python benchmarks/shapes.py [--size 200000] [--runs 3]
+"""
+
+from __future__ import annotations
+
+import itertools
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import corpus
+import orjson
+from _common import cache_dir, main_at_scale, ms
+from scale import _ratio, in_turn
+
+from bub_nb.tape import open_tape
+
+RUNS = 3
+BUB_TAPES = Path(__file__).resolve().parent.parent / "examples" / "data" / "bub-home" / "tapes"
+
+
+def short_tape(entries: int) -> Path:
+    """A tape of short chat messages only, built once and cached by size."""
+    path = cache_dir("shapes") / f"short-{entries}.jsonl"
+    if not path.exists():
+        with open(path.with_suffix(".partial"), "wb") as handle:
+            for number in range(1, entries + 1):
+                role = "user" if number % 2 else "assistant"
+                payload = {"role": role, "content": f"message {number}"}
+                date = (corpus.START + timedelta(milliseconds=number)).isoformat()
+                line = {"id": number, "kind": "message", "payload": payload, "meta": {}, "date": date}
+                handle.write(orjson.dumps(line) + b"\n")
+        path.with_suffix(".partial").replace(path)
+    return path
+
+
+def bub_tape(entries: int) -> Path:
+    """Bub's own tapes one after another, over and over, renumbered from 1 (cached by size)."""
+    path = cache_dir("shapes") / f"bub-{entries}.jsonl"
+    if not path.exists():
+        lines = [line for tape in sorted(BUB_TAPES.glob("*.jsonl")) for line in tape.read_bytes().splitlines()]
+        records = [orjson.loads(line) for line in lines if line.strip()]
+        with open(path.with_suffix(".partial"), "wb") as handle:
+            for number, record in enumerate(itertools.islice(itertools.cycle(records), entries), start=1):
+                handle.write(orjson.dumps({**record, "id": number}) + b"\n")
+        path.with_suffix(".partial").replace(path)
+    return path
+
+
+def shape_rows(shape: str, path: Path, runs: int) -> list[list[Any]]:
+    import pandas as pd
+    import polars
+
+    tape = open_tape(path)
+    tape.from_last_anchor()  # the index built: the figures are of reading, not of a first open
+    (frame, _), (pandas, _) = in_turn(tape.to_frame, lambda: pd.read_json(path, lines=True), runs)
+    (arrow, _), (base, _) = in_turn(tape.to_arrow, lambda: polars.read_ndjson(path), runs)
+    return [
+        [
+            f"{shape}: to_frame()",
+            ms(frame),
+            f"{ms(pandas)} (pandas.read_json lines)",
+            _ratio(frame, pandas),
+            "<= 0.35x",
+        ],
+        [f"{shape}: to_arrow()", ms(arrow), f"{ms(base)} (polars.read_ndjson)", _ratio(arrow, base), "<= 1.0x"],
+    ]
+
+
+def rows(size: int, runs: int = RUNS) -> list[list[Any]]:
+    open_tape(short_tape(10_000)).to_frame()  # imports and first calls, paid once
+    open_tape(short_tape(10_000)).to_arrow()
+    shapes = {
+        "short messages": short_tape(size),
+        "mixed corpus": corpus.cached_tape(size),
+        "Bub's tapes": bub_tape(size),
+    }
+    return [row for shape, path in shapes.items() for row in shape_rows(f"{size:,} {shape}", path, runs)]
+
+
+if __name__ == "__main__":
+    main_at_scale(__doc__, rows, RUNS, "runs of each figure and its baseline", default_size=200_000)
