@@ -47,10 +47,19 @@ from IPython.core.interactiveshell import InteractiveShell
 from bub_nb.testing import OpenAICompatibleServer
 from bub_nb.testing.hostile import NASTY_STRINGS
 
-KNOWN_OPEN: set[str] = set()
-"""Checks known to fail today, each named with its shortest failing example, while a fix is in progress: a check
-named here is skipped (``BUB_NB_MACHINE_ALL=1`` runs it anyway). Empty: every check holds. The reproducers the set
-held when the machine was written are pinned in ``test_pinned_examples.py``."""
+KNOWN_OPEN: set[str] = {
+    # "after a restart the agents are {'main'}, the tapes hold {'main', 'ana'}", found once in a 40-step run with every
+    # check on: the oracle counts every `<tape>~ana` file as an agent, the extension only tapes a handoff or an `agent`
+    # event names; not yet reduced to a short example, nor is it settled which of the two is right.
+    "agents_after_restart",
+    # `<notebook>~ana.jsonl #1 is gone and in no archive`, found once in a 40-step run with every check on: an agent's
+    # tape lost its first line without an archive holding it (a reset by the model's tape_reset, or a redaction, of an
+    # agent's tape are the suspects); not yet reduced to a short example.
+    "nothing_lost",
+}
+"""Checks known to fail today, each named with what found it, while a fix is in progress: a check named here is
+skipped (``BUB_NB_MACHINE_ALL=1`` runs it anyway). The reproducers the set held when the machine was written are
+pinned in ``test_pinned_examples.py`` and pass with every check on."""
 
 ENFORCE_ALL = os.environ.get("BUB_NB_MACHINE_ALL") == "1"
 AGENT_NAMES = ("rev", "ana")
@@ -505,12 +514,14 @@ class NotebookMachine(RuleBasedStateMachine):
     @rule()
     def restart(self) -> None:
         """A kernel restart: a fresh shell and extension over the same home; the tapes are all that is left."""
-        holder, agents = self.holder_from_tapes(), set(home_files.agents_on_disk(self.folder, self.notebook()))
         self.session.mcp.close()  # the old kernel's MCP servers end with it
         InteractiveShell.clear_instance()
         self.kernel = Shell.start()
         self.defined.clear()
         self.previews.clear()
+        # A restarted kernel is back on the notebook's own tape (%tape use and a fork's switch are not kept): what the
+        # files say of that tape is what the fresh extension must find.
+        holder, agents = self.holder_from_tapes(), set(home_files.agents_on_disk(self.folder, self.notebook()))
         team = self.session.team()
         named = set(team.names)
         check(
@@ -621,6 +632,8 @@ def run_machine(*, examples: int, steps: int, **options: Any) -> None:
             stateful_step_count=steps,
             deadline=None,
             database=None,
+            # the same examples on every run, so CI is reproducible; BUB_NB_MACHINE_RANDOM=1 explores new ones
+            derandomize=os.environ.get("BUB_NB_MACHINE_RANDOM") != "1",
             suppress_health_check=list(HealthCheck),
             print_blob=True,
             **options,
