@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from harness.processes import processes_with
 
 from bub_nb.agent import Agent
 from bub_nb.agent.mcp import Approvals, McpServers, read_mcp_json, server_spec, servers_from
@@ -31,21 +32,6 @@ TIME = {"command": sys.executable, "args": ["-m", "mcp_server_time", "--local-ti
 
 def hostile(name: str, mode: str = "tools", marker: str = "") -> dict[str, Any]:
     return {"command": sys.executable, "args": [HOSTILE, mode, marker or uuid.uuid4().hex]}
-
-
-def processes_with(marker: str) -> list[int]:
-    """Pids of live processes whose command line holds ``marker``."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-                state = (entry / "stat").read_text().split()[2]
-            except OSError:
-                continue
-            if marker in command and state != "Z":
-                found.append(int(entry.name))
-    return found
 
 
 def calls_and_results(tape: Tape) -> list[tuple[dict[str, Any], Any, dict[str, Any]]]:

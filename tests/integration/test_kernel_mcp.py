@@ -10,24 +10,11 @@ from pathlib import Path
 
 import pytest
 from harness.kernel import kernel_environment, running_kernel
+from harness.processes import processes_with
 
 pytest.importorskip("mcp")
 
 HOSTILE = Path(__file__).parents[1] / "harness" / "hostile_mcp.py"
-
-
-def processes_with(marker: str) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-                state = (entry / "stat").read_text().split()[2]
-            except OSError:
-                continue
-            if marker in command and state != "Z":
-                found.append(int(entry.name))
-    return found
 
 
 def test_an_interrupt_stops_a_call_in_flight_and_a_restart_leaves_no_server(tmp_path: Path) -> None:

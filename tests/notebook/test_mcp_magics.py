@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from harness.processes import processes_with
 from harness.shell import Notebook
 
 from bub_nb.testing import OpenAICompatibleServer
@@ -17,20 +18,6 @@ from bub_nb.testing import OpenAICompatibleServer
 pytest.importorskip("mcp")
 
 HOSTILE = Path(__file__).parents[1] / "harness" / "hostile_mcp.py"
-
-
-def processes_with(marker: str) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-                state = (entry / "stat").read_text().split()[2]
-            except OSError:
-                continue
-            if marker in command and state != "Z":
-                found.append(int(entry.name))
-    return found
 
 
 @pytest.fixture
