@@ -139,7 +139,7 @@ def test_context_view_marks_the_handoff_anchor_on_the_strip(quickstart: Quicksta
         cell = widget.locator('.bub-context-strip .bub-cell.bub-anchor[data-anchor-name="lesson/1"]')
         assert cell.count() == 1, f"strip anchors: {widget.locator('.bub-anchor').all_text_contents()}"
         assert cell.get_attribute("data-entry-id") == str(anchor_id)
-        assert (cell.text_content() or "").strip() == "lesson/1"
+        assert (cell.text_content() or "").split() == [str(anchor_id), "lesson/1"]  # its entry number, then its name
         assert "lesson/1" in (cell.get_attribute("title") or "")
         assert cell.is_visible(), "the lesson/1 anchor is in the DOM but not visible"
         active = widget.locator(".bub-mode-picker button.mod-active").text_content()
@@ -221,6 +221,7 @@ def test_the_diff_widget_marks_the_entries_before_the_handoff_as_left(
         assert side_a.evaluate_all(ids) == side_b.evaluate_all(ids), "the two strips are not aligned"
         first = widget.locator(f'.bub-diff-side[data-side="a"] .bub-cell[data-entry-id="{left[0]}"]')
         outline = first.evaluate("cell => getComputedStyle(cell).outlineStyle")
-        assert outline == "solid", f"a left entry is not drawn marked (outline {outline!r})"
+        assert outline == "dashed", f"a left entry is not drawn marked (outline {outline!r})"
+        assert (first.text_content() or "").strip().startswith("-"), "a left entry carries no sign besides its colour"
         assert first.is_visible()
         notebook.screenshot(tmp_path / "context-diff.png", widget)
