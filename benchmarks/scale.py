@@ -8,6 +8,8 @@
   one tape (target <= 1.2x);
 - ``search()`` for a rare word that only the oldest entries hold (a whole-tape scan), against decoding
   every line (target <= 0.2x);
+- which of a search's 20 newest hits are retracted (``retracted_among``, what the ``tape.search`` tool and
+  ``bub-nb mcp serve`` ask), against every retraction on the tape (``retracted()``) (target <= 0.05x);
 - peak resident memory of ``to_frame()`` in a fresh process, against the frame's own
   ``memory_usage(deep=True)`` (target <= 2x);
 - lean reads: ``read_tapes(kinds=...)`` and ``read_tapes(since=...)`` over the 200-tape home, time and peak
@@ -33,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import corpus
-from _common import cache_dir, main_at_scale, ms, timed
+from _common import cache_dir, main_at_scale, median_time, ms, timed
 from tape import full_read
 
 from bub_nb.tape import FileTapeStore, open_tape, read_tapes
@@ -268,6 +270,17 @@ def search_row(path: Path) -> list[Any]:
     return [f"{_size(path)}: search() rare word", ms(found), baseline, _ratio(found, decode), "<= 0.2x"]
 
 
+def retracted_row(path: Path) -> list[Any]:
+    """Which of the newest hits are retracted: read from the oldest of them on, against the whole tape's."""
+    tape = open_tape(path)
+    tape.from_last_anchor()
+    ids = [entry.id for entry in tape.search("the", limit=20)]
+    among = median_time(lambda: tape.retracted_among(ids), runs=5)
+    whole = median_time(tape.retracted, runs=5)
+    baseline = f"{ms(whole)} (retracted(): the whole tape)"
+    return [f"{_size(path)}: retracted_among(20 newest hits)", ms(among), baseline, _ratio(among, whole, 3), "<= 0.05x"]
+
+
 def _size(path: Path) -> str:
     entries = int(path.stem.rsplit("-", 1)[1])
     return f"{entries // 1_000_000}M" if entries >= 1_000_000 else f"{entries:,}"
@@ -278,6 +291,7 @@ def rows(size: int, runs: int = RUNS) -> list[list[Any]]:
     return [
         first_open_row(path),
         search_row(path),
+        retracted_row(path),
         *frame_rows(path, runs),
         *read_tapes_row(path, runs),
         *lean_read_rows(path, runs),

@@ -3,8 +3,8 @@
 - ``openai_server``: a running :class:`bub_nb.testing.OpenAICompatibleServer`; script it with
   ``reply``, ``reply_tool_calls``, ``fail``, ``fail_context_length``, ``delay`` and ``drop_after``,
   point the real openai client at ``openai_server.base_url``, read ``openai_server.requests``.
-- ``tape``: a file tape on ``tmp_path``; ``model``: an ``OpenAIModel`` on ``openai_server`` with short
-  timeouts and no retries, closed after the test.
+- ``tape``: a file tape on ``tmp_path``; ``model``: an ``OpenAIModel`` on ``openai_server`` with a patient
+  timeout and no retries, closed after the test.
 - ``postgres``: the test run's PostgreSQL server (:class:`bub_nb.testing.postgres.PostgresServer`),
   started once; ``harness.tapes.postgres_store()`` gives a store in a fresh schema on it. Skips
   with the reason when the server binaries are missing, and fails in CI.
@@ -115,7 +115,7 @@ def tape(tmp_path: Path) -> Tape:
 
 @pytest.fixture
 def model(openai_server: OpenAICompatibleServer) -> Iterator[OpenAIModel]:
-    model = OpenAIModel("test-model", base_url=openai_server.base_url, api_key="test", timeout=2, max_retries=0)
+    model = OpenAIModel("test-model", base_url=openai_server.base_url, api_key="test", timeout=60, max_retries=0)
     yield model
     run_sync(model.aclose())  # sync turns share a loop that outlives the test; close its connections now
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -31,7 +30,7 @@ def endpoint(openai_server: OpenAICompatibleServer) -> Iterator[Callable[..., Op
     """Models on the test endpoint; closed after the test, as sync turns share a loop that outlives it."""
     made: list[OpenAIModel] = []
 
-    def make(*, timeout: float = 2.0, max_retries: int = 0) -> OpenAIModel:
+    def make(*, timeout: float = 60.0, max_retries: int = 0) -> OpenAIModel:
         model = OpenAIModel(
             "test-model", base_url=openai_server.base_url, api_key="test", timeout=timeout, max_retries=max_retries
         )
@@ -210,7 +209,7 @@ def test_a_keyboard_interrupt_from_on_delta_keeps_the_partial_answer(
     assert_interrupted(tape, "".join(seen))
     assert agent.last_turn is not None and agent.last_turn.status == "interrupted"
     last = tape.last_id
-    time.sleep(0.3)  # the rest of the story still arrives at nobody
+    assert openai_server.wait_for_open_connections(0, timeout=60)  # the stream is closed: the rest arrives nowhere
     assert tape.last_id == last and agent.abort() is None
 
 
@@ -230,7 +229,7 @@ def test_abort_during_a_stream_returns_the_interrupted_turn_and_writes_nothing_a
         assert aborted is turn and turn.status == "interrupted" and turn.text == "".join(seen[: len(turn.text)])
         assert_interrupted(tape, turn.text)
         last = tape.last_id
-        await asyncio.sleep(0.2)
+        assert await asyncio.to_thread(openai_server.wait_for_open_connections, 0, 60)  # the stream is closed
         assert tape.last_id == last
 
     asyncio.run(scenario())
@@ -369,10 +368,11 @@ def test_starting_a_turn_while_one_runs_interrupts_the_first(
     openai_server: OpenAICompatibleServer, tape: Tape, endpoint: Callable[..., OpenAIModel]
 ) -> None:
     async def scenario() -> None:
-        openai_server.delay(1.0, "slow answer")
+        openai_server.delay(600, "slow answer")  # no answer within the test: only the second turn ends the first
         agent = Agent(tape, endpoint())
         first = asyncio.create_task(agent.arun("First"))
-        await asyncio.sleep(0.1)
+        while not openai_server.requests:  # the first turn is waiting for the model
+            await asyncio.sleep(0.01)
         openai_server.reply("Second answer.")
         second = await agent.arun("Second")
         interrupted = await first

@@ -262,7 +262,7 @@ def test_the_api_key_is_never_written_to_the_tape(
     key = "sk-proj-" + "Zq7" * 12
     monkeypatch.setenv("OPENAI_API_KEY", key)
     monkeypatch.setenv("BUB_API_BASE", openai_server.base_url)
-    model = resolve_model("openai:test-model", timeout=2, max_retries=0)
+    model = resolve_model("openai:test-model", timeout=60, max_retries=0)
     agent = Agent(tape, model)
     request.addfinalizer(lambda: run_sync(model.aclose()))  # type: ignore[attr-defined]
     openai_server.reply_tool_calls([{"name": "memory_save", "arguments": {"content": f"my key is {key}"}}])
@@ -350,7 +350,7 @@ import asyncio
 from bub_nb.agent import Agent, OpenAIModel
 from bub_nb.tape import FileTapeStore, Tape
 
-model = OpenAIModel("test-model", base_url={openai_server.base_url!r}, api_key="test", timeout=2, max_retries=0)
+model = OpenAIModel("test-model", base_url={openai_server.base_url!r}, api_key="test", timeout=60, max_retries=0)
 agent = Agent(Tape("notebook", FileTapeStore({str(tmp_path)!r})), model)
 
 async def cell():

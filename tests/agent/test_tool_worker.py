@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import time
 
 from bub_nb.agent import Agent, ScriptedModel
 from bub_nb.agent.tools import tool
@@ -15,11 +14,13 @@ def test_aborting_during_a_slow_tool_returns_at_once_and_drops_its_late_result(t
     entered = threading.Event()
     released = threading.Event()
     returned = threading.Event()
+    workers: list[threading.Thread] = []
 
     def slow() -> str:
         """Wait until released."""
+        workers.append(threading.current_thread())
         entered.set()
-        released.wait(10)
+        released.wait(60)  # bounds a turn that held its loop while the tool ran
         returned.set()
         return "late result"
 
@@ -37,8 +38,9 @@ def test_aborting_during_a_slow_tool_returns_at_once_and_drops_its_late_result(t
     # A tool run on the loop itself would have held the loop until it returned: the turn ended while it still waited.
     assert not returned.is_set(), "the turn held the loop while its tool ran"
     released.set()
-    assert returned.wait(5)
-    time.sleep(0.1)
+    (worker,) = workers
+    worker.join(60)  # the abandoned call has returned and handed on its result; its loop is gone
+    assert returned.is_set() and not worker.is_alive()
     entries = tape.read()
     kinds = [e.kind for e in entries if e.meta.get("run_id")]
     assert kinds == ["system", "message", "tool_call", "tool_result", "error", "error", "event"]

@@ -328,6 +328,15 @@ def test_search_says_when_nothing_matches(tape: Tape) -> None:
     assert call(tape, "tape.search", {"query": "nowhere"}) == "(no entries match 'nowhere')"
 
 
+def test_search_leaves_retracted_hits_out_and_still_finds_as_many_older_ones(tape: Tape) -> None:
+    ids = [tape.append_message({"role": "user", "content": f"note {n}"}).id for n in range(8)]
+    tape.retract(f"{ids[5]}-{ids[7]}", reason="wrong")
+    found = call(tape, "tape.search", {"query": "note", "limit": 3}).splitlines()
+    assert found[0] == "(3 retracted entries match and are left out)"
+    assert [line.split()[1] for line in found[1:4]] == [f"#{ids[4]}", f"#{ids[3]}", f"#{ids[2]}"]
+    assert "more entries match" in found[-1]
+
+
 def test_info_is_the_tapes_own_report(tape: Tape) -> None:
     assert call(tape, "tape.info") == str(tape.info())
 

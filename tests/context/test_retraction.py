@@ -4,6 +4,7 @@ turn's view stays what that turn sent."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -15,7 +16,7 @@ from bub_nb.agent.models import OpenAIModel
 from bub_nb.agent.replay import replay
 from bub_nb.context import FULL, LAST_ANCHOR, PHASES, build_view, diff_views, parse_mode, window
 from bub_nb.errors import EntryNotFoundError, ReplayError, RetractionError
-from bub_nb.tape import Tape, TapeEntry
+from bub_nb.tape import Tape, TapeEntry, open_tape
 from bub_nb.testing import OpenAICompatibleServer
 
 OPERATION = st.tuples(
@@ -181,3 +182,21 @@ def test_a_replay_of_only_retracted_prompts_is_refused_saying_so(tape: Tape) -> 
     with pytest.raises(ReplayError, match="no recorded prompt but retracted ones"):
         replay(tape, model="offline")
     assert len(tape.base_store.list_tapes()) == before
+
+
+def test_which_of_some_ids_are_retracted_is_read_from_the_first_of_them_on(tmp_path: Path) -> None:
+    """A file tape past several of its index's marks, with retractions, one undone, before and after the ids asked
+    about: the answer is the whole tape's, read from the index's line before the first id asked about."""
+    tape = open_tape("long", home=tmp_path)
+    for number in range(3000):
+        tape.append_message({"role": "user", "content": f"message {number}"})
+    early, middle, late = 20, 1500, 2900
+    for target in (early, middle, late, f"{middle + 1}-{middle + 3}"):
+        tape.retract(target, reason="test")
+    tape.unretract(middle + 2, reason="test")
+    whole = tape.retracted()
+    assert whole == {early, middle, middle + 1, middle + 3, late}
+    for ids in ([late], [middle, middle + 2, late, late + 1], range(1400, 3000), [early, 2000], []):
+        assert tape.retracted_among(ids) == whole & set(ids)
+    fresh = open_tape("long", home=tmp_path)  # the index read from its file, not the one the appends kept
+    assert fresh.retracted_among(range(1400, 3000)) == whole - {early}

@@ -14,7 +14,6 @@ import os
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -24,6 +23,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
+
+from harness.processes import free_port
 
 CHROMIUM: Final = Path("/usr/bin/chromium")
 CHROMIUM_ARGS: Final = (
@@ -54,12 +55,6 @@ def chromium_missing_reason(environ: dict[str, str] | None = None) -> str | None
             f"CI={env['CI']!r} but {CHROMIUM} is missing: .ci/run installs Debian's chromium when run as root"
         )
     return f"{CHROMIUM} is not installed (apt-get install chromium); set CI=true to make this a failure"
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def lab_environment(base: Path, bub_home: Path) -> dict[str, str]:

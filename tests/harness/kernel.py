@@ -132,8 +132,44 @@ class Kernel:
 
     def click(self, comm_id: str) -> None:
         """What a frontend sends when a person clicks the button."""
-        data = {"method": "custom", "content": {"event": "click"}}
-        self.client.shell_channel.send(self.client.session.msg("comm_msg", {"comm_id": comm_id, "data": data}))
+        self._to_widget(comm_id, {"method": "custom", "content": {"event": "click"}})
+
+    def waiting_on(self, comm_id: str, timeout: float = 30) -> None:
+        """Until the cell is awaiting a click on the widget ``comm_id``.
+
+        While a turn runs, the kernel dispatches comm messages only inside a consent's wait: the widget's
+        answer to a frontend's request for its state is the sign."""
+        sent = self._to_widget(comm_id, {"method": "request_state"})
+        deadline = time.monotonic() + timeout
+        while True:
+            message = self.client.get_iopub_msg(timeout=max(0.1, deadline - time.monotonic()))
+            self.seen.append(message)
+            if message["msg_type"] == "comm_msg" and message["parent_header"].get("msg_id") == sent:
+                assert message["content"]["comm_id"] == comm_id, message["content"]
+                return
+
+    def asleep_in_its_loop(self, timeout: float = 30) -> None:
+        """Until the kernel's main thread sleeps in its event loop with nothing ready to run (read from Linux's
+        ``/proc``): an interrupt now reaches what the loop awaits, not a message handler in mid-step (ipykernel
+        swallows an interrupt that lands in the handler of a widget's message)."""
+        pid = self.manager.provisioner.process.pid
+        main = Path(f"/proc/{pid}/task/{pid}")
+        if not (main / "wchan").exists():
+            pytest.skip("needs Linux's /proc to see where the kernel waits")
+        deadline = time.monotonic() + timeout
+        while True:
+            before, wchan, after = ((main / name).read_text() for name in ("syscall", "wchan", "syscall"))
+            # blocked in epoll_wait (or epoll_pwait) with a timeout: asyncio passes 0 while callbacks are ready
+            if "epoll" in wchan and before == after and before.split()[4:5] not in ([], ["0x0"]):
+                return
+            if time.monotonic() > deadline:
+                pytest.fail(f"the kernel's main thread never slept in its event loop: {wchan} {after}")
+            time.sleep(0.005)
+
+    def _to_widget(self, comm_id: str, data: dict[str, Any]) -> str:
+        message = self.client.session.msg("comm_msg", {"comm_id": comm_id, "data": data})
+        self.client.shell_channel.send(message)
+        return str(message["header"]["msg_id"])
 
     def value(self, expression: str) -> Any:
         """A JSON-able expression evaluated in the kernel."""

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -12,13 +11,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from harness.processes import free_port
+
 LAUNCHER = Path(__file__).with_name("phoenix_launcher.py")  # run as a script, in Phoenix's own process
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 class PhoenixReceiver:

@@ -7,6 +7,7 @@ import itertools
 import json
 import os
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -125,8 +126,15 @@ def bub_append(path: Path, entries: Sequence[TapeEntry]) -> list[TapeEntry]:
 
 
 def bub_writer_process(path: str, count: int, every: int) -> None:
-    """A Bub-style writer in its own process: ``count`` messages, one extend each, an anchor every ``every``."""
+    """A Bub-style writer in its own process: ``count`` messages, one extend each, an anchor every ``every``.
+
+    Halfway it waits until another writer has appended after its line (a minute at most), so the two overlap
+    however the machine schedules them."""
     for number in range(count):
+        if number == count // 2:
+            written, deadline = Path(path).stat().st_size, time.monotonic() + 60
+            while Path(path).stat().st_size == written and time.monotonic() < deadline:
+                time.sleep(0.001)
         entry = (
             TapeEntry.anchor(f"bub/{number}", {"by": "bub"})
             if every and number % every == 0

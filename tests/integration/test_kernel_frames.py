@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
-import time
+from pathlib import Path
 
-from harness.kernel import Kernel
+from harness.kernel import Kernel, wait_for_file
 
 from bub_nb.tape import open_tape
 from bub_nb.testing import OpenAICompatibleServer
@@ -41,7 +41,7 @@ def grow(kernel: Kernel, rows: int) -> None:
 
 
 def test_an_interrupted_frame_leaves_the_tape_and_the_collector_and_frames_again(
-    kernel: Kernel, openai_server: OpenAICompatibleServer
+    kernel: Kernel, openai_server: OpenAICompatibleServer, tmp_path: Path
 ) -> None:
     openai_server.reply("Hello.")
     assert kernel.run("%%bub\nhi")[0]["status"] == "ok"
@@ -53,8 +53,11 @@ def test_an_interrupted_frame_leaves_the_tape_and_the_collector_and_frames_again
     wanted = [True, len(expected), int(expected["prompt_tokens"].sum()), expected["phase"].nunique(), 1]
     assert wanted[1] > ROWS and wanted[3] > ROWS // 1000 - 1  # the grown rows and their phases are there
 
-    (sent,) = kernel.queue(["import gc\nfor _ in range(1000):\n    frame = %tape df"])
-    time.sleep(1.5)  # well into a frame of 60k rows
+    framing = tmp_path / "framing"
+    (sent,) = kernel.queue(
+        [f"import gc, pathlib\nfor n in range(1000):\n    frame = %tape df\n    pathlib.Path({str(framing)!r}).touch()"]
+    )
+    wait_for_file(framing)  # one frame is done: the cell frames again and again until the interrupt
     kernel.manager.interrupt_kernel()
     (reply,) = kernel.replies([sent])
     assert reply["status"] == "error" and reply["ename"] == "KeyboardInterrupt", reply

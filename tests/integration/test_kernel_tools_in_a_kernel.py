@@ -4,8 +4,6 @@ that a frontend sends as a comm message, a headless kernel refuses code, and ■
 from __future__ import annotations
 
 import json
-import queue
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -39,11 +37,8 @@ def outputs_of(kernel: Kernel, msg_id: str, timeout: float = 60) -> tuple[dict[s
     reply = kernel.client.get_shell_msg(timeout=timeout)
     while reply["parent_header"].get("msg_id") != msg_id:
         reply = kernel.client.get_shell_msg(timeout=timeout)
-    while True:
-        try:
-            kernel.seen.append(kernel.client.get_iopub_msg(timeout=2))
-        except queue.Empty:
-            break
+    while not any(idle_after(message, msg_id) for message in kernel.seen):  # idle comes after the cell's outputs
+        kernel.seen.append(kernel.client.get_iopub_msg(timeout=timeout))
     outputs = [
         {"type": m["msg_type"], **m["content"]}
         for m in kernel.seen
@@ -51,6 +46,14 @@ def outputs_of(kernel: Kernel, msg_id: str, timeout: float = 60) -> tuple[dict[s
         and m["msg_type"] in ("display_data", "update_display_data", "stream", "execute_result", "error")
     ]
     return reply["content"], outputs
+
+
+def idle_after(message: dict[str, Any], msg_id: str) -> bool:
+    return (
+        message["msg_type"] == "status"
+        and message["parent_header"].get("msg_id") == msg_id
+        and (message["content"]["execution_state"] == "idle")
+    )
 
 
 def events(entries: list[TapeEntry], name: str) -> list[TapeEntry]:
@@ -104,7 +107,7 @@ def test_code_waits_for_the_click_in_the_cell(
     openai_server.reply("Done." if answer == "Approve" else "Left alone.")
     sent = kernel.send_from_lab("%%bub --tools python.run\nadd 41 to counter")
     comm = kernel.button(answer)
-    time.sleep(0.3)  # the turn is waiting: the click arrives while the cell runs
+    kernel.waiting_on(comm)  # the turn waits for the click; it has asked the model once and run nothing
     assert len(openai_server.requests) == 1
     kernel.click(comm)
     reply, outputs = outputs_of(kernel, sent)
@@ -150,8 +153,8 @@ def test_interrupting_a_consent_that_waits_stops_the_turn(
     openai_server.reply_tool_calls([{"name": "python_run", "arguments": {"code": "waited = True"}}])
     sent = kernel.send_from_lab("%%bub --tools python.run\nset waited")
     queued = kernel.send_from_lab("after = 'ran'", cell_id="cell-2")  # Run All sent it with the first
-    kernel.button("Approve")
-    time.sleep(1)  # the button is shown just before the wait starts; a person presses ■ on a consent that waits
+    kernel.waiting_on(kernel.button("Approve"))
+    kernel.asleep_in_its_loop()  # a person presses ■ on a consent that waits
     kernel.manager.interrupt_kernel()
     reply, _ = outputs_of(kernel, sent, timeout=30)
     assert reply["status"] == "error" and reply["ename"] == "KeyboardInterrupt"

@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
-import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from harness.clis import cli_binary
+from harness.processes import free_port, listening
 
 from bub_nb.agent import Agent
 from bub_nb.agent.mcp import McpServers, servers_from
@@ -65,26 +64,15 @@ def test_the_reference_server_over_stdio_answers_text_images_and_structured_cont
 
 @pytest.fixture
 def streamable_http() -> Iterator[str]:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     process = subprocess.Popen(
         [str(cli_binary("mcp-server-everything")), "streamableHttp"],
         env={**os.environ, "PORT": str(port)},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    try:
-        for _ in range(1200):  # until it listens (a cold node start on a busy machine takes seconds)
-            assert process.poll() is None, "the reference server exited"
-            with socket.socket() as probe:
-                if probe.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            time.sleep(0.05)
+    with listening(process, port):
         yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        process.terminate()
-        process.wait(10)
 
 
 def test_the_reference_server_over_streamable_http(

@@ -6,15 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from harness.processes import free_port, listening
 
 import bub_nb
 from bub_nb.agent import Agent
@@ -131,30 +130,14 @@ def test_writing_is_offered_only_when_allowed_and_goes_through_the_tapes_checks(
     assert tape.read()[-1].payload["content"] == "from another agent"
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @pytest.fixture
 def http_server(home: Path) -> Iterator[str]:
     port = free_port()
     process = subprocess.Popen(
         serve_command(home, "--http", f"127.0.0.1:{port}"), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )
-    try:
-        for _ in range(600):  # until it listens (or exits)
-            if process.poll() is not None:
-                raise AssertionError(process.stderr.read().decode() if process.stderr else "exited")
-            with socket.socket() as probe:
-                if probe.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            time.sleep(0.05)
+    with listening(process, port):
         yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        process.terminate()
-        process.wait(10)
 
 
 def test_the_same_tools_over_streamable_http(http_server: str) -> None:

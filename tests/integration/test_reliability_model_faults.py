@@ -23,6 +23,8 @@ from bub_nb.testing import OpenAICompatibleServer
 
 RETRIES = 1
 TIMEOUT = 0.4
+"""The model's timeout in the timeout fault; every other fault has a patient model, which a busy machine does not
+trip."""
 PROMPT = "Please keep this prompt: the fault matrix"
 
 
@@ -64,6 +66,16 @@ class Notebook:
         return self.magics.session.tape
 
 
+def endpoint(server: OpenAICompatibleServer, *, timeout: float, max_retries: int = RETRIES) -> OpenAIModel:
+    return OpenAIModel(
+        "test-model",
+        api_key="sk-fault-matrix-0123456789abcdef",
+        base_url=server.base_url,
+        timeout=timeout,
+        max_retries=max_retries,
+    )
+
+
 @pytest.fixture
 def server() -> Iterator[OpenAICompatibleServer]:
     with OpenAICompatibleServer() as endpoint:
@@ -83,15 +95,9 @@ def nb(
     InteractiveShell.clear_instance()
     notebook = Notebook(InteractiveShell.instance(), capsys)
     assert notebook.cell("%load_ext bub_nb").error is None
-    # the model the env names, with a short timeout and one retry so faults cost milliseconds
+    # the model the env names, with one retry, whose short waits (Retry-After) make faults cost milliseconds
     notebook.magics.model = "endpoint"  # a model object named in the notebook, as users pass one
-    notebook.shell.user_ns["endpoint"] = OpenAIModel(
-        "test-model",
-        api_key="sk-fault-matrix-0123456789abcdef",
-        base_url=server.base_url,
-        timeout=TIMEOUT,
-        max_retries=RETRIES,
-    )
+    notebook.shell.user_ns["endpoint"] = endpoint(server, timeout=30)
     yield notebook
     notebook.cell("%unload_ext bub_nb")
     InteractiveShell.clear_instance()
@@ -115,11 +121,7 @@ def assert_the_shell_lives_on(nb: Notebook, server: OpenAICompatibleServer) -> N
     assert server.pending == 0, "the fault left scripted replies unused"
     cell = nb.cell("after_the_fault = 6 * 7")
     assert cell.error is None and nb.shell.user_ns["after_the_fault"] == 42
-    # The faults wanted a short timeout; on a busy machine it could cut the recovery short and spend its reply
-    # on a retry, so the recovery goes to the same endpoint with a patient model.
-    nb.shell.user_ns["endpoint"] = OpenAIModel(
-        "test-model", api_key="sk-fault-matrix-0123456789abcdef", base_url=server.base_url, timeout=30, max_retries=0
-    )
+    nb.shell.user_ns["endpoint"] = endpoint(server, timeout=30, max_retries=0)  # patient, after a timeout fault
     server.reply("Back to normal.")
     cell = nb.cell("%%bub -o recovered\nAre you still there?")
     assert cell.error is None and "Traceback" not in cell.err
@@ -139,7 +141,7 @@ Fault = Callable[[OpenAICompatibleServer], None]
 FAILING_FAULTS: dict[str, tuple[Fault, tuple[str, ...]]] = {
     "500": (lambda s: [s.fail(500) for _ in range(RETRIES + 1)], ("500",)),
     "429": (lambda s: [s.fail(429) for _ in range(RETRIES + 1)], ("429",)),
-    "timeout": (lambda s: [s.delay(TIMEOUT * 4) for _ in range(RETRIES + 1)], ("timed out",)),
+    "timeout": (lambda s: [s.delay(600) for _ in range(RETRIES + 1)], ("timed out",)),  # only the timeout answers
     "drop mid-stream": (lambda s: s.drop_after(3, "a partial answer that never reaches its end"), ("dropped",)),
     "503 then drop": (lambda s: (s.fail(503), s.drop_after(1, "cut right away")), ("dropped",)),
     "context overflow twice": (
@@ -156,6 +158,8 @@ def test_a_failing_model_keeps_the_prompt_and_an_error_and_shows_one_line(
 ) -> None:
     script, fragments = FAILING_FAULTS[fault]
     script(server)
+    if fault == "timeout":
+        nb.shell.user_ns["endpoint"] = endpoint(server, timeout=TIMEOUT)
     cell = nb.cell(f"%%bub\n{PROMPT}")
     assert_one_line_usage_error(cell, *fragments)
 

@@ -60,7 +60,7 @@ class Session:
         self.magics = next(c for c in self.shell.configurables if type(c).__name__ == "BubMagics")
         self.magics.model = "endpoint"  # a model object named in the notebook, as users pass one
         self.shell.user_ns["endpoint"] = OpenAIModel(
-            "test-model", api_key=BUB_KEY, base_url=server.base_url, timeout=2, max_retries=0
+            "test-model", api_key=BUB_KEY, base_url=server.base_url, timeout=60, max_retries=0
         )
         self.shown = ""
 

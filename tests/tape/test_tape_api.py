@@ -273,17 +273,21 @@ def test_a_fork_without_merge_back_leaves_no_trace(tape: Tape) -> None:
 
 
 def test_a_fork_is_an_async_context_manager_private_to_its_task(tape: Tape) -> None:
-    async def forked() -> None:
-        async with tape.fork():
-            tape.append_message(user("in the fork"))
-            await asyncio.sleep(0.01)
-            tape.append_message(user("still in the fork"))
-
-    async def outside() -> None:
-        await asyncio.sleep(0.005)
-        tape.append_message(user("outside"))
-
     async def both() -> None:
+        in_fork, written_outside = asyncio.Event(), asyncio.Event()
+
+        async def forked() -> None:
+            async with tape.fork():
+                tape.append_message(user("in the fork"))
+                in_fork.set()
+                await written_outside.wait()  # another task writes while this fork is open
+                tape.append_message(user("still in the fork"))
+
+        async def outside() -> None:
+            await in_fork.wait()
+            tape.append_message(user("outside"))
+            written_outside.set()
+
         await asyncio.gather(forked(), outside())
 
     asyncio.run(both())

@@ -16,7 +16,6 @@ from typing import Any
 
 from bub_nb.errors import BubNbError, TapeNotFoundError
 from bub_nb.tape import Tape, TapeEntry, open_tape
-from bub_nb.tape.events import retracted_ids
 
 MAX_ENTRIES = 200
 MAX_SEARCH = 100
@@ -66,14 +65,6 @@ class TapeReader:
             return open_tape(name, home=self.home, create=False)
         except TapeNotFoundError:
             raise TapeNotFoundError(f"No tape named {name!r} here; list_tapes names the tapes") from None
-
-
-def retracted_among(tape: Tape, entries: list[TapeEntry]) -> frozenset[int]:
-    """Which of ``entries`` are retracted now: a retraction comes after what it retracts, so the tape is read from
-    the first of them on (not from its start), and not at all when there are none."""
-    if not entries:
-        return frozenset()
-    return retracted_ids(tape.read(min(entry.id for entry in entries)))
 
 
 def entry_json(tape: Tape, entry: TapeEntry, retracted: frozenset[int]) -> dict[str, Any]:
@@ -172,7 +163,7 @@ def build_server(reader: TapeReader, *, allow_write: bool = False) -> Any:
         for name in [tape] if tape else reader.names():
             opened = reader.tape(name)
             hits = list(opened.search(query, limit=limit))
-            retracted = retracted_among(opened, hits)
+            retracted = opened.retracted_among(e.id for e in hits)
             found += [entry_json(opened, entry, retracted) for entry in hits]
             if len(found) >= limit:
                 break
@@ -187,7 +178,7 @@ def build_server(reader: TapeReader, *, allow_write: bool = False) -> Any:
             raise BubNbError(f"entries need 1 <= start <= end, got {start}..{stop}")
         stop = min(stop, start + MAX_ENTRIES - 1)
         read = opened.read(start, stop + 1)
-        retracted = retracted_among(opened, read)
+        retracted = opened.retracted_among(e.id for e in read)
         return [entry_json(opened, entry, retracted) for entry in read]
 
     @tool
@@ -225,13 +216,13 @@ def build_server(reader: TapeReader, *, allow_write: bool = False) -> Any:
     def entry_resource(tape: str, entry_id: str) -> str:
         opened = reader.tape(tape)
         entry = opened.resolve(f"tape://{tape}/entry/{entry_id}")
-        return json.dumps(entry_json(opened, entry, retracted_among(opened, [entry])), ensure_ascii=False)
+        return json.dumps(entry_json(opened, entry, opened.retracted_among([entry.id])), ensure_ascii=False)
 
     @server.resource("tape://{tape}/anchor/{+name}", mime_type="application/json")
     def anchor_resource(tape: str, name: str) -> str:
         opened = reader.tape(tape)
         entry = opened.resolve(f"tape://{tape}/anchor/{name}")
-        return json.dumps(entry_json(opened, entry, retracted_among(opened, [entry])), ensure_ascii=False)
+        return json.dumps(entry_json(opened, entry, opened.retracted_among([entry.id])), ensure_ascii=False)
 
     return server
 

@@ -132,10 +132,15 @@ def tape_search(context: ToolContext, query: str, limit: int = 20) -> str:
         limit: How many entries at most.
     """
     tape = context.require_tape()
-    retracted = tape.retracted()  # left out, as views leave them out: a model never reads them back
-    found = tape.search(query, limit=limit + len(retracted))
-    kept = [entry for entry in found if entry.id not in retracted]
-    hidden = len(found) - len(kept)
+    wanted = limit
+    while True:  # retracted hits are left out, as views leave them out: a model never reads them back
+        found = tape.search(query, limit=wanted)
+        retracted = tape.retracted_among(entry.id for entry in found)  # read from the oldest hit on only
+        kept = [entry for entry in found if entry.id not in retracted]
+        hidden = len(found) - len(kept)
+        if len(kept) >= limit or not found.cut:
+            break
+        wanted += hidden  # as many more as were left out
     lines = [f"({hidden} retracted entries match and are left out)"] if hidden else []
     if not kept[:limit]:
         return lines[0] if lines else f"(no entries match {query!r})"

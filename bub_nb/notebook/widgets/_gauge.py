@@ -12,18 +12,18 @@ from collections.abc import Sequence
 from typing import Final
 
 from bub_nb.context.request import NextRequest, gauge_text, request_lines
-from bub_nb.notebook.widgets._style import PALETTE, bar, esc
+from bub_nb.notebook.widgets._style import ERROR_COLOR, PROMPT_COLOR, bar, colors, esc
 
-PART_COLORS: Final = {
-    "system prompt": PALETTE["system"].color,
-    "memory block": PALETTE["memory"].color,
-    "view": PALETTE["sent"].color,
-    "prompt": PALETTE["user"].color,
-    "reply priming": PALETTE["event"].color,
-    "tool schemas": PALETTE["tools"].color,
-}
-USED_COLOR: Final = PALETTE["sent"].color
-OVER_COLOR: Final = PALETTE["error"].color
+PART_COLORS: Final = colors(
+    {
+        "system prompt": "system",
+        "memory block": "memory",
+        "view": "sent",
+        "prompt": "user",
+        "reply priming": "event",
+        "tool schemas": "tools",
+    }
+)
 
 
 def gauge_html(used: int, limit: int | None, parts: Sequence[tuple[str, int]] = (), what: str = "") -> str:
@@ -48,7 +48,7 @@ def gauge_html(used: int, limit: int | None, parts: Sequence[tuple[str, int]] = 
 
 
 def _color(part: str, over: bool = False) -> str:
-    return OVER_COLOR if over else PART_COLORS.get(part, USED_COLOR)
+    return ERROR_COLOR if over else PART_COLORS.get(part, PROMPT_COLOR)
 
 
 def _part_row(name: str, tokens: int, detail: str) -> str:

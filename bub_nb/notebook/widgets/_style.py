@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
@@ -33,15 +34,24 @@ PALETTE: Final[dict[str, Concept]] = {
     "sent": Concept("#332288", "sent", "taken from the tape and sent: the view in a request, a turn's prompt tokens"),
     "error": Concept("#d55e00", "error, refused, over", "an error, a refused request, anything over the window"),
 }
-KIND_COLORS: Final[dict[str, str]] = {
-    "message": PALETTE["assistant"].color,
-    "tool_call": PALETTE["tool_call"].color,
-    "tool_result": PALETTE["tool_result"].color,
-    "system": PALETTE["system"].color,
-    "event": PALETTE["event"].color,
-    "error": PALETTE["error"].color,
-    "anchor": PALETTE["anchor"].color,
-}
+
+
+def colors(concepts: Mapping[str, str]) -> dict[str, str]:
+    """The palette's colour of each concept, by the name a widget draws it under (``{name: concept}``)."""
+    return {name: PALETTE[concept].color for name, concept in concepts.items()}
+
+
+KIND_COLORS: Final[dict[str, str]] = colors(
+    {
+        "message": "assistant",
+        "tool_call": "tool_call",
+        "tool_result": "tool_result",
+        "system": "system",
+        "event": "event",
+        "error": "error",
+        "anchor": "anchor",
+    }
+)
 USER_COLOR: Final = PALETTE["user"].color
 MEMORY_COLOR: Final = PALETTE["memory"].color
 PROMPT_COLOR: Final = PALETTE["sent"].color

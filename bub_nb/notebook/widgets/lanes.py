@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Final
 
 from bub_nb.notebook.widgets._display import WidgetDisplay, refreshable_html
-from bub_nb.notebook.widgets._style import PALETTE, clip, esc, ink, wrap
+from bub_nb.notebook.widgets._style import clip, colors, esc, ink, wrap
 from bub_nb.tape.open import notebook_tapes
 from bub_nb.tape.reports.story import Beat, story
 
@@ -24,8 +24,8 @@ MAX_BEATS: Final = 60
 GLYPHS: Final = {"prompt": "ask", "answer": "ans", "tool": "tool", "anchor": "anchor", "handoff": "→"}
 #: The palette's concepts: a prompt is the user's, an answer the model's, a tool a tool call, a handoff an anchor.
 CONCEPTS: Final = {"prompt": "user", "answer": "assistant", "tool": "tool_call", "anchor": "anchor"}
-COLORS: Final = {beat: PALETTE[concept].color for beat, concept in CONCEPTS.items()}
-_ANCHOR: Final = PALETTE["anchor"].color
+COLORS: Final = colors(CONCEPTS)
+_ANCHOR: Final = COLORS["anchor"]
 _STYLE: Final = (
     "<style>.bub-w .bub-lanes td{border-left:1px dotted var(--bub-line);padding:2px 4px;text-align:center;"
     "white-space:nowrap}.bub-w .bub-lanes th{text-align:left;padding-right:8px}"

@@ -65,12 +65,13 @@ class TakingBack:
 
     def retracted(self: _Tape) -> frozenset[int]:
         """The ids retracted now (read from the tape's ``retract`` and ``unretract`` events)."""
-        store = self.store
-        if isinstance(store, SearchesLines):  # only the lines naming them are decoded, newest first
-            found = list(store.iter_reverse_matching(self.name, [b"retract"]))[::-1]
-        else:
-            found = store.read(self.name)
-        return retracted_ids(e for e in found if e.kind == "event" and e.name in (RETRACT, UNRETRACT))
+        return _retracted_since(self, 1)
+
+    def retracted_among(self: _Tape, ids: Iterable[int]) -> frozenset[int]:
+        """Which of ``ids`` are retracted now. A retraction comes after what it retracts, so only the events from
+        the first of them on are read (in a file, from the index's line before it on), none when there are none."""
+        wanted = frozenset(ids)
+        return _retracted_since(self, min(wanted)) & wanted if wanted else frozenset()
 
     def redact(
         self: _Tape, ids: int | Iterable[int], *, by: str | None = None, databases: Iterable[PostgresTapeStore] = ()
@@ -124,3 +125,13 @@ def _follow_memory(tape: Any, event: TapeEntry, *, undo: bool = False) -> None:
     ]
     if notes:
         tape.memory.retracted_notes(notes, undo=undo)
+
+
+def _retracted_since(tape: _Tape, since: int) -> frozenset[int]:
+    """What the ``retract`` and ``unretract`` events from the entry ``since`` on leave retracted."""
+    store = tape.store
+    if isinstance(store, SearchesLines):  # only the lines naming them are decoded, newest first
+        found = list(store.iter_reverse_matching(tape.name, [b"retract"], since))[::-1]
+    else:
+        found = store.read(tape.name, since)
+    return retracted_ids(e for e in found if e.kind == "event" and e.name in (RETRACT, UNRETRACT))

@@ -255,18 +255,17 @@ class TapeFile:
                 offset = max(offset, offsets[position])
         return offset
 
-    def _blocks_newest_first(self, size: int) -> Iterator[bytes]:
-        """The file's bytes in blocks of about ``size``, newest first, each cut at line ends so no line is split."""
-        end = self.state().size
-        if not end:
-            return
+    def _blocks_newest_first(self, size: int, since: int = 1) -> Iterator[bytes]:
+        """The file's bytes in blocks of about ``size``, newest first, cut at line ends, back to the entry ``since``."""
+        state = self.state()
+        end, floor = state.size, self._seek_offset(state, since) if since > 1 else 0
         with contextlib.suppress(FileNotFoundError), open(self.path, "rb") as handle:
             carry = b""
-            while end > 0:
-                begin = max(0, end - size)
+            while end > floor:
+                begin = max(floor, end - size)
                 data = os.pread(handle.fileno(), end - begin, begin) + carry
                 end = begin
-                if begin > 0:  # the first line may have started in the block before
+                if begin > floor:  # the first line may have started in the block before
                     cut = data.find(b"\n") + 1
                     if not cut:
                         carry = data
@@ -281,12 +280,13 @@ class TapeFile:
                 if record is not None:
                     yield TapeEntry.of_record(record)
 
-    def iter_reverse_matching(self, words: list[bytes]) -> Iterator[TapeEntry]:
-        """Entries newest first, decoding only the lines that hold every one of ``words`` (see ``search``)."""
-        for data in self._blocks_newest_first(_SEARCH_BLOCK):
+    def iter_reverse_matching(self, words: list[bytes], since: int = 1) -> Iterator[TapeEntry]:
+        """Entries newest first down to the entry ``since`` (the file read back to the index's line before it),
+        decoding only the lines that hold every one of ``words`` (see ``search``)."""
+        for data in self._blocks_newest_first(_SEARCH_BLOCK, since):
             for start, stop in reversed(candidate_lines(data, words)):
                 record = decode_record(data[start:stop])
-                if record is not None:
+                if record is not None and record["id"] >= since:
                     yield TapeEntry.of_record(record)
 
     def anchors(self) -> Sequence[AnchorRef]:

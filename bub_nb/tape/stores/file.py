@@ -74,8 +74,8 @@ class FileTapeStore:
     def iter_reverse(self, tape: str) -> Iterator[TapeEntry]:
         return self._file(tape).iter_reverse()
 
-    def iter_reverse_matching(self, tape: str, words: list[bytes]) -> Iterator[TapeEntry]:
-        return self._file(tape).iter_reverse_matching(words)
+    def iter_reverse_matching(self, tape: str, words: list[bytes], since: int = 1) -> Iterator[TapeEntry]:
+        return self._file(tape).iter_reverse_matching(words, since)
 
     def anchors(self, tape: str) -> Sequence[AnchorRef]:
         return self._file(tape).anchors()

@@ -134,9 +134,10 @@ class ReadsColumns(Protocol):
 
 @runtime_checkable
 class SearchesLines(Protocol):
-    """A store that can skip lines holding none of some words before decoding them."""
+    """A store that can skip lines holding none of some words before decoding them (from the newest entry back to
+    the entry ``since``)."""
 
-    def iter_reverse_matching(self, tape: str, words: list[bytes]) -> Iterator[TapeEntry]: ...
+    def iter_reverse_matching(self, tape: str, words: list[bytes], since: int = 1) -> Iterator[TapeEntry]: ...
 
 
 @runtime_checkable

@@ -19,6 +19,24 @@ from bub_nb.tape._lines import Record, decode_records, dumps
 
 _ARGUMENTS = "bigint, bigint[], text[], text[]"
 
+#: The end of both redaction functions, once the new payloads and metas passed their checks: the rows rewritten
+#: (their lines with them), and how many.
+_REWRITE = """UPDATE {s}.entries e SET payload = x.p::jsonb, meta = x.m::jsonb,
+                        line = {s}.line(e.id, e.kind, x.p, x.m, e.date)
+                    FROM unnest(ids, payloads, metas) AS x (i, p, m)
+                    WHERE e.tape = tape_key AND e.id = x.i;
+                GET DIAGNOSTICS n = ROW_COUNT;
+                RETURN n;
+            END $$"""
+
+
+def _granted(function: str, arguments: str, group: str) -> list[str]:
+    """``function`` callable by the (quoted) ``group`` role only."""
+    return [
+        f"REVOKE ALL ON FUNCTION {{s}}.{function}({arguments}) FROM PUBLIC",
+        f"GRANT EXECUTE ON FUNCTION {{s}}.{function}({arguments}) TO {group}",
+    ]
+
 
 def redaction_statements(schema: str, group: str) -> list[str]:
     """The statements of this step for ``schema``, granting to the (quoted) ``group`` role."""
@@ -83,15 +101,9 @@ def redaction_statements(schema: str, group: str) -> list[str]:
                     RAISE EXCEPTION 'A redaction only replaces texts by their [redacted sha256:...] markers'
                         USING ERRCODE = '22023';
                 END IF;
-                UPDATE {s}.entries e SET payload = x.p::jsonb, meta = x.m::jsonb,
-                        line = {s}.line(e.id, e.kind, x.p, x.m, e.date)
-                    FROM unnest(ids, payloads, metas) AS x (i, p, m)
-                    WHERE e.tape = tape_key AND e.id = x.i;
-                GET DIAGNOSTICS n = ROW_COUNT;
-                RETURN n;
-            END $$""",
-        f"REVOKE ALL ON FUNCTION {{s}}.redact_entries({_ARGUMENTS}) FROM PUBLIC",
-        f"GRANT EXECUTE ON FUNCTION {{s}}.redact_entries({_ARGUMENTS}) TO {group}",
+                """
+        + _REWRITE,
+        *_granted("redact_entries", _ARGUMENTS, group),
     ]
 
 
@@ -140,15 +152,9 @@ def text_redaction_statements(schema: str, group: str) -> list[str]:
                     RAISE EXCEPTION 'A redaction by value only replaces the text by its marker'
                         USING ERRCODE = '22023';
                 END IF;
-                UPDATE {s}.entries e SET payload = x.p::jsonb, meta = x.m::jsonb,
-                        line = {s}.line(e.id, e.kind, x.p, x.m, e.date)
-                    FROM unnest(ids, payloads, metas) AS x (i, p, m)
-                    WHERE e.tape = tape_key AND e.id = x.i;
-                GET DIAGNOSTICS n = ROW_COUNT;
-                RETURN n;
-            END $$""",
-        f"REVOKE ALL ON FUNCTION {{s}}.redact_text_entries({_TEXT_ARGUMENTS}) FROM PUBLIC",
-        f"GRANT EXECUTE ON FUNCTION {{s}}.redact_text_entries({_TEXT_ARGUMENTS}) TO {group}",
+                """
+        + _REWRITE,
+        *_granted("redact_text_entries", _TEXT_ARGUMENTS, group),
     ]
 
 
