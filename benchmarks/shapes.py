@@ -62,6 +62,17 @@ def bub_tape(entries: int) -> Path:
     return path
 
 
+def _split(tape: Any, runs: int) -> tuple[float, float, float]:
+    """Where the time goes: decoding the lines into columns, then building the frame (or table) from them."""
+    with gc_paused():
+        columns = tape.store.columns(tape.name)
+        (build, _), (decode, _) = in_turn(
+            lambda: columns_to_frame(columns, names=tape.name), lambda: tape.store.columns(tape.name), runs
+        )
+        (build_arrow, _), _ = in_turn(lambda: columns_to_arrow(columns, names=tape.name), lambda: None, runs)
+    return decode, build, build_arrow
+
+
 def shape_rows(shape: str, path: Path, runs: int) -> list[list[Any]]:
     import pandas as pd
     import polars
@@ -70,13 +81,7 @@ def shape_rows(shape: str, path: Path, runs: int) -> list[list[Any]]:
     tape.from_last_anchor()  # the index built: the figures are of reading, not of a first open
     (frame, _), (pandas, _) = in_turn(tape.to_frame, lambda: pd.read_json(path, lines=True), runs)
     (arrow, _), (base, _) = in_turn(tape.to_arrow, lambda: polars.read_ndjson(path), runs)
-    with gc_paused():  # where the time goes: decoding the lines into columns, then building from the columns
-        columns = tape.store.columns(tape.name)
-        (build, _), (decode, _) = in_turn(
-            lambda: columns_to_frame(columns, names=tape.name), lambda: tape.store.columns(tape.name), runs
-        )
-        (build_arrow, _), _ = in_turn(lambda: columns_to_arrow(columns, names=tape.name), lambda: None, runs)
-    del columns
+    decode, build, build_arrow = _split(tape, runs)
     split = f"decode {ms(decode)} + build {ms(build)}"
     return [
         [f"{shape}: where the time goes", split, f"to_arrow build {ms(build_arrow)}", "", ""],
