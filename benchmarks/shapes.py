@@ -7,7 +7,8 @@
 
 On each: ``to_frame()`` against ``pandas.read_json(lines=True)`` (target <= 0.35x) and ``to_arrow()`` against
 ``polars.read_ndjson`` (target <= 1.0x). Each figure and its baseline run in turn, ``--runs`` times, and the
-best of each is kept (the machine may be shared). The load average is printed before and after.
+best of each is kept (the machine may be shared). The load average is printed before and after. A row per shape
+splits ``to_frame()`` into decoding the lines into columns and building the frame from them.
 
     python benchmarks/shapes.py [--size 200000] [--runs 3]
 """
@@ -25,6 +26,9 @@ from _common import cache_dir, main_at_scale, ms
 from scale import _ratio, in_turn
 
 from bub_nb.tape import open_tape
+from bub_nb.tape._lines import gc_paused
+from bub_nb.tape.frames.arrow import columns_to_arrow
+from bub_nb.tape.frames.frame import columns_to_frame
 
 RUNS = 3
 BUB_TAPES = Path(__file__).resolve().parent.parent / "examples" / "data" / "bub-home" / "tapes"
@@ -58,6 +62,17 @@ def bub_tape(entries: int) -> Path:
     return path
 
 
+def _split(tape: Any, runs: int) -> tuple[float, float, float]:
+    """Where the time goes: decoding the lines into columns, then building the frame (or table) from them."""
+    with gc_paused():
+        columns = tape.store.columns(tape.name)
+        (build, _), (decode, _) = in_turn(
+            lambda: columns_to_frame(columns, names=tape.name), lambda: tape.store.columns(tape.name), runs
+        )
+        (build_arrow, _), _ = in_turn(lambda: columns_to_arrow(columns, names=tape.name), lambda: None, runs)
+    return decode, build, build_arrow
+
+
 def shape_rows(shape: str, path: Path, runs: int) -> list[list[Any]]:
     import pandas as pd
     import polars
@@ -66,7 +81,10 @@ def shape_rows(shape: str, path: Path, runs: int) -> list[list[Any]]:
     tape.from_last_anchor()  # the index built: the figures are of reading, not of a first open
     (frame, _), (pandas, _) = in_turn(tape.to_frame, lambda: pd.read_json(path, lines=True), runs)
     (arrow, _), (base, _) = in_turn(tape.to_arrow, lambda: polars.read_ndjson(path), runs)
+    decode, build, build_arrow = _split(tape, runs)
+    split = f"decode {ms(decode)} + build {ms(build)}"
     return [
+        [f"{shape}: where the time goes", split, f"to_arrow build {ms(build_arrow)}", "", ""],
         [
             f"{shape}: to_frame()",
             ms(frame),

@@ -152,7 +152,7 @@ def text_column(values: list[Any], *, text_or_none: bool = False) -> pd.Series |
     """
     if text_or_none:
         if not any(values) and values.count(None) == len(values):  # ``any`` stops at the first non-empty string
-            return pd.Series(values, dtype=pd.StringDtype(na_value=np.nan))  # ``str`` all the same: one dtype
+            return missing_text(len(values))  # ``str`` all the same: one dtype
     else:
         kinds = set(map(type, values))
         if str not in kinds or not kinds <= TEXT_OR_NONE:
@@ -170,3 +170,36 @@ def text_column(values: list[Any], *, text_or_none: bool = False) -> pd.Series |
     # Python strings: pandas' own conversion from a list with the dtype given, one pass in C that also turns
     # ``None`` into NaN, is about twice as fast as filling an object array and marking the missing values
     return pd.Series(values, dtype=dtype)
+
+
+def missing_text(count: int) -> pd.Series:
+    """A ``str`` column of ``count`` missing values, as ``pd.Series([None] * count, dtype=str)`` makes it; with
+    pyarrow, one null array rather than a pass over a list of ``None``."""
+    dtype = pd.StringDtype(na_value=np.nan)
+    if dtype.storage != "pyarrow":
+        return pd.Series([None] * count, dtype=dtype)
+    import pyarrow as pa
+
+    chunks = pa.chunked_array([pa.nulls(count, pa.large_string())], pa.large_string())
+    return pd.Series(pd.arrays.ArrowStringArray(chunks, dtype=dtype), copy=False)
+
+
+def repeated_text(value: str, count: int) -> pd.Series:
+    """A ``str`` column holding ``value`` on each of ``count`` rows (a frame's tape name), as ``text_column``
+    makes it from ``[value] * count``; with pyarrow, its buffers are written by numpy in one go."""
+    dtype = pd.StringDtype(na_value=np.nan)
+    if dtype.storage != "pyarrow":
+        return pd.Series([value] * count, dtype=dtype)
+    import pyarrow as pa
+
+    try:
+        data = value.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: the Python strings, as ``text_column`` keeps them
+        return text_column([value] * count, text_or_none=True)  # type: ignore[return-value]
+    chunks = []
+    for first in range(0, count, _ARROW_ROWS):
+        rows = min(_ARROW_ROWS, count - first)
+        offsets = np.arange(rows + 1, dtype=np.int64) * len(data)
+        text = pa.py_buffer(data * rows)
+        chunks.append(pa.LargeStringArray.from_buffers(rows, pa.py_buffer(offsets), text))
+    return pd.Series(pd.arrays.ArrowStringArray(pa.chunked_array(chunks, pa.large_string()), dtype=dtype), copy=False)

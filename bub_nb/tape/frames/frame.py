@@ -15,8 +15,10 @@ from bub_nb.tape.frames.columns import (
     COLUMNS,
     flag_column,
     kind_column,
+    missing_text,
     phase_column,
     phases_by_id,
+    repeated_text,
     retracted_column,
     text_column,
 )
@@ -79,10 +81,13 @@ def columns_to_frame(
         else:
             phase_names = phases[0]
             phase_ids = pd.array(phases[1], dtype="Int64")
-        tape_names = [names] * count if names is None or isinstance(names, str) else names
+        if isinstance(names, str):
+            tape_names = repeated_text(names, count)
+        else:
+            tape_names = text_column([names] * count if names is None else names, text_or_none=True)
         frame = pd.DataFrame(
             {
-                TAPE_NAME: text_column(tape_names, text_or_none=True),
+                TAPE_NAME: tape_names,
                 "id": pd.Series(ids),
                 "kind": kind_column(kinds),
                 "date": frame_dates(columns.dates),
@@ -126,11 +131,11 @@ def _empty(frame: pd.DataFrame) -> pd.DataFrame:
 
 def _sparse_text(values: dict[int, Any], count: int) -> pd.Series | list[Any]:
     """A text column set on a few rows (``row -> value``), missing elsewhere: ``str`` even when no row is."""
+    if not values:
+        return missing_text(count)
     column: list[Any] = [None] * count
     for row, value in values.items():
         column[row] = value
-    if not values:
-        return text_series(column)
     return text_column(column, text_or_none=all(type(value) is str for value in values.values()))
 
 
@@ -161,7 +166,7 @@ def tape_to_frame(tape: StoredTape) -> pd.DataFrame:
             frame = columns_to_frame(store.columns(tape.name), names=tape.name)
         else:
             frame = entries_to_frame(store.read(tape.name))
-            frame[TAPE_NAME] = text_column([tape.name] * len(frame), text_or_none=True)
+            frame[TAPE_NAME] = repeated_text(tape.name, len(frame))
     frame.attrs["tape"] = tape.name
     return frame
 
