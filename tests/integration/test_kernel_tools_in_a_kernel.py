@@ -171,13 +171,7 @@ def test_an_interrupt_that_lands_while_a_widget_message_is_handled_stops_the_tur
 ) -> None:
     started = tmp_path / "started"
     release = tmp_path / ("release" if handler == "returns" else "never-created")
-    kernel.ok(
-        "import pathlib, time, ipywidgets\n"
-        f"started, release = pathlib.Path({str(started)!r}), pathlib.Path({str(release)!r})\n"
-        "def hold(button):\n    started.touch()\n    while not release.exists():\n        time.sleep(0.01)\n"
-        "other = ipywidgets.Button(description='Other')\nother.on_click(hold)"
-    )
-    other = kernel.value("other.model_id")  # a widget elsewhere in the notebook whose click is slow to handle
+    other = kernel.slow_widget(started, release)
     between_cells = kernel.value("repr(get_ipython().kernel.saved_sigint_handler)")
     openai_server.reply_tool_calls([{"name": "python_run", "arguments": {"code": "waited = True"}}])
     sent = kernel.send_from_lab("%%bub --tools python.run\nset waited")
