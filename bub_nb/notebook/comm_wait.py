@@ -67,7 +67,7 @@ def _interrupts_between_steps() -> Iterator[None]:
     waiting, pressed, delivered = True, False, False
 
     def stopping() -> bool:
-        """Whether the wait can still take an interrupt: not once one stopped it, however it came."""
+        """Whether the wait is over or being stopped, by this interrupt or another: then no interrupt goes to it."""
         return not waiting or delivered or (turn is not None and (turn.done() or turn.cancelling() > 0))
 
     def restore() -> None:
