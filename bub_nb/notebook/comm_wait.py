@@ -7,6 +7,14 @@ so the re-entered loop must hold such tasks back, and a button's ``comm_msg`` wo
 the cell ended. While a consent waits, comm messages are therefore dispatched through the kernel's
 own ``shell_main`` in a context of their own, as ipykernel does for a waiting async cell; every other
 message goes the usual way and waits for the cell, so queued cells keep their order and context.
+
+An interrupt (■) during the wait must stop the turn, however it lands. ipykernel catches a
+``KeyboardInterrupt`` raised inside a message's handler and logs it, so one that lands while a comm
+message is handled would be lost and the cell would keep waiting. While the wait is on, the interrupt is
+therefore recorded, and raised between two steps of the event loop, where it leaves the loop as an
+interrupt that lands while the loop is idle does: through :func:`bub_nb.agent.eventloop.run_sync` to the
+turn. A second press before the loop got to the first raises at once, as without the wait: it stops a
+widget's handler that never returns, and the first press still stops the turn.
 """
 
 from __future__ import annotations
@@ -14,6 +22,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import signal
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -40,6 +50,56 @@ def _is_comm(kernel: Any, frames: list[Any]) -> bool:
 
 
 @contextlib.contextmanager
+def _interrupts_between_steps() -> Iterator[None]:
+    """Inside the block, an interrupt is raised as a callback of the running event loop, not wherever the
+    main thread happens to be; one still undelivered when the block ends is raised there.
+
+    The handler is restored as soon as the interrupt is delivered: the turn that waits is cancelled then,
+    but may leave the block only after its cell ended, when the kernel has put its own handler back."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        loop = None
+    if loop is None or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    turn = asyncio.current_task()
+    waiting, pressed, delivered = True, False, False
+
+    def stopping() -> bool:
+        """Whether the wait is over or being stopped, by this interrupt or another: then no interrupt goes to it."""
+        return not waiting or delivered or (turn is not None and (turn.done() or turn.cancelling() > 0))
+
+    def restore() -> None:
+        if signal.getsignal(signal.SIGINT) is record:
+            signal.signal(signal.SIGINT, previous)
+
+    def deliver() -> None:
+        nonlocal delivered
+        if not stopping():
+            delivered = True
+            restore()
+            raise KeyboardInterrupt
+
+    def record(signum: int, frame: Any) -> None:
+        nonlocal pressed
+        if not pressed:
+            pressed = True
+            loop.call_soon_threadsafe(deliver)
+        elif not stopping():  # pressed again before the loop got to it: a handler holds the loop, stop it there
+            raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, record)
+    try:
+        yield
+    finally:
+        waiting = False
+        restore()
+    if pressed and not delivered:  # the wait ended in the same step as the press
+        raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
 def comms_while_waiting(shell: Any) -> Iterator[bool]:
     """Inside the block, comm messages (widget clicks) are dispatched at once; yields whether they can be."""
     kernel = getattr(shell, "kernel", None)
@@ -57,7 +117,8 @@ def comms_while_waiting(shell: Any) -> Iterator[bool]:
 
     stream.on_recv(comms_first, copy=False)
     try:
-        yield True
+        with _interrupts_between_steps():
+            yield True
     finally:
         if getattr(stream, "_recv_callback", None) is comms_first:
             stream.on_recv(original, copy=False)

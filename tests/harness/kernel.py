@@ -6,6 +6,7 @@ import ast
 import json
 import os
 import queue
+import signal
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -164,6 +165,36 @@ class Kernel:
                 return
             if time.monotonic() > deadline:
                 pytest.fail(f"the kernel's main thread never slept in its event loop: {wchan} {after}")
+            time.sleep(0.005)
+
+    def slow_widget(self, started: Path, release: Path) -> str:
+        """The comm id of a new button elsewhere in the notebook whose click handler, once ``started`` exists,
+        holds the kernel until ``release`` exists."""
+        self.ok(
+            "import pathlib as _pathlib, time as _time, ipywidgets as _widgets\n"
+            "def _hold(button):\n"
+            f"    _pathlib.Path({str(started)!r}).touch()\n"
+            f"    while not _pathlib.Path({str(release)!r}).exists():\n"
+            "        _time.sleep(0.01)\n"
+            "_slow = _widgets.Button(description='Slow')\n_slow.on_click(_hold)"
+        )
+        return str(self.value("_slow.model_id"))
+
+    def interrupt(self, timeout: float = 30) -> None:
+        """Press ■, and wait until the kernel process has taken the signal (no SIGINT pending in Linux's
+        ``/proc``): its handler has run, or runs at the next bytecode of the main thread."""
+        self.manager.interrupt_kernel()
+        status = Path(f"/proc/{self.manager.provisioner.process.pid}/status")
+        if not status.exists():
+            pytest.skip("needs Linux's /proc to see the kernel take the signal")
+        sigint = 1 << (signal.SIGINT - 1)
+        deadline = time.monotonic() + timeout
+        while True:
+            fields = dict(line.split(":", 1) for line in status.read_text().splitlines() if ":" in line)
+            if not any(int(fields[name], 16) & sigint for name in ("SigPnd", "ShdPnd")):
+                return
+            if time.monotonic() > deadline:
+                pytest.fail("the kernel never took the interrupt")
             time.sleep(0.005)
 
     def _to_widget(self, comm_id: str, data: dict[str, Any]) -> str:

@@ -1,15 +1,16 @@
-"""MCP servers in a real kernel: ■ stops a call in flight at once, and restarting or shutting the kernel down leaves
-no server process behind."""
+"""MCP servers in a real kernel: ■ stops a call in flight at once, and the wait for a server's approval however it
+lands, and restarting or shutting the kernel down leaves no server process behind."""
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 import uuid
 from pathlib import Path
 
 import pytest
-from harness.kernel import kernel_environment, running_kernel
+from harness.kernel import kernel_environment, running_kernel, wait_for_file
 from harness.processes import processes_with
 
 pytest.importorskip("mcp")
@@ -43,3 +44,25 @@ def test_an_interrupt_stops_a_call_in_flight_and_a_restart_leaves_no_server(tmp_
                 break
             time.sleep(0.02)
         assert processes_with(marker) == []
+
+
+def test_one_interrupt_stops_a_wait_for_a_servers_approval_even_inside_a_widget_message(tmp_path: Path) -> None:
+    marker, started, release = uuid.uuid4().hex, tmp_path / "started", tmp_path / "release"
+    config = {"mcpServers": {"beside": {"command": sys.executable, "args": [str(HOSTILE), "tools", marker]}}}
+    (tmp_path / ".mcp.json").write_text(json.dumps(config))
+    with running_kernel(tmp_path, kernel_environment(tmp_path / "home")) as kernel:
+        other = kernel.slow_widget(started, release)
+        between_cells = kernel.value("repr(get_ipython().kernel.saved_sigint_handler)")
+        sent = kernel.send_from_lab("%%bub\nhi")
+        queued = kernel.send_from_lab("after = 'ran'", cell_id="cell-2")
+        kernel.waiting_on(kernel.button("Approve"))  # the cell asks whether 'beside' may start
+        kernel.click(other)
+        wait_for_file(started)  # the kernel is inside the handler of a widget's message
+        kernel.interrupt()
+        release.touch()
+        sent_reply, queued_reply = kernel.replies([sent, queued])  # the wait would last until a click
+        assert sent_reply["status"] == "error" and sent_reply["ename"] == "KeyboardInterrupt"
+        assert queued_reply["status"] == "aborted"
+        assert processes_with(marker) == []
+        assert kernel.value("repr(get_ipython().kernel.saved_sigint_handler)") == between_cells
+        assert not (tmp_path / "home" / "mcp-approvals.json").exists()  # no answer was given

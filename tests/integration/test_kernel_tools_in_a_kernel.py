@@ -150,6 +150,7 @@ def test_interrupting_long_code_stops_the_turn_and_the_queued_cells(
 def test_interrupting_a_consent_that_waits_stops_the_turn(
     kernel: Kernel, openai_server: OpenAICompatibleServer
 ) -> None:
+    between_cells = kernel.value("repr(get_ipython().kernel.saved_sigint_handler)")
     openai_server.reply_tool_calls([{"name": "python_run", "arguments": {"code": "waited = True"}}])
     sent = kernel.send_from_lab("%%bub --tools python.run\nset waited")
     queued = kernel.send_from_lab("after = 'ran'", cell_id="cell-2")  # Run All sent it with the first
@@ -161,6 +162,35 @@ def test_interrupting_a_consent_that_waits_stops_the_turn(
     assert kernel.replies([queued])[0]["status"] == "aborted"
     assert kernel.value("'waited' in globals() or 'after' in globals()") is False
     assert events(kernel.tape.read(), "run")[-1].payload["data"]["status"] == "interrupted"
+    assert kernel.value("repr(get_ipython().kernel.saved_sigint_handler)") == between_cells
+
+
+@pytest.mark.parametrize("handler", ["returns", "never_returns"])
+def test_an_interrupt_that_lands_while_a_widget_message_is_handled_stops_the_turn(
+    kernel: Kernel, openai_server: OpenAICompatibleServer, tmp_path: Path, handler: str
+) -> None:
+    started = tmp_path / "started"
+    release = tmp_path / ("release" if handler == "returns" else "never-created")
+    other = kernel.slow_widget(started, release)
+    between_cells = kernel.value("repr(get_ipython().kernel.saved_sigint_handler)")
+    openai_server.reply_tool_calls([{"name": "python_run", "arguments": {"code": "waited = True"}}])
+    sent = kernel.send_from_lab("%%bub --tools python.run\nset waited")
+    queued = kernel.send_from_lab("after = 'ran'", cell_id="cell-2")
+    kernel.waiting_on(kernel.button("Approve"))
+    kernel.click(other)
+    wait_for_file(started)  # the kernel is inside the handler of a widget's message
+    kernel.interrupt()  # a person presses ■ once, now
+    if handler == "returns":
+        release.touch()
+    else:
+        kernel.interrupt()  # the handler holds the kernel: a second press stops it, the first stops the turn
+    reply, _ = outputs_of(kernel, sent, timeout=30)  # the consent would wait for a click forever
+    assert reply["status"] == "error" and reply["ename"] == "KeyboardInterrupt"
+    assert kernel.replies([queued])[0]["status"] == "aborted"
+    assert kernel.value("'waited' in globals() or 'after' in globals()") is False
+    assert events(kernel.tape.read(), "run")[-1].payload["data"]["status"] == "interrupted"
+    assert kernel.ok("print('still answers')").strip() == "still answers"
+    assert kernel.value("repr(get_ipython().kernel.saved_sigint_handler)") == between_cells
 
 
 def test_a_repr_that_sleeps_or_raises_does_not_hold_or_fail_the_turn(
