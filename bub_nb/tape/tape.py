@@ -14,13 +14,14 @@ from bub_nb.tape.anchors import LAST_ANCHOR, AnchorSummary
 from bub_nb.tape.citations import check_state_citations
 from bub_nb.tape.corrections import TakingBack
 from bub_nb.tape.entries import TapeEntry, is_phase_anchor, plain_json
-from bub_nb.tape.events import handoff_entries
+from bub_nb.tape.events import AGENT, handoff_entries
 from bub_nb.tape.forks import ForkBlock, ForkedStore, check_fork, copy_session
 from bub_nb.tape.info import TapeInfo, last_usage, tape_info
 from bub_nb.tape.names import TapeAddress, anchor_address, check_handoff_name, entry_address
 from bub_nb.tape.query import SearchResults, TapeQuery, search_entries
 from bub_nb.tape.redact import redact
 from bub_nb.tape.seams import MemoryZone, View
+from bub_nb.tape.stores.agent_tapes import defined_agents
 from bub_nb.tape.stores.lineage import store_lineage
 from bub_nb.tape.stores.protocol import AnchorRef, FileBacked, MayBeReadOnly, StoreStats, TapeStore
 from bub_nb.tape.stores.resolve import readable_tape
@@ -133,11 +134,16 @@ class Tape(TakingBack):
             return self.handoff(BOOTSTRAP_ANCHOR, {"owner": "human"})
 
     def reset(self, *, archive: bool = False) -> list[TapeEntry]:
-        """Start the tape over with ``session/start``; with ``archive`` keep the old file as a ``.bak``."""
+        """Start the tape over with ``session/start``; with ``archive`` keep the old file as a ``.bak``.
+
+        A reset starts the conversation over, not the team: the agents the tape defines stay defined, each one's
+        newest ``agent`` event written again after the anchor, so a kernel that starts later still finds them."""
         if self._forks.get():
             raise TapeError(f"Tape {self.name!r} cannot be reset inside fork()")
+        defined = defined_agents(self._base_store, self.name)
         archived = self._base_store.reset(self.name, archive=archive)
-        return self.handoff(BOOTSTRAP_ANCHOR, {"owner": "human", **({"archived": archived} if archived else {})})
+        written = self.handoff(BOOTSTRAP_ANCHOR, {"owner": "human", **({"archived": archived} if archived else {})})
+        return written + [self.append_event(AGENT, {"name": name, **settings}) for name, settings in defined.items()]
 
     # -- reading ----------------------------------------------------------------------------------
 

@@ -47,16 +47,7 @@ from IPython.core.interactiveshell import InteractiveShell
 from bub_nb.testing import OpenAICompatibleServer
 from bub_nb.testing.hostile import NASTY_STRINGS
 
-KNOWN_OPEN: set[str] = {
-    # "after a restart the agents are {'main'}, the tapes hold {'main', 'ana'}", found once in a 40-step run with every
-    # check on: the oracle counts every `<tape>~ana` file as an agent, the extension only tapes a handoff or an `agent`
-    # event names; not yet reduced to a short example, nor is it settled which of the two is right.
-    "agents_after_restart",
-    # `<notebook>~ana.jsonl #1 is gone and in no archive`, found once in a 40-step run with every check on: an agent's
-    # tape lost its first line without an archive holding it (a reset by the model's tape_reset, or a redaction, of an
-    # agent's tape are the suspects); not yet reduced to a short example.
-    "nothing_lost",
-}
+KNOWN_OPEN: set[str] = set()
 """Checks known to fail today, each named with what found it, while a fix is in progress: a check named here is
 skipped (``BUB_NB_MACHINE_ALL=1`` runs it anyway). The reproducers the set held when the machine was written are
 pinned in ``test_pinned_examples.py`` and pass with every check on."""
@@ -441,7 +432,8 @@ class NotebookMachine(RuleBasedStateMachine):
 
     @rule(archive=st.booleans())
     def reset(self, archive: bool) -> None:
-        path = self.folder / f"{self.session.tape.name}.jsonl"
+        holder = self.holder_from_tapes()  # the tape a reset acts on: the holder's (one target for every command)
+        path = self.folder / f"{self.notebook()}{'' if holder == 'main' else '~' + holder}.jsonl"
         if self.cell("%tape reset --archive" if archive else "%tape reset") and not archive:
             self.seen.pop(path.name, None)  # asked for: the old entries are discarded
 

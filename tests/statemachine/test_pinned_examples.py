@@ -120,3 +120,26 @@ def test_redacting_a_handoff_keeps_who_holds_the_conversation(machine: NotebookM
         lambda: machine.first_turn(agents=["rev"]),
         lambda: machine.redact(secret=machine.hand_over_secret(data=Drawn("rev"))),
     )
+
+
+def test_a_reset_of_the_notebooks_tape_keeps_its_agents_over_a_restart(machine: NotebookMachine) -> None:
+    play(
+        machine,
+        lambda: machine.first_turn(agents=["ana"]),
+        lambda: machine.bub(data=Drawn("ana"), plain=False, plan=[]),
+        lambda: machine.reset(archive=False),
+        machine.restart,
+        lambda: machine.bub(data=Drawn("ana"), plain=False, plan=[]),
+    )
+
+
+def test_a_reset_while_an_agent_holds_discards_that_agents_entries_only(machine: NotebookMachine) -> None:
+    play(
+        machine,
+        lambda: machine.first_turn(agents=["ana"]),
+        lambda: machine.hand_over(data=Drawn("ana"), how="--reason review", name="p1", plan=[]),
+        lambda: machine.bub(data=Drawn(None), plain=True, plan=[]),
+        lambda: machine.reset(archive=False),
+        lambda: machine.bub(data=Drawn(None), plain=True, plan=[]),
+        machine.restart,
+    )
