@@ -134,10 +134,7 @@ class Tape(TakingBack):
             return self.handoff(BOOTSTRAP_ANCHOR, {"owner": "human"})
 
     def reset(self, *, archive: bool = False) -> list[TapeEntry]:
-        """Start the tape over with ``session/start``; with ``archive`` keep the old file as a ``.bak``.
-
-        A reset starts the conversation over, not the team: the agents the tape defines stay defined, each one's
-        newest ``agent`` event written again after the anchor, so a kernel that starts later still finds them."""
+        """Start over at ``session/start`` (``archive``: keep a ``.bak``); the agents defined here are defined again."""
         if self._forks.get():
             raise TapeError(f"Tape {self.name!r} cannot be reset inside fork()")
         defined = defined_agents(self._base_store, self.name)
@@ -195,10 +192,8 @@ class Tape(TakingBack):
         return self._summary(self._find_ref(name))
 
     def from_last_anchor(self, kinds: Sequence[str] = ()) -> list[TapeEntry]:
-        """Entries after the last phase anchor (all entries when there is none).
-
-        ``memory/...`` anchors do not start a phase, so a memory save does not cut this slice.
-        """
+        """Entries after the last phase anchor (all entries when there is none). ``memory/...`` anchors do not start
+        a phase, so a memory save does not cut this slice."""
         return anchors.of_kinds(anchors.from_last_anchor(self.store, self.name), kinds)
 
     def after_anchor(self, name: str, kinds: Sequence[str] = ()) -> list[TapeEntry]:
