@@ -53,7 +53,12 @@ class Kernel:
             if message["msg_type"] in ("display_data", "update_display_data", "stream", "execute_result", "error"):
                 outputs.append({"type": message["msg_type"], **message["content"]})
 
-        reply = self.client.execute_interactive(code, timeout=timeout, output_hook=keep)
+        for _ in range(100):
+            reply = self.client.execute_interactive(code, timeout=timeout, output_hook=keep)
+            if reply["content"]["status"] != "aborted":
+                break
+            # The cell never ran: it reached the kernel while it still dropped what was queued behind the previous
+            # cell's error (ipykernel stops once a marker it posts to its own queue comes round). Sent again, it runs.
         return reply["content"], outputs
 
     def outcome(self, code: str, timeout: float = 60) -> tuple[str, str]:
