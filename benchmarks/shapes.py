@@ -76,20 +76,16 @@ sys.path[:0] = [sys.argv[1]]
 import pandas as pd, polars
 from bub_nb.tape import open_tape
 path, warm, reader = Path(sys.argv[2]), Path(sys.argv[3]), sys.argv[4]
-calls = {
-    "to_frame": lambda p: open_tape(p).to_frame(),
-    "read_json": lambda p: pd.read_json(p, lines=True),
-    "to_arrow": lambda p: open_tape(p).to_arrow(),
-    "polars": lambda p: polars.read_ndjson(p),
-}
-call = calls[reader]
-call(warm)
-tape = open_tape(path)
-tape.from_last_anchor()  # the index built, as in the same-process figures
-if reader.startswith("to_"):
-    call = {"to_frame": lambda p: tape.to_frame(), "to_arrow": lambda p: tape.to_arrow()}[reader]
+def call_on(file):
+    if reader in ("to_frame", "to_arrow"):
+        tape = open_tape(file)
+        tape.from_last_anchor()  # the index built, as in the same-process figures
+        return getattr(tape, reader)
+    return {"read_json": lambda: pd.read_json(file, lines=True), "polars": lambda: polars.read_ndjson(file)}[reader]
+call_on(warm)()
+call = call_on(path)
 start = time.perf_counter()
-call(path)
+call()
 print(time.perf_counter() - start)
 """
 
