@@ -161,6 +161,15 @@ def _token_counts(counts: dict[int, int], count: int) -> pd.api.extensions.Exten
 def tape_to_frame(tape: StoredTape) -> pd.DataFrame:
     """The whole tape as a frame; a store that can hand over decoded lines skips building entries."""
     store = tape.store
+    from bub_nb.tape.frames.arrow import native_table
+
+    table = native_table(store, [tape.name], for_frame=True)
+    if table is not None:
+        from bub_nb.tape.frames.native import table_to_frame
+
+        frame = table_to_frame(table)
+        frame.attrs["tape"] = tape.name
+        return frame
     with gc_paused():  # from the first decoded line to the last column: millions of objects, no cycles
         if isinstance(store, ReadsColumns):
             frame = columns_to_frame(store.columns(tape.name), names=tape.name)

@@ -45,10 +45,13 @@ class JsonDtype(ExtensionDtype):
 
 
 class JsonArray(ExtensionArray):
-    """An array of JSON values over a NumPy array of objects."""
+    """An array of JSON values over a NumPy array of objects, or over their JSON text in Arrow, each value decoded
+    when it is first asked for (a frame read natively holds its payloads so: building a dict per row up front
+    costs as much as the whole read)."""
 
-    def __init__(self, values: np.ndarray) -> None:
-        self._data = values
+    def __init__(self, values: np.ndarray | None, texts: Any = None) -> None:
+        self._values = values
+        self._texts = texts  # a pyarrow string array of JSON text, while ``_values`` is None
 
     @classmethod
     def of(cls, values: Sequence[Any]) -> JsonArray:
@@ -57,6 +60,25 @@ class JsonArray(ExtensionArray):
         # ``fromiter`` stores each value as one object and never asks whether it is a sequence, which
         # assigning the list to an object array's slice does of every row (four times the cost)
         return cls(np.fromiter(values, dtype=object, count=len(values)))
+
+    @classmethod
+    def of_text(cls, texts: Any) -> JsonArray:
+        """Values held as their JSON text (a pyarrow string array or chunked array), decoded on access."""
+        import pyarrow as pa
+
+        if isinstance(texts, pa.ChunkedArray):
+            texts = texts.combine_chunks() if texts.num_chunks != 1 else texts.chunk(0)
+        return cls(None, texts)
+
+    @property
+    def _data(self) -> np.ndarray:
+        """Every value, decoded now if it was not yet."""
+        if self._values is None:
+            from bub_nb.tape.frames.arrow import loads_many
+
+            self._values = np.fromiter(loads_many(self._texts), dtype=object, count=len(self._texts))
+            self._texts = None
+        return self._values
 
     @classmethod
     def _from_sequence(cls, scalars: Any, *, dtype: Any = None, copy: bool = False) -> JsonArray:
@@ -76,12 +98,23 @@ class JsonArray(ExtensionArray):
 
     @property
     def nbytes(self) -> int:
-        return int(self._data.nbytes)
+        return int(self._texts.nbytes if self._values is None else self._values.nbytes)
 
     def __len__(self) -> int:
-        return len(self._data)
+        return len(self._texts) if self._values is None else len(self._values)
 
     def __getitem__(self, item: Any) -> Any:
+        if self._values is None:
+            from bub_nb.tape.frames.arrow import loads
+
+            if pd.api.types.is_integer(item):
+                return loads(self._texts[int(item)].as_py())
+            if isinstance(item, slice) and item.step in (None, 1):
+                start, stop, _ = item.indices(len(self))
+                return type(self)(None, self._texts.slice(start, max(stop - start, 0)))
+            item = pd.api.indexers.check_array_indexer(self, item)
+            rows = np.arange(len(self))[item]
+            return type(self)(None, self._texts.take(rows))
         if pd.api.types.is_integer(item):
             return self._data[item]
         item = pd.api.indexers.check_array_indexer(self, item)
@@ -106,14 +139,21 @@ class JsonArray(ExtensionArray):
         return self._data
 
     def isna(self) -> np.ndarray:
+        if self._values is None:
+            return self._texts.is_null().to_numpy(zero_copy_only=False)
         return pd.isna(self._data)
 
     def take(self, indices: Any, *, allow_fill: bool = False, fill_value: Any = None) -> JsonArray:
         from pandas.api.extensions import take
 
+        if self._values is None and not allow_fill:
+            rows = np.asarray(indices, dtype=np.int64)
+            return type(self)(None, self._texts.take(np.where(rows < 0, rows + len(self), rows)))
         return type(self)(take(self._data, indices, allow_fill=allow_fill, fill_value=fill_value))
 
     def copy(self) -> JsonArray:
+        if self._values is None:
+            return type(self)(None, self._texts)  # Arrow arrays do not change
         return type(self)(self._data.copy())
 
     def astype(self, dtype: Any, copy: bool = True) -> Any:
@@ -134,7 +174,11 @@ class JsonArray(ExtensionArray):
 
         from bub_nb.tape.frames.arrow import json_text
 
-        text = json_text(list(self._data), None)
+        text = (
+            pa.chunked_array([self._texts.cast(pa.large_string())])
+            if self._values is None
+            else json_text(list(self._data), None)
+        )
         json_type = pa.json_(pa.large_string())
         return pa.chunked_array(
             [pa.ExtensionArray.from_storage(json_type, chunk) for chunk in text.chunks], type=json_type
@@ -144,3 +188,8 @@ class JsonArray(ExtensionArray):
 def json_column(values: Sequence[Any]) -> pd.Series:
     """A ``payload`` or ``meta`` column of these values."""
     return pd.Series(JsonArray.of(values), copy=False)
+
+
+def json_text_column(texts: Any) -> pd.Series:
+    """A ``payload`` or ``meta`` column over the values' JSON text (Arrow), each decoded when asked for."""
+    return pd.Series(JsonArray.of_text(texts), copy=False)

@@ -20,6 +20,8 @@ from bub_nb.tape.frames.frame import (
     text_series,
     with_tape_columns,
 )
+from bub_nb.tape.frames.arrow import native_table
+from bub_nb.tape.frames.native import table_to_frame
 from bub_nb.tape.frames.overview import store_frame
 from bub_nb.tape.locations import bub_home, tapes_home
 from bub_nb.tape.names import MAIN_AGENT, agent_of_tape, notebook_of_tape
@@ -79,13 +81,18 @@ def read_tapes(
     store = file_store(folder)
     decoded, names, starts = Columns(), [], []
     wanted = _wanted(kinds, since)
-    with gc_paused():
-        every = store.list_tapes()
-        for name in every:  # every file Bub would list, even one whose name we would not give
-            starts.append(len(decoded))
-            store.columns(name, into=decoded, wanted=wanted)
-            names += [name] * (len(decoded) - starts[-1])
-        frame = columns_to_frame(decoded, starts, names=names)
+    every = store.list_tapes()  # every file Bub would list, even one whose name we would not give
+    table = native_table(store, every, for_frame=True)
+    if table is not None:
+        frame = table_to_frame(table)
+        names = [""]
+    else:
+        with gc_paused():
+            for name in every:
+                starts.append(len(decoded))
+                store.columns(name, into=decoded, wanted=wanted)
+                names += [name] * (len(decoded) - starts[-1])
+            frame = columns_to_frame(decoded, starts, names=names)
     if not names:
         frame["kind"] = frame["kind"].astype("category")  # categorical even with no rows, as analysts expect
     frame["notebook"] = text_series(_notebook_column(frame))
@@ -146,8 +153,13 @@ def _arrow_home(home: str | Path | None, wanted: WantedLines | None = None) -> A
     pyarrow()  # the one-line error before any tape is read, when pyarrow is missing
     store = file_store(_folder(home))
     decoded, names, starts = Columns(), [], []
+    every = store.list_tapes()
+    native = native_table(store, every)
+    if native is not None:
+        rows = native.column(TAPE_NAME).to_pylist()
+        agents = _pa().array(agent_column(rows, every, agent_tapes(store, every)), type=_pa().string())
+        return native.append_column("notebook", _native_notebooks(native)).append_column("agent", agents)
     with gc_paused():
-        every = store.list_tapes()
         for name in every:
             starts.append(len(decoded))
             store.columns(name, into=decoded, wanted=wanted)
@@ -156,6 +168,27 @@ def _arrow_home(home: str | Path | None, wanted: WantedLines | None = None) -> A
         notebooks = notebook_column(decoded, starts, names)
     agents = _pa().array(agent_column(names, every, agent_tapes(store, every)), type=_pa().string())
     return table.append_column("notebook", notebooks).append_column("agent", agents)
+
+
+def _native_notebooks(table: Any) -> Any:
+    """``notebook_column`` for a native table: each row's tape's newest ``notebook`` event's path."""
+    import pyarrow.compute as pc
+
+    from bub_nb.tape.events import NOTEBOOK
+    from bub_nb.tape.frames.arrow import loads
+
+    pa = _pa()
+    events = table.filter(pc.and_(pc.equal(table.column("kind").cast("string"), "event"),
+                                  pc.equal(table.column("name"), NOTEBOOK)))  # fmt: skip
+    found: dict[str, str] = {}
+    for tape, text in zip(events.column(TAPE_NAME).to_pylist(), events.column("payload").to_pylist(), strict=True):
+        data = loads(text).get("data")
+        path = data.get("path") if isinstance(data, dict) else None
+        if isinstance(path, str):
+            found[tape] = path
+    names = table.column(TAPE_NAME).combine_chunks()
+    paths = pa.array([found.get(name) for name in names.dictionary.to_pylist()], type=pa.large_string())
+    return paths.take(names.indices)
 
 
 def _lean(table: Any, kinds: Sequence[str], since: Any, columns: Sequence[str] | None, as_: str) -> Any:
