@@ -18,6 +18,8 @@ from bub_nb.tape import FileTapeStore, Tape, TapeEntry, open_tape, read_tapes
 from bub_nb.tape.frames.frame import entries_to_frame
 from bub_nb.tape.text import call_names, entry_role, entry_text
 
+pytestmark = pytest.mark.usefixtures("reader")  # every test on each reader (conftest.py)
+
 CALL = {"id": "call_1", "type": "function", "function": {"name": "fs.read", "arguments": '{"path": "a.py"}'}}
 
 

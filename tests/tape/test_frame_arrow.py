@@ -18,6 +18,8 @@ from bub_nb.tape import FileTapeStore, open_tape, read_tapes
 from bub_nb.tape.frames.arrow import dumps
 from bub_nb.tape.frames.saved import arrow_to_frame, read_frame
 
+pytestmark = pytest.mark.usefixtures("reader")  # every test on each reader (conftest.py)
+
 EXACT = ["tape_name", "id", "kind", "phase_id", "forked_from", "prompt_tokens", "completion_tokens"]
 TEXT = ["role", "name", "content", "phase", "run_id"]
 

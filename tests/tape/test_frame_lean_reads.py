@@ -17,6 +17,8 @@ from hypothesis import strategies as st
 from bub_nb.tape import read_tapes
 from bub_nb.tape.stores.wanted import WantedLines
 
+pytestmark = pytest.mark.usefixtures("reader")  # every test on each reader (conftest.py)
+
 DATES = st.sampled_from(
     [
         "2026-02-09T23:59:59.999999+00:00",

@@ -14,6 +14,8 @@ from bub_nb.errors import TapeError
 from bub_nb.tape import FileTapeStore, Tape, TapeEntry, open_tape, read_tapes
 from bub_nb.tape.frames import class_overview
 
+pytestmark = pytest.mark.usefixtures("reader")  # every test on each reader (conftest.py)
+
 LONG = "494727f0da168296__0898b22730d57afc"
 TRIP = "4d379f4d08d1280e__b964cebb99de6241"
 

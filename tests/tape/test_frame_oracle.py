@@ -17,6 +17,8 @@ from hypothesis import strategies as st
 
 from bub_nb.tape import read_tapes
 
+pytestmark = pytest.mark.usefixtures("reader")  # every test on each reader (conftest.py)
+
 TOOLS = ("bash", "web_fetch", "fs.read")
 PHASES = ("session/start", "phase/plan", "phase/build", "auto_handoff/context_overflow", "memory/open", "")
 OUTCOMES = ("ok", "bub_failed", "bub_nb_failed", "error_key", "unanswered")

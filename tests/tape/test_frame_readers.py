@@ -40,8 +40,10 @@ def hostile_tape(folder: Path) -> Path:
     lines = []
     for number, line in enumerate(HOSTILE + MISREAD):
         lines += [good[number], line]
+    dated = b',"meta":{},"date":"2026-01-01T00:00:00+00:00"}'
+    lines += [line[:-1] + dated for line in HOSTILE if line.endswith(b"}}")]  # each also with every field
     lines += [
-        json.dumps({"id": 70, "kind": "message", "payload": {"role": "assistant", "content": "x" * 10_000_000}}).encode(),
+        json.dumps({"id": 70, "kind": "message", "payload": {"role": "user", "content": "x" * 10_000_000}}).encode(),
         b'{"id":71,"kind":"message","payload":{"c":' + b"[" * 3000 + b"]" * 3000 + b"}}",
         b'{"id":72,"kind":"anchor","payload":{"name":"phase/a","state":{"k":1}},"meta":{},"date":"2026-01-02T00:00:00Z"}',
         b'{"id":73,"kind":"event","payload":{"name":"retract","data":{"ids":[[1,2]]}},"meta":{},"date":"2026-01-02"}',
@@ -105,7 +107,7 @@ def test_the_readers_agree_on_a_tape_of_hostile_lines(tmp_path: Path) -> None:
         same_frames(native, pure)
     finally:
         sys.setrecursionlimit(limit)
-    assert pure["bad_bytes"].sum() == 2  # a surrogate written as UTF-8 is read, as Python reads it
+    assert pure["bad_bytes"].sum() == 4  # two lines, twice; a surrogate written as UTF-8 is read, as Python does
     assert pure["retracted"].sum() == 2
     assert pure["content"].str.len().max() == 10_000_000
     assert pure.loc[pure["id"] == 76, "prompt_tokens"].tolist() == [5]

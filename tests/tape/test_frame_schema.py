@@ -13,6 +13,8 @@ from bub_nb import Agent
 from bub_nb.tape import FileTapeStore, open_tape, read_tapes
 from bub_nb.tape.reports.transcript import anchors_frame
 
+pytestmark = pytest.mark.usefixtures("reader")  # every test on each reader (conftest.py)
+
 TEXT = pd.StringDtype(na_value=float("nan"))
 
 

@@ -12,6 +12,8 @@ from bub_nb.tape import FileTapeStore, open_tape, read_tapes
 from bub_nb.tape.frames.runs import RUN_COLUMNS
 from bub_nb.tape.frames.tool_calls import CALL_COLUMNS
 
+pytestmark = pytest.mark.usefixtures("reader")  # every test on each reader (conftest.py)
+
 
 def test_runs_give_one_row_per_turn_with_one_model_spelling_and_a_latency(example_home: Path) -> None:
     frame = read_tapes(example_home)

@@ -11,6 +11,8 @@ from harness.tapes import bub_append
 from bub_nb.errors import AnchorNotFoundError, TapeError
 from bub_nb.tape import Tape, TapeEntry, open_tape, read_tapes
 
+pytestmark = pytest.mark.usefixtures("reader")  # every test on each reader (conftest.py)
+
 
 def lesson(tape: Tape, *anchors: str) -> None:
     tape.ensure_bootstrap_anchor()

@@ -130,7 +130,8 @@ WITH rows AS (
                    THEN n END AS start_line
     FROM rows
 ), phased AS (
-    SELECT *, last_value(start_line IGNORE NULLS) OVER (PARTITION BY t ORDER BY n ROWS UNBOUNDED PRECEDING) AS phase_line
+    SELECT *, last_value(start_line IGNORE NULLS)
+                  OVER (PARTITION BY t ORDER BY n ROWS UNBOUNDED PRECEDING) AS phase_line
     FROM marked
 )
 SELECT r.n, r.t, r.id, r.kind, r.date, r.role, r.name, r.content, r.tools, a.own_name AS phase, a.id AS phase_id,
@@ -312,9 +313,11 @@ def _lines_array(data: bytes, starts: np.ndarray, breaks: np.ndarray, good: np.n
     else:
         chosen_starts, chosen_breaks = starts[good], breaks[good]
         lengths = chosen_breaks - chosen_starts
-        body = np.concatenate([buffer[s:b] for s, b in zip(chosen_starts, chosen_breaks, strict=True)]) if len(
-            lengths
-        ) else np.empty(0, dtype=np.uint8)
+        body = (
+            np.concatenate([buffer[s:b] for s, b in zip(chosen_starts, chosen_breaks, strict=True)])
+            if len(lengths)
+            else np.empty(0, dtype=np.uint8)
+        )
     offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
     return pa.LargeStringArray.from_buffers(len(lengths), pa.py_buffer(offsets), pa.py_buffer(body.tobytes()))
