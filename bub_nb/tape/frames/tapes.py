@@ -82,7 +82,7 @@ def read_tapes(
     decoded, names, starts = Columns(), [], []
     wanted = _wanted(kinds, since)
     every = store.list_tapes()  # every file Bub would list, even one whose name we would not give
-    table = native_table(store, every, for_frame=True)
+    table = native_table(store, every, for_frame=True) if wanted is None else None  # a lean read is the plain one's
     if table is not None:
         frame = table_to_frame(table)
         names = [""]
@@ -154,7 +154,7 @@ def _arrow_home(home: str | Path | None, wanted: WantedLines | None = None) -> A
     store = file_store(_folder(home))
     decoded, names, starts = Columns(), [], []
     every = store.list_tapes()
-    native = native_table(store, every)
+    native = native_table(store, every) if wanted is None else None
     if native is not None:
         rows = native.column(TAPE_NAME).to_pylist()
         agents = _pa().array(agent_column(rows, every, agent_tapes(store, every)), type=_pa().string())
