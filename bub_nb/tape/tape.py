@@ -289,7 +289,7 @@ class Tape(TakingBack):
 
     def to_arrow(self) -> pa.Table:
         """``to_frame()``'s columns as a ``pyarrow.Table`` (the ``arrow`` extra); see ``bub_nb.tape.frames.arrow``."""
-        from bub_nb.tape.frames.arrow import tape_to_arrow
+        from bub_nb.tape.frames.native import tape_to_arrow
 
         return tape_to_arrow(self)
 

@@ -214,9 +214,6 @@ def tape_to_arrow(tape: Any) -> pa.Table:
     from bub_nb.tape.stores.protocol import ReadsColumns
 
     store = tape.store
-    table = native_table(store, [tape.name])
-    if table is not None:
-        return table
     with gc_paused():
         if isinstance(store, ReadsColumns):
             columns = store.columns(tape.name)
@@ -224,22 +221,3 @@ def tape_to_arrow(tape: Any) -> pa.Table:
             columns = Columns()
             columns.add_records(entry.to_dict() for entry in store.read(tape.name))
         return columns_to_arrow(columns, names=tape.name)
-
-
-def native_table(store: Any, names: Sequence[str], *, for_frame: bool = False) -> pa.Table | None:
-    """The tapes ``names`` of a file store read by the native reader (``frames/native.py``), or ``None`` when it is
-    off, the store is not one of files, or the tapes hold what only the plain reader's table holds."""
-    from bub_nb.tape.stores.file import FileTapeStore
-
-    if type(store) is not FileTapeStore or not names:
-        return None
-    from bub_nb.tape.frames.native import current_reader, files_table
-
-    if current_reader() != "native":
-        return None
-    if for_frame:
-        import pandas as pd
-
-        if pd.StringDtype(na_value=np.nan).storage != "pyarrow":  # text in Python strings: the plain reader's
-            return None
-    return files_table([(name, store.path_for(name)) for name in names], for_frame=for_frame)

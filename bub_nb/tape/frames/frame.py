@@ -161,7 +161,7 @@ def _token_counts(counts: dict[int, int], count: int) -> pd.api.extensions.Exten
 def tape_to_frame(tape: StoredTape) -> pd.DataFrame:
     """The whole tape as a frame; a store that can hand over decoded lines skips building entries."""
     store = tape.store
-    from bub_nb.tape.frames.arrow import native_table
+    from bub_nb.tape.frames.native import native_table
 
     table = native_table(store, [tape.name], for_frame=True)
     if table is not None:

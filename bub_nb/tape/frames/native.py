@@ -509,3 +509,28 @@ def table_to_frame(table: Any) -> Any:
         copy=False,
     )
     return frame
+
+
+def native_table(store: Any, names: Sequence[str], *, for_frame: bool = False) -> Any | None:
+    """The tapes ``names`` of a file store read by the native reader (``frames/native.py``), or ``None`` when it is
+    off, the store is not one of files, or the tapes hold what only the plain reader's table holds."""
+    from bub_nb.tape.stores.file import FileTapeStore
+
+    if type(store) is not FileTapeStore or not names:
+        return None
+    if current_reader() != "native":
+        return None
+    if for_frame:
+        import pandas as pd
+
+        if pd.StringDtype(na_value=np.nan).storage != "pyarrow":  # text in Python strings: the plain reader's
+            return None
+    return files_table([(name, store.path_for(name)) for name in names], for_frame=for_frame)
+
+
+def tape_to_arrow(tape: Any) -> Any:
+    """``Tape.to_arrow()``: the native reader's table when it reads the tape, else the plain reader's."""
+    from bub_nb.tape.frames import arrow
+
+    table = native_table(tape.store, [tape.name])
+    return table if table is not None else arrow.tape_to_arrow(tape)

@@ -10,8 +10,9 @@ import pandas as pd
 
 from bub_nb.errors import TapeError
 from bub_nb.tape.corrections.unreached import record_export
-from bub_nb.tape.frames.arrow import JSON_COLUMNS, dumps, json_text, loads, pyarrow, tape_to_arrow
+from bub_nb.tape.frames.arrow import JSON_COLUMNS, dumps, json_text, loads, pyarrow
 from bub_nb.tape.frames.json_column import JsonDtype, json_column
+from bub_nb.tape.frames.native import tape_to_arrow
 
 _INTEGERS = ("phase_id", "prompt_tokens", "completion_tokens")
 _TEXT = ("tape_name", "role", "name", "content", "phase", "run_id", "forked_from", "notebook", "agent", "owner")

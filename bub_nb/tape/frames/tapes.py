@@ -12,7 +12,6 @@ import pandas as pd
 from bub_nb.errors import TapeError
 from bub_nb.tape._lines import gc_paused
 from bub_nb.tape.anchors import NamedTape, check_kinds
-from bub_nb.tape.frames.arrow import native_table
 from bub_nb.tape.frames.frame import (
     COLUMNS,
     columns_to_frame,
@@ -21,7 +20,7 @@ from bub_nb.tape.frames.frame import (
     text_series,
     with_tape_columns,
 )
-from bub_nb.tape.frames.native import table_to_frame
+from bub_nb.tape.frames.native import native_table, table_to_frame
 from bub_nb.tape.frames.overview import store_frame
 from bub_nb.tape.locations import bub_home, tapes_home
 from bub_nb.tape.names import MAIN_AGENT, agent_of_tape, notebook_of_tape
