@@ -23,7 +23,10 @@ def hostile_logs(tmp_path: Path) -> Path:
     shutil.copy(DATA / "llm" / "logs-0.29.db", path)
     with closing(sqlite3.connect(path)) as db:
         db.execute("ALTER TABLE responses ADD COLUMN huge BLOB GENERATED ALWAYS AS (zeroblob(400000000)) VIRTUAL")
-        db.execute(f"ALTER TABLE responses ADD COLUMN long TEXT GENERATED ALWAYS AS (printf('%.*c', {MAX_VALUE + 10}, 'x')) VIRTUAL")
+        db.execute(
+            "ALTER TABLE responses ADD COLUMN long TEXT "
+            f"GENERATED ALWAYS AS (printf('%.*c', {MAX_VALUE + 10}, 'x')) VIRTUAL"
+        )
         db.commit()
     assert path.stat().st_size < 1_000_000  # a small file: the values are made when read
     return path

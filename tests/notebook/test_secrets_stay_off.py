@@ -47,7 +47,9 @@ def test_an_mcp_env_secret_echoed_by_its_server_reaches_neither_the_tape_nor_the
     assert ENV_SECRET not in tape_text(nb) and ENV_SECRET not in sent.replace(
         json.dumps(f"the token is {ENV_SECRET}")[1:-1], ""
     )  # only the scripted call's own arguments held it; every result and cell came back redacted
-    cells = [e.payload["data"]["source"] for e in nb.tape.read(kinds=("event",)) if e.payload["name"] == "notebook.cell"]
+    cells = [
+        e.payload["data"]["source"] for e in nb.tape.read(kinds=("event",)) if e.payload["name"] == "notebook.cell"
+    ]
     assert cells == ["number = 41"]
     shown_cells = endpoint.requests[-1]["messages"][-1]["content"]
     assert "number = 41" in shown_cells and "%mcp" not in shown_cells
