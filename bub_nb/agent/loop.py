@@ -91,14 +91,24 @@ class Agent:
 
     # -- public entry points ----------------------------------------------------------------------
 
-    async def arun(self, prompt: str, *, stream: bool = False, on_delta: Callable[[str], Any] | None = None) -> Turn:
+    async def arun(
+        self,
+        prompt: str,
+        *,
+        stream: bool = False,
+        on_delta: Callable[[str], Any] | None = None,
+        commands: bool = True,
+    ) -> Turn:
         """Run one turn; ``on_delta`` receives streamed text as it arrives.
+
+        A prompt starting with ``,`` runs as a command unless ``commands=False``: text a program made (a value
+        filled into a cell) is a prompt to the model, whatever it starts with.
 
         If ``on_delta`` raises (a ``KeyboardInterrupt`` from a display, say) the turn is recorded as
         interrupted, its partial answer kept, and the exception goes on. After :meth:`abort` the
         interrupted turn is returned.
         """
-        deltas = self._turn(prompt, stream=stream or on_delta is not None)
+        deltas = self._turn(prompt, stream=stream or on_delta is not None, commands=commands)
         try:
             async for delta in deltas:
                 if on_delta is not None:
@@ -116,9 +126,9 @@ class Agent:
             self.abort()
             raise
 
-    def astream(self, prompt: str) -> AsyncGenerator[str, None]:
+    def astream(self, prompt: str, *, commands: bool = True) -> AsyncGenerator[str, None]:
         """Yield text deltas as they arrive; the finished turn is then ``self.last_turn``."""
-        return self._turn(prompt, stream=True)
+        return self._turn(prompt, stream=True, commands=commands)
 
     def stream(self, prompt: str) -> Iterator[str]:
         """Yield text deltas from synchronous code; the finished turn is then ``self.last_turn``."""
@@ -161,11 +171,11 @@ class Agent:
         meta, view = self.meta, self.view
         return run_sync(preview_handoff(self.tape, self.model, name, state, summarize=summarize, meta=meta, view=view))
 
-    def check(self, prompt: str) -> None:
+    def check(self, prompt: str, *, commands: bool = True) -> None:
         """Refuse a turn that could not be recorded truthfully, before anything is written (a ``BubNbError``)."""
         if self.team is not None:  # an agent that handed the conversation away waits until it is handed back
             self.team.check_may_run(self.name or "main")
-        check_turn(self, prompt)
+        check_turn(self, prompt, commands=commands)
 
     def view(self) -> View:
         return self.pipeline.build_tape_context(self.tape, self.context)  # what the next step sends, less the system
@@ -178,11 +188,11 @@ class Agent:
 
     # -- the loop ---------------------------------------------------------------------------------
 
-    async def _turn(self, prompt: str, *, stream: bool) -> AsyncGenerator[str, None]:
-        self.check(prompt)
+    async def _turn(self, prompt: str, *, stream: bool, commands: bool = True) -> AsyncGenerator[str, None]:
+        self.check(prompt, commands=commands)
         self.abort()
         self.tape.ensure_bootstrap_anchor()
-        if is_command(prompt):
+        if commands and is_command(prompt):
             started = time.perf_counter()
             result = run_command(self.tape, prompt, meta=self.meta, state={"agent": self})
             elapsed_ms = round((time.perf_counter() - started) * 1000, 1)

@@ -36,7 +36,7 @@ class TurnSubject(Protocol):
     def view(self) -> Any: ...
 
 
-def check_turn(agent: TurnSubject, prompt: object) -> None:
+def check_turn(agent: TurnSubject, prompt: object, *, commands: bool = True) -> None:
     """Everything a turn needs before it writes: a prompt, a command that parses, a view, a prompt that fits.
 
     A mode naming an anchor the tape does not hold is refused here, before the system prompt and
@@ -51,7 +51,7 @@ def check_turn(agent: TurnSubject, prompt: object) -> None:
             f"Prompt {prompt!r} holds {prompt[exc.start]!r} at {exc.start}, which is not a character UTF-8 "
             "can store; nothing was written"
         ) from None
-    if is_command(prompt):
+    if commands and is_command(prompt):
         check_command(prompt, builtin_registry())
         return
     check_mode(agent)

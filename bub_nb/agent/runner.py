@@ -47,7 +47,7 @@ class AgentRunner:
 
         async def answer() -> str:
             try:
-                turn = await agent.arun(_prompt_text(prompt))
+                turn = await agent.arun(_prompt_text(prompt), **_typed(state))
             finally:
                 turn_state(state)["turn"] = agent.last_turn
             return turn.text
@@ -60,13 +60,18 @@ class AgentRunner:
 
         async def events() -> AsyncIterator[StreamEvent]:
             try:
-                async with contextlib.aclosing(agent.astream(_prompt_text(prompt))) as deltas:
+                async with contextlib.aclosing(agent.astream(_prompt_text(prompt), **_typed(state))) as deltas:
                     async for delta in deltas:
                         yield StreamEvent.text(delta)
             finally:
                 turn_state(state)["turn"] = agent.last_turn
 
         return events()
+
+
+def _typed(state: dict[str, Any]) -> dict[str, Any]:
+    """``commands=False`` for a prompt a program made, so its leading ``,`` stays text; nothing otherwise."""
+    return {} if turn_state(state).get("commands", True) else {"commands": False}
 
 
 def _prompt_text(prompt: Any) -> str:

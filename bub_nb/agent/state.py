@@ -38,10 +38,13 @@ class TurnState(TypedDict, total=False):
     tools: ToolRegistry
     memory: MemorySnapshot
     turn: Turn | None
+    commands: bool
+    """``False`` when the prompt is text a program made (a notebook's ``{name}`` filled in): a leading ``,`` is
+    then part of the prompt, never a command. Only text a person typed may run a command."""
 
 
 #: The keys an inbound envelope's ``meta`` may hand to the turn state.
-META_KEYS: tuple[str, ...] = ("tape", "agent", "instructions")
+META_KEYS: tuple[str, ...] = ("tape", "agent", "instructions", "commands")
 
 
 def turn_state(state: dict[str, Any]) -> TurnState:

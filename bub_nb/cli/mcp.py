@@ -21,6 +21,22 @@ def add_mcp(commands: Any) -> None:
     where.add_argument("--store", metavar="DSN", help="a postgresql:// DSN: what its role may read is what is served")
     serve.add_argument("--http", metavar="HOST:PORT", help="serve streamable HTTP at http://HOST:PORT/mcp, not stdio")
     serve.add_argument("--allow-write", action="store_true", help="also offer handoff and append (the magics' checks)")
+    serve.add_argument(
+        "--token-file",
+        metavar="PATH",
+        help="with --http: the secret clients send as 'Authorization: Bearer <token>' (default: $BUB_NB_MCP_TOKEN, "
+        "else one is made and printed once to stderr)",
+    )
+    serve.add_argument(
+        "--allow-remote", action="store_true", help="with --http: allow binding an address other than loopback"
+    )
+    serve.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="with --http: another Host name clients reach the server by (repeatable)",
+    )
     serve.set_defaults(handler=_serve)
 
 
@@ -32,5 +48,13 @@ def _serve(args: argparse.Namespace) -> int:
         import mcp  # noqa: F401
     except ImportError:
         raise BubNbError("bub-nb mcp serve needs the mcp extra: pip install -e '.[mcp]'") from None
-    serve(home=args.home, store=args.store, http=args.http, allow_write=args.allow_write)
+    serve(
+        home=args.home,
+        store=args.store,
+        http=args.http,
+        allow_write=args.allow_write,
+        token_file=args.token_file,
+        allow_remote=args.allow_remote,
+        allowed_hosts=tuple(args.allow_host),
+    )
     return 0

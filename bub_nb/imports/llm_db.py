@@ -64,7 +64,8 @@ def read(path: Path, draft: TapeDraft) -> dict[str, Any]:
         for table, row in other_rows(db, THREAD_TABLES | LEGACY_TABLES | DERIVED_TABLES):
             draft.take(row, table)
             draft.keep(f"llm table {table!r} is not part of the conversations this reading knows")
-    return {"threads": len(threads), "legacy_conversations": len(legacy)}
+        cut = db.cut
+    return {"threads": len(threads), "legacy_conversations": len(legacy), **({"cut_values": cut} if cut else {})}
 
 
 Phase = tuple[datetime, Callable[[], None]]

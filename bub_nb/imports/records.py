@@ -51,10 +51,21 @@ def is_sqlite(path: Path) -> bool:
         return handle.read(len(SQLITE_HEADER)) == SQLITE_HEADER
 
 
-def connect(path: Path) -> sqlite3.Connection:
+MAX_VALUE: Final = 1 << 22
+"""Characters of text, or bytes of a blob, one value of a log's database may bring in; a longer text is cut with a
+marker saying how long it was, a longer blob is replaced by such a marker, and the import counts them."""
+
+
+class LogConnection(sqlite3.Connection):
+    """A log's database, read-only, counting the values :func:`rows` cut (``cut``)."""
+
+    cut = 0
+
+
+def connect(path: Path) -> LogConnection:
     """The database read-only, so an import can never change the log it reads."""
     try:
-        connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, factory=LogConnection)
         connection.row_factory = sqlite3.Row
         connection.execute("SELECT count(*) FROM sqlite_master").fetchone()
     except sqlite3.DatabaseError as exc:
@@ -68,7 +79,43 @@ def table_names(path: Path) -> set[str]:
 
 
 def rows(connection: sqlite3.Connection, sql: str, *params: Any) -> list[dict[str, Any]]:
-    return [dict(row) for row in connection.execute(sql, params)]
+    """The rows ``sql`` selects, each value bounded by :data:`MAX_VALUE` in SQL, before Python holds it."""
+    return list(capped_rows(connection, sql, params))
+
+
+def capped_rows(connection: sqlite3.Connection, sql: str, params: tuple[Any, ...] = ()) -> Iterator[dict[str, Any]]:
+    """``sql``'s rows with every text or blob longer than :data:`MAX_VALUE` cut by SQLite itself (``substr``,
+    ``length``): a generated ``zeroblob(400000000)`` column is never made into bytes. Each cut value is counted
+    on a :class:`LogConnection`."""
+    names = [column[0] for column in connection.execute(f"SELECT * FROM ({sql}) LIMIT 0", params).description]
+    picks, lengths = [], []
+    for number, name in enumerate(names):
+        column = '"' + name.replace('"', '""') + '"'
+        over = f"length({column}) > {MAX_VALUE}"
+        picks.append(
+            f"CASE WHEN {over} THEN (CASE typeof({column}) WHEN 'text' THEN substr({column}, 1, {MAX_VALUE}) END) "
+            f"ELSE {column} END AS {column}"
+        )
+        lengths.append(f'CASE WHEN {over} THEN length({column}) END AS "_bub_cut_{number}"')
+    body = sql.strip()
+    # A plain "SELECT * FROM ..." keeps its own ORDER BY; anything else is read through a subquery.
+    source = body[len("SELECT *") :] if body.upper().startswith("SELECT * FROM") else f" FROM ({body})"
+    query = f"SELECT {', '.join(picks + lengths)}{source}"
+    for row in connection.execute(query, params):
+        values = tuple(row)
+        found = dict(zip(names, values[: len(names)], strict=True))
+        for number, length in enumerate(values[len(names) :]):
+            if length is None:
+                continue
+            name = names[number]
+            kept = found[name]
+            note = (
+                f"[cut: {length:,} {'characters' if isinstance(kept, str) else 'bytes'} in the log, over {MAX_VALUE:,}]"
+            )
+            found[name] = f"{kept}…{note}" if isinstance(kept, str) else note
+            if isinstance(connection, LogConnection):
+                connection.cut += 1
+        yield found
 
 
 def other_rows(connection: sqlite3.Connection, known: set[str]) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -89,8 +136,8 @@ def other_rows(connection: sqlite3.Connection, known: set[str]) -> Iterator[tupl
         ):
             continue
         quoted = '"' + name.replace('"', '""') + '"'
-        for row in connection.execute(f"SELECT * FROM {quoted}"):
-            yield name, plain_row(dict(row))
+        for row in capped_rows(connection, f"SELECT * FROM {quoted}"):
+            yield name, plain_row(row)
 
 
 def plain_row(row: dict[str, Any]) -> dict[str, Any]:

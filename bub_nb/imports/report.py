@@ -45,6 +45,7 @@ class ImportReport:
             f"Imported {self.records} {self.format} records from {self.source} into tape {self.tape!r}: "
             f"{self.mapped} mapped, {self.kept} kept as events{f' ({kept})' if kept else ''}; "
             f"{self.entries} entries ({', '.join(f'{k} {n}' for k, n in sorted(self.kinds.items()))})"
+            + (f"; {cut} values too long to bring in whole were cut" if (cut := self.session.get("cut_values")) else "")
         )
 
     def __str__(self) -> str:

@@ -11,7 +11,7 @@ from collections.abc import Callable, Collection
 from typing import Any
 
 from bub_nb.agent.kernel_tools import APPROVED, CellRecord, Decision
-from bub_nb.notebook.recording import SKIPPED_PREFIXES, CellListener
+from bub_nb.notebook.recording import CellListener, skipped_cell
 
 ALWAYS = "always"
 HEADLESS = (
@@ -74,7 +74,7 @@ class NotebookKernel(CellListener):
         found: list[CellRecord] = []
         for number in range(len(sources) - 1, 0, -1):
             source = sources[number].strip()
-            if not source or source.startswith(SKIPPED_PREFIXES):
+            if skipped_cell(source):
                 continue
             found.append(CellRecord(number, source, outputs.get(number), self._errors.get(number)))
             if len(found) == limit:
@@ -104,14 +104,17 @@ class NotebookKernel(CellListener):
         from bub_nb.notebook.comm_wait import comms_while_waiting
         from bub_nb.notebook.widgets.code_approval import CodeApproval
 
-        heading = f"Start the MCP server {spec.name!r} from {spec.origin}? Its tools would be offered to the model:"
+        heading = (
+            f"Start the MCP server {spec.name!r} from {spec.origin}? Its tools would be offered to the model. "
+            "This approval covers exactly this program, arguments, folder and environment; a change asks again:"
+        )
         outcomes = ("Approved: starting it (asked once).", "Denied: it does not start (asked once).")
         with comms_while_waiting(self._shell) as clicks_arrive:
             if not clicks_arrive:
                 return None
 
             async def clicked() -> bool:
-                return await CodeApproval(spec.describe(), heading=heading, outcomes=outcomes).decided()
+                return await CodeApproval(spec.approval_text(), heading=heading, outcomes=outcomes).decided()
 
             return run_sync(clicked())
 

@@ -10,7 +10,19 @@ from bub_nb.tape import Tape
 from bub_nb.tape.events import NOTEBOOK_CELL
 
 SKIPPED_PREFIXES = (",", "%%bub", "%bub", "%tape record", "%handoff", "%context", "%memory", "%anchors")
+PRIVATE_MAGICS = ("%mcp", "%%mcp")
+"""A cell holding one of these on any line is never recorded nor shown to the model: ``%mcp add`` carries
+headers and ``env`` values, which are often secrets."""
 _MAX_SOURCE = 8000
+
+
+def skipped_cell(source: str) -> bool:
+    """Whether a cell stays off the tape and out of ``notebook.cells``: bub_nb's own commands, and any cell with
+    an ``%mcp`` line."""
+    source = source.strip()
+    if not source or source.startswith(SKIPPED_PREFIXES):
+        return True
+    return any(line.lstrip().startswith(PRIVATE_MAGICS) or "magic('mcp'" in line for line in source.splitlines())
 
 
 def cell_event(execution_count: int | None, source: str, error: BaseException | None) -> dict[str, Any]:
@@ -62,7 +74,7 @@ class CellRecorder(CellListener):
 
     def post_run_cell(self, result: Any) -> None:
         source = (getattr(result.info, "raw_cell", None) or "").strip()
-        if not source or source.startswith(SKIPPED_PREFIXES):
+        if skipped_cell(source):
             return
         tape = self._tape()
         if tape.read_only:

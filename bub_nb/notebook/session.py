@@ -270,14 +270,17 @@ class NotebookSession:
             return []
         return kernel_tools(self._kernel, limits=Limits())
 
-    def run_turn(self, agent: Agent, prompt: str, *, on_delta: Callable[[str], None] | None) -> Turn:
-        """One turn through the pipeline, as a ``notebook`` inbound envelope."""
+    def run_turn(
+        self, agent: Agent, prompt: str, *, on_delta: Callable[[str], None] | None, commands: bool = True
+    ) -> Turn:
+        """One turn through the pipeline, as a ``notebook`` inbound envelope; with ``commands=False`` a prompt
+        starting with ``,`` is text for the model, not a command (the cell's values made it)."""
         self.last_agent = agent
         envelope = Envelope(
             "notebook",
             self.chat_id(),
             prompt,
-            meta=TurnState(tape=agent.tape, agent=agent, instructions=agent.instructions),
+            meta=TurnState(tape=agent.tape, agent=agent, instructions=agent.instructions, commands=commands),
         )
 
         def on_event(event: StreamEvent) -> None:

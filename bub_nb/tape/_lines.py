@@ -5,9 +5,10 @@ from __future__ import annotations
 import contextlib
 import gc
 import json
+import re
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Final
 
 import msgspec
 import orjson
@@ -86,8 +87,44 @@ def load_json(line: bytes | str) -> Any:
         return json.loads(raw)
 
 
+MAX_DEPTH: Final = 200
+"""How deep a tape line may nest arrays and objects (the entry's own object is level 1). A deeper line is not an
+entry: it is skipped and counted like a line that is not JSON, so no view, frame or walk over its values meets a
+``RecursionError`` later."""
+
+_MIN_DEEP_BYTES: Final = 2 * MAX_DEPTH + 2  # the shortest JSON text nested MAX_DEPTH + 1 deep: "[[...]]"
+_BRACKETS = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+
+
+def too_deep(line: bytes) -> bool:
+    """The one nesting rule: whether ``line``, a JSON text, nests arrays and objects more than :data:`MAX_DEPTH`
+    levels deep. Brackets inside strings do not count. A short line, or one with few brackets, is answered
+    without looking further; any other is scanned once."""
+    if len(line) < _MIN_DEEP_BYTES or line.count(b"[") + line.count(b"{") <= MAX_DEPTH:
+        return False
+    depth = 0
+    for match in _BRACKETS.finditer(line):
+        mark = match.group()
+        if mark in (b"[", b"{"):
+            depth += 1
+            if depth > MAX_DEPTH:
+                return True
+        elif mark in (b"]", b"}"):
+            depth -= 1
+    return False
+
+
+def deep_lines(lines: Sequence[bytes]) -> bool:
+    """Whether any of ``lines`` is :func:`too_deep`: the bulk decoders then take the block line by line. (Counting
+    each long line's brackets costs about a tenth of decoding it; a vectorised count over the block cost more.)"""
+    return any(too_deep(line) for line in lines if len(line) >= _MIN_DEEP_BYTES)
+
+
 def decode_record(line: bytes) -> Record | None:
-    """One line decoded into a record, or ``None`` when it is not JSON or not a tape entry."""
+    """One line decoded into a record, or ``None`` when it is not JSON, not a tape entry, or nested past
+    :data:`MAX_DEPTH`."""
+    if too_deep(line):
+        return None
     try:
         return as_record(load_json(line))
     except (ValueError, RecursionError):  # not JSON, not UTF-8, or nested beyond reason
@@ -101,7 +138,7 @@ def has_long_integer(lines: Sequence[bytes]) -> bool:
 
 def decode_records(lines: list[bytes]) -> list[Record | None]:
     """``decode_record`` for many lines at once, with the common case (valid, five fields) inline."""
-    if has_long_integer(lines):  # rare: read exactly, line by line
+    if has_long_integer(lines) or deep_lines(lines):  # rare: read exactly, line by line
         return [decode_record(line) for line in lines]
     try:
         decoded: list[Any] = [orjson.loads(line) for line in lines]
@@ -221,7 +258,9 @@ NOT_TYPED = (msgspec.DecodeError, ValueError, RecursionError)  # ValueError: not
 
 
 def typed_fields(line: bytes) -> tuple[int, str, dict[str, Any], dict[str, Any], str] | None:
-    """The five fields of a line of a typed shape, else ``None``."""
+    """The five fields of a line of a typed shape, else ``None`` (also for a line nested past the bound)."""
+    if too_deep(line):
+        return None
     try:
         entry = ENTRY(line)
     except NOT_TYPED:

@@ -1,4 +1,9 @@
-"""Keep API keys off tapes: secrets are replaced before an entry is stored."""
+"""Keep API keys off tapes: secrets are replaced before an entry is stored.
+
+What is looked for: the configured API keys, anything shaped like ``sk-…``, database passwords, every secret
+bub_nb was handed (an MCP server's header and ``env`` values), and the values of environment variables whose names
+read as secrets (``*KEY*``, ``*TOKEN*``, ``*SECRET*``, ``*PASSWORD*``, ``*CREDENTIAL*``, ``*AUTH*``...).
+"""
 
 from __future__ import annotations
 
@@ -11,10 +16,35 @@ from bub_nb.tape.stores.dsn import has_secrets, redact_dsn
 REDACTED = "[redacted]"
 _KEY_VARIABLES = ("BUB_API_KEY", "OPENAI_API_KEY")
 _KEY_PATTERN = re.compile(r"\bsk-[A-Za-z0-9_\-]{16,}")
+_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|PRIVATE|AUTH", re.IGNORECASE)
+MIN_SECRET = 8
+"""A secret shorter than this is not looked for: it would match ordinary words."""
+MIN_ENVIRONMENT_SECRET = 12
+"""An environment value under a secret-looking name is redacted from this length on."""
+_remembered: set[str] = set()
+
+
+def secret_name(name: str) -> bool:
+    """Whether a variable or header called ``name`` reads as holding a secret (a key, a token, a password...)."""
+    return bool(_SECRET_NAME.search(name))
+
+
+def remember_secret(*values: str) -> None:
+    """Add ``values`` (a header or ``env`` value bub_nb was handed) to what every tape entry is redacted for."""
+    _remembered.update(value for value in values if isinstance(value, str) and len(value.strip()) >= MIN_SECRET)
 
 
 def _known_keys() -> list[str]:
-    return [value for name in _KEY_VARIABLES if len(value := os.environ.get(name, "")) >= 8]
+    """The configured API keys, the secrets bub_nb was handed, and the environment's values under names that read
+    as secrets (``GITHUB_TOKEN``, ``AWS_SECRET_ACCESS_KEY``...), longest first."""
+    keys = {value for name in _KEY_VARIABLES if len(value := os.environ.get(name, "")) >= MIN_SECRET}
+    keys |= {
+        value
+        for name, value in os.environ.items()
+        if len(value) >= MIN_ENVIRONMENT_SECRET and secret_name(name) and not value.isdigit()
+    }
+    keys |= _remembered
+    return sorted(keys, key=len, reverse=True)
 
 
 def redact_text(text: str, keys: list[str] | None = None) -> str:

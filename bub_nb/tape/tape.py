@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from bub_nb.errors import EntryNotFoundError, TapeError
 from bub_nb.tape import anchors, seams
+from bub_nb.tape._lines import MAX_DEPTH, too_deep
 from bub_nb.tape.anchors import LAST_ANCHOR, AnchorSummary
 from bub_nb.tape.citations import check_state_citations
 from bub_nb.tape.corrections import TakingBack
@@ -90,6 +91,7 @@ class Tape(TakingBack):
         clean = [
             TapeEntry(0, e.kind, redact(plain_json(e.payload)), redact(plain_json(e.meta)), e.date) for e in entries
         ]
+        check_nesting(clean)
         return self.store.append(self.name, clean)
 
     def append(self, entry: TapeEntry) -> TapeEntry:
@@ -298,3 +300,14 @@ class Tape(TakingBack):
 
     def _repr_markdown_(self) -> str:
         return self.info()._repr_markdown_()
+
+
+def check_nesting(entries: Sequence[TapeEntry]) -> None:
+    """Refuse, before anything is written, an entry whose line would nest past :data:`MAX_DEPTH`: no reader would
+    take it back (a ``TapeError``, one line)."""
+    for entry in entries:
+        if too_deep(entry.to_line()):
+            raise TapeError(
+                f"A {entry.kind!r} entry nests its values more than {MAX_DEPTH} levels deep, which no tape reader "
+                "takes back; nothing was written"
+            )

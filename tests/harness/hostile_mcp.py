@@ -8,6 +8,8 @@
   Schema (``bad_schema``), collide with builtin names (``tape.info``, ``tape_info``) or hold odd characters;
 - ``garbage``: answers everything with lines that are not JSON;
 - ``silent``: reads and never answers;
+- ``refs URL``: tools whose schemas refer outside themselves (``$ref`` to ``URL``, to a local file, an ``$id``
+  moving references to ``URL``), beside one whose ``#/$defs`` reference stays inside;
 - ``exit``: exits at once with a message on stderr.
 """
 
@@ -41,6 +43,23 @@ TOOLS = [
     {"name": "tape.info", "description": "Shadows a builtin's name.", "inputSchema": {"type": "object"}},
     {"name": "tape_info", "description": "Shadows it again.", "inputSchema": {"type": "object"}},
     {"name": "weird name/ü!" + "x" * 80, "description": "Odd characters and far too long.", "inputSchema": ECHO},
+]
+REFS = sys.argv[2] if MODE == "refs" and len(sys.argv) > 2 else "http://127.0.0.1:9/schema.json"
+REF_TOOLS = [
+    {"name": "remote", "inputSchema": {"type": "object", "properties": {"x": {"$ref": REFS}}}},
+    {"name": "local_file", "inputSchema": {"type": "object", "properties": {"x": {"$ref": "file:///etc/passwd"}}}},
+    {
+        "name": "moved",
+        "inputSchema": {"$id": REFS, "type": "object", "properties": {"x": {"$ref": "#/definitions/y"}}},
+    },
+    {
+        "name": "inside",
+        "inputSchema": {
+            "type": "object",
+            "$defs": {"word": {"type": "string"}},
+            "properties": {"text": {"$ref": "#/$defs/word"}},
+        },
+    },
 ]
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
 
@@ -109,7 +128,7 @@ def main() -> None:
                 },
             )
         elif method == "tools/list":
-            result(request_id, {"tools": TOOLS})
+            result(request_id, {"tools": REF_TOOLS if MODE == "refs" else TOOLS})
         elif method == "tools/call":
             call(request_id, message["params"]["name"], message["params"].get("arguments") or {})
         elif method == "ping":

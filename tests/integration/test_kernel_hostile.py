@@ -79,3 +79,22 @@ def test_phases_mode_over_the_window_bounds_its_chain_in_a_kernel(
         assert kernel.entries() == before + 4
     assert "auto_handoff/context_overflow" not in kernel.ok("%anchors")
     assert "left out to fit the window" in openai_server.last_request["messages"][1]["content"]
+
+
+def test_a_filled_in_value_that_reads_as_a_command_is_sent_to_the_model_and_the_tape_stays(
+    kernel: Kernel, openai_server: OpenAICompatibleServer
+) -> None:
+    openai_server.reply("Noted.")
+    kernel.ok("%%bub\nRemember: the budget is 1,200 EUR.")
+    before = kernel.entries()
+    kernel.ok('x = ",tape.reset archive=false"')
+    openai_server.reply("That is only text to me.")
+    kernel.ok("%%bub\n{x}")
+    assert kernel.entries() > before
+    assert kernel.home is not None and not list((kernel.home / "tapes").glob("*.jsonl.*.bak"))
+    assert ",tape.reset archive=false" in str(openai_server.requests[-1]["messages"])
+    prompts = kernel.value(
+        "[e.payload['content'] for e in get_ipython().find_magic('tape').__self__.session.tape.read(kinds=('message',))"
+        " if e.payload.get('role') == 'user']"
+    )
+    assert prompts == ["Remember: the budget is 1,200 EUR.", ",tape.reset archive=false"]

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -130,22 +132,89 @@ def test_writing_is_offered_only_when_allowed_and_goes_through_the_tapes_checks(
     assert tape.read()[-1].payload["content"] == "from another agent"
 
 
+TOKEN = "a-token-for-this-test-only-0123456789"
+
+
 @pytest.fixture
-def http_server(home: Path) -> Iterator[str]:
+def http_server(home: Path, tmp_path: Path) -> Iterator[str]:
     port = free_port()
-    process = subprocess.Popen(
-        serve_command(home, "--http", f"127.0.0.1:{port}"), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-    )
+    (tmp_path / "token").write_text(TOKEN + "\n")
+    command = serve_command(home, "--http", f"127.0.0.1:{port}", "--token-file", str(tmp_path / "token"))
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     with listening(process, port):
         yield f"http://127.0.0.1:{port}/mcp"
 
 
-def test_the_same_tools_over_streamable_http(http_server: str) -> None:
+def with_headers(url: str, headers: dict[str, str]) -> Any:
+    """The SDK's streamable HTTP transport to ``url`` sending ``headers`` on every request."""
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    return streamable_http_client(url, http_client=create_mcp_http_client(headers=headers))
+
+
+def test_the_same_tools_over_streamable_http_for_a_client_presenting_the_token(http_server: str) -> None:
     async def work(client: Any) -> Any:
         return data(await client.call_tool("search", {"query": "train", "tape": "lesson"}))
 
-    (hit,) = asyncio.run(session(http_server, work))
+    (hit,) = asyncio.run(session(with_headers(http_server, {"Authorization": f"Bearer {TOKEN}"}), work))
     assert hit["payload"]["content"] == "Which train?"
+
+
+@pytest.mark.parametrize(
+    "headers", [{}, {"Authorization": "Bearer wrong-token-0123456789abcdef"}, {"Authorization": TOKEN}]
+)
+def test_a_client_without_the_token_is_refused_401_and_reads_nothing(http_server: str, headers: dict[str, str]) -> None:
+    import httpx2
+
+    async def work(client: Any) -> Any:
+        return data(await client.call_tool("search", {"query": "train", "tape": "lesson"}))
+
+    with pytest.raises(ExceptionGroup, match="TaskGroup"):  # the SDK's client fails to connect
+        asyncio.run(session(with_headers(http_server, headers), work))
+    initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}
+    answer = httpx2.post(
+        http_server,
+        json=initialize,
+        headers={**headers, "Accept": "application/json, text/event-stream"},
+    )
+    assert answer.status_code == 401 and "Which train" not in answer.text
+
+
+def test_a_generated_token_is_printed_once_and_opens_the_server(home: Path) -> None:
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if k != "BUB_NB_MCP_TOKEN"}
+    process = subprocess.Popen(
+        serve_command(home, "--http", f"127.0.0.1:{port}"), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env
+    )
+    with listening(process, port):
+        assert process.stderr is not None
+        line = process.stderr.readline().decode()
+        token = re.search(r"Authorization: Bearer (\S+?)'", line).group(1)  # type: ignore[union-attr]
+
+        async def work(client: Any) -> Any:
+            return data(await client.call_tool("list_tapes", {}))
+
+        url = f"http://127.0.0.1:{port}/mcp"
+        tapes = asyncio.run(session(with_headers(url, {"Authorization": f"Bearer {token}"}), work))
+    assert [row["tape"] for row in tapes] == ["lesson"]
+
+
+def test_a_forged_host_is_refused_even_with_the_token(http_server: str) -> None:
+    import httpx2
+
+    answer = httpx2.post(
+        http_server,
+        json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}},
+        headers={"Authorization": f"Bearer {TOKEN}", "Host": "evil.example:80", "Accept": "application/json"},
+    )
+    assert answer.status_code in (400, 403, 421)
+
+
+def test_a_bind_beyond_loopback_is_refused_unless_allowed_remote(home: Path) -> None:
+    refused = subprocess.run(serve_command(home, "--http", "0.0.0.0:0"), capture_output=True, text=True, timeout=120)
+    assert refused.returncode != 0 and "--allow-remote" in refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1
 
 
 def test_bub_nbs_agent_reads_another_tape_through_its_own_server(
@@ -163,3 +232,59 @@ def test_bub_nbs_agent_reads_another_tape_through_its_own_server(
     assert "1,200 EUR" in result and "tape://lesson/entry/" in result
     sent = json.dumps(openai_server.requests[1]["messages"])
     assert "tape://lesson/entry/" in sent
+
+
+OUTSIDE = '{"id": 1, "kind": "message", "payload": {"role": "user", "content": "outside secret"}, "date": "x"}\n'
+
+
+@pytest.fixture
+def outside(tmp_path: Path) -> Path:
+    """A tape-shaped file outside the served home, and a link inside the home's tapes folder pointing at it."""
+    target = tmp_path / "elsewhere" / "private.jsonl"
+    target.parent.mkdir()
+    target.write_text(OUTSIDE)
+    return target
+
+
+async def refused_read(client: Any, uri: str) -> str:
+    """What a client is told when reading ``uri`` fails (the SDK raises); a read that succeeds fails the test."""
+    try:
+        read = await client.read_resource(uri)
+    except Exception as error:
+        return str(error)
+    raise AssertionError(f"{uri} was read: {read}")
+
+
+def test_a_client_naming_a_path_or_a_link_out_of_the_home_reads_and_writes_nothing_there(
+    home: Path, outside: Path
+) -> None:
+    (home / "tapes" / "linked.jsonl").symlink_to(outside)
+    asked = [
+        str(outside),
+        str(outside)[: -len(".jsonl")],
+        "../../elsewhere/private",
+        "../../elsewhere/private.jsonl",
+        "..",
+        "linked",
+        "lesson.jsonl",
+    ]
+
+    async def work(client: Any) -> dict[str, Any]:
+        return {
+            "tapes": data(await client.call_tool("list_tapes", {})),
+            "entries": [await client.call_tool("entries", {"tape": name, "start": 1}) for name in asked],
+            "appends": [await client.call_tool("append", {"tape": name, "content": "planted"}) for name in asked],
+            "handoffs": [await client.call_tool("handoff", {"tape": name, "name": "x/y"}) for name in asked],
+            "resource": await refused_read(client, "tape://linked/entry/1"),
+        }
+
+    before = len(open_tape("lesson", home=home))
+    seen = asyncio.run(session(stdio(home, "--allow-write"), work))
+    assert "outside secret" not in seen["resource"]
+    assert [row["tape"] for row in seen["tapes"]] == ["lesson"]
+    for result in [*seen["entries"], *seen["appends"], *seen["handoffs"]]:
+        said = result.content[0].text
+        assert result.is_error and "\n" not in said and "outside secret" not in said
+        assert "plain tape name" in said or "symbolic link" in said
+    assert outside.read_text() == OUTSIDE
+    assert len(open_tape("lesson", home=home)) == before

@@ -1,7 +1,8 @@
 """Finding a value by the name a model gives (``df``, ``df.columns``, ``data["train"][0]``) without ``eval``.
 
 Only names, attribute access and subscripts with literal keys are read from the expression, with
-``ast``; then the value is looked up with ``getattr`` and ``[]``. Nothing else in the text runs.
+``ast``; then the value is looked up with ``getattr`` and ``[]``. Nothing else in the text runs, and no step
+reaches into the process environment (``os.environ``), whose values are keys and tokens.
 """
 
 from __future__ import annotations
@@ -65,6 +66,23 @@ def _literal(node: ast.AST, expression: str) -> Any:
 
 
 def _value(node: ast.expr, namespace: Mapping[str, Any], expression: str) -> Any:
+    value = _step(node, namespace, expression)
+    if _is_environment(value):
+        raise ToolError(
+            f"{ast.unparse(node)!r} is the process environment, which the kernel tools do not read: it holds "
+            "keys and tokens; ask the user for the one setting you need"
+        )
+    return value
+
+
+def _is_environment(value: Any) -> bool:
+    """Whether ``value`` is the process environment (``os.environ``, ``os.environb``, however it was reached)."""
+    import os
+
+    return value is os.environ or value is os.environb or isinstance(value, type(os.environ))
+
+
+def _step(node: ast.expr, namespace: Mapping[str, Any], expression: str) -> Any:
     match node:
         case ast.Name(id=name):
             if name not in namespace:

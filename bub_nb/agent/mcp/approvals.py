@@ -1,5 +1,5 @@
 """Answers about the servers of a ``.mcp.json``: asked once per file, server and configuration, kept beside the
-tapes, so a changed command or URL is asked about again."""
+tapes, so a changed command, argument, ``env`` entry, ``cwd``, URL or header is asked about again."""
 
 from __future__ import annotations
 
@@ -36,6 +36,7 @@ class Approvals:
             "server": spec.name,
             "origin": spec.origin,
             "command": spec.describe(),
+            "approved_as": spec.approval_text(),
             "decision": "approved" if approved else "denied",
             "date": datetime.now(UTC).isoformat(timespec="seconds"),
         }

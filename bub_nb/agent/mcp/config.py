@@ -16,12 +16,14 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from bub_nb.errors import McpError
+from bub_nb.tape.redact import remember_secret, secret_name
 
 SERVER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$")
 MCP_JSON = ".mcp.json"
@@ -60,10 +62,39 @@ class ServerSpec:
         return " ".join([str(self.command), *self.args])
 
     def fingerprint(self) -> str:
-        """What an approval is for: a changed command, URL or environment is asked about again."""
-        config = {"command": self.command, "args": list(self.args), "env": dict(self.env), "url": self.url}
+        """What an approval is for: the command, every argument, every ``env`` entry, the ``cwd``, the URL and
+        its headers; a change to any of them is asked about again."""
+        config = {
+            "command": self.command,
+            "args": list(self.args),
+            "env": dict(self.env),
+            "cwd": self.cwd,
+            "url": self.url,
+            "headers": dict(self.headers),
+        }
         text = json.dumps([self.origin, self.name, config], sort_keys=True)
         return hashlib.sha256(text.encode()).hexdigest()
+
+    def approval_text(self) -> str:
+        """Everything an approval covers, one fact a line: the program, each argument, the folder it starts in
+        and every ``env`` entry, those that change which program or library runs marked; for a URL, the header
+        names. A value under a secret-looking name shows only its length."""
+        if self.url:
+            lines = [f"url: {self.url}"]
+            lines += [
+                f"header {name}: <{len(value)} characters, not shown>" for name, value in sorted(self.headers.items())
+            ]
+            return "\n".join(lines)
+        lines = [f"command: {self.command}"]
+        lines += [f"arg {number}: {shlex.quote(arg)}" for number, arg in enumerate(self.args, start=1)]
+        lines.append(f"cwd: {self.cwd}" if self.cwd else "cwd: (the kernel's working folder)")
+        for name, value in sorted(self.env.items()):
+            shown = f"<{len(value)} characters, not shown>" if secret_name(name) else shlex.quote(value)
+            mark = "  <- changes which program or library runs" if runs_code(name) else ""
+            lines.append(f"env {name}={shown}{mark}")
+        if not self.env:
+            lines.append("env: (none)")
+        return "\n".join(lines)
 
     def as_config(self) -> dict[str, Any]:
         """The ``mcpServers`` entry for this server."""
@@ -75,6 +106,40 @@ class ServerSpec:
         if self.cwd:
             config["cwd"] = self.cwd
         return config
+
+
+CODE_VARIABLES = frozenset(
+    {
+        "PATH", "PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONUSERBASE", "PYTHONSAFEPATH",
+        "LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "NODE_OPTIONS", "NODE_PATH", "BASH_ENV", "ENV",
+        "PERL5LIB", "PERL5OPT", "RUBYOPT", "RUBYLIB", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "UV_PYTHON",
+    }
+)  # fmt: skip
+"""Environment variables that choose which program, library or startup code runs: flagged in an approval."""
+
+PLAIN_HEADERS = frozenset({"accept", "content-type", "user-agent", "accept-language", "mcp-protocol-version"})
+"""Headers whose values are not secrets; every other header value joins the redaction set."""
+
+
+def runs_code(name: str) -> bool:
+    """Whether the environment variable ``name`` changes which program or library a process runs."""
+    upper = name.upper()
+    return upper in CODE_VARIABLES or upper.startswith(("DYLD_", "LD_"))
+
+
+def remember_secrets(spec: ServerSpec) -> ServerSpec:
+    """Add the secrets ``spec`` carries to the redaction set: every header value (and a bearer token on its own)
+    but the plain ones, every ``env`` value under a secret-looking name or shaped like a token; then ``spec``."""
+    for name, value in spec.headers.items():
+        if name.lower() not in PLAIN_HEADERS:
+            remember_secret(value, *value.split()[1:2])
+    for name, value in spec.env.items():
+        if secret_name(name) or (len(value) >= 16 and _TOKEN_SHAPED.fullmatch(value)):
+            remember_secret(value)
+    return spec
+
+
+_TOKEN_SHAPED = re.compile(r"[A-Za-z0-9_\-.+=~]+")
 
 
 def check_name(name: str) -> str:
@@ -99,7 +164,7 @@ def server_spec(name: str, config: Any, *, source: Source = "added", origin: str
         if not isinstance(url, str) or not re.match(r"^https?://[^\s/]+", url):
             raise McpError(f"MCP server {name!r}: 'url' must be an http:// or https:// address, got {url!r}")
         headers = _strings(name, "headers", config.get("headers", {}))
-        return ServerSpec(name, url=url, headers=headers, source=source, origin=origin)
+        return remember_secrets(ServerSpec(name, url=url, headers=headers, source=source, origin=origin))
     if kind == "sse":
         raise McpError(f"MCP server {name!r}: the SSE transport is deprecated; use the server's streamable HTTP URL")
     if kind != "stdio":
@@ -114,7 +179,8 @@ def server_spec(name: str, config: Any, *, source: Source = "added", origin: str
     if cwd is not None and not isinstance(cwd, str):
         raise McpError(f"MCP server {name!r}: 'cwd' must be a folder, got {cwd!r}")
     env = _strings(name, "env", config.get("env", {}))
-    return ServerSpec(name, command=command, args=tuple(args), env=env, cwd=cwd, source=source, origin=origin)
+    spec = ServerSpec(name, command=command, args=tuple(args), env=env, cwd=cwd, source=source, origin=origin)
+    return remember_secrets(spec)
 
 
 def _strings(name: str, key: str, value: Any) -> dict[str, str]:

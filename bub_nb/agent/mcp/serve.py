@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bub_nb.errors import BubNbError, TapeNotFoundError
+from bub_nb.errors import BubNbError, TapeAccessError, TapeNameError, TapeNotFoundError
 from bub_nb.tape import Tape, TapeEntry, open_tape
+from bub_nb.tape.names import owner_qualified, validate_tape_name
 
 MAX_ENTRIES = 200
 MAX_SEARCH = 100
@@ -50,21 +52,52 @@ class TapeReader:
         from bub_nb.tape import FileTapeStore
         from bub_nb.tape.locations import tapes_home
 
-        return sorted(FileTapeStore(tapes_home(self.home)).list_tapes())
+        folder = tapes_home(self.home)
+        return sorted(
+            name for name in FileTapeStore(folder).list_tapes() if not (folder / f"{name}.jsonl").is_symlink()
+        )
 
     def tape(self, name: str) -> Tape:
         if (found := self._open.get(name)) is not None:
             return found
-        self._open[name] = self._opened(name)
+        self._open[name] = self._opened(served_name(name, database=self.store is not None))
         return self._open[name]
 
     def _opened(self, name: str) -> Tape:
         try:
             if self.store is not None:
                 return open_tape(name, store=self.store, create=False)
+            self._check_inside(name)
             return open_tape(name, home=self.home, create=False)
         except TapeNotFoundError:
             raise TapeNotFoundError(f"No tape named {name!r} here; list_tapes names the tapes") from None
+
+    def _check_inside(self, name: str) -> None:
+        """Refuse a tape whose file, or whose tapes folder, is a link leading out of the home."""
+        from bub_nb.tape.locations import bub_home, tapes_home
+
+        home, folder = bub_home(self.home).resolve(), tapes_home(self.home)
+        if folder.exists() and not folder.resolve().is_relative_to(home):
+            raise TapeAccessError(f"The tapes folder {str(folder)!r} leads outside the served home; nothing is served")
+        if (folder / f"{name}.jsonl").is_symlink():
+            raise TapeAccessError(f"Tape {name!r} is a symbolic link; a served home serves only its own files")
+
+
+def served_name(name: object, *, database: bool = False) -> str:
+    """``name`` if it is a plain tape name (on a database also ``owner/name``); a path, an archive, ``..`` or an
+    absolute name is refused in one line, so a client never reaches a file outside the home or store."""
+    if not isinstance(name, str):
+        raise TapeNameError(f"A tape is named by a string, got {type(name).__name__}")
+    parts = name.split("/", 1) if database and owner_qualified(name) else [name]
+    try:
+        for part in parts:
+            validate_tape_name(part)
+    except TapeNameError:
+        raise TapeNameError(
+            f"Tape {name!r} is not a plain tape name; this server opens tapes by the names list_tapes gives, "
+            "never a path, an archive or a name with '/' or '..'"
+        ) from None
+    return name
 
 
 def entry_json(tape: Tape, entry: TapeEntry, retracted: frozenset[int]) -> dict[str, Any]:
@@ -227,15 +260,126 @@ def build_server(reader: TapeReader, *, allow_write: bool = False) -> Any:
     return server
 
 
+TOKEN_VARIABLE = "BUB_NB_MCP_TOKEN"
+"""Where ``mcp serve --http`` reads the secret clients present, when no ``--token-file`` names one."""
+MIN_TOKEN = 16
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
 def serve(
-    *, home: str | None = None, store: str | None = None, http: str | None = None, allow_write: bool = False
+    *,
+    home: str | None = None,
+    store: str | None = None,
+    http: str | None = None,
+    allow_write: bool = False,
+    token_file: str | None = None,
+    allow_remote: bool = False,
+    allowed_hosts: tuple[str, ...] = (),
 ) -> None:
-    """Run the server until its client leaves (stdio) or it is stopped (``http="HOST:PORT"``)."""
-    server = build_server(TapeReader(home, store), allow_write=allow_write)
+    """Run the server until its client leaves (stdio) or it is stopped (``http="HOST:PORT"``).
+
+    Over HTTP every request must carry ``Authorization: Bearer <token>``: the token is read from ``token_file``,
+    else ``$BUB_NB_MCP_TOKEN``, else made here and printed once to stderr. The Host and Origin of every request are
+    checked; a bind to anything but loopback is refused unless ``allow_remote`` (then a warning is printed).
+    """
+    reader = TapeReader(home, store)
     if http is None:
-        server.run("stdio")
+        build_server(reader, allow_write=allow_write).run("stdio")
         return
+    host, port = http_address(http)
+    if host not in LOOPBACK and not allow_remote:
+        raise BubNbError(
+            f"--http {http}: {host} is not a loopback address, so other machines could reach the tapes; "
+            "bind 127.0.0.1, or add --allow-remote if that is meant"
+        )
+    token = serving_token(token_file)
+    app = http_app(build_server(reader, allow_write=allow_write), host, port, token, allowed_hosts)
+    import sys
+
+    import uvicorn
+
+    if host not in LOOPBACK:
+        print(
+            f"bub-nb mcp serve: warning: serving on {host}:{port}, reachable beyond this machine; "
+            "anyone with the token can read the tapes, and the traffic is not encrypted",
+            file=sys.stderr,
+        )
+    if token_file is None and not os.environ.get(TOKEN_VARIABLE):
+        print(
+            f"bub-nb mcp serve: clients send the header 'Authorization: Bearer {token}' "
+            f"(printed once; set ${TOKEN_VARIABLE} or --token-file to choose it)",
+            file=sys.stderr,
+            flush=True,
+        )
+    uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning")).run()
+
+
+def http_address(http: str) -> tuple[str, int]:
     host, _, port = http.rpartition(":")
     if not port.isdigit():
         raise BubNbError(f"--http takes HOST:PORT, e.g. 127.0.0.1:8765, got {http!r}")
-    server.run("streamable-http", host=host or "127.0.0.1", port=int(port))
+    return host.strip("[]") or "127.0.0.1", int(port)
+
+
+def serving_token(token_file: str | None) -> str:
+    """The secret HTTP clients must present: the file's first line, else ``$BUB_NB_MCP_TOKEN``, else a new one."""
+    import secrets
+
+    if token_file is not None:
+        try:
+            token = Path(token_file).expanduser().read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError) as error:
+            raise BubNbError(f"--token-file {token_file!r} cannot be read: {error}") from None
+        where = f"--token-file {token_file!r}"
+    else:
+        token = os.environ.get(TOKEN_VARIABLE, "").strip()
+        where = f"${TOKEN_VARIABLE}"
+        if not token:
+            return secrets.token_urlsafe(32)
+    if len(token) < MIN_TOKEN or any(char.isspace() for char in token):
+        raise BubNbError(f"The token in {where} must be one word of at least {MIN_TOKEN} characters")
+    return token
+
+
+def http_app(server: Any, host: str, port: int, token: str, allowed_hosts: tuple[str, ...] = ()) -> Any:
+    """The SDK's streamable HTTP app with its Host/Origin checks always on, behind a bearer-token check."""
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    names = [*LOOPBACK, *([host] if host not in ("0.0.0.0", "::") else []), *allowed_hosts]
+    shown = [f"[{name}]" if ":" in name else name for name in dict.fromkeys(names)]
+    security = TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=[f"{name}:{port}" for name in shown],
+        allowed_origins=[f"{scheme}://{name}:{port}" for name in shown for scheme in ("http", "https")],
+    )
+    return BearerToken(server.streamable_http_app(transport_security=security, host=host), token)
+
+
+class BearerToken:
+    """ASGI middleware: an HTTP request without ``Authorization: Bearer <token>`` is answered 401, unread."""
+
+    def __init__(self, app: Any, token: str) -> None:
+        self.app = app
+        self._expected = f"Bearer {token}".encode()
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        import hmac
+
+        if scope["type"] == "http":
+            given = dict(scope.get("headers") or ()).get(b"authorization", b"")
+            if not hmac.compare_digest(given, self._expected):
+                body = b'{"error": "unauthorized: send Authorization: Bearer <the token mcp serve printed>"}'
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 401,
+                        "headers": [
+                            (b"content-type", b"application/json"),
+                            (b"www-authenticate", b'Bearer realm="bub_nb"'),
+                            (b"content-length", str(len(body)).encode()),
+                        ],
+                    }
+                )
+                await send({"type": "http.response.body", "body": body})
+                return
+        await self.app(scope, receive, send)

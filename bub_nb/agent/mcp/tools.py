@@ -46,12 +46,40 @@ def schema_problem(schema: Any) -> str | None:
     """Why a server's input schema cannot be used to check arguments (``None`` when it can)."""
     if not isinstance(schema, dict) or schema.get("type", "object") != "object":
         return f"its input schema is not a JSON object schema: {json.dumps(schema)[:80]}"
-    import fastjsonschema
+    if (outside := outside_reference(schema)) is not None:
+        return f"its input schema refers to {outside[:120]!r} outside itself; only '#/...' references are followed"
+    from bub_nb.agent.tools.registry import compile_schema
 
     try:
-        fastjsonschema.compile(schema)
+        compile_schema(schema)
     except Exception as exc:  # fastjsonschema raises several kinds for schemas it cannot compile
         return f"its input schema is not valid JSON Schema: {' '.join(str(exc).split())[:120]}"
+    return None
+
+
+MAX_SCHEMA_DEPTH = 64
+
+
+def outside_reference(schema: Any) -> str | None:
+    """The first ``$ref`` in ``schema`` that is not a ``#...`` pointer into it, or an ``$id`` that would move where
+    references resolve (``None`` when there is neither); a schema nested past 64 levels counts as one."""
+    stack: list[tuple[Any, int]] = [(schema, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_SCHEMA_DEPTH:
+            return f"(a schema nested past {MAX_SCHEMA_DEPTH} levels)"
+        if isinstance(node, dict):
+            for key in ("$ref", "$id", "id", "$dynamicRef", "$recursiveRef"):
+                value = node.get(key)
+                if (
+                    isinstance(value, str)
+                    and not value.startswith("#")
+                    and (key != "id" or "/" in value or ":" in value)
+                ):
+                    return value
+            stack += [(value, depth + 1) for value in node.values()]
+        elif isinstance(node, list):
+            stack += [(value, depth + 1) for value in node]
     return None
 
 

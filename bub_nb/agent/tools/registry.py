@@ -131,13 +131,41 @@ async def _awaited(awaitable: Awaitable[Any]) -> Any:
     return await awaitable
 
 
+class _NoRemoteReferences(dict[str, Callable[[str], Any]]):
+    """fastjsonschema's handlers for fetching a ``$ref``, one for every URI scheme, each refusing: without them it
+    opens the URL (``http:``, ``file:``) with urllib. A schema from a server or a model never causes I/O."""
+
+    def __contains__(self, scheme: object) -> bool:
+        return True
+
+    def __getitem__(self, scheme: str) -> Callable[[str], Any]:
+        return _refuse_remote
+
+
+def _refuse_remote(uri: str) -> Any:
+    import fastjsonschema
+
+    raise fastjsonschema.JsonSchemaDefinitionException(
+        f"$ref {uri[:120]!r} points outside the schema; only references inside it ('#/...') are followed"
+    )
+
+
+NO_REMOTE_REFERENCES = _NoRemoteReferences()
+
+
+def compile_schema(schema: Any) -> Callable[[Any], Any]:
+    """A validator for ``schema`` (fastjsonschema), following only its own ``#/...`` references, never a URL or a
+    file; a schema needing more raises ``JsonSchemaDefinitionException``."""
+    import fastjsonschema
+
+    return fastjsonschema.compile(schema, handlers=NO_REMOTE_REFERENCES)
+
+
 @functools.lru_cache(maxsize=256)
 def _validator(schema_json: str) -> Callable[[Any], Any]:
     # fastjsonschema compiles each schema once into plain Python; importing jsonschema instead costs
     # seconds where rfc3987-syntax is installed (as it is beside JupyterLab).
-    import fastjsonschema
-
-    return fastjsonschema.compile(json.loads(schema_json))
+    return compile_schema(json.loads(schema_json))
 
 
 def _schema_problem(schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> str | None:

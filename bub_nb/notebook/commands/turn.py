@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 import keyword
+import shlex
 from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 
+from bub_nb.agent.commands import is_command
 from bub_nb.errors import BubNbError
 from bub_nb.notebook.display import AnswerDisplay, show
 from bub_nb.notebook.outcome import CUT_SHORT, footer, interrupted
@@ -39,7 +41,10 @@ class TurnCommand:
 
     def run(self, args: argparse.Namespace, text: str, *, stream: bool) -> None:
         user_ns = self._shell.user_ns
-        prompt = interpolate(text, user_ns).strip()
+        # Only what the user typed makes a command: a typed ",cmd {x}" gets x as one quoted word, and a prompt
+        # whose filled-in value starts with "," is still a prompt.
+        typed_command = is_command(text)
+        prompt = interpolate(text, user_ns, quote=shlex.quote if typed_command else None).strip()
         if not prompt:
             raise UsageError("The prompt is empty: write it in the cell under %%bub (or after %bub)")
         if args.output and (not args.output.isidentifier() or keyword.iskeyword(args.output)):
@@ -61,7 +66,9 @@ class TurnCommand:
             user_ns.pop(args.output, None)  # a failed turn must not leave an earlier answer there
         answer = AnswerDisplay(self._shell, stream=stream)
         try:
-            turn = self._session.run_turn(agent, prompt, on_delta=answer.add if stream else None)
+            turn = self._session.run_turn(
+                agent, prompt, on_delta=answer.add if stream else None, commands=typed_command
+            )
         except KeyboardInterrupt:
             agent.abort()
             answer.finish(interrupted(answer.text))

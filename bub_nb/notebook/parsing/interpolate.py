@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from bub_nb.errors import InterpolationError
@@ -46,8 +46,12 @@ def _resolve(field: str, namespace: Mapping[str, Any]) -> Any:
     return value
 
 
-def interpolate(text: str, namespace: Mapping[str, Any]) -> str:
-    """Replace placeholders with values from ``namespace``; ``{{`` and ``}}`` become literal braces."""
+def interpolate(text: str, namespace: Mapping[str, Any], *, quote: Callable[[str], str] | None = None) -> str:
+    """Replace placeholders with values from ``namespace``; ``{{`` and ``}}`` become literal braces.
+
+    ``quote`` wraps each filled-in value (``shlex.quote`` for a command the user typed, so a value is one word of
+    it and never adds an option).
+    """
 
     def replace(match: re.Match[str]) -> str:
         token = match.group(0)
@@ -60,10 +64,11 @@ def interpolate(text: str, namespace: Mapping[str, Any]) -> str:
                 value = repr(value)
             elif conv == "a":
                 value = ascii(value)
-            return format(value, match["spec"] or "")
+            filled = format(value, match["spec"] or "")
         except (TypeError, ValueError) as exc:
             raise InterpolationError(f"{token}: bad format spec ({exc})") from None
         except Exception as exc:  # the value's own __repr__ or __format__ failed
             raise InterpolationError(f"{token}: formatting raised {type(exc).__name__}: {exc}") from None
+        return filled if quote is None else quote(filled)
 
     return _PLACEHOLDER.sub(replace, text)

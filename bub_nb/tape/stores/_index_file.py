@@ -29,8 +29,10 @@ from typing import Any, BinaryIO
 
 import orjson
 
+from bub_nb.errors import TapeError
 from bub_nb.tape._lines import dumps, load_json
 from bub_nb.tape.stores._index import VERSION, IndexState
+from bub_nb.tape.stores._nofollow import open_fd, read_bytes
 
 
 class IndexFile:
@@ -47,8 +49,8 @@ class IndexFile:
     def load(self, handle: BinaryIO, stat: os.stat_result) -> IndexState | None:
         """The indexed state if the sidecar still describes the open tape file, else ``None``."""
         try:
-            raw = self.path.read_bytes()
-        except OSError:
+            raw = read_bytes(self.path)
+        except (OSError, TapeError):  # missing, unreadable, or a link: the index is derived, so it is rebuilt
             return None
         records = _parse_records(raw)
         self.records = len(records)
@@ -63,7 +65,7 @@ class IndexFile:
         lines.extend(_records(state, 0))
         lines.append(_checkpoint(state))
         tmp = self.path.with_name(self.path.name + f".{os.getpid()}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        fd = open_fd(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
         try:
             os.write(fd, b"\n".join(lines) + b"\n")
         finally:
@@ -74,7 +76,7 @@ class IndexFile:
     def append(self, state: IndexState, since_offset: int) -> None:
         """Add the anchors and marks at or after ``since_offset`` and a new checkpoint."""
         lines = [*_records(state, since_offset), _checkpoint(state)]
-        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
+        fd = open_fd(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
         try:
             size = os.fstat(fd).st_size
             # A writer killed mid-record leaves it without its line break; ours must not be glued on.

@@ -19,9 +19,11 @@ from typing import Any
 
 import msgspec
 
+from bub_nb.tape._lines import MAX_DEPTH
+
 _MARK_ROWS = 64  # every how many lines one is considered for a seek mark
 _LINE_BREAK = 10
-_OPEN, _CLOSE = ord("{"), ord("}")
+_OPEN, _CLOSE, _OPEN_ARRAY = ord("{"), ord("}"), ord("[")
 _INT64 = 1 << 63
 
 
@@ -84,9 +86,12 @@ def scan_block(data: bytes, end: int, last_mark: int, mark_every: int) -> BlockS
             heads = _HEADS.decode_lines(view[:end])
     except (msgspec.DecodeError, RecursionError):
         return None
-    breaks = np.flatnonzero(np.frombuffer(data, np.uint8, count=end) == _LINE_BREAK)
+    bytes_ = np.frombuffer(data, np.uint8, count=end)
+    breaks = np.flatnonzero(bytes_ == _LINE_BREAK)
     if len(heads) != len(breaks) or not _one_object_per_line(data, breaks):
         return None
+    if _may_nest_too_deep(bytes_, breaks):
+        return None  # the plain decode applies the nesting rule, line by line
     ids = list(map(_ID, heads))
     highest = max(ids)
     if highest >= _INT64 or min(ids) < -_INT64:  # orjson does not read these as ints: leave them to it
@@ -101,6 +106,16 @@ def scan_block(data: bytes, end: int, last_mark: int, mark_every: int) -> BlockS
             marks.append((ids[row], starts[row]))
             last_mark = ids[row]
     return BlockScan(len(heads), highest, anchors, marks)
+
+
+def _may_nest_too_deep(bytes_: Any, breaks: Any) -> bool:
+    """Whether some line holds more than ``MAX_DEPTH`` opening brackets, so may nest past the bound: counted for
+    the whole block at once, as every line must be checked and nearly none comes close."""
+    import numpy as np
+
+    openers = np.cumsum((bytes_ == _OPEN_ARRAY) | (bytes_ == _OPEN))
+    per_line = np.diff(openers[breaks], prepend=0)
+    return bool(per_line.max(initial=0) > MAX_DEPTH)
 
 
 def _one_object_per_line(data: bytes, breaks: Any) -> bool:

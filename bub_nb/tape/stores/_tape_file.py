@@ -19,10 +19,12 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
+from bub_nb.errors import TapeError
 from bub_nb.tape._lines import Record, decode_record, decode_records, gc_paused, line_blocks
 from bub_nb.tape.entries import TapeEntry
 from bub_nb.tape.stores._index import READ_CHUNK, IndexState
 from bub_nb.tape.stores._index_file import IndexFile
+from bub_nb.tape.stores._nofollow import open_binary, open_fd
 from bub_nb.tape.stores.columns import Columns, decode_columns
 from bub_nb.tape.stores.protocol import AnchorRef, StoreStats
 from bub_nb.tape.stores.search import candidate_lines
@@ -67,7 +69,7 @@ class TapeFile:
         """The index, brought up to date with whatever was appended since the last look."""
         with self._mutex:
             try:
-                stat = os.stat(self.path)
+                stat = os.stat(self.path, follow_symlinks=False)
             except FileNotFoundError:
                 self._state, self._seen, self._persisted_size, self._file_size = IndexState(), None, 0, 0
                 return self._state
@@ -75,7 +77,7 @@ class TapeFile:
             state = self._state
             if state is not None and seen == self._seen:
                 return state
-            with open(self.path, "rb") as handle:
+            with open_binary(self.path) as handle:
                 if state is None or not state.describes(handle, stat):
                     loaded = self._index_file.load(handle, stat)
                     self._persisted_size = loaded.size if loaded else 0
@@ -106,7 +108,7 @@ class TapeFile:
             else:
                 self._index_file.append(state, self._persisted_size)
             self._persisted_size = state.size
-        except OSError:
+        except (OSError, TapeError):  # a sidecar that is a link is not written through
             pass  # the index still serves this process from memory
         finally:
             self._lock.release()
@@ -164,16 +166,16 @@ class TapeFile:
         """The unfinished bytes after the last line break, if any."""
         if observed <= state.size:
             return None
-        with open(self.path, "rb") as handle:
+        with open_binary(self.path) as handle:
             return os.pread(handle.fileno(), observed - state.size, state.size)
 
     def _write(self, data: bytes) -> tuple[int | None, os.stat_result]:
         """Append ``data`` with ``O_APPEND``; returns where it landed (``None`` if split by another writer)."""
         try:
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL, 0o600)
+            fd = open_fd(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL, 0o600)
             os.fchmod(fd, 0o600)  # whatever the umask says: tapes hold conversations
         except FileExistsError:
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
+            fd = open_fd(self.path, os.O_WRONLY | os.O_APPEND)
         try:
             written = os.write(fd, data)
             landed: int | None = os.lseek(fd, 0, os.SEEK_CUR) - written
@@ -212,7 +214,7 @@ class TapeFile:
             return []
         offset = self._seek_offset(state, start)
         out: list[Record] = []
-        with contextlib.suppress(FileNotFoundError), open(self.path, "rb") as handle, gc_paused():
+        with contextlib.suppress(FileNotFoundError), open_binary(self.path) as handle, gc_paused():
             handle.seek(offset)
             first = None if stop is None else _FIRST_CHUNK
             for lines in line_blocks(handle, state.size - offset, READ_CHUNK, first=first):
@@ -236,7 +238,7 @@ class TapeFile:
         line is left out as the index leaves it.
         """
         out = Columns() if into is None else into
-        with contextlib.suppress(FileNotFoundError), open(self.path, "rb") as handle, gc_paused():
+        with contextlib.suppress(FileNotFoundError), open_binary(self.path) as handle, gc_paused():
             for lines in line_blocks(handle, os.fstat(handle.fileno()).st_size, READ_CHUNK):
                 decode_columns(lines if wanted is None else wanted.pick(lines), into=out)
         return out
@@ -259,7 +261,7 @@ class TapeFile:
         """The file's bytes in blocks of about ``size``, newest first, cut at line ends, back to the entry ``since``."""
         state = self.state()
         end, floor = state.size, self._seek_offset(state, since) if since > 1 else 0
-        with contextlib.suppress(FileNotFoundError), open(self.path, "rb") as handle:
+        with contextlib.suppress(FileNotFoundError), open_binary(self.path) as handle:
             carry = b""
             while end > floor:
                 begin = max(floor, end - size)

@@ -8,7 +8,15 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from bub_nb.tape._lines import ENTRY, NOT_TYPED, Record, decode_record, replacing_bad_bytes, typed_fields
+from bub_nb.tape._lines import (
+    ENTRY,
+    NOT_TYPED,
+    Record,
+    decode_record,
+    deep_lines,
+    replacing_bad_bytes,
+    typed_fields,
+)
 from bub_nb.tape.entries import KINDS, ROLES
 from bub_nb.tape.events import USAGE_EVENTS, payload_event_usage
 from bub_nb.tape.text import payload_call_names, payload_text, tool_call_text
@@ -45,6 +53,9 @@ def decode_columns(lines: Sequence[bytes], start: int = 1, into: Columns | None 
 
 
 def _decode_run(lines: Sequence[bytes], start: int, out: Columns) -> None:
+    if deep_lines(lines):  # a line nested past the bound is no entry: the slow path leaves it out
+        _line_by_line(lines, start, out)
+        return
     try:
         entries = list(map(ENTRY, lines))
     except NOT_TYPED:

@@ -11,6 +11,7 @@ import orjson
 
 from bub_nb.tape.entries import utc_now
 from bub_nb.tape.names import LINEAGE_FILE
+from bub_nb.tape.stores._nofollow import open_binary, open_fd
 from bub_nb.tape.stores.protocol import FileBacked, KeepsLineage, TapeStore
 
 
@@ -35,7 +36,7 @@ def record_lineage(directory: Path, record: dict[str, Any]) -> None:
     """Append one fork to the lineage file of a tapes folder."""
     directory.mkdir(parents=True, exist_ok=True, mode=0o700)
     line = orjson.dumps({**record, "date": utc_now()}, option=orjson.OPT_APPEND_NEWLINE, default=str)
-    fd = os.open(directory / LINEAGE_FILE, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    fd = open_fd(directory / LINEAGE_FILE, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
     try:
         os.write(fd, line)  # one write per record, so concurrent forks never interleave
     finally:
@@ -45,7 +46,7 @@ def record_lineage(directory: Path, record: dict[str, Any]) -> None:
 def read_lineage(directory: Path) -> list[dict[str, Any]]:
     """Every fork recorded under ``directory``; lines another tool left broken are skipped."""
     path = directory / LINEAGE_FILE
-    if not path.exists():
+    if not os.path.lexists(path):
         return []
-    with jsonlines.open(path, loads=orjson.loads) as reader:
+    with open_binary(path) as handle, jsonlines.Reader(handle, loads=orjson.loads) as reader:
         return list(reader.iter(type=dict, skip_invalid=True))

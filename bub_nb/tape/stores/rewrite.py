@@ -16,6 +16,7 @@ from filelock import FileLock
 
 from bub_nb.errors import TapeError
 from bub_nb.tape._lines import Record, decode_record, dumps, load_json
+from bub_nb.tape.stores._nofollow import open_fd, read_bytes
 
 #: Given a decoded line, its replacement, or ``None`` to keep the line as it is.
 LineChange = Callable[[Record], Record | None]
@@ -41,7 +42,7 @@ def rewrite_file(path: Path, change: Callable[[bytes], tuple[list[bytes], list[i
     with FileLock(str(path) + ".lock", mode=0o600):
         for _ in range(_ATTEMPTS):
             try:
-                original = path.read_bytes()
+                original = read_bytes(path)
             except OSError as error:
                 raise TapeError(f"Tape file {str(path)!r} cannot be read: {error.strerror}") from None
             lines, changed = change(original)
@@ -76,7 +77,7 @@ def replace_atomically(path: Path, data: bytes) -> None:
     """Write ``data`` to a new file beside ``path``, flush it to disk and move it over ``path``."""
     temporary = path.with_name(f".{path.name}.{os.getpid()}.rewrite")
     mode = path.stat().st_mode & 0o777 if path.exists() else 0o600
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    fd = open_fd(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     try:
         view = memoryview(data)
         while view:
