@@ -296,5 +296,5 @@ class Tape(TakingBack):
     def text(self, entry: TapeEntry) -> str:
         return entry_text(entry)
 
-    def _repr_markdown_(self) -> str:
-        return self.info()._repr_markdown_()
+    def _repr_html_(self) -> str:
+        return self.info()._repr_html_()
