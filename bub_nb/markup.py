@@ -60,7 +60,24 @@ _MARKDOWN_ATTRIBUTES: Final = {
 }
 """markdown-it writes ``style="text-align:…"`` on table cells; only ``text-align`` survives in it."""
 
-_WIDGET_ATTRIBUTES: Final = {"*": {"class", "title", "style", "id"}, **_MARKDOWN_ATTRIBUTES}
+_WIDGET_ATTRIBUTES: Final = {
+    "*": {"class", "title", "style", "id", "role", "tabindex", "colspan", "rowspan", "onclick"},
+    **{
+        tag: {*names, "class", "title", "style", "id", "role", "tabindex", "onclick"}
+        for tag, names in _MARKDOWN_ATTRIBUTES.items()
+    },
+}
+"""``onclick`` survives only as one of bub_nb's own handlers (:func:`own_handler`), never from outside text."""
+
+_OWN_HANDLERS: set[str] = set()
+
+
+def own_handler(script: str) -> str:
+    """Register a constant click handler bub_nb writes into its own HTML (a sortable header): cleaning keeps an
+    ``onclick`` only when it is exactly one of these."""
+    _OWN_HANDLERS.add(script)
+    return script
+
 
 _MARKDOWN_STYLE: Final = frozenset({"text-align"})
 _WIDGET_STYLE: Final = frozenset(
@@ -79,6 +96,8 @@ def _attribute_filter(element: str, attribute: str, value: str) -> str | None:
         return " ".join(kept) or None
     if attribute == "id":
         return value if _ID_TOKEN.match(value) else None
+    if attribute.startswith("on"):
+        return value if value in _OWN_HANDLERS else None
     return value
 
 
@@ -101,7 +120,7 @@ def clean_html(markup: str) -> str:
         markup,
         tags=set(_WIDGET_TAGS),
         attributes={tag: set(names) for tag, names in _WIDGET_ATTRIBUTES.items()},
-        generic_attribute_prefixes={"data-"},
+        generic_attribute_prefixes={"data-", "aria-"},
         attribute_filter=_attribute_filter,
         url_schemes=set(_URL_SCHEMES),
         link_rel=_LINK_REL,

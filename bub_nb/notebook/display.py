@@ -58,13 +58,20 @@ def show(markdown: str, *, raw_state: dict[str, Any] | None = None) -> None:
     ``raw_state`` adds an anchor's state as JSON in a fold under the text.
     """
     fold = "" if raw_state is None else raw_state_html(raw_state)
-    display(Shown(markdown_html(markdown) + fold, markdown))
+    plain = markdown if raw_state is None else f"{markdown}\n\n{RAW_STATE}\n{raw_state_json(raw_state)}"
+    display(Shown(markdown_html(markdown) + fold, plain))
+
+
+RAW_STATE = "raw state:"
+
+
+def raw_state_json(state: dict[str, Any]) -> str:
+    return json.dumps(state, indent=2, ensure_ascii=False, default=str)
 
 
 def raw_state_html(state: dict[str, Any]) -> str:
-    """An anchor's raw state as JSON, folded away under "raw state"."""
-    raw = json.dumps(state, indent=2, ensure_ascii=False, default=str)
-    return f"<details><summary>raw state</summary><pre><code>{escape(raw)}</code></pre></details>"
+    """An anchor's raw state as JSON, folded away under "raw state" (the plain text has it after ``RAW_STATE``)."""
+    return f"<details><summary>raw state</summary><pre><code>{escape(raw_state_json(state))}</code></pre></details>"
 
 
 def answer_shown(text: str, footer: str = "") -> Shown:

@@ -109,7 +109,7 @@ def test_a_diff_shows_as_text_markdown_and_html(tape: Tape) -> None:
     text = str(diff)
     assert re.search(r"left\s+2\s+#1, #3", text) and "full → last-anchor" in text
     assert "| left | 2 | #1, #3 |" in diff.to_markdown()
-    assert "<tr class='bub-diff-left'><td>left</td>" in diff._repr_html_()
+    assert '<tr class="bub-diff-left"><td>left</td>' in diff._repr_html_()
     for source in SOURCES:
         assert source in text
 

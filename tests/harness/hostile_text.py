@@ -14,7 +14,10 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from html import unescape as html_unescape
 from typing import Final
+
+import bub_nb.markup as _markup
 
 _RUN: Final = "window.__pwned=1;fetch('BEACON/ran')"
 
@@ -75,6 +78,7 @@ def bub_nb_styles() -> tuple[str, ...]:
 
 _TAG: Final = re.compile(r"<\s*([a-zA-Z][a-zA-Z0-9-]*)((?:[^>\"']|\"[^\"]*\"|'[^']*')*)>")
 _STYLE_VALUE: Final = re.compile(r"[a-z-]+\s*:\s*[^;:()\\]*;?")
+_OWN_HANDLERS: Final = _markup._OWN_HANDLERS  # the constant click handlers bub_nb writes (a sortable header)
 _PANDAS_STYLE: Final = re.compile(r"<style scoped>\s*\.dataframe[^<]*</style>")
 _SAFE_ADDRESS: Final = re.compile(r"(https?:|mailto:|#|/|\.{0,2}/|[A-Za-z0-9._~%-]+(/|\?|#|$))")
 
@@ -93,7 +97,7 @@ def markup_problems(html: str) -> list[str]:
             r"([A-Za-z_:][-A-Za-z0-9_:.]*)\s*=\s*(\"[^\"]*\"|'[^']*'|[^\s\"'>]+)", attributes
         ):
             value = value.strip("\"'")
-            if name.lower().startswith("on"):
+            if name.lower().startswith("on") and html_unescape(value) not in _OWN_HANDLERS:
                 found.append(f"event attribute {name}= in <{tag}>")
             elif name.lower() == "style" and (
                 "url" in value.lower()
