@@ -44,7 +44,7 @@ def rows(entries: int, runs: int) -> list[list[str]]:
         tape = hostile_tape(Path(folder), entries)
         baseline = median_time(tape.read, runs=runs, warmup=1)
         readers: dict[str, Callable[[], Any]] = {
-            "tape.anchors() and their tables": lambda: [a._repr_markdown_() for a in tape.anchors(None)],
+            "tape.anchors() and their tables": lambda: [a.to_markdown() for a in tape.anchors(None)],
             **{f"view {mode}": (lambda mode=mode: tape.view(mode)) for mode in ("last", "full", "phases")},
             "diff_views(full, last)": lambda: diff_views(tape.view("full"), tape.view("last")),
             "transcript export": lambda: transcript_markdown(tape),

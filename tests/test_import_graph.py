@@ -15,7 +15,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "bub_nb"
 
 #: Layers from the bottom up. A module may import its own layer and the ones below it.
 LAYERS = {
-    "errors": 0, "tape": 1, "imports": 2, "context": 3, "memory": 3, "export": 4, "agent": 5, "notebook": 6, "cli": 7,
+    "errors": 0, "markup": 0, "tape": 1, "imports": 2, "context": 3, "memory": 3, "export": 4, "agent": 5,
+    "notebook": 6, "cli": 7,
 }  # fmt: skip
 
 

@@ -13,6 +13,7 @@ from bub_nb.cli.redact import add_redact
 from bub_nb.cli.run import add_run
 from bub_nb.cli.tapes import add_export, add_list, add_push_pull
 from bub_nb.errors import BubNbError, TapeNotFoundError
+from bub_nb.markup import visible_terminal
 
 
 class Parser(argparse.ArgumentParser):
@@ -96,6 +97,12 @@ def leaves(commands: argparse._SubParsersAction[Parser]) -> list[tuple[str, str]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The command: what it prints shows any control character from a tape, a log or a server as a marker."""
+    with visible_terminal():
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     command_line, moves = parser()
     words = list(sys.argv[1:] if argv is None else argv)
     # `bub-nb tapes [HOME]`, the spelling before `tapes list`, still lists.

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from bub_nb.context.view import View, build_view
 from bub_nb.errors import BubNbError
+from bub_nb.markup import escape, markdown_html, markdown_text
 from bub_nb.tape.events import EXERCISE_CHECK, written_by_hand
 from bub_nb.tape.text import entry_text
 
@@ -47,8 +48,8 @@ class CheckPassed:
     def __bool__(self) -> bool:
         return True
 
-    def _repr_markdown_(self) -> str:
-        return f"**{self}**"
+    def _repr_html_(self) -> str:
+        return f"<p><strong>{escape(self)}</strong></p>"
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,8 +66,11 @@ class NotDone:
     def __bool__(self) -> bool:
         return False
 
-    def _repr_markdown_(self) -> str:
-        return f"**Not done yet** (exercise {self.exercise!r}): fill in the answer, then run the cell. {self.hint}"
+    def _repr_html_(self) -> str:
+        return markdown_html(
+            f"**Not done yet** (exercise {markdown_text(repr(self.exercise))}): fill in the answer, then run the "
+            f"cell. {markdown_text(self.hint)}"
+        )
 
 
 def check(

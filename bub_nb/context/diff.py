@@ -13,6 +13,7 @@ from bub_nb.context.tokens import REPLY_PRIMING, count_text_tokens
 from bub_nb.context.turns import TurnView, parse_run, view_of_turn
 from bub_nb.context.view import View, build_view
 from bub_nb.errors import ContextError
+from bub_nb.markup import clean_html, markdown_text
 from bub_nb.tape.events import id_ranges
 
 if TYPE_CHECKING:
@@ -94,7 +95,7 @@ class ContextDiff:
     def __str__(self) -> str:
         return self.to_text()
 
-    def _repr_markdown_(self) -> str:
+    def to_markdown(self) -> str:
         lines = [f"**{_md(self.summary)}**", "", "| entries | count | ids |", "|---|---:|---|"]
         for name, ids in (("entered", self.entered), ("left", self.left), ("stayed", self.stayed)):
             lines.append(f"| {name} | {len(ids)} | {spans(ids) or '–'} |")
@@ -113,7 +114,7 @@ class ContextDiff:
             f"<td style='text-align:right'>{b}</td><td style='text-align:right'>{change:+d}</td></tr>"
             for source, a, b, change in self._rows()
         )
-        return (
+        return clean_html(
             f"<div class='bub-nb-diff'><p><b>{html.escape(self.summary)}</b></p>"
             f"<table><thead><tr><th>entries</th><th>count</th><th>ids</th></tr></thead><tbody>{entries}</tbody></table>"
             f"<table><thead><tr><th>tokens</th><th>{html.escape(self.a)}</th><th>{html.escape(self.b)}</th>"
@@ -227,8 +228,5 @@ def spans(ids: Sequence[int]) -> str:
     return ", ".join(f"#{a}" if a == b else f"#{a}–#{b}" for a, b in id_ranges(sorted(ids)))
 
 
-_MARKDOWN_ESCAPES = str.maketrans({"\\": "\\\\", "|": "\\|", "*": "\\*", "_": "\\_", "<": "&lt;"})
-
-
 def _md(text: str) -> str:
-    return text.translate(_MARKDOWN_ESCAPES)
+    return markdown_text(text)

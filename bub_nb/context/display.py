@@ -7,6 +7,7 @@ import json
 from typing import TYPE_CHECKING, Any, Protocol
 
 from bub_nb.context.messages import Message
+from bub_nb.markup import markdown_text
 
 if TYPE_CHECKING:
     from bub_nb.tape import AnchorSummary
@@ -119,15 +120,12 @@ def view_text(view: Shown) -> str:
 def view_markdown(view: Shown) -> str:
     lines = [f"**{_md(summary_line(view))}**", "", "| entry | role | tokens | content |", "|---:|---|---:|---|"]
     for entry, role, tokens, preview in _rows(view):
-        lines.append(f"| {entry} | {role} | {tokens} | {_md(preview)} |")
+        lines.append(f"| {entry} | {_md(role)} | {tokens} | {_md(preview)} |")
     return "\n".join(lines)
 
 
-_MARKDOWN_ESCAPES = str.maketrans({"\\": "\\\\", "|": "\\|", "*": "\\*", "_": "\\_", "<": "&lt;"})
-
-
 def _md(text: str) -> str:
-    return text.translate(_MARKDOWN_ESCAPES)
+    return markdown_text(text)
 
 
 def view_html(view: Shown) -> str:

@@ -13,6 +13,7 @@ from bub_nb.context.strategies import Selection
 from bub_nb.context.tokens import count_message_tokens
 from bub_nb.context.view import View, last_run_usage, view_from_selection
 from bub_nb.errors import ContextError
+from bub_nb.markup import clean_html, markdown_text
 from bub_nb.tape.anchors import AnchorSummary
 from bub_nb.tape.entries import TapeEntry
 from bub_nb.tape.events import NOTEBOOK_CELL, RUN, RecordedView, run_view
@@ -60,11 +61,11 @@ class TurnView(View):
     def __str__(self) -> str:
         return self.to_text()
 
-    def _repr_markdown_(self) -> str:
-        return f"*{self.title}*\n\n{view_markdown(self)}"
+    def to_markdown(self) -> str:
+        return f"*{markdown_text(self.title)}*\n\n{view_markdown(self)}"
 
     def _repr_html_(self) -> str:
-        return f"<p><i>{html.escape(self.title)}</i></p>{view_html(self)}"
+        return clean_html(f"<p><i>{html.escape(self.title)}</i></p>{view_html(self)}")
 
 
 def parse_run(text: str) -> RunSpec:

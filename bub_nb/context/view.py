@@ -12,6 +12,7 @@ from bub_nb.context.messages import Message, render_entries, without_refused_pro
 from bub_nb.context.modes import Mode, as_strategy
 from bub_nb.context.strategies import Selection
 from bub_nb.context.tokens import REPLY_PRIMING, count_message_tokens, tokenizer_name
+from bub_nb.markup import clean_html
 from bub_nb.tape.anchors import LAST_ANCHOR
 from bub_nb.tape.entries import TapeEntry
 from bub_nb.tape.events import RUN, run_data, run_usage, run_view, written_by_hand
@@ -91,11 +92,11 @@ class View:
     def __str__(self) -> str:
         return self.to_text()
 
-    def _repr_markdown_(self) -> str:
+    def to_markdown(self) -> str:
         return view_markdown(self)
 
     def _repr_html_(self) -> str:
-        return view_html(self)
+        return clean_html(view_html(self))
 
 
 def build_view(tape: Tape, mode: Mode = LAST_ANCHOR) -> View:

@@ -6,6 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from bub_nb.markup import code_span, markdown_html, markdown_text
+
 
 @dataclass(frozen=True, slots=True)
 class ImportReport:
@@ -51,14 +53,19 @@ class ImportReport:
     def __str__(self) -> str:
         return self.describe()
 
-    def _repr_markdown_(self) -> str:
+    def to_markdown(self) -> str:
+        """The report as a Markdown table. Every value from the log (its path, its record types, its dates) goes
+        in as data: a code span fenced past any backtick it holds, or escaped text."""
         rows = [
-            ("tape", f"`{self.tape}`"),
-            ("from", f"{self.format}: `{self.source}`"),
+            ("tape", code_span(self.tape)),
+            ("from", f"{markdown_text(self.format)}: {code_span(self.source)}"),
             ("records", f"{self.records}: {self.mapped} mapped, {self.kept} kept as `import.unmapped` events"),
-            ("entries", ", ".join(f"{kind} {count}" for kind, count in sorted(self.kinds.items()))),
-            ("dates", f"{self.first_date} … {self.last_date}"),
+            ("entries", markdown_text(", ".join(f"{kind} {count}" for kind, count in sorted(self.kinds.items())))),
+            ("dates", markdown_text(f"{self.first_date} … {self.last_date}")),
         ]
         if self.kept_types:
-            rows.append(("kept", ", ".join(f"`{k}` ×{n}" for k, n in sorted(self.kept_types.items()))))
+            rows.append(("kept", ", ".join(f"{code_span(k)} ×{n}" for k, n in sorted(self.kept_types.items()))))
         return "| | |\n|---|---|\n" + "\n".join(f"| {key} | {value} |" for key, value in rows)
+
+    def _repr_html_(self) -> str:
+        return markdown_html(self.to_markdown())

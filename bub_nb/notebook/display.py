@@ -1,5 +1,8 @@
-"""What the cells show: answers streamed into one Markdown display (plain text in a terminal), and a summary's
-anchor state as people read it, each citation a link and the raw state one click away."""
+"""What the cells show: answers streamed into one display (plain text in a terminal), and a summary's anchor state
+as people read it, each citation a link and the raw state one click away.
+
+Everything here displays through :mod:`bub_nb.markup`: Markdown rendered with raw HTML off and cleaned, published
+as ``text/html`` with a plain-text fallback, never as ``text/markdown``."""
 
 from __future__ import annotations
 
@@ -10,6 +13,16 @@ from typing import TYPE_CHECKING, Any
 
 from IPython.display import display, update_display
 
+from bub_nb.markup import (
+    Shown,
+    code_block,
+    code_span,
+    escape,
+    markdown_html,
+    markdown_inline_html,
+    markdown_text,
+    visible_controls,
+)
 from bub_nb.memory import MemoryZone
 from bub_nb.tape.citations import BOOKKEEPING_KEYS, CITING_TITLES, find_citations, format_citation
 from bub_nb.tape.locations import readable_tape_name
@@ -20,38 +33,52 @@ if TYPE_CHECKING:
     from bub_nb.agent.phase_handoff import HandoffPreview
     from bub_nb.tape import Tape, TapeEntry
 
-_UPDATE_EVERY = 0.08  # seconds between in-place redraws; the last one always happens
+_UPDATE_EVERY = 0.08  # seconds between in-place redraws at least; the last one always happens
+_GROWTH = 8  # a redraw waits for an eighth more text than the last one showed, so a stream costs O(its length)
 _CURSOR = " ▌"
+SHOWN_LIMIT = 100_000
+"""Characters of an answer a cell shows; the rest is on the tape, and a note under the answer says how much."""
 
 
-class MarkdownText:
-    """Markdown for notebooks whose ``text/plain`` is the text itself, for terminals and saved-notebook readers.
-
-    IPython's ``Markdown`` object leaves ``<IPython.core.display.Markdown object>`` as its plain text.
-    """
-
-    def __init__(self, markdown: str, plain: str | None = None) -> None:
-        self.markdown = markdown
-        self.plain = plain_text(markdown) if plain is None else plain
-
-    def _repr_markdown_(self) -> str:
-        return self.markdown
-
-    def __repr__(self) -> str:
-        return self.plain
-
-    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
-        printer.text(self.plain)
+def bounded(text: str, limit: int = SHOWN_LIMIT) -> str:
+    """``text`` cut at ``limit`` characters, with a visible note of what was left out."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}\n\n*… {len(text) - limit:,} more characters, see the tape.*"
 
 
 def plain_text(markdown: str) -> str:
-    """The same text for a terminal: only the ``<sub>`` tags around a footer go."""
-    return markdown.replace("<sub>", "").replace("</sub>", "")
+    """The same text for a terminal, its control characters visible."""
+    return visible_controls(markdown)
 
 
-def show(markdown: str) -> None:
-    """Display one of bub_nb's confirmations: Markdown in a notebook, the same text as plain text."""
-    display(MarkdownText(markdown))
+def show(markdown: str, *, raw_state: dict[str, Any] | None = None) -> None:
+    """Display one of bub_nb's confirmations: cleaned HTML in a notebook, the same text as plain text.
+
+    ``raw_state`` adds an anchor's state as JSON in a fold under the text.
+    """
+    fold = "" if raw_state is None else raw_state_html(raw_state)
+    plain = markdown if raw_state is None else f"{markdown}\n\n{RAW_STATE}\n{raw_state_json(raw_state)}"
+    display(Shown(markdown_html(markdown) + fold, plain))
+
+
+RAW_STATE = "raw state:"
+
+
+def raw_state_json(state: dict[str, Any]) -> str:
+    return json.dumps(state, indent=2, ensure_ascii=False, default=str)
+
+
+def raw_state_html(state: dict[str, Any]) -> str:
+    """An anchor's raw state as JSON, folded away under "raw state" (the plain text has it after ``RAW_STATE``)."""
+    return f"<details><summary>raw state</summary><pre><code>{escape(raw_state_json(state))}</code></pre></details>"
+
+
+def answer_shown(text: str, footer: str = "") -> Shown:
+    """An answer (bounded) as cleaned HTML, with bub_nb's footer under it in small print."""
+    shown = bounded(text)
+    small = f"<p><sub>{markdown_inline_html(footer)}</sub></p>" if footer else ""
+    return Shown(markdown_html(shown) + small, shown + (f"\n\n{footer}" if footer else ""))
 
 
 def rich_frontend(shell: Any) -> bool:
@@ -61,17 +88,23 @@ def rich_frontend(shell: Any) -> bool:
 
 
 class AnswerDisplay:
-    """Shows an answer while it streams and leaves the final Markdown with its metadata."""
+    """Shows an answer while it streams and leaves the final answer with its metadata.
+
+    A redraw re-renders what is shown, so redraws come no closer than ``_UPDATE_EVERY`` and each waits for an
+    eighth more text than the last one showed: a stream's rendering adds up to a few times its length, whatever
+    its size, and what is shown stops at ``SHOWN_LIMIT`` characters.
+    """
 
     def __init__(self, shell: Any, *, stream: bool = True) -> None:
         self.rich = rich_frontend(shell)
         self.stream = stream
         self.text = ""
         self._shown = 0
+        self._drawn = 0
         self._last = 0.0
         self._display_id: str | None = None
         if self.rich and stream:
-            handle = display(MarkdownText("*…*", "…"), display_id=True)
+            handle = display(Shown("<p><em>…</em></p>", "…"), display_id=True)
             self._display_id = getattr(handle, "display_id", None)
 
     def add(self, delta: str) -> None:
@@ -79,34 +112,35 @@ class AnswerDisplay:
         if not self.stream:
             return
         if not self.rich:
-            sys.stdout.write(delta)
+            sys.stdout.write(visible_controls(delta))
             sys.stdout.flush()
             self._shown = len(self.text)
             return
         now = time.monotonic()
-        if now - self._last >= _UPDATE_EVERY:
-            self._last = now
-            update_display(MarkdownText(self.text + _CURSOR, self.text), display_id=self._display_id)
+        if now - self._last >= _UPDATE_EVERY and len(self.text) - self._drawn >= self._drawn // _GROWTH:
+            self._last, self._drawn = now, len(self.text)
+            shown = bounded(self.text)
+            update_display(Shown(markdown_html(shown + _CURSOR), shown), display_id=self._display_id)
 
     def discard(self) -> None:
         """Take the waiting placeholder away: the turn was refused before any answer (the error says why)."""
         if self._display_id is not None:
-            update_display(MarkdownText("", ""), display_id=self._display_id)
+            update_display(Shown("", ""), display_id=self._display_id)
 
     def finish(self, text: str, *, footer: str = "", metadata: dict[str, Any] | None = None) -> None:
         """Show the final answer (``text`` may differ from the stream, e.g. a command's output)."""
-        body = text + (f"\n\n{footer}" if footer else "")
         if not self.rich:
             rest = text[self._shown :] if text.startswith(self.text[: self._shown]) else "\n" + text
-            sys.stdout.write(rest + ("\n" if not rest.endswith("\n") else ""))
+            sys.stdout.write(visible_controls(rest) + ("\n" if not rest.endswith("\n") else ""))
             if footer:
                 sys.stdout.write(plain_text(footer).replace("`", "") + "\n")
             sys.stdout.flush()
             return
+        shown = answer_shown(text, footer)
         if self._display_id is not None:
-            update_display(MarkdownText(body), display_id=self._display_id, metadata=metadata)
+            update_display(shown, display_id=self._display_id, metadata=metadata)
         else:
-            display(MarkdownText(body), metadata=metadata)
+            display(shown, metadata=metadata)
 
 
 _PREVIEW = 100
@@ -143,12 +177,12 @@ def is_summary(state: Any) -> bool:
 
 def summary_markdown(tape: Tape, state: dict[str, Any]) -> str:
     """The summary and next steps as Markdown with linked citations, the other keys one line each, how many
-    sentences cite nothing, then the raw state as JSON in a fold."""
+    sentences cite nothing (the raw state goes in a fold beside it: :func:`raw_state_html`)."""
     lines = []
     span = state.get("range")
     about = f" of {format_citation(*span)}" if isinstance(span, list) and len(span) == 2 else ""
     by = state.get("summarized_by")
-    about += f" · by {by}" if isinstance(by, str) and by else ""
+    about += f" · by {markdown_text(by)}" if isinstance(by, str) and by else ""
     for key, title in CITING_TITLES.items():
         value = state.get(key)
         if isinstance(value, str) and value.strip():
@@ -156,12 +190,11 @@ def summary_markdown(tape: Tape, state: dict[str, Any]) -> str:
             lines += [f"{heading}:\n\n{linked(tape, value.strip())}", ""]
     for key, value in state.items():
         if key not in CITING_TITLES and key not in BOOKKEEPING_KEYS:
-            lines.append(f"- **{key}**: {value if isinstance(value, str) else json.dumps(value, default=str)}")
+            shown = value if isinstance(value, str) else code_span(json.dumps(value, default=str))
+            lines.append(f"- **{markdown_text(key)}**: {shown}")
     uncited = state.get("uncited")
     if isinstance(uncited, list) and uncited:
         lines += ["", f"_{len(uncited)} sentence(s) cite nothing._"]
-    raw = json.dumps(state, indent=2, ensure_ascii=False, default=str)
-    lines += ["", "<details><summary>raw state</summary>", "", f"```json\n{raw}\n```", "", "</details>"]
     return "\n".join(lines)
 
 
@@ -170,7 +203,7 @@ def state_markdown(tape: Tape, state: dict[str, Any]) -> str:
     if is_summary(state):
         return summary_markdown(tape, state)
     dumped = json.dumps(state, indent=2, ensure_ascii=False, default=str) if state else "(no state)"
-    return f"```json\n{dumped}\n```"
+    return code_block(dumped, "json")
 
 
 def handoff_confirmation(tape: Tape, anchor: TapeEntry, state: dict[str, Any], earlier: int | None) -> str:
@@ -178,13 +211,14 @@ def handoff_confirmation(tape: Tape, anchor: TapeEntry, state: dict[str, Any], e
     tape already held an anchor of that name (``earlier``, its id)."""
     shown = state_markdown(tape, state)
     again = (
-        f" The tape already held an anchor **{anchor.name}** (#{earlier}), from an earlier run of this cell "
-        "perhaps: this is a second one, and the name now means the newest."
+        f" The tape already held an anchor **{markdown_text(anchor.name)}** (#{earlier}), from an earlier run of "
+        "this cell perhaps: this is a second one, and the name now means the newest."
         if earlier is not None
         else ""
     )
     return (
-        f"Handoff **{anchor.name}** written as entry #{anchor.id} on tape `{readable_tape_name(tape)}`. "
+        f"Handoff **{markdown_text(anchor.name)}** written as entry #{anchor.id} on tape "
+        f"{code_span(readable_tape_name(tape))}. "
         f"The next turn's view starts here and carries:\n\n{shown}{again}"
     )
 
@@ -193,8 +227,12 @@ def first_view_text(tape: Tape) -> str:
     """What the next turn on a (forked) tape will see: where its view starts, what it holds, its memory."""
     view = tape.view()
     anchor = view.anchor
-    start = f"anchor {anchor.name}" if anchor is not None else "the first entry"
-    keys = ", ".join(sorted(anchor.state)) if anchor is not None and anchor.state else "no state"
+    start = f"anchor {markdown_text(anchor.name)}" if anchor is not None else "the first entry"
+    keys = (
+        ", ".join(markdown_text(key) for key in sorted(anchor.state))
+        if anchor is not None and anchor.state
+        else "no state"
+    )
     version = MemoryZone(tape).read().version
     memory = f"memory v{version}" if version else "no saved memory"
     return (
@@ -211,7 +249,8 @@ def preview_markdown(preview: HandoffPreview) -> str:
     (and where each lost artifact lived), the next view's tokens before and after, and how to accept it."""
     tape, state = preview.tape, preview.state
     shown = state_markdown(tape, state)
-    lines = [f"Preview of handoff **{preview.name}** on tape `{tape.name}`: nothing is written yet.", "", shown, ""]
+    name = markdown_text(preview.name)
+    lines = [f"Preview of handoff **{name}** on tape {code_span(tape.name)}: nothing is written yet.", "", shown, ""]
     if preview.retention is not None:
         kept = preview.retention
         lines.append(f"**What the summary keeps** of {format_citation(*kept.range)}: {kept.short()}")
@@ -219,13 +258,15 @@ def preview_markdown(preview: HandoffPreview) -> str:
         if lost:
             more = f" and {len(lost) - _LOST_SHOWN} more" if len(lost) > _LOST_SHOWN else ""
             named = [
-                f"`{f.artifact.text}` ({f.artifact.kind}, {linked(tape, f'[#{f.entry}]')})" for f in lost[:_LOST_SHOWN]
+                f"{code_span(f.artifact.text)} ({markdown_text(f.artifact.kind)}, {linked(tape, f'[#{f.entry}]')})"
+                for f in lost[:_LOST_SHOWN]
             ]
             lines.append(f"Lost: {', '.join(named)}{more}.")
         lines.append("")
     lines += [
         f"**The next view**: {preview.tokens_before:,} tokens now, {preview.tokens_after:,} once this is written.",
         "",
-        f"Accept it with `%handoff {preview.name} --accept` (no model is asked again), before the tape moves on.",
+        f"Accept it with {code_span(f'%handoff {preview.name} --accept')} (no model is asked again), "
+        "before the tape moves on.",
     ]
     return "\n".join(lines)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from bub_nb.markup import code_span, markdown_text
+
 INTERRUPTED_WITH_TEXT = "*Interrupted: the partial answer is kept on the tape.*"
 INTERRUPTED_EMPTY = "*Interrupted before any answer arrived; the prompt is kept on the tape.*"
 CUT_SHORT = "Warning: *The answer was cut short; the partial text is on the tape.*"
@@ -15,16 +17,17 @@ def interrupted(partial: str) -> str:
 
 
 def footer(turn: Any, anchor: str | None, tape: str | None = None) -> str:
-    """One line under an answer: model, where the view starts, its size, the usage and the entries written.
+    """One line of Markdown under an answer (the display sets it in small print): model, where the view starts,
+    its size, the usage and the entries written.
 
     The view's estimate counts the messages taken from the tape; the model's usage also counts the
     system prompt and the tool schemas, so the two are labelled apart.
     """
     if turn.status == "command":  # a comma command's confirmation: the tape it acted on
-        return f"<sub>on tape `{tape}`</sub>" if tape else ""
-    parts = [turn.model]
+        return f"on tape {code_span(tape)}" if tape else ""
+    parts = [markdown_text(turn.model)]
     if anchor:
-        parts.append(f"view from anchor {anchor}")
+        parts.append(f"view from anchor {markdown_text(anchor)}")
     if turn.view is not None:
         view = turn.view
         parts.append(
@@ -40,4 +43,4 @@ def footer(turn: Any, anchor: str | None, tape: str | None = None) -> str:
     if turn.entries:
         ids = [entry.id for entry in turn.entries]
         parts.append(f"entries #{min(ids)}–#{max(ids)}")  # a range reads low to high, whatever wrote it
-    return "<sub>" + " · ".join(parts) + "</sub>"
+    return " · ".join(parts)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
 from bub_nb.errors import AnchorNotFoundError, TapeError
+from bub_nb.markup import clean_html, code_span, markdown_text
 from bub_nb.tape._lines import dumps
 from bub_nb.tape.citations import state_sources, state_uncited
 from bub_nb.tape.entries import KINDS, TapeEntry, is_phase_anchor
@@ -136,11 +137,14 @@ class AnchorSummary:
         cites = ", ".join(f"#{entry_id}" for entry_id in self.sources) or "nothing"
         return f" · cites {cites}" + (f", {len(uncited)} uncited sentences" if uncited else "")
 
-    def _repr_markdown_(self) -> str:
-        state = dumps(self.state).decode() if self.state else ""
-        return f"anchor **{self.name}** (#{self.id}, {self.date[:19]}{self._citations_note()}) {state}"
+    def to_markdown(self) -> str:
+        state = code_span(dumps(self.state).decode()) if self.state else ""
+        where = markdown_text(f"#{self.id}, {self.date[:19]}{self._citations_note()}")
+        return f"anchor **{markdown_text(self.name)}** ({where}) {state}"
 
     def _repr_html_(self) -> str:
         state = html.escape(dumps(self.state).decode()) if self.state else ""
-        where = f"#{self.id} {self.date[:19]}{self._citations_note()}"
-        return f"<span>anchor <b>{html.escape(self.name)}</b> <small>{where}</small> <code>{state}</code></span>"
+        where = html.escape(f"#{self.id} {self.date[:19]}{self._citations_note()}")
+        return clean_html(
+            f"<span>anchor <b>{html.escape(self.name)}</b> <small>{where}</small> <code>{state}</code></span>"
+        )

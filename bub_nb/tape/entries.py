@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final, Literal
 
+from bub_nb.markup import clean_html
 from bub_nb.tape._lines import Record, as_record, decode_record, dumps, load_json
 from bub_nb.tape.text import payload_html, payload_markdown
 
@@ -116,11 +117,11 @@ class TapeEntry:
 
     # -- display ---------------------------------------------------------------------------------
 
-    def _repr_markdown_(self) -> str:
+    def to_markdown(self) -> str:
         return payload_markdown(self.id, self.kind, self.payload, self.date)
 
     def _repr_html_(self) -> str:
-        return payload_html(self.id, self.kind, self.payload, self.date)
+        return clean_html(payload_html(self.id, self.kind, self.payload, self.date))
 
 
 MEMORY_ANCHOR_PREFIX: Final = "memory/"

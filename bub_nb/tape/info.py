@@ -6,6 +6,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
+from bub_nb.markup import markdown_html, markdown_text
 from bub_nb.tape.anchors import AnchorSummary
 from bub_nb.tape.entries import TapeEntry
 from bub_nb.tape.events import run_usage
@@ -54,9 +55,14 @@ class TapeInfo:
             lines.append(f"torn last line (kept, set aside): {self.torn_tail_bytes} bytes")
         return "\n".join(lines)
 
-    def _repr_markdown_(self) -> str:
-        rows = "\n".join(f"| {k} | {v} |" for k, v in (line.split(": ", 1) for line in str(self).splitlines()))
+    def to_markdown(self) -> str:
+        """The report as a Markdown table, every value literal text (a tape's anchor names are anyone's)."""
+        pairs = (line.split(": ", 1) for line in str(self).splitlines())
+        rows = "\n".join(f"| {markdown_text(k)} | {markdown_text(v)} |" for k, v in pairs)
         return "| | |\n|---|---|\n" + rows
+
+    def _repr_html_(self) -> str:
+        return markdown_html(self.to_markdown())
 
 
 class _ReadsBackwards(Protocol):

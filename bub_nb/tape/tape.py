@@ -298,8 +298,8 @@ class Tape(TakingBack):
     def text(self, entry: TapeEntry) -> str:
         return entry_text(entry)
 
-    def _repr_markdown_(self) -> str:
-        return self.info()._repr_markdown_()
+    def _repr_html_(self) -> str:
+        return self.info()._repr_html_()
 
 
 def check_nesting(entries: Sequence[TapeEntry]) -> None:

@@ -12,6 +12,8 @@ from typing import Any, Protocol
 
 import orjson
 
+from bub_nb.markup import code_span, kind_class, markdown_text
+
 
 class Entry(Protocol):
     """What the renderers read of an entry (``TapeEntry`` has all of it)."""
@@ -134,7 +136,8 @@ def payload_markdown(entry_id: int, kind: str, payload: dict[str, Any], date: st
     text = payload_text(kind, payload)
     if len(text) > 2000:
         text = text[:2000] + " …"
-    return f"**#{entry_id} {kind}** `{_label(kind, payload)}` · {date[:19]}\n\n{text}"
+    label = code_span(_label(kind, payload))
+    return f"**#{entry_id} {markdown_text(kind)}** {label} · {markdown_text(date[:19])}\n\n{text}"
 
 
 def payload_html(entry_id: int, kind: str, payload: dict[str, Any], date: str) -> str:
@@ -142,7 +145,7 @@ def payload_html(entry_id: int, kind: str, payload: dict[str, Any], date: str) -
     label = html.escape(_label(kind, payload))
     text = html.escape(payload_text(kind, payload)[:2000])
     return (
-        f'<div class="bub-entry bub-{kind}"><b>#{entry_id} {kind}</b> '
+        f'<div class="bub-entry {kind_class(kind, "bub-")}"><b>#{entry_id} {html.escape(kind)}</b> '
         f"<code>{label}</code> <small>{html.escape(date[:19])}</small>"
         f'<pre style="white-space:pre-wrap;margin:2px 0">{text}</pre></div>'
     )

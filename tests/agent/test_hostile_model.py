@@ -106,7 +106,7 @@ def bounded(label: str, action: Callable[[], Any]) -> Any:
 
 def every_reader_ends(tape: Tape) -> None:
     anchors = bounded("tape.anchors()", lambda: tape.anchors(None))
-    bounded("the anchors' table", lambda: [(a._repr_markdown_(), a._repr_html_(), a.sources) for a in anchors])
+    bounded("the anchors' table", lambda: [(a.to_markdown(), a._repr_html_(), a.sources) for a in anchors])
     views = [bounded(f"view {mode}", lambda mode=mode: tape.view(mode)) for mode in MODES]
     for anchor in anchors[-3:]:
         views.append(bounded(f"view at {anchor.name}", lambda name=anchor.name: tape.view(f"anchor:{name}")))

@@ -101,7 +101,7 @@ def test_a_stored_citation_of_a_huge_range_costs_what_the_tape_holds(tape: Tape)
     try:
         (_, anchor) = tape.anchors()
         assert anchor.sources == (1, 2)
-        assert "cites #1, #2" in anchor._repr_markdown_()
+        assert "cites #1, #2" in anchor.to_markdown()
         assert "Everything" in transcript_markdown(tape)
         tape.view("phases")
         tape.to_frame()

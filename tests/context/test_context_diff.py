@@ -108,8 +108,8 @@ def test_a_diff_shows_as_text_markdown_and_html(tape: Tape) -> None:
     assert diff.left == (1, 3) and left == "#1 #3"
     text = str(diff)
     assert re.search(r"left\s+2\s+#1, #3", text) and "full → last-anchor" in text
-    assert "| left | 2 | #1, #3 |" in diff._repr_markdown_()
-    assert "<tr class='bub-diff-left'><td>left</td>" in diff._repr_html_()
+    assert "| left | 2 | #1, #3 |" in diff.to_markdown()
+    assert '<tr class="bub-diff-left"><td>left</td>' in diff._repr_html_()
     for source in SOURCES:
         assert source in text
 

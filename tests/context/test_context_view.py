@@ -286,7 +286,7 @@ def test_view_renders_as_text_markdown_and_html() -> None:
     assert text.splitlines()[0].startswith("View [last-anchor] from anchor 'phase/<b>' (#1)")
     assert "<script>alert(1)</script>" in text
     assert "&lt;script&gt;" in view._repr_html_() and "<script>" not in view._repr_html_()
-    markdown = view._repr_markdown_()
+    markdown = view.to_markdown()
     assert "| #3 | user |" in markdown
     assert "a \\| b" in markdown
 

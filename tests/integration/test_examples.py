@@ -40,7 +40,7 @@ def check_quickstart(run: Executed) -> None:
         assert meta["entry_ids"] and set(meta["entry_ids"]) <= written
     second = answers[1]
     assert second.metadata["bub_nb"]["anchor"] == "lesson/1"
-    assert "lesson/1" in second.data["text/markdown"] and "We said hello" in second.data["text/markdown"]
+    assert "lesson/1" in second.data["text/plain"] and "We said hello" in second.data["text/plain"]
     assert run.tape.memory.read().long_term == "I prefer short answers with one example"
     commands = [entry.payload["data"] for entry in run.entries("event", "command")]
     assert [(c["name"], c["status"]) for c in commands] == [("tape.anchors", "ok")]  # the `,anchors` cell
@@ -139,7 +139,7 @@ def check_tapes_as_dataframes(run: Executed) -> None:
 
 def check_plugins(run: Executed) -> None:
     asked = [output for output in run.outputs("%%bub\nWhere does your view start") if "data" in output]
-    with_digest, without = (output.data["text/markdown"] for output in asked)
+    with_digest, without = (output.data["text/plain"] for output in asked)
     assert "The view starts at anchor `session/start`." in with_digest
     assert "The view starts at anchor `phase/weighted`" in without
     assert "3 assistant" in with_digest and "3 assistant" not in without

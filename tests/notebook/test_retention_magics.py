@@ -32,7 +32,8 @@ def test_a_summarising_handoff_confirms_with_readable_text_and_linked_citations(
     shown = nb.shown()
     state = nb.tape.find_anchor("phase/1").state
     assert state is not None
-    before_fold, fold = shown.split("<details><summary>raw state</summary>")
+    before_fold, fold = shown.split("raw state:")  # the plain text; the HTML folds the raw state away
+    assert "<details><summary>raw state</summary>" in str(nb.displays.outputs[-1]["data"]["text/html"])
     assert "**Summary** of [#" in before_fold and "· by offline" in before_fold
     cited = state["sources"][0]
     assert f'[[#{cited}]](#entry-{cited} "#{cited} ' in before_fold  # a link titled with the entry it cites

@@ -390,7 +390,7 @@ def test_memory_view_shows_long_term_today_recent_and_older(remembering: Tape) -
     sections = {"bub-memory-long-term", "bub-memory-today", "bub-memory-recent", "bub-memory-prompt"}
     assert all(elements.with_class(name) for name in sections)
     assert "Prefers Python 3.12." in markup and "- drew the strip" in markup
-    assert "&lt;memory&gt;" in markup and "## Today&#x27;s Notes" in markup
+    assert "&lt;memory&gt;" in markup and "## Today's Notes" in markup
 
 
 def test_memory_history_lists_every_version_with_its_entries(remembering: Tape) -> None:

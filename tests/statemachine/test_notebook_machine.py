@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness import home_files
+from harness import home_files, hostile_text
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -216,6 +216,7 @@ class NotebookMachine(RuleBasedStateMachine):
         self.retracted: dict[str, set[tuple[str, int]]] = {}  # marker -> its copies, all retracted
         self.retracted_before: set[str] = set()
         self.requests_checked = 0
+        self.outputs_checked = 0
 
     def teardown(self) -> None:
         self.session.mcp.close()  # as unloading the extension would: no MCP server outlives the example
@@ -456,6 +457,23 @@ class NotebookMachine(RuleBasedStateMachine):
         self.cell(line)
         check("looking_writes_nothing", self.tape_bytes() == before, f"{line!r} changed a tape")
 
+    @rule(
+        payload=st.sampled_from(hostile_text.PAYLOADS),
+        field=st.sampled_from(["reply", "anchor name", "summary"]),
+        then=st.sampled_from(["%tape info", "%anchors", "%context", "%context --turn -1"]),
+    )
+    def hostile_text(self, payload: str, field: str, then: str) -> None:
+        """Markup, breakouts and control characters in a reply, a model-chosen anchor name or a summary; then a
+        surface that shows them. The ``displays_hold_no_markup_bub_nb_did_not_write`` invariant reads the outputs."""
+        text = payload.replace("BEACON", "http://127.0.0.1:9")
+        if field == "reply":
+            self.script([Reply(text)])
+        else:
+            handoff = {"name": text if field == "anchor name" else "phase/x", "summary": f"{text} [#1]"}
+            self.script([Reply("", (("tape_handoff", handoff),)), Reply(text)])
+        self.cell(f"%%bub\nshow me {self.marker()}")
+        self.cell(then)
+
     @rule(action=st.sampled_from(["add", "remove", "list", "restart"]))
     def mcp(self, action: str) -> None:
         """``%mcp``: a hostile MCP server added, listed, restarted or removed; its tools are then offered to the
@@ -509,6 +527,7 @@ class NotebookMachine(RuleBasedStateMachine):
         self.session.mcp.close()  # the old kernel's MCP servers end with it
         InteractiveShell.clear_instance()
         self.kernel = Shell.start()
+        self.outputs_checked = 0
         self.defined.clear()
         self.previews.clear()
         # A restarted kernel is back on the notebook's own tape (%tape use and a fork's switch are not kept): what the
@@ -608,6 +627,19 @@ class NotebookMachine(RuleBasedStateMachine):
             shown = sorted(s for s in hidden if s in text)
             check("redacted_text_reaches_no_request", not shown, f"a request holds redacted {shown}")
         self.retracted_before = set(self.retracted)
+
+    @invariant()
+    def displays_hold_no_markup_bub_nb_did_not_write(self) -> None:
+        outputs = self.kernel.displays.outputs
+        fresh, self.outputs_checked = outputs[self.outputs_checked :], len(outputs)
+        for output in fresh:
+            data = output["data"]
+            check("no_markdown_from_outside", "text/markdown" not in data, f"a display published Markdown: {data}")
+            problems = hostile_text.markup_problems(str(data.get("text/html", "")))
+            check("displays_hold_no_live_markup", not problems, f"a display holds {problems[:3]}")
+            plain = set(str(data.get("text/plain", "")))
+            raw = sorted(repr(c) for c in plain & hostile_text.CONTROL_CHARACTERS)
+            check("plain_text_shows_no_raw_control", not raw, f"a display's plain text holds {raw}")
 
     @invariant()
     def redacted_text_is_in_no_file(self) -> None:

@@ -17,7 +17,7 @@ def test_an_anchor_whose_state_holds_a_lone_surrogate_is_listed_and_written_out(
     tape.append_message({"role": "user", "content": "hello"})
     tape.handoff("phase/odd", {"summary": LONE, "detail": {"note": LONE}})
     (summary,) = [anchor for anchor in tape.anchors(limit=None) if anchor.name == "phase/odd"]
-    assert "\\ud800" in summary._repr_markdown_() and "\\ud800" in summary._repr_html_()
+    assert "\\ud800" in summary.to_markdown() and "\\ud800" in summary._repr_html_()
     assert "phase/odd" in transcript_markdown(tape)
 
 

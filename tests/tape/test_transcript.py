@@ -134,8 +134,8 @@ def test_anchors_list_sources_and_uncited_in_python_and_in_the_frame(tmp_path: P
     summary, plain = tape.anchors()[-2:]
     assert summary.sources == tuple(summary.state["sources"])  # type: ignore[index]
     assert summary.uncited == ("Nothing else.",) and plain.sources == () and plain.uncited is None
-    assert f"cites #{summary.sources[0]}" in summary._repr_markdown_() and "1 uncited" in summary._repr_html_()
-    assert "cites" not in plain._repr_markdown_()
+    assert f"cites #{summary.sources[0]}" in summary.to_markdown() and "1 uncited" in summary._repr_html_()
+    assert "cites" not in plain.to_markdown()
     frame = anchors_frame(tape).set_index("name")
     assert frame.loc["phase/2", "sources"] == list(summary.sources) and frame.loc["phase/2", "uncited"] == 1
     assert frame.loc["plain", "sources"] == [] and pd.isna(frame.loc["plain", "uncited"])

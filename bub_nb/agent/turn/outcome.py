@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from bub_nb.errors import ContextLengthError, ModelError, PromptTooLongError
+from bub_nb.markup import markdown_html
 
 if TYPE_CHECKING:
     from bub_nb.agent.models.base import Usage
@@ -59,8 +60,8 @@ class Turn:
     def __str__(self) -> str:
         return self.text
 
-    def _repr_markdown_(self) -> str:
-        return self.text
+    def _repr_html_(self) -> str:
+        return markdown_html(self.text)
 
 
 def error_kind(exc: BaseException) -> str:

@@ -10,7 +10,8 @@ from IPython.core.getipython import get_ipython
 
 from bub_nb.agent.phase_handoff import pending_preview
 from bub_nb.errors import AnchorNotFoundError
-from bub_nb.notebook.display import handoff_confirmation, preview_markdown, rich_frontend, show
+from bub_nb.markup import code_span
+from bub_nb.notebook.display import handoff_confirmation, is_summary, preview_markdown, rich_frontend, show
 from bub_nb.notebook.parsing.magic_line import parse_state
 from bub_nb.tape.names import MAIN_AGENT
 
@@ -69,7 +70,7 @@ class HandoffCommands:
             state = anchor.payload.get("state") or {}
         else:
             anchor, _event = tape.handoff(args.name, state or None, source="notebook")
-        show(handoff_confirmation(tape, anchor, state, earlier))
+        show(handoff_confirmation(tape, anchor, state, earlier), raw_state=state if is_summary(state) else None)
 
     def _holders_tape(self) -> Tape:
         """Where a plain handoff goes: the notebook's tape, or once agents are defined the holder's, where the
@@ -111,13 +112,13 @@ class HandoffCommands:
             f"Handoff: `{done.sender}` handed anchor {done.name} to `{done.receiver}` ({done.ownership}). {moved}",
             f"- reason: {content.get('reason') or '—'}",
             f"- summary: {content.get('summary') or '—'}",
-            f"- references into `{done.sender}`'s tape: {', '.join(f'`{ref}`' for ref in refs) or 'none'}",
+            f"- references into `{done.sender}`'s tape: {', '.join(code_span(ref) for ref in refs) or 'none'}",
             f"- `{done.receiver}`'s next view starts at its anchor {done.name} (`%context --agent {done.receiver}`)",
         ]
         show("\n".join(lines))
 
     def _show_preview(self, preview: HandoffPreview) -> None:
-        show(preview_markdown(preview))
+        show(preview_markdown(preview), raw_state=preview.state if is_summary(preview.state) else None)
         if rich_frontend(get_ipython()):
             from IPython.display import display
 

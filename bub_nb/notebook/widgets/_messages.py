@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from bub_nb.context.display import message_preview
+from bub_nb.markup import role_class
 from bub_nb.notebook.widgets._style import KIND_COLORS, bar, clip, esc
 from bub_nb.tape.citations import CITING_TITLES, find_citations
 
@@ -159,7 +160,7 @@ def messages_html(view: View, limit: int) -> str:
         cells.append(
             f'<tr class="bub-message" data-entry-id="{row.source}" data-role="{esc(row.role)}">'
             f'<td class="bub-num">#{row.source}</td>'
-            f'<td><span class="bub-role bub-role-{esc(row.role)}">{esc(row.role)}</span></td>'
+            f'<td><span class="bub-role {role_class(row.role)}">{esc(row.role)}</span></td>'
             f'<td class="bub-num">{row.tokens}</td>'
             f"<td>{bar(width, KIND_COLORS['message'], f'{row.tokens} tokens')}</td>"
             f'<td class="bub-content">{content}</td></tr>'

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Final
 
 from bub_nb.context.retention import anchor_retention, has_summary
 from bub_nb.errors import BubNbError
+from bub_nb.markup import kind_class, role_class
 from bub_nb.notebook.widgets._style import KIND_GLYPHS, LEGEND, MEMORY_GLYPH, OTHER_GLYPH, clip, esc
 from bub_nb.tape.citations import state_sources
 from bub_nb.tape.entries import is_phase_anchor
@@ -61,9 +62,9 @@ class StripCell:
 
     @property
     def css_classes(self) -> str:
-        names = ["bub-cell", f"bub-kind-{self.kind}"]
+        names = ["bub-cell", kind_class(self.kind)]
         if self.role:
-            names.append(f"bub-role-{self.role}")
+            names.append(role_class(self.role))
         if self.anchor is not None:
             names.append("bub-memory-anchor" if self.memory_anchor else "bub-anchor")
         names.extend(
@@ -215,7 +216,7 @@ def strip_html(strip: Strip) -> str:
 
 def legend_html() -> str:
     items = [
-        f'<span><span class="bub-cell bub-in-view bub-kind-{kind}">{glyph}</span>{esc(label)}</span>'
+        f'<span><span class="bub-cell bub-in-view {kind_class(kind)}">{glyph}</span>{esc(label)}</span>'
         for kind, label in LEGEND
         for glyph in (KIND_GLYPHS[kind],)
     ]

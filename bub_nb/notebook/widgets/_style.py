@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
+from bub_nb.markup import clean_html
+
 
 @dataclass(frozen=True, slots=True)
 class Concept:
@@ -205,10 +207,15 @@ def style_block() -> str:
 
 
 def wrap(body: str, *classes: str, styled: bool = True, attrs: dict[str, object] | None = None) -> str:
-    """One self-contained HTML chunk: the styles travel with it, so exported notebooks keep the look."""
+    """One self-contained HTML chunk: the styles travel with it, so exported notebooks keep the look.
+
+    ``body`` is bub_nb's HTML with every outside value escaped in it; it is cleaned against the allow-list of
+    :func:`bub_nb.markup.clean_html` all the same, so what a widget shows holds no element or attribute that can
+    run or load anything. The style block is bub_nb's own and goes in beside it.
+    """
     names = " ".join(("bub-w", *classes))
     extra = "".join(f' {name}="{esc(value)}"' for name, value in (attrs or {}).items())
-    return f'{style_block() if styled else ""}<div class="{names}"{extra}>{body}</div>'
+    return (style_block() if styled else "") + clean_html(f'<div class="{names}"{extra}>{body}</div>')
 
 
 def esc(value: object) -> str:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from bub_nb.context.turns import RunSpec, TurnOf
 from bub_nb.errors import BubNbError
+from bub_nb.markup import own_handler
 from bub_nb.notebook.widgets._display import WidgetDisplay, refreshable_html
 from bub_nb.notebook.widgets._style import esc, wrap
 from bub_nb.tape.events import EXERCISE_CHECK
@@ -34,7 +35,7 @@ _SHOWN = ("owner", "notebook", "last_anchor", "turns", "tokens", "errors", "last
 _NUMBERS = frozenset({"turns", "tokens", "errors"})
 _HEADINGS = {"last_anchor": "last anchor", "last_activity": "last activity (UTC)", "tape_name": "tape"}
 # A header's click hands its column to the hidden text the widget watches (ipywidgets sees the ``input`` event).
-_CLICK = (
+_CLICK = own_handler(
     "var r=this.closest('.bub-class-overview'),i=r&&r.querySelector('.bub-class-sort input');"
     "if(i){i.value=this.dataset.column;i.dispatchEvent(new Event('input',{bubbles:true}));}"
 )

@@ -8,6 +8,8 @@ from typing import Any
 
 from IPython.display import display
 
+from bub_nb.markup import reveal_hidden, visible_controls
+
 APPROVE, DENY = "Approve", "Deny"
 
 
@@ -34,8 +36,12 @@ class CodeApproval:
         self.status = ipywidgets.HTML("<i>Waiting for your answer…</i>")
         self.outcomes = outcomes
         title = ipywidgets.HTML(f"<b>{html.escape(heading)}</b>")
-        shown = ipywidgets.HTML(f"<pre class='bub-code'>{html.escape(code)}</pre>")
-        self.widget = ipywidgets.VBox([title, shown, ipywidgets.HBox([self.approve, self.deny]), self.status])
+        revealed, hidden = reveal_hidden(visible_controls(code))
+        self.warning = hidden_warning(hidden)
+        warned = [ipywidgets.HTML(f"<div class='bub-error bub-hidden-warning'>{html.escape(self.warning)}</div>")]
+        shown = ipywidgets.HTML(f"<pre class='bub-code'>{html.escape(revealed)}</pre>")
+        parts = [title, *(warned if hidden else []), shown, ipywidgets.HBox([self.approve, self.deny]), self.status]
+        self.widget = ipywidgets.VBox(parts)
         self.widget.add_class("bub-code-approval")
         self.approve.on_click(lambda _button: self._decide(True))
         self.deny.on_click(lambda _button: self._decide(False))
@@ -60,4 +66,16 @@ class CodeApproval:
             raise
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
-        printer.text(f"python.run asks to run:\n{self.code}")
+        revealed, hidden = reveal_hidden(visible_controls(self.code))
+        warning = f"{self.warning}\n" if hidden else ""
+        printer.text(f"python.run asks to run:\n{warning}{revealed}")
+
+
+def hidden_warning(count: int) -> str:
+    """The line above code that holds invisible or direction-changing characters."""
+    return (
+        f"Warning: this code holds {count} invisible or direction-changing character(s), shown as ⟦U+…⟧ markers: "
+        "what runs may read differently from how an editor shows it."
+        if count
+        else ""
+    )

@@ -9,7 +9,7 @@ import ipywidgets as widgets
 from IPython.display import display
 
 from bub_nb.errors import BubNbError
-from bub_nb.notebook.display import MarkdownText
+from bub_nb.markup import Shown
 
 if TYPE_CHECKING:
     from bub_nb.agent.phase_handoff import HandoffPreview
@@ -28,9 +28,9 @@ def accept_button(preview: HandoffPreview, confirm: Callable[[list[TapeEntry]], 
             try:
                 written = preview.accept()
             except BubNbError as exc:
-                display(MarkdownText(f"**Not written**: {exc}"))
+                display(Shown.markdown(f"**Not written**: {exc}"))
                 return
-            display(MarkdownText(confirm(written)))
+            display(Shown.markdown(confirm(written)))
 
     button.on_click(accept)
     return widgets.VBox([button, output])

@@ -100,11 +100,11 @@ class AgentLanes(WidgetDisplay):
         note = f'<div class="bub-note">… {hidden} earlier beats not shown</div>' if hidden else ""
         legend = " · ".join(f"{glyph} {kind}" for kind, glyph in GLYPHS.items())
         body = (
-            f"{_STYLE}<div class='bub-section'>Agents as lanes</div>{note}<table class='bub-lanes'>"
+            f"<div class='bub-section'>Agents as lanes</div>{note}<table class='bub-lanes'>"
             f"<thead><tr><th>agent</th>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
             f"<div class='bub-legend'>{esc(legend)} · ← received a handoff · × a handoff that failed</div>"
         )
-        return wrap(body, "bub-lanes-view")
+        return _STYLE + wrap(body, "bub-lanes-view")
 
     def _build_widget(self) -> ipywidgets.Widget:
         root, body = refreshable_html(self, "bub-lanes")
