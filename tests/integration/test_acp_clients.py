@@ -14,7 +14,6 @@ from typing import Any
 
 import acp
 import pytest
-from acp import schema
 from harness.acp_client import BUB_NB, RecordingClient, acp_agent, server_environment, text_prompt
 
 from bub_nb.agent import Agent, OpenAIModel
@@ -295,7 +294,7 @@ def test_session_ids_and_folders_cannot_reach_outside_the_home(tmp_path: Path) -
     client = RawClient(home)
     try:
         name = client.start(str(outside))
-        assert "/" not in name and (home / "tapes").is_dir()
+        assert "/" not in name
         for session_id in ("../outside/secret", str(outside / "secret.txt"), "x.jsonl", "owner/tape", "a\\b"):
             number = client.request("session/load", {"cwd": str(outside), "sessionId": session_id, "mcpServers": []})
             assert client.answer(number)["error"]["code"] == -32602, session_id
@@ -311,4 +310,4 @@ def test_session_ids_and_folders_cannot_reach_outside_the_home(tmp_path: Path) -
     assert "the secret" not in json.dumps([e.to_dict() for e in tape.read()])
     assert sorted(p.name for p in outside.iterdir()) == ["secret.txt"]
     assert (home / "tapes" / f"{name}.jsonl").exists()
-    assert [schema.SessionInfo] and len(list((home / "tapes").glob("*.jsonl"))) == 1
+    assert [p.name for p in (home / "tapes").glob("*.jsonl")] == [f"{name}.jsonl"]

@@ -214,7 +214,16 @@ class Session:
         """The tape's view told to the client as the updates a live session would have sent."""
         s = _schema()
         text = s.TextContentBlock
-        for kind, data in replayed(list(self.agent.view().messages)):
+        view = self.agent.view()
+        messages = list(view.messages)
+        anchor = view.anchor
+        if anchor is not None and view.sources[:1] == (anchor.id,):  # the phase's anchor: its summary, if any
+            messages.pop(0)
+            summary = (anchor.state or {}).get("summary")
+            if isinstance(summary, str) and summary:
+                await self.send(s.AgentThoughtChunk(session_update="agent_thought_chunk",
+                                                    content=text(type="text", text=f"{anchor.name}: {summary}")))  # fmt: skip
+        for kind, data in replayed(messages):
             if kind == "user":
                 await self.send(s.UserMessageChunk(session_update="user_message_chunk", content=text(type="text", text=data["text"])))  # fmt: skip
             elif kind == "agent":
