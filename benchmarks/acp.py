@@ -66,7 +66,9 @@ async def measure(turns: int) -> dict[str, list[float]]:
         agent = Agent(open_tape("in-process", home=home), model)
         args = ("acp", "serve", "--home", str(home), "--model", "openai:bench")
         async with acp.spawn_agent_process(listener, bub_nb, *args, env=env) as (conn, _):
-            await conn.initialize(protocol_version=acp.PROTOCOL_VERSION, client_capabilities=schema.ClientCapabilities())
+            await conn.initialize(
+                protocol_version=acp.PROTOCOL_VERSION, client_capabilities=schema.ClientCapabilities()
+            )
             session = (await conn.new_session(cwd=str(home))).session_id
             prompt = [schema.TextContentBlock(type="text", text="When did the kettle boil?")]
             for turn in range(turns + 3):  # three turns of each warm both sides up

@@ -75,7 +75,9 @@ async def acp_agent(
             client, BUB_NB, "acp", "serve", "--home", str(home), "--model", model,
             env=server_environment(home, base_url), transport_kwargs={"stderr": err.fileno()},
         ) as (conn, process):  # fmt: skip
-            await conn.initialize(protocol_version=acp.PROTOCOL_VERSION, client_capabilities=schema.ClientCapabilities())
+            await conn.initialize(
+                protocol_version=acp.PROTOCOL_VERSION, client_capabilities=schema.ClientCapabilities()
+            )
             yield conn, process
     finally:
         err.close()

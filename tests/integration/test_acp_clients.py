@@ -34,7 +34,9 @@ def kinds(home: Path, name: str) -> list[str]:
 def test_a_prompt_streams_as_chunks_and_lands_on_the_tape_as_a_notebook_turn(
     tmp_path: Path, openai_server: OpenAICompatibleServer
 ) -> None:
-    openai_server.reply("Tea is ready in four minutes", usage={"prompt_tokens": 40, "completion_tokens": 6})
+    openai_server.reply(
+        "Tea is ready in four minutes", usage={"prompt_tokens": 40, "completion_tokens": 6}, chunk_delay=0.05
+    )
     client = RecordingClient()
 
     async def scenario() -> str:
@@ -47,7 +49,7 @@ def test_a_prompt_streams_as_chunks_and_lands_on_the_tape_as_a_notebook_turn(
 
     name = run(scenario())
     chunks = client.of_kind("agent_message_chunk", name)
-    assert len(chunks) > 1  # streamed, not sent whole
+    assert len(chunks) > 1  # streamed as the words came, not sent whole at the end
     assert client.text(name) == "Tea is ready in four minutes"
     usage = client.of_kind("usage_update", name)[-1]
     assert usage.used > 0 and usage.field_meta["bub_nb"]["turn"] == {
@@ -156,7 +158,9 @@ def test_comma_commands_are_the_sessions_commands_and_a_comma_prompt_runs_one(tm
         async with acp_agent(client, tmp_path) as (conn, _):
             session = await conn.new_session(cwd=str(tmp_path))
             await conn.prompt(session_id=session.session_id, prompt=text_prompt("Remember the kettle"))
-            answer = await conn.prompt(session_id=session.session_id, prompt=text_prompt(",handoff boiled summarize=true"))
+            answer = await conn.prompt(
+                session_id=session.session_id, prompt=text_prompt(",handoff boiled summarize=true")
+            )
             return session.session_id, answer.stop_reason
 
     name, stop = run(scenario())
@@ -257,7 +261,9 @@ def test_malformed_frames_are_answered_with_errors_and_the_server_goes_on(tmp_pa
         prompt = client.request("session/prompt", {"sessionId": "nobody", "prompt": [{"type": "text", "text": "hi"}]})
         assert "No session" in json.dumps(client.answer(prompt)["error"])
         name = client.start(str(tmp_path))
-        answer = client.answer(client.request("session/prompt", {"sessionId": name, "prompt": [{"type": "text", "text": "hi"}]}))
+        answer = client.answer(
+            client.request("session/prompt", {"sessionId": name, "prompt": [{"type": "text", "text": "hi"}]})
+        )
         assert answer["result"]["stopReason"] == "end_turn"
     finally:
         client.process.kill()
@@ -301,7 +307,9 @@ def test_session_ids_and_folders_cannot_reach_outside_the_home(tmp_path: Path) -
         relative = client.request("session/new", {"cwd": "../outside", "mcpServers": []})
         assert client.answer(relative)["error"]["code"] == -32602
         link = {"type": "resource_link", "uri": (outside / "secret.txt").as_uri(), "name": "secret.txt"}
-        prompt = client.request("session/prompt", {"sessionId": name, "prompt": [{"type": "text", "text": "read "}, link]})
+        prompt = client.request(
+            "session/prompt", {"sessionId": name, "prompt": [{"type": "text", "text": "read "}, link]}
+        )
         client.answer(prompt)
     finally:
         client.process.kill()

@@ -33,8 +33,8 @@ from bub_nb.agent.kernel_tools import RUNNING, Decision, NamespaceKernel, kernel
 from bub_nb.agent.loop import Agent
 from bub_nb.agent.models import Model, resolve_model
 from bub_nb.agent.models.base import context_window_of
-from bub_nb.agent.tools import ToolCallError, ToolContext, ToolRegistry, builtin_registry
 from bub_nb.agent.results import fit_result
+from bub_nb.agent.tools import ToolCallError, ToolContext, ToolRegistry, builtin_registry
 from bub_nb.agent.turn import Turn
 from bub_nb.context.messages import result_text
 from bub_nb.context.tokens import count_message_tokens
@@ -97,10 +97,36 @@ class Session:
     cancelled: bool = False
     task: asyncio.Task[Turn] | None = None
     cost: float | None = None
+    pending: list[str] = field(default_factory=list)
+    sender: asyncio.Future[None] | None = None
     """What the tape's turns cost so far at the prices set, read once when the session opens."""
 
     async def send(self, update: Any) -> None:
+        """Send ``update`` after the text still on its way, so the client reads them in the turn's order."""
+        await self.flush()
         await self.server.send(self.id, update)
+
+    def say(self, text: str) -> None:
+        """Queue streamed text; it goes out as soon as the pipe is free, the pieces that waited joined in one
+        chunk, so a slow client never holds the turn up and a fast one gets every delta as it came."""
+        self.pending.append(text)
+        if self.sender is None or self.sender.done():
+            self.sender = asyncio.ensure_future(self._send_pending())
+
+    async def flush(self) -> None:
+        while self.sender is not None and not self.sender.done():
+            await asyncio.shield(self.sender)
+
+    async def _send_pending(self) -> None:
+        while self.pending and not self.server.gone:
+            text = "".join(self.pending)
+            self.pending.clear()
+            try:
+                await self.server.send(self.id, _chunk("agent_message_chunk", text))
+            except Exception:  # the client went away: the turn stops as an interrupted cell does
+                self.server.gone = self.cancelled = True
+                self.agent.abort()
+        self.pending.clear()
 
     # -- what a turn tells the client -------------------------------------------------------------
 
@@ -112,20 +138,29 @@ class Session:
         s = _schema()
         await self.send(
             s.ToolCallStart(
-                session_update="tool_call", tool_call_id=call_id, title=name, kind=_kind(name), status="in_progress",
+                session_update="tool_call",
+                tool_call_id=call_id,
+                title=name,
+                kind=_kind(name),
+                status="in_progress",
                 raw_input=_arguments(arguments),
             )
-        )  # fmt: skip
+        )
 
     async def tool_ended(self, call_id: str, text: str, *, failed: bool) -> None:
         s = _schema()
-        content = [s.ContentToolCallContent(type="content", content=s.TextContentBlock(type="text", text=text[:RESULT_CHARS]))]
+        content = [
+            s.ContentToolCallContent(type="content", content=s.TextContentBlock(type="text", text=text[:RESULT_CHARS]))
+        ]
         await self.send(
             s.ToolCallProgress(
-                session_update="tool_call_update", tool_call_id=call_id, status="failed" if failed else "completed",
-                content=content, raw_output=text[:RESULT_CHARS],
+                session_update="tool_call_update",
+                tool_call_id=call_id,
+                status="failed" if failed else "completed",
+                content=content,
+                raw_output=text[:RESULT_CHARS],
             )
-        )  # fmt: skip
+        )
 
     async def consent(self, code: str) -> Decision:
         """``python.run``'s consent: the client's permission request; a client that cannot answer refuses."""
@@ -135,10 +170,19 @@ class Session:
             s.PermissionOption(option_id="allow", name="Run this code", kind="allow_once"),
             s.PermissionOption(option_id="reject", name="Do not run it", kind="reject_once"),
         ]
-        tool_call = s.ToolCallUpdate(tool_call_id=call_id, title="python.run", kind="execute", raw_input={"code": code},
-                                     content=[s.ContentToolCallContent(type="content", content=s.TextContentBlock(
-                                         type="text", text=code[:RESULT_CHARS]))])  # fmt: skip
+        tool_call = s.ToolCallUpdate(
+            tool_call_id=call_id,
+            title="python.run",
+            kind="execute",
+            raw_input={"code": code},
+            content=[
+                s.ContentToolCallContent(
+                    type="content", content=s.TextContentBlock(type="text", text=code[:RESULT_CHARS])
+                )
+            ],
+        )
         try:
+            await self.flush()
             answer = await self.server.ask(self.id, tool_call, options)
         except Exception as exc:  # no client, or one that cannot ask: nothing runs
             return Decision("refused", f"The ACP client could not be asked to run code ({_one_line(exc)})")
@@ -153,19 +197,13 @@ class Session:
 
     async def run(self, prompt: str) -> Turn:
         """The turn for ``prompt``, streamed; a cancel or a client gone ends it interrupted, its partial kept."""
-        s = _schema()
         self.cancelled = False
         before = self.tape.last_id
         deltas: AsyncIterator[str] = self.agent.astream(prompt)
         try:
             async for delta in deltas:
                 if delta and not self.server.gone:
-                    try:
-                        await self.send(s.AgentMessageChunk(session_update="agent_message_chunk",
-                                                            content=s.TextContentBlock(type="text", text=delta)))  # fmt: skip
-                    except Exception:  # the client went away: the turn stops as an interrupted cell does
-                        self.server.gone = True
-                        self.agent.abort()
+                    self.say(delta)
         except asyncio.CancelledError:
             task = asyncio.current_task()
             if not (self.cancelled and task is not None and task.uncancel() == 0):
@@ -177,6 +215,8 @@ class Session:
         turn = self.agent.last_turn
         if turn is None:
             raise BubNbError(f"The turn on tape {self.tape.name!r} produced no result")
+        with contextlib.suppress(Exception):
+            await self.flush()
         if not self.server.gone:
             await self.after_turn(turn, before)
         return turn
@@ -195,25 +235,26 @@ class Session:
         usage = turn.usage
         prices = current_prices()
         if usage is not None:
-            meta["turn"] = {"input_tokens": usage.prompt_tokens, "output_tokens": usage.completion_tokens,
-                            "estimated": usage.estimated}  # fmt: skip
+            meta["turn"] = {
+                "input_tokens": usage.prompt_tokens,
+                "output_tokens": usage.completion_tokens,
+                "estimated": usage.estimated,
+            }
             if (spent := cost_of(turn.model, usage.prompt_tokens, usage.completion_tokens, prices)) is not None:
                 self.cost = (self.cost or 0.0) + spent
         cost = s.Cost(amount=self.cost, currency=PRICE_UNIT) if self.cost is not None and prices else None
         if window is None:
             meta["window_unknown"] = True
         await self.send(
-            s.UsageUpdate(session_update="usage_update", used=used, size=window or 0, cost=cost,
-                          field_meta={"bub_nb": meta})
-        )  # fmt: skip
+            s.UsageUpdate(
+                session_update="usage_update", used=used, size=window or 0, cost=cost, field_meta={"bub_nb": meta}
+            )
+        )
         for notice in turn.notices:
-            await self.send(s.AgentMessageChunk(session_update="agent_message_chunk",
-                                                content=s.TextContentBlock(type="text", text=f"\n\n{notice}")))  # fmt: skip
+            await self.send(_chunk("agent_message_chunk", f"\n\n{notice}"))
 
     async def replay(self) -> None:
         """The tape's view told to the client as the updates a live session would have sent."""
-        s = _schema()
-        text = s.TextContentBlock
         view = self.agent.view()
         messages = list(view.messages)
         anchor = view.anchor
@@ -221,13 +262,12 @@ class Session:
             messages.pop(0)
             summary = (anchor.state or {}).get("summary")
             if isinstance(summary, str) and summary:
-                await self.send(s.AgentThoughtChunk(session_update="agent_thought_chunk",
-                                                    content=text(type="text", text=f"{anchor.name}: {summary}")))  # fmt: skip
+                await self.send(_chunk("agent_thought_chunk", f"{anchor.name}: {summary}"))
         for kind, data in replayed(messages):
             if kind == "user":
-                await self.send(s.UserMessageChunk(session_update="user_message_chunk", content=text(type="text", text=data["text"])))  # fmt: skip
+                await self.send(_chunk("user_message_chunk", data["text"]))
             elif kind == "agent":
-                await self.send(s.AgentMessageChunk(session_update="agent_message_chunk", content=text(type="text", text=data["text"])))  # fmt: skip
+                await self.send(_chunk("agent_message_chunk", data["text"]))
             elif kind == "tool_call":
                 await self.tool_started(data["id"], self.dotted(data["name"]), data["arguments"])
             else:
@@ -243,10 +283,15 @@ class Session:
             description = (tool.description.strip().splitlines() or [""])[0] if tool is not None else "the commands"
             hint = COMMAND_HINTS.get(name)
             commands.append(
-                s.AvailableCommand(name=f"{PREFIX}{name}", description=description or f"{PREFIX}{name}",
-                                   input=s.AvailableCommandInput(root=s.UnstructuredCommandInput(hint=hint)) if hint else None)
-            )  # fmt: skip
-        await self.send(s.AvailableCommandsUpdate(session_update="available_commands_update", available_commands=commands))
+                s.AvailableCommand(
+                    name=f"{PREFIX}{name}",
+                    description=description or f"{PREFIX}{name}",
+                    input=s.AvailableCommandInput(root=s.UnstructuredCommandInput(hint=hint)) if hint else None,
+                )
+            )
+        await self.send(
+            s.AvailableCommandsUpdate(session_update="available_commands_update", available_commands=commands)
+        )
 
 
 class AcpServer:
@@ -275,8 +320,9 @@ class AcpServer:
 
     # -- the protocol -----------------------------------------------------------------------------
 
-    async def initialize(self, protocol_version: int, client_capabilities: Any = None, client_info: Any = None,
-                         **kwargs: Any) -> Any:  # fmt: skip
+    async def initialize(
+        self, protocol_version: int, client_capabilities: Any = None, client_info: Any = None, **kwargs: Any
+    ) -> Any:
         import acp
 
         import bub_nb
@@ -286,7 +332,9 @@ class AcpServer:
             load_session=True,
             prompt_capabilities=s.PromptCapabilities(embedded_context=True),
             session_capabilities=s.SessionCapabilities(
-                list=s.SessionListCapabilities(), resume=s.SessionResumeCapabilities(), close=s.SessionCloseCapabilities()
+                list=s.SessionListCapabilities(),
+                resume=s.SessionResumeCapabilities(),
+                close=s.SessionCloseCapabilities(),
             ),
         )
         return s.InitializeResponse(
@@ -299,21 +347,24 @@ class AcpServer:
     async def authenticate(self, method_id: str, **kwargs: Any) -> Any:
         return _schema().AuthenticateResponse()
 
-    async def new_session(self, cwd: str, additional_directories: Any = None, mcp_servers: Any = None,
-                          **kwargs: Any) -> Any:  # fmt: skip
+    async def new_session(
+        self, cwd: str, additional_directories: Any = None, mcp_servers: Any = None, **kwargs: Any
+    ) -> Any:
         session = self._open(new_session_name(_checked(check_cwd, cwd)), cwd, mcp_servers, create=True)
         asyncio.get_running_loop().call_soon(lambda: asyncio.ensure_future(session.announce_commands()))
         return _schema().NewSessionResponse(session_id=session.id)
 
-    async def load_session(self, cwd: str, session_id: str, mcp_servers: Any = None, additional_directories: Any = None,
-                           **kwargs: Any) -> Any:  # fmt: skip
+    async def load_session(
+        self, cwd: str, session_id: str, mcp_servers: Any = None, additional_directories: Any = None, **kwargs: Any
+    ) -> Any:
         session = self._open(session_id, cwd, mcp_servers, create=False)
         await session.replay()
         await session.announce_commands()
         return _schema().LoadSessionResponse()
 
-    async def resume_session(self, session_id: str, cwd: str, additional_directories: Any = None,
-                             mcp_servers: Any = None, **kwargs: Any) -> Any:  # fmt: skip
+    async def resume_session(
+        self, session_id: str, cwd: str, additional_directories: Any = None, mcp_servers: Any = None, **kwargs: Any
+    ) -> Any:
         session = self._open(session_id, cwd, mcp_servers, create=False)
         asyncio.get_running_loop().call_soon(lambda: asyncio.ensure_future(session.announce_commands()))
         return _schema().ResumeSessionResponse()
@@ -353,7 +404,9 @@ class AcpServer:
         usage = None
         if turn.usage is not None:
             u = turn.usage
-            usage = s.Usage(total_tokens=u.total_tokens, input_tokens=u.prompt_tokens, output_tokens=u.completion_tokens)
+            usage = s.Usage(
+                total_tokens=u.total_tokens, input_tokens=u.prompt_tokens, output_tokens=u.completion_tokens
+            )
         return s.PromptResponse(stop_reason=reasons.get(turn.status, "end_turn"), usage=usage)
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
@@ -390,7 +443,9 @@ class AcpServer:
 
         found = self.sessions.get(session_id) if isinstance(session_id, str) else None
         if found is None:
-            raise RequestError.invalid_params({"message": f"No session {session_id!r} here; session/new or session/load first"})
+            raise RequestError.invalid_params(
+                {"message": f"No session {session_id!r} here; session/new or session/load first"}
+            )
         return found
 
     def _open(self, session_id: str, cwd: str, mcp_servers: Any, *, create: bool) -> Session:
@@ -445,6 +500,13 @@ def prompt_text(blocks: list[Any]) -> str:
     return "".join(parts)
 
 
+def _chunk(kind: str, text: str) -> Any:
+    """A message or thought chunk of ``kind`` holding ``text``."""
+    s = _schema()
+    made = {"agent_message_chunk": s.AgentMessageChunk, "user_message_chunk": s.UserMessageChunk}
+    return made.get(kind, s.AgentThoughtChunk)(session_update=kind, content=s.TextContentBlock(type="text", text=text))
+
+
 def _checked(check: Any, value: Any) -> Any:
     from acp import RequestError
 
@@ -459,8 +521,12 @@ def _compaction(tape: Tape, before: int) -> dict[str, Any] | None:
     for entry in reversed(tape.read(before + 1, kinds=("anchor",))):
         state = entry.payload.get("state") or {}
         if isinstance(state, dict) and isinstance(state.get("summary"), str) and state["summary"]:
-            return {"compactionId": f"{tape.name}#{entry.id}", "status": "completed",
-                    "anchor": entry.payload.get("name"), "summary": state["summary"]}  # fmt: skip
+            return {
+                "compactionId": f"{tape.name}#{entry.id}",
+                "status": "completed",
+                "anchor": entry.payload.get("name"),
+                "summary": state["summary"],
+            }
     return None
 
 
@@ -472,8 +538,9 @@ def _tape_cost(tape: Tape) -> float | None:
     total: float | None = None
     for entry in tape.query().kinds("event").all():
         data = entry.payload.get("data") if entry.payload.get("name") == "run" else None
-        usage = data.get("usage") if isinstance(data, dict) else None
-        if isinstance(usage, dict):
+        if not isinstance(data, dict):
+            continue
+        if isinstance(usage := data.get("usage"), dict):
             spent = cost_of(data.get("model"), usage.get("prompt_tokens"), usage.get("completion_tokens"), prices)
             total = total if spent is None else (total or 0.0) + spent
     return total

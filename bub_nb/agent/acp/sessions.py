@@ -135,8 +135,14 @@ def replayed(messages: list[dict[str, Any]]) -> Iterator[tuple[str, dict[str, An
             for call in message.get("tool_calls") or ():
                 function = call.get("function") or {}
                 names[str(call.get("id"))] = str(function.get("name", "tool"))
-                yield "tool_call", {"id": str(call.get("id")), "name": names[str(call.get("id"))],
-                                    "arguments": function.get("arguments")}  # fmt: skip
+                yield (
+                    "tool_call",
+                    {
+                        "id": str(call.get("id")),
+                        "name": names[str(call.get("id"))],
+                        "arguments": function.get("arguments"),
+                    },
+                )
         elif role == "tool":
             call_id = str(message.get("tool_call_id"))
             yield "tool_result", {"id": call_id, "name": names.get(call_id, "tool"), "text": content}
