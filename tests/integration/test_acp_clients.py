@@ -319,3 +319,43 @@ def test_session_ids_and_folders_cannot_reach_outside_the_home(tmp_path: Path) -
     assert sorted(p.name for p in outside.iterdir()) == ["secret.txt"]
     assert (home / "tapes" / f"{name}.jsonl").exists()
     assert [p.name for p in (home / "tapes").glob("*.jsonl")] == [f"{name}.jsonl"]
+
+
+# -- an ACP client CLI from npm --------------------------------------------------------------------------------
+
+
+def test_acpx_from_npm_runs_a_turn_and_a_comma_command_on_a_tape(tmp_path: Path) -> None:
+    """acpx, a headless ACP client, pinned in .ci/clis, starts ``bub-nb acp serve`` itself and prompts it."""
+    from harness.clis import cli_binary
+
+    acpx = str(cli_binary("acpx"))
+    work = tmp_path / "work"
+    work.mkdir()
+    agent = f"{BUB_NB} acp serve --home {tmp_path} --model offline"
+    env = server_environment(tmp_path)
+
+    def acpx_exec(prompt: str) -> list[dict[str, Any]]:
+        done = subprocess.run(
+            [acpx, "--agent", agent, "--approve-all", "--format", "json", "--cwd", str(work), "exec", prompt],
+            env=env, capture_output=True, text=True, timeout=120, cwd=work,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr[-2000:]
+        return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+
+    frames = acpx_exec("hello from acpx")
+    updates = [f["params"]["update"] for f in frames if f.get("method") == "session/update"]
+    assert any(u["sessionUpdate"] == "available_commands_update" for u in updates)
+    said = "".join(u["content"]["text"] for u in updates if u["sessionUpdate"] == "agent_message_chunk")
+    assert 'Your last message: "hello from acpx"' in said
+    (tape_file,) = (tmp_path / "tapes").glob("*.jsonl")
+    tape = open_tape(tape_file.stem, home=tmp_path, create=False)
+    assert [e.payload.get("content") for e in tape.read() if e.kind == "message"][0] == "hello from acpx"
+    assert tape.query().kinds("event").all()[-1].payload["data"]["status"] == "ok"
+
+    frames = acpx_exec(",tape.info")
+    said = "".join(
+        f["params"]["update"]["content"]["text"]
+        for f in frames
+        if f.get("method") == "session/update" and f["params"]["update"]["sessionUpdate"] == "agent_message_chunk"
+    )
+    assert "entries" in said
