@@ -349,7 +349,7 @@ def test_acpx_from_npm_runs_a_turn_and_a_comma_command_on_a_tape(tmp_path: Path)
     assert 'Your last message: "hello from acpx"' in said
     (tape_file,) = (tmp_path / "tapes").glob("*.jsonl")
     tape = open_tape(tape_file.stem, home=tmp_path, create=False)
-    assert [e.payload.get("content") for e in tape.read() if e.kind == "message"][0] == "hello from acpx"
+    assert next(e.payload["content"] for e in tape.read() if e.kind == "message") == "hello from acpx"
     assert tape.query().kinds("event").all()[-1].payload["data"]["status"] == "ok"
 
     frames = acpx_exec(",tape.info")
