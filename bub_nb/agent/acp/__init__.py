@@ -3,6 +3,6 @@
 from __future__ import annotations
 
 from bub_nb.agent.acp.server import AcpServer, prompt_text, serve, serve_stdio
-from bub_nb.agent.acp.sessions import Place
+from bub_nb.agent.acp.tapes import Place
 
 __all__ = ["AcpServer", "Place", "prompt_text", "serve", "serve_stdio"]
