@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from bub_nb.cli.db import add_db, database
+from bub_nb.cli.acp import add_acp
 from bub_nb.cli.mcp import add_mcp
 from bub_nb.cli.redact import add_redact
 from bub_nb.cli.run import add_run
@@ -41,13 +42,13 @@ def parser() -> tuple[Parser, argparse._SubParsersAction[Parser]]:
     """The whole command line, and the subcommands of ``bub-nb tapes`` (for the spelling without ``list``)."""
     parser = Parser(
         prog="bub-nb",
-        usage="%(prog)s [-h] {run,tapes,mcp,db} ...",
+        usage="%(prog)s [-h] {run,tapes,mcp,acp,db} ...",
         description="bub_nb: Bub's tape model in Jupyter.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     # The commands are listed once, in the epilog, with their usage: not again as a positional argument.
     commands = parser.add_subparsers(
-        prog="bub-nb", dest="command", required=True, metavar="{run,tapes,mcp,db}", help=argparse.SUPPRESS
+        prog="bub-nb", dest="command", required=True, metavar="{run,tapes,mcp,acp,db}", help=argparse.SUPPRESS
     )
     add_run(commands)
     tapes = commands.add_parser(
@@ -77,6 +78,7 @@ def parser() -> tuple[Parser, argparse._SubParsersAction[Parser]]:
     imports.set_defaults(handler=_import)
     add_redact(moves, database)
     add_mcp(commands)
+    add_acp(commands)
     add_db(commands)
     parser.epilog = "commands:\n" + "\n".join(f"  {usage}\n      {what}" for usage, what in leaves(commands))
     return parser, moves

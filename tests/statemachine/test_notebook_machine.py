@@ -552,6 +552,33 @@ class NotebookMachine(RuleBasedStateMachine):
             return
         Tape(name, FileTapeStore(self.folder)).append_message({"role": "user", "content": f"aside {self.marker()}"})
 
+    @precondition(lambda self: self.folder.exists())
+    @rule(plan=st.lists(replies, max_size=2), comma=st.booleans())
+    def acp_prompt(self, plan: list[Reply], comma: bool) -> None:
+        """An ACP client (the SDK's, connected in process) loads the notebook's tape as its session and prompts
+        beside the kernel, as jupyter-ai's chat would on the same tape."""
+        from harness.acp_client import RecordingClient, in_process, text_prompt
+
+        from bub_nb.agent.acp import AcpServer, Place
+        from bub_nb.agent.eventloop import run_sync
+
+        name = self.notebook()
+        if not (self.folder / f"{name}.jsonl").exists():
+            return
+        self.script(plan)
+        text = ",tape.info" if comma else f"over acp {self.marker()}"
+
+        async def drive() -> Any:
+            async with in_process(RecordingClient(permit=None), AcpServer(Place(str(self.home)))) as conn:
+                await conn.load_session(cwd=str(self.root), session_id=name)
+                return await conn.prompt(session_id=name, prompt=text_prompt(text))
+
+        try:
+            answer = run_sync(drive())
+        finally:
+            self.server.drop_pending()
+        check("acp_turn_ends", answer.stop_reason in ("end_turn", "max_turn_requests"), f"ACP stopped: {answer}")
+
     # -- invariants ------------------------------------------------------------------------------------------
 
     def found_in_files(self, text: str) -> list[str]:
