@@ -64,8 +64,10 @@ class StripCell:
         names = ["bub-cell", f"bub-kind-{self.kind}"]
         if self.role:
             names.append(f"bub-role-{self.role}")
-        if self.anchor is not None:
-            names.append("bub-memory-anchor" if self.memory_anchor else "bub-anchor")
+        if self.memory_anchor:  # a memory zone's bound: an event, or an older tape's memory/ anchor
+            names.append("bub-memory-anchor")
+        elif self.anchor is not None:
+            names.append("bub-anchor")
         names.extend(
             name
             for name, on in (
