@@ -64,7 +64,11 @@ def bub_venv(*extra: str, with_bub_nb: bool = False) -> Path:
     install = [str(folder / "bin" / "python"), "-m", "pip", "install", "-q", *PINS, *extra]
     if with_bub_nb:
         install.append(str(REPO))
-    done = subprocess.run(install, capture_output=True, text=True, timeout=1200)
+    try:
+        done = subprocess.run(install, capture_output=True, text=True, timeout=3600)
+    except subprocess.TimeoutExpired:
+        shutil.rmtree(folder, ignore_errors=True)
+        _missing(f"installing {' '.join(install[5:])} took over an hour")
     if done.returncode != 0:
         shutil.rmtree(folder, ignore_errors=True)
         _missing(f"Bub could not be installed from PyPI: {done.stderr.strip()[-300:]}")
