@@ -32,7 +32,7 @@ from bub_nb.agent.models import OpenAIModel
 from bub_nb.tape import FileTapeStore, Tape
 from bub_nb.testing import OpenAICompatibleServer
 
-MODEL_VARIABLES = ("BUB_MODEL", "BUB_API_KEY", "OPENAI_API_KEY", "BUB_API_BASE", "OPENAI_BASE_URL")
+MODEL_VARIABLES = ("BUB_NB_MODEL", "BUB_MODEL", "BUB_API_KEY", "OPENAI_API_KEY", "BUB_API_BASE", "OPENAI_BASE_URL")
 
 
 #: Fixtures that start a real kernel, browser or database: a test using one is an integration test.

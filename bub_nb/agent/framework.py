@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import logging
+import os
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -33,6 +34,10 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+BUB_PLUGINS_VARIABLE = "BUB_NB_BUB_PLUGINS"
+"""Set to ``0`` (``false``, ``no``, ``off``) to leave the plugins of Bub's entry-point group ``bub`` unloaded."""
+OFF = ("0", "false", "no", "off")
+
 EventSink = Callable[[StreamEvent], Awaitable[None] | None]
 
 
@@ -50,9 +55,10 @@ class TurnResult:
 class TurnPipeline:
     """Runs turns through the hooks of the registered plugins.
 
-    The builtin plugin is registered first, then the plugins of the ``bub_nb`` entry-point group,
-    then whatever :meth:`register_plugin` adds; the plugin registered last runs first.
-    Entry points should name a module or an instance, which pluggy registers as it is.
+    The builtin plugin is registered first, then the plugins of the ``bub_nb`` entry-point group and of Bub's
+    ``bub`` group (``BUB_NB_BUB_PLUGINS=0`` leaves Bub's out), then whatever :meth:`register_plugin` adds; the
+    plugin registered last runs first. Entry points should name a module or an instance, which pluggy registers
+    as it is.
 
     ``builtin`` is a plugin, or a class the pipeline makes its builtin plugin from by passing
     itself (``TurnPipeline(BuiltinPlugin)``), so the agents that plugin makes run on this pipeline.
@@ -63,7 +69,7 @@ class TurnPipeline:
         if builtin is not None:
             self.hooks.register(builtin(self) if isinstance(builtin, type) else builtin, name="builtin")
         if entry_points:
-            self.hooks.load_entry_points()
+            self.hooks.load_entry_points(bub=os.environ.get(BUB_PLUGINS_VARIABLE, "").strip().lower() not in OFF)
 
     def register_plugin(self, plugin: object, name: str | None = None) -> str:
         """Register a plugin above every plugin registered before it; returns its name.

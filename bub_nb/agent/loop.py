@@ -4,12 +4,23 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
+import json
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from bub_nb.agent.commands import is_command, run_command
 from bub_nb.agent.eventloop import Closing, closed, next_item, once, run_sync
+from bub_nb.agent.hooks.interception import (
+    LlmCallRequest,
+    LlmCallResult,
+    ToolCallResult,
+    before_llm_call,
+    before_tool_call,
+    observe,
+)
+from bub_nb.agent.hooks.interception import ToolCall as HookToolCall
 from bub_nb.agent.mcp.servers import mcp_servers_of, offer_mcp_tools
 from bub_nb.agent.models import Completion, Model, TextDelta, resolve_model
 from bub_nb.agent.overflow import hopeless_overflow, narrowed_phases
@@ -244,7 +255,7 @@ class Agent:
                 continue
             completion: Completion | None = None
             try:
-                async with Closing(self._ask(messages, tools, stream)) as answer:
+                async with Closing(self._ask_hooked(recorder, messages, tools, stream)) as answer:
                     async for item in answer:
                         if recorder.closed:
                             return
@@ -292,6 +303,40 @@ class Agent:
             return self.model.stream(messages, tools)
         return once(self.model.complete(messages, tools))
 
+    async def _ask_hooked(
+        self, recorder: TurnRecorder, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, stream: bool
+    ) -> AsyncGenerator[TextDelta | Completion, None]:
+        """:meth:`_ask` between Bub's ``before_llm_call`` (which may change the messages, or answer instead of the
+        model) and ``after_llm_call``, as Bub's agent loop calls them."""
+        hooks = self.pipeline.hooks
+        names = tuple(str(tool["function"]["name"]) for tool in tools or ())
+        asked = LlmCallRequest(run_id=recorder.run_id, model=self.model.name, messages=messages, tool_names=names)
+        state = {"agent": self, "tape": self.tape, "run_id": recorder.run_id}
+        request, finished = await before_llm_call(hooks, asked, state)
+        if finished is not None:
+            yield Completion(finished, model=self.model.name)
+            return
+        started = time.perf_counter()
+        completion: Completion | None = None
+        try:
+            async with Closing(self._ask(request.messages, tools, stream)) as answer:
+                async for item in answer:
+                    completion = item if isinstance(item, Completion) else completion
+                    yield item
+        except Exception as exc:
+            failed = LlmCallResult(request.run_id, error=exc, duration_ms=_since(started))
+            await observe(hooks, "after_llm_call", request=request, result=failed, state=state)
+            raise
+        if completion is not None:
+            result = LlmCallResult(
+                request.run_id,
+                text=completion.text,
+                tool_calls=[call.to_openai() for call in completion.tool_calls],
+                usage=dataclasses.asdict(completion.usage) if completion.usage is not None else None,
+                duration_ms=_since(started),
+            )
+            await observe(hooks, "after_llm_call", request=request, result=result, state=state)
+
     async def _run_tools(self, recorder: TurnRecorder, completion: Completion) -> None:
         """Run every call; unknown tools, bad arguments and exceptions become error results for the model."""
         context = ToolContext(tape=self.tape, state={"agent": self, "run_id": recorder.run_id})
@@ -299,7 +344,7 @@ class Agent:
         recorder.tools_started(completion, self.tools.origins(call.name for call in completion.tool_calls))
         for call in completion.tool_calls:
             try:
-                output = await self.tools.call(call.name, call.arguments, context)
+                output = await self._call_tool_hooked(recorder, call, context)
             except ToolCallError as exc:
                 recorder.tool_returned({**exc.as_result(), "message": fit_result(exc.message, self.result_budget)}, exc)
             else:
@@ -308,3 +353,45 @@ class Agent:
                 return
         recorder.tools_wrote(before)  # a handoff, a memory zone; after a reset the turn goes on on the new tape
         recorder.tools_finished()
+
+    async def _call_tool_hooked(self, recorder: TurnRecorder, call: Any, context: ToolContext) -> Any:
+        """One tool call between Bub's ``before_tool_call`` (proceed with other arguments, replace or deny) and
+        ``after_tool_call`` (which sees every outcome and may replace the result), as Bub's agent loop calls them."""
+        hooks = self.pipeline.hooks
+        state = {"agent": self, "tape": self.tape, "run_id": recorder.run_id}
+        arguments = _arguments_of(call.arguments)
+        asked, decision = await before_tool_call(
+            hooks, HookToolCall(recorder.run_id, call.name, arguments, context), state
+        )
+        outcome = ToolCallResult(recorder.run_id, call.name, asked.arguments)
+        started = time.perf_counter()
+        try:
+            if decision is not None and decision.action == "deny":
+                raise ToolCallError(call.name, "denied", str(decision.message or "denied by a plugin"))
+            if decision is not None:
+                outcome.result = decision.result
+            else:
+                changed = asked.arguments != arguments  # unchanged, the model's own text is checked as it was sent
+                outcome.result = await self.tools.call(
+                    call.name, asked.arguments if changed else call.arguments, context
+                )
+        except Exception as exc:
+            outcome.error, outcome.duration_ms = exc, _since(started)
+            await observe(hooks, "after_tool_call", call=asked, result=outcome, state=state)
+            raise
+        outcome.duration_ms = _since(started)
+        await observe(hooks, "after_tool_call", call=asked, result=outcome, state=state)
+        return outcome.result
+
+
+def _since(started: float) -> int:
+    return round((time.perf_counter() - started) * 1000)
+
+
+def _arguments_of(raw: str) -> dict[str, Any]:
+    """A call's arguments as the hooks see them: the JSON object the model sent, else an empty one."""
+    try:
+        value = json.loads(raw) if raw else {}
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}

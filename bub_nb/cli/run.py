@@ -17,7 +17,7 @@ def add_run(commands: Any) -> None:
     run.add_argument("notebook", metavar="NOTEBOOK", help="the .ipynb file to execute")
     run.add_argument("-o", "--output", help="where to write the executed notebook (default: out/<name>)")
     # argparse formats help with %, so %%%% shows as %%.
-    run.add_argument("-m", "--model", help="model for %%%%bub cells (default: $BUB_MODEL, else offline)")
+    run.add_argument("-m", "--model", help="model for %%%%bub cells (default: $BUB_NB_MODEL, $BUB_MODEL, else offline)")
     run.add_argument("--home", help="Bub home for tapes (default: $BUB_HOME, else ~/.bub)")
     run.add_argument("--timeout", type=int, default=600, help="seconds a cell may take (default 600)")
     run.add_argument("--kernel", default="python3", help="kernel name (default python3)")
@@ -48,6 +48,7 @@ def _run(args: argparse.Namespace) -> int:
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError
 
+    from bub_nb.agent.models.resolve import model_setting
     from bub_nb.tape import session_tape_name
     from bub_nb.tape.locations import tapes_home
     from bub_nb.tape.open import open_tape
@@ -57,14 +58,13 @@ def _run(args: argparse.Namespace) -> int:
         raise BubNbError(f"Notebook {args.notebook!r} does not exist")
     notebook = read_notebook(source, args.notebook)
     output = Path(args.output).expanduser() if args.output else Path("out") / source.name
-    if args.model:
-        os.environ["BUB_MODEL"] = args.model
+    if args.model:  # bub_nb's own variable: Bub reads BUB_MODEL too, and cannot read 'offline'
+        os.environ["BUB_NB_MODEL"] = args.model
     if args.home:
         os.environ["BUB_HOME"] = str(Path(args.home).expanduser().resolve())
-    os.environ.setdefault("BUB_MODEL", "offline")
     # The kernel names its tape after the notebook, as Jupyter's server would tell it.
     os.environ["JPY_SESSION_NAME"] = str(source)
-    model = os.environ["BUB_MODEL"]
+    model = setting[1] if (setting := model_setting()) else "offline"
 
     client = NotebookClient(
         notebook,

@@ -1,8 +1,14 @@
-"""The memory zone: versioned ``memory/open`` … ``memory/seal`` regions appended to a tape."""
+"""The memory zone: versioned ``memory.open`` … ``memory.seal`` regions appended to a tape.
+
+The zone is bounded by events, not anchors: Bub (0.5.1) starts a model's context after the last anchor of any name,
+so an anchor-bounded zone would cut the phase short for Bub after every memory save. Tapes written before keep
+reading: a zone between ``memory/open`` and ``memory/seal`` anchors is found through the anchor index as it always
+was, and versions count across both kinds, so the newest zone wins whichever kind bounds it.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import date
 from typing import TYPE_CHECKING, Any, Final
@@ -16,13 +22,18 @@ from bub_nb.memory.snapshot import (
     zone_entries,
 )
 from bub_nb.tape.anchors import AnchorSummary
-from bub_nb.tape.entries import TapeEntry, utc_now
+from bub_nb.tape.entries import MEMORY_BOUND_EVENTS, TapeEntry, utc_now
+from bub_nb.tape.stores.protocol import SearchesLines
 
 if TYPE_CHECKING:
     from bub_nb.tape import Tape
 
+OPEN_EVENT, SEAL_EVENT = MEMORY_BOUND_EVENTS
 OPEN_ANCHOR: Final = "memory/open"
+"""How zones were opened before they were bounded by events; still read."""
 SEAL_ANCHOR: Final = "memory/seal"
+_OPENS: Final = (OPEN_EVENT, OPEN_ANCHOR)
+_MARK_WORD: Final = b'"memory.'
 DEFAULT_RETENTION_DAYS: Final = 30
 
 
@@ -51,9 +62,10 @@ class MemoryZone:
     """Memory kept on the tape itself (docs/concepts.md#memory-zone).
 
     Every change appends a new zone with the next version; nothing is rewritten. Reading takes
-    the highest version whose ``memory/seal`` has a matching ``memory/open`` before it, so a
+    the highest version whose ``memory.seal`` has a matching ``memory.open`` before it, so a
     zone cut short by a crash (an open without its seal) or a stray seal is simply ignored.
-    Zones are found through the tape's anchor index, and only the current one is read.
+    The bounding events are found by their bytes where the store can search lines (the file store),
+    older anchor-bounded zones through the anchor index, and only the current zone is read whole.
     """
 
     def __init__(self, tape: Tape, *, retention_days: int = DEFAULT_RETENTION_DAYS) -> None:
@@ -168,9 +180,9 @@ class MemoryZone:
         state = {"version": version}
         self._tape.extend(
             [
-                TapeEntry.anchor(OPEN_ANCHOR, state),
+                TapeEntry.event(OPEN_EVENT, state),
                 *zone_entries(snapshot, utc_now()),
-                TapeEntry.anchor(SEAL_ANCHOR, state),
+                TapeEntry.event(SEAL_EVENT, state),
             ]
         )
         return MemorySnapshot(version, snapshot.long_term, snapshot.dailies)
@@ -178,42 +190,83 @@ class MemoryZone:
     # -- finding zones ---------------------------------------------------------------------------
 
     def _memory_anchors(self) -> list[tuple[AnchorSummary, int]]:
+        """Every zone bound on the tape, in tape order, with its version: events and the anchors of older tapes."""
+        return sorted([*self._bounding_anchors(), *self._bounding_events()], key=lambda found: found[0].id)
+
+    def _bounding_anchors(self) -> list[tuple[AnchorSummary, int]]:
         # The anchor index knows names without reading entries, so only memory anchors are read.
         tape = self._tape
         refs = [ref for ref in tape.store.anchors(tape.name) if ref.name in (OPEN_ANCHOR, SEAL_ANCHOR)]
         found = []
         for ref in refs:
             entry = tape.read(ref.id, ref.id + 1)
-            if not entry:
-                continue
-            state = entry[0].payload.get("state")
-            version = _version(state)
-            if version is not None:
-                found.append((AnchorSummary(ref.id, ref.name, state, entry[0].date), version))
+            if entry:
+                found.extend(_bound(entry[0]))
+        return found
+
+    def _bounding_events(self, *, until_current: bool = False) -> list[tuple[AnchorSummary, int]]:
+        """The bounding events, newest first; with ``until_current`` only back to the newest complete zone's open.
+
+        A zone is written in one append, and each above every version before it, so the newest complete zone
+        is the one with the highest version among the events: nothing older needs reading.
+        """
+        store, name = self._tape.store, self._tape.name
+        if isinstance(store, SearchesLines):  # only lines naming a memory event are decoded
+            entries: Iterable[TapeEntry] = store.iter_reverse_matching(name, [_MARK_WORD])
+        else:
+            entries = store.iter_reverse(name)
+        found: list[tuple[AnchorSummary, int]] = []
+        sealed: set[int] = set()
+        for entry in entries:
+            for bound, version in _bound(entry) if entry.kind == "event" else ():
+                found.append((bound, version))
+                if bound.name == SEAL_EVENT:
+                    sealed.add(version)
+                elif until_current and version in sealed:
+                    return found
         return found
 
     def _zones(self) -> list[_Zone]:
         """Complete zones in tape order: each seal paired with the nearest earlier open of its version."""
-        opens: dict[int, AnchorSummary] = {}
-        zones = []
-        for anchor, version in self._memory_anchors():
-            if anchor.name == OPEN_ANCHOR:
-                opens[version] = anchor
-            elif (opened := opens.pop(version, None)) is not None:
-                zones.append(_Zone(version, opened, anchor))
-        return zones
+        return _paired(self._memory_anchors())
 
     def _current(self) -> _Zone | None:
-        return _newest(self._zones())
+        events = _paired(list(reversed(self._bounding_events(until_current=True))))
+        return _newest([*events[-1:], *_paired(self._bounding_anchors())])
 
     def _next_version(self) -> int:
         # Above every version on the tape, sealed or not, so a new zone is never confused with a stray one.
-        return max((version for _, version in self._memory_anchors()), default=0) + 1
+        bounds = [*self._bounding_anchors(), *self._bounding_events(until_current=True)]
+        return max((version for _, version in bounds), default=0) + 1
+
+
+def _paired(bounds: list[tuple[AnchorSummary, int]]) -> list[_Zone]:
+    """Complete zones of ``bounds`` (in tape order): each seal paired with the nearest earlier open of its version."""
+    opens: dict[int, AnchorSummary] = {}
+    zones = []
+    for bound, version in bounds:
+        if bound.name in _OPENS:
+            opens[version] = bound
+        elif (opened := opens.pop(version, None)) is not None:
+            zones.append(_Zone(version, opened, bound))
+    return zones
 
 
 def _newest(zones: list[_Zone]) -> _Zone | None:
     """The zone reads use: highest version, and the later one when two writers chose the same."""
     return max(zones, key=lambda zone: (zone.version, zone.seal.id), default=None)
+
+
+def _bound(entry: TapeEntry) -> list[tuple[AnchorSummary, int]]:
+    """``entry`` as a zone's bound with its version, when it is one (an event's data is its anchor's state)."""
+    if entry.kind == "event" and entry.name in (OPEN_EVENT, SEAL_EVENT):
+        state = entry.payload.get("data")
+    elif entry.kind == "anchor" and entry.name in (OPEN_ANCHOR, SEAL_ANCHOR):
+        state = entry.payload.get("state")
+    else:
+        return []
+    version = _version(state)
+    return [] if version is None else [(AnchorSummary(entry.id, entry.name or "", state, entry.date), version)]
 
 
 def _version(state: Any) -> int | None:

@@ -8,6 +8,7 @@ from typing import Any, Protocol
 from traitlets import Bool, Dict, Enum, Int, List, TraitError, Unicode, Union, default, validate
 from traitlets.config import Configurable
 
+from bub_nb.agent.models.resolve import model_setting
 from bub_nb.errors import BubNbError
 from bub_nb.notebook.usage_errors import one_line
 
@@ -77,7 +78,8 @@ class MagicSettings(Configurable):
 
     @default("model")
     def _default_model(self) -> str:
-        return os.environ.get("BUB_MODEL", "") or "offline"
+        setting = model_setting()  # BUB_NB_MODEL, else BUB_MODEL (shared with Bub)
+        return setting[1] if setting else "offline"
 
     @default("context")
     def _default_context(self) -> str:

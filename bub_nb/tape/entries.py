@@ -127,9 +127,21 @@ class TapeEntry:
 MEMORY_ANCHOR_PREFIX: Final = "memory/"
 
 
+MEMORY_BOUND_EVENTS: Final = ("memory.open", "memory.seal")
+"""The events that bound a memory zone (older tapes bound it with ``memory/open`` and ``memory/seal`` anchors)."""
+
+
 def is_phase_anchor(name: str | None) -> bool:
     """Whether an anchor starts a phase; ``memory/...`` anchors bound the memory zone instead."""
     return name is not None and not name.startswith(MEMORY_ANCHOR_PREFIX)
+
+
+def is_memory_bound(entry: TapeEntry) -> bool:
+    """Whether ``entry`` opens or seals a memory zone: a ``memory.open``/``memory.seal`` event, or an older tape's
+    ``memory/...`` anchor."""
+    if entry.kind == "event":
+        return entry.name in MEMORY_BOUND_EVENTS
+    return entry.kind == "anchor" and not is_phase_anchor(entry.name)
 
 
 def plain_json(value: Any) -> Any:

@@ -286,7 +286,9 @@ def test_a_hook_bub_nb_never_calls_is_refused_at_registration_naming_plugin_and_
             return []
 
     pipeline = TurnPipeline(entry_points=False)
-    with pytest.raises(PipelineError, match=r"^Plugin 'channels' implements 'provide_channels', which is not a bub_nb"):
+    with pytest.raises(
+        PipelineError, match=r"^Plugin 'channels' implements Bub's 'provide_channels', which bub_nb does not call"
+    ):
         pipeline.register_plugin(BubChannels(), name="channels")
     assert pipeline.plugin_names == []
 
@@ -343,5 +345,7 @@ def test_an_entry_point_plugin_with_a_hook_bub_nb_never_calls_stops_the_pipeline
     (dist / "entry_points.txt").write_text("[bub_nb]\nchannels = bub_channels_plugin\n")
     monkeypatch.syspath_prepend(str(tmp_path))
 
-    with pytest.raises(PipelineError, match=r"^Plugin 'channels' implements 'provide_channels', which is not"):
+    with pytest.raises(
+        PipelineError, match=r"^Plugin 'channels' implements Bub's 'provide_channels', which bub_nb does not call"
+    ):
         TurnPipeline(BuiltinPlugin)

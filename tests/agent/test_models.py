@@ -325,6 +325,43 @@ def test_bub_model_and_the_key_and_base_variables_configure_an_openai_model(monk
     assert openai_server.last_request["model"] == "qwen2.5:7b"
 
 
+def test_bubs_provider_spelling_is_the_model_at_the_providers_openai_compatible_endpoint(monkeypatch, openai_server):
+    monkeypatch.setenv("BUB_MODEL", "anthropic:claude-test")
+    monkeypatch.setenv("BUB_ANTHROPIC_API_BASE", openai_server.base_url)
+    monkeypatch.setenv("BUB_ANTHROPIC_API_KEY", "test-key")
+    openai_server.reply("through the endpoint")
+    model = resolve_model(max_retries=0)
+    assert complete(model, HELLO).text == "through the endpoint"
+    assert openai_server.last_request["model"] == "claude-test"
+
+
+def test_openrouter_needs_no_base_it_has_an_openai_compatible_endpoint_of_its_own(monkeypatch):
+    monkeypatch.setenv("BUB_MODEL", "openrouter:openrouter/free")
+    monkeypatch.setenv("BUB_API_KEY", "test-key")
+    model = resolve_model()
+    assert (model.model, model.base_url) == ("openrouter/free", "https://openrouter.ai/api/v1")
+
+
+def test_a_bub_provider_without_an_endpoint_is_refused_in_one_line_naming_bub_model_and_what_to_set(monkeypatch):
+    monkeypatch.setenv("BUB_MODEL", "anthropic:claude-sonnet-4")
+    with pytest.raises(ModelConfigError) as refused:
+        resolve_model()
+    line = str(refused.value)
+    assert (
+        line.startswith("BUB_MODEL='anthropic:claude-sonnet-4' names Bub's provider 'anthropic'") and "\n" not in line
+    )
+    assert "BUB_ANTHROPIC_API_BASE or BUB_API_BASE" in line and "BUB_NB_MODEL" in line
+
+
+def test_bub_nb_model_is_read_before_the_setting_shared_with_bub(monkeypatch):
+    monkeypatch.setenv("BUB_MODEL", "openai:gpt-4o-mini")
+    monkeypatch.setenv("BUB_NB_MODEL", "offline")
+    assert isinstance(resolve_model(), OfflineModel)
+    monkeypatch.delenv("BUB_NB_MODEL")
+    monkeypatch.setenv("BUB_MODEL", "offline")  # the old spelling still reads
+    assert isinstance(resolve_model(), OfflineModel)
+
+
 def test_a_bare_model_name_is_an_openai_model(monkeypatch):
     monkeypatch.setenv("BUB_API_KEY", "test-key")
     model = resolve_model("gpt-4o-mini")
@@ -352,10 +389,10 @@ def test_a_local_server_needs_no_key(openai_server, monkeypatch):
 def test_an_unknown_prefix_lists_the_accepted_forms():
     with pytest.raises(
         ModelConfigError,
-        match=r"Unknown model spec 'anthropic:claude'; use 'offline', "
+        match=r"Unknown model spec 'nonsense:claude'; use 'offline', "
         r"'openai:<model>'",
     ):
-        resolve_model("anthropic:claude")
+        resolve_model("nonsense:claude")
 
 
 def test_a_model_object_is_used_as_it_is():

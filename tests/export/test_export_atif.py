@@ -79,7 +79,7 @@ def test_anchors_handoffs_summaries_and_errors_are_bub_extensions(tape: Tape, ha
     extras = [step["extra"]["bub"] for step in document["steps"]]
 
     anchors = [e for e in extras if "anchor" in e]
-    assert [a["anchor"]["name"] for a in anchors] == ["session/start", "memory/open", "memory/seal", "phase/two"]
+    assert [a["anchor"]["name"] for a in anchors] == ["session/start", "phase/two"]
     phase_two = anchors[-1]
     assert phase_two["handoff"]["name"] == "phase/two" and len(phase_two["entries"]) == 2
     assert phase_two["anchor"]["state"]["summary"] == '{"summary": "sums done [#6]"}'

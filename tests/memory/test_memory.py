@@ -150,10 +150,31 @@ def test_ensure_writes_the_empty_zone_of_seed_5_1_once() -> None:
     assert tape.memory.ensure() == MemorySnapshot(1)
     tape.memory.ensure()
     written = tape.read(before + 1)
-    assert [(e.kind, e.name, e.payload.get("state")) for e in written] == [
-        ("anchor", "memory/open", {"version": 1}),
-        ("anchor", "memory/seal", {"version": 1}),
+    assert [(e.kind, e.name, e.payload.get("data")) for e in written] == [
+        ("event", "memory.open", {"version": 1}),
+        ("event", "memory.seal", {"version": 1}),
     ]
+
+
+def test_a_memory_zone_writes_no_anchor_so_the_phase_goes_on_for_bub_as_for_the_notebook() -> None:
+    """Bub starts its context after the last anchor of any name: a zone bounded by anchors would cut the phase."""
+    tape = new_tape()
+    tape.handoff("phase/plan", {"summary": "planned"})
+    tape.memory.save_long_term("likes tea")
+    tape.memory.append_daily("met the class", date="2026-02-10")
+    assert [e.name for e in tape.read(kinds=("anchor",))] == ["phase/plan"]
+    assert tape.memory.read() == MemorySnapshot(
+        2, "likes tea", (DailyNote("2026-02-10", "# 2026-02-10\n\nmet the class"),)
+    )
+
+
+def test_zones_an_older_tape_bounded_by_anchors_read_and_the_next_zone_supersedes_them() -> None:
+    tape = new_tape()
+    zone(tape, 3, long_term("from an older bub_nb"))
+    assert tape.memory.read() == MemorySnapshot(3, "from an older bub_nb")
+    assert tape.memory.save_long_term("written now").version == 4
+    assert tape.memory.read() == MemorySnapshot(4, "written now")
+    assert [(r.version, r.current) for r in tape.memory.history()] == [(3, False), (4, True)]
 
 
 def test_each_change_appends_a_new_zone_and_never_rewrites() -> None:
@@ -169,10 +190,14 @@ def test_each_change_appends_a_new_zone_and_never_rewrites() -> None:
         "User likes Python",
         (DailyNote("2026-02-10", "# 2026-02-10\n\n- Implemented tape memory zone\n- Fixed model_runner tests"),),
     )
-    names = [(e.name, (e.payload.get("state") or {}).get("version")) for e in tape.read(kinds=("anchor",))]
-    assert names == [(f"memory/{kind}", v) for v in (1, 2, 3, 4) for kind in ("open", "seal")]
+    bounds = [
+        (e.name, e.payload["data"]["version"])
+        for e in tape.read(kinds=("event",))
+        if "version" in e.payload.get("data", {})
+    ]
+    assert bounds == [(f"memory.{kind}", v) for v in (1, 2, 3, 4) for kind in ("open", "seal")]
     last_zone = tape.read(tape.last_id - 3)
-    assert [e.name for e in last_zone] == ["memory/open", "memory.long_term", "memory.daily", "memory/seal"]
+    assert [e.name for e in last_zone] == ["memory.open", "memory.long_term", "memory.daily", "memory.seal"]
     assert last_zone[2].payload["data"]["date"] == "2026-02-10"
     assert "updated_at" in last_zone[1].payload["data"]
 
@@ -253,7 +278,7 @@ def test_history_lists_every_sealed_version() -> None:
     assert last.date == tape.get(last.seal_id).date
 
 
-def test_reading_memory_touches_only_anchors_and_the_current_zone() -> None:
+def test_reading_memory_reads_back_only_to_the_current_zone_and_reads_that_zone_alone() -> None:
     store = CountingStore()
     tape = new_tape(store)
     tape.memory.save_long_term("old")
@@ -261,10 +286,11 @@ def test_reading_memory_touches_only_anchors_and_the_current_zone() -> None:
     tape.memory.save_long_term("new")
     tape.extend([TapeEntry.message({"role": "user", "content": f"n{i}"}) for i in range(3000)])
     store.reads.clear()
+    store.reversed_entries = 0
     assert tape.memory.read().long_term == "new"
     touched = sum((stop or tape.last_id + 1) - start for start, stop in store.reads)
     assert touched < 10
-    assert store.reversed_entries == 0
+    assert store.reversed_entries == 3000 + 3, "back to the current zone's open, and no further"
 
 
 def test_memory_survives_reopening_a_file_tape(tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ from bub_nb.context import build_view, window
 from bub_nb.errors import AnchorNotFoundError
 from bub_nb.memory import MemoryZoneError
 from bub_nb.notebook.widgets import ContextView, MemoryView, TapeTimeline
+from bub_nb.tape.entries import is_memory_bound
 from bub_nb.testing import OpenAICompatibleServer
 
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
@@ -119,8 +120,8 @@ def test_strip_has_a_cell_per_entry_coloured_by_kind_with_anchors_marked(tape: T
     entries = tape.read()
     assert [int(c["data-entry-id"]) for c in cells] == [e.id for e in entries]
     assert all(f"bub-kind-{e.kind}" in c["classes"] for c, e in zip(cells, entries, strict=True))
-    phase = [e for e in entries if e.kind == "anchor" and not (e.name or "").startswith("memory/")]
-    memory = [e for e in entries if e.kind == "anchor" and (e.name or "").startswith("memory/")]
+    phase = [e for e in entries if e.kind == "anchor" and not is_memory_bound(e)]
+    memory = [e for e in entries if is_memory_bound(e)]
     assert ids_with(cells, "bub-anchor") == [e.id for e in phase]
     assert ids_with(cells, "bub-memory-anchor") == [e.id for e in memory] and memory
     labelled = {c["data-anchor-name"]: c["text"] for c in cells if "bub-anchor" in c["classes"]}
@@ -240,8 +241,7 @@ def test_the_text_form_marks_the_window_under_a_strip_of_kinds(tape: Tape) -> No
     lines = text.splitlines()
     glyphs = {"message": "m", "system": "s", "event": "e", "tool_call": "c", "tool_result": "r"}
     strip = "".join(
-        ("|" if not e.name.startswith("memory/") else ":") if e.kind == "anchor" and e.name else glyphs[e.kind]
-        for e in tape.read()
+        ":" if is_memory_bound(e) else "|" if e.kind == "anchor" and e.name else glyphs[e.kind] for e in tape.read()
     )
     row = next(i for i, line in enumerate(lines) if line.strip().startswith("#1 "))
     assert lines[row].split()[-1] == strip

@@ -38,7 +38,7 @@ def test_the_transcript_shows_what_memory_saved(tmp_path: Path) -> None:
     transcript = transcript_markdown(tape)
     assert "*memory.long_term* · #" in transcript and "> Prefers pandas" in transcript
     assert "*memory.daily* 2026-02-10" in transcript and "> met the class" in transcript
-    assert "*memory/seal* v2" in transcript
+    assert "*memory.seal* v2" in transcript
 
 
 class Links(HTMLParser):

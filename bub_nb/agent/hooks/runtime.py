@@ -8,6 +8,7 @@ marked ``wrapper=True`` or ``hookwrapper=True``, which run around the others as 
 
 from __future__ import annotations
 
+import importlib.metadata
 import inspect
 import logging
 from collections.abc import Awaitable, Callable, Generator, Mapping
@@ -16,12 +17,32 @@ from typing import Any
 import pluggy
 from pluggy import HookImpl
 
-from bub_nb.agent.hooks.specs import PROJECT, TurnSpecs
+from bub_nb.agent.hooks.specs import BUB_ONLY_HOOKS, BUB_PROJECT, PROJECT, TurnSpecs
 from bub_nb.errors import PipelineError
 
 logger = logging.getLogger(__name__)
 
+_NO_TOOLS = " (Bub's tools are not offered in a notebook)"
+
 Body = Callable[[], Awaitable[Any]]
+
+
+class _Plugins(pluggy.PluginManager):
+    """pluggy's manager for project ``bub_nb`` that also reads the markers of Bub's (``@bub.hookimpl``, project
+    ``bub``): a plugin written for Bub registers as it is, its hooks called where bub_nb calls them."""
+
+    def parse_hookimpl_opts(self, plugin: object, name: str) -> Any:
+        opts = super().parse_hookimpl_opts(plugin, name)
+        if opts is not None:
+            return opts
+        method = getattr(plugin, name, None)
+        if not inspect.isroutine(method):
+            return None
+        try:
+            bub = getattr(method, f"{BUB_PROJECT}_impl", None)
+        except Exception:  # an attribute that raises is not a marker
+            return None
+        return dict(bub) if isinstance(bub, dict) else None
 
 
 class HookRuntime:
@@ -29,7 +50,9 @@ class HookRuntime:
 
     def __init__(self, specs: type = TurnSpecs) -> None:
         self._specs = specs
-        self._plugins = pluggy.PluginManager(PROJECT)
+        self._plugins = _Plugins(PROJECT)
+        self.refused: dict[str, str] = {}
+        """Plugins of Bub's entry-point group that were not loaded, by name, with the one line saying why."""
         self._plugins.add_hookspecs(specs)
         # Each hook's (answering implementations, wrappers, firstresult), until the plugins change.
         self._plans: dict[str, tuple[list[HookImpl], list[HookImpl], bool]] = {}
@@ -53,8 +76,14 @@ class HookRuntime:
         self._check(plugin, registered)
         return registered
 
-    def load_entry_points(self) -> None:
-        """Register the plugins of the ``bub_nb`` entry-point group, refused as :meth:`register` refuses."""
+    def load_entry_points(self, *, bub: bool = True) -> None:
+        """Register the plugins of the ``bub_nb`` entry-point group, refused as :meth:`register` refuses, then
+        (with ``bub``) those of Bub's group ``bub``.
+
+        A plugin of Bub's group that cannot run in a notebook (it needs Bub's own package, or implements a hook
+        that has no meaning here) is left out with one logged line, kept in :attr:`refused`: a Bub setup brought
+        into a notebook must not stop every turn.
+        """
         self._plans.clear()
         try:
             self._plugins.load_setuptools_entrypoints(PROJECT)
@@ -62,6 +91,30 @@ class HookRuntime:
             raise PipelineError(f"An entry-point plugin cannot be registered: {' '.join(str(exc).split())}") from None
         for name, plugin in self._plugins.list_name_plugin():
             self._check(plugin, name)
+        if bub:
+            self._load_bub_entry_points()
+
+    def _load_bub_entry_points(self) -> None:
+        for entry_point in importlib.metadata.entry_points(group=BUB_PROJECT):
+            name = entry_point.name
+            if self._plugins.get_plugin(name) is not None or self._plugins.is_blocked(name):
+                continue
+            try:
+                plugin = entry_point.load()
+            except Exception as exc:  # an import error inside a plugin is the plugin's, and says so
+                reason = " ".join(f"{type(exc).__name__}: {exc}".split())
+                self.refused[name] = f"Bub plugin {name!r} cannot be loaded: {reason}"
+            else:
+                try:
+                    self.register(plugin, name=name)
+                except PipelineError as exc:
+                    self.refused[name] = str(exc)
+                else:
+                    if not self._plugins.get_hookcallers(plugin):  # Bub tools alone, say: nothing would ever run
+                        self.unregister(name)
+                        self.refused[name] = f"Bub plugin {name!r} implements no hook bub_nb calls" + _NO_TOOLS
+            if name in self.refused:
+                logger.warning("%s", self.refused[name])
 
     def _check(self, plugin: object, name: str) -> None:
         """Refuse a plugin implementing a hook bub_nb never calls: it would be silently ignored."""
@@ -70,6 +123,11 @@ class HookRuntime:
             if not caller.has_spec() and not optional:
                 self._plugins.unregister(plugin)
                 hooks = ", ".join(sorted(name for name in vars(self._specs) if not name.startswith("_")))
+                why = BUB_ONLY_HOOKS.get(caller.name)
+                if why is not None:
+                    raise PipelineError(
+                        f"Plugin {name!r} implements Bub's {caller.name!r}, which bub_nb does not call: {why}"
+                    )
                 raise PipelineError(
                     f"Plugin {name!r} implements {caller.name!r}, which is not a bub_nb hook; the hooks are: {hooks}"
                 )

@@ -191,3 +191,50 @@ class TurnSpecs:
         to leave it to the next plugin. With no answer the view is ``build_view(tape, mode)``. This is
         where a window, summary or retrieval strategy plugs in.
         """
+
+    # -- Bub's interception hooks, called where Bub calls them (bub_nb.agent.hooks.interception) ----------------
+
+    @hookspec
+    def before_llm_call(self, request: Any, state: State) -> Any:
+        """Observe, change or answer one model call of the agent loop, before it is made.
+
+        ``request`` is an :class:`~bub_nb.agent.hooks.interception.LlmCallRequest` (``run_id``, ``model``,
+        ``messages``, ``tool_names``, ``max_tokens``). Implementations are chained, the plugin registered last
+        first: each sees the request as the one before left it and may return a changed copy
+        (``dataclasses.replace``), ``None``, or ``LlmCallDecision.finish(text)`` (Bub's or bub_nb's), which skips
+        the call and makes ``text`` the step's answer. One that raises is logged and skipped, as in Bub.
+        """
+
+    @hookspec
+    def after_llm_call(self, request: Any, result: Any, state: State) -> None:
+        """Observe the outcome of one model call: an ``LlmCallResult`` with the text, tool calls, usage, or the
+        error. Called once per call that ended, successfully or with an ``Exception``; one that raises is logged."""
+
+    @hookspec
+    def before_tool_call(self, call: Any, state: State) -> Any:
+        """Decide whether and how one tool call runs: ``None`` or ``ToolCallDecision.proceed(arguments)``
+        continues (the next implementation sees the changed arguments), ``replace(result)`` skips the tool and uses
+        ``result``, ``deny(message)`` skips it with a tool error; the last two end the chain."""
+
+    @hookspec
+    def after_tool_call(self, call: Any, result: Any, state: State) -> None:
+        """See the outcome of one tool call (success, failure, denial, replacement) as a mutable
+        ``ToolCallResult``: assigning ``result.result`` changes what the model reads."""
+
+
+BUB_PROJECT = "bub"
+"""Bub's pluggy project: ``@bub.hookimpl`` marks with it, and its entry-point group has its name."""
+
+BUB_ONLY_HOOKS: dict[str, str] = {
+    "provide_channels": "a notebook has no channels; its cells are the one way in",
+    "register_cli_commands": "bub_nb has no Typer app; the `bub-nb` command is its own",
+    "onboard_config": "a notebook has no onboarding; settings are environment variables and %config",
+    "provide_steering_inbox": "a cell runs one turn at a time and nothing steers a running turn",
+    "admit_message": "a cell runs one turn at a time; there is no queue of inbound messages to admit",
+    "continue_prompt": "the agent loop ends when the model answers without tool calls",
+    "provide_model_options": "the model is chosen with BUB_MODEL or %%bub --model",
+    "provide_tape_sidecar": "bub_nb mounts no sidecar tapes on a notebook's tape",
+    "provide_environment": "tools run in the kernel's own process and folder",
+    "provide_lifespan": "a notebook's kernel has no framework.running() to own resources for",
+}
+"""Bub 0.5.1's hooks that bub_nb does not call, each with the reason, named when a plugin implements one."""

@@ -10,7 +10,7 @@ from typing import Any, Final
 
 from bub_nb.agent.models.refusals import reported_prompt, reported_window
 from bub_nb.agent.phase_handoff import AUTO_HANDOFF_ANCHOR
-from bub_nb.tape.entries import TapeEntry, is_phase_anchor
+from bub_nb.tape.entries import TapeEntry, is_memory_bound, is_phase_anchor
 from bub_nb.tape.events import LOOP_STEP, RUN, SUMMARY, run_data, run_usage
 from bub_nb.tape.reports.prices import cost_of
 
@@ -149,12 +149,12 @@ def measure(entries: Iterable[TapeEntry], prices: Mapping[str, Mapping[str, floa
         if entry.kind == "anchor" and is_phase_anchor(name):
             phases.append(Phase(name, entry.id, entry.id, entry.id))
             anchors.append((entry.id, name or ""))
-        elif entry.kind == "anchor":
+        elif is_memory_bound(entry):
             memory_anchors += 1
         if not phases:
             phases.append(Phase(None, None, entry.id, entry.id))
         phase = phases[-1]
-        kind = MEMORY_ANCHOR if entry.kind == "anchor" and not is_phase_anchor(name) else entry.kind
+        kind = MEMORY_ANCHOR if is_memory_bound(entry) else entry.kind
         phase.kinds[kind] += 1
         phase.last_id = entry.id
         if entry.kind == "event" and name == RUN:
@@ -222,7 +222,7 @@ def _bucket(stamped: list[tuple[datetime, TapeEntry]]) -> tuple[tuple[Bucket, ..
             bucket.kinds[entry.kind] += 1
             bucket.anchors.append((entry.id, entry.name or ""))
         else:
-            bucket.kinds[MEMORY_ANCHOR if entry.kind == "anchor" else entry.kind] += 1
+            bucket.kinds[MEMORY_ANCHOR if is_memory_bound(entry) else entry.kind] += 1
     return tuple(buckets), label
 
 

@@ -10,7 +10,7 @@ from bub_nb.errors import BubNbError
 from bub_nb.markup import kind_class, role_class
 from bub_nb.notebook.widgets._style import KIND_GLYPHS, LEGEND, MEMORY_GLYPH, OTHER_GLYPH, clip, esc
 from bub_nb.tape.citations import state_sources
-from bub_nb.tape.entries import is_phase_anchor
+from bub_nb.tape.entries import is_memory_bound
 from bub_nb.tape.text import entry_role, entry_text
 
 if TYPE_CHECKING:
@@ -65,8 +65,10 @@ class StripCell:
         names = ["bub-cell", kind_class(self.kind)]
         if self.role:
             names.append(role_class(self.role))
-        if self.anchor is not None:
-            names.append("bub-memory-anchor" if self.memory_anchor else "bub-anchor")
+        if self.memory_anchor:  # a memory zone's bound: an event, or an older tape's memory/ anchor
+            names.append("bub-memory-anchor")
+        elif self.anchor is not None:
+            names.append("bub-anchor")
         names.extend(
             name
             for name, on in (
@@ -157,7 +159,7 @@ def _cell(
     lost: tuple[str, ...] = (),
 ) -> StripCell:
     anchor = entry.name if entry.kind == "anchor" else None
-    memory = entry.kind == "anchor" and not is_phase_anchor(anchor)
+    memory = is_memory_bound(entry)
     role = entry_role(entry) if entry.kind == "message" else None
     label = anchor or entry.name or role or ""
     tip = f"#{entry.id} {entry.kind}" + (f" {label}" if label else "") + f" · {entry.date[:19]}"

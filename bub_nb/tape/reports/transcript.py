@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from bub_nb.tape.anchors import AnchorSummary
 from bub_nb.tape.corrections.unreached import record_export
-from bub_nb.tape.entries import TapeEntry, is_phase_anchor
+from bub_nb.tape.entries import TapeEntry, is_memory_bound, is_phase_anchor
 from bub_nb.tape.events import NOTEBOOK_CELL, RETRACT, RUN, UNRETRACT, retracted_ids, run_data
 from bub_nb.tape.info import TapeInfo
 from bub_nb.tape.redact import redact, redact_text
@@ -57,8 +57,9 @@ def _entry_markdown(entry: TapeEntry) -> str | None:
             return f"*tool result* · #{entry.id}\n\n```\n{entry_text(entry)[:4000]}\n```"
         case "error":
             return f"**error** · #{entry.id}: {entry_text(entry)}"
-        case "anchor" if not is_phase_anchor(entry.name):
-            version = (entry.payload.get("state") or {}).get("version")
+        case "anchor" | "event" if is_memory_bound(entry):
+            bound = entry.payload.get("state" if entry.kind == "anchor" else "data")
+            version = bound.get("version") if isinstance(bound, dict) else None
             return f"*{entry.name}*" + (f" v{version}" if version is not None else "") + f" · #{entry.id}"
         case "event" if (entry.name or "").startswith("memory."):
             data = entry.payload.get("data") or {}
