@@ -143,9 +143,14 @@ class NotebookSession:
         notebook = current_notebook()
         if notebook.source == "run":
             return self._run_tape(notebook.tape_name)
-        if self._tape is not None and self._unsettled and self._tape.name != notebook.tape_name:
-            if not self._tape.store.exists(self._tape.name):
-                self._tape = None  # the cells now tell the notebook, and the kernel's own tape is still unwritten
+        tape = self._tape
+        if (
+            tape is not None
+            and self._unsettled
+            and tape.name != notebook.tape_name
+            and not tape.store.exists(tape.name)
+        ):
+            self._tape = None  # the cells now tell the notebook, and the kernel's own tape is still unwritten
         if self._tape is None:
             self._tape, self._team = self.open(None), None
             self._unsettled = not notebook.settled

@@ -58,4 +58,5 @@ def test_a_kernel_whose_first_cells_fit_two_notebooks_chooses_its_tape_once_a_ce
         shown = kernel.ok("%%bub\nQuestion of b.ipynb")
     assert "cannot tell" not in shown
     assert users(home, tmp_path, "b.ipynb") == ["Question of b.ipynb"]
-    assert [path.name for path in (home / "tapes").glob("*.jsonl")] == [f"{session_tape_name(tmp_path, 'b.ipynb')}.jsonl"]
+    written = [path.name for path in (home / "tapes").glob("*.jsonl")]
+    assert written == [f"{session_tape_name(tmp_path, 'b.ipynb')}.jsonl"]

@@ -82,9 +82,7 @@ def _merged(first: list[TapeEntry], others: list[list[TapeEntry]], origin: str) 
     before = _merged_before(out, origin)
     for side in others:
         new = [
-            entry
-            for entry in side
-            if (entry.id, entry.to_line()) not in held and (entry.id, entry.date) not in before
+            entry for entry in side if (entry.id, entry.to_line()) not in held and (entry.id, entry.date) not in before
         ]
         if not new:
             continue

@@ -113,7 +113,7 @@ class IndexState:
         if not good:
             return offsets[-1]
         ids = [record["id"] for _, record in good]
-        steps = (pair for pair in zip(ids, ids[1:], strict=False) if pair[1] <= pair[0])
+        steps = (pair for pair in itertools.pairwise(ids) if pair[1] <= pair[0])
         self._note_order(ids[0], next(steps, None))
         self.entries += len(good)
         self.last_id = max(self.last_id, *(record["id"] for _, record in good))
