@@ -12,7 +12,7 @@ from bub_nb.cli.acp import add_acp
 from bub_nb.cli.mcp import add_mcp
 from bub_nb.cli.redact import add_redact
 from bub_nb.cli.run import add_run
-from bub_nb.cli.tapes import add_export, add_list, add_push_pull
+from bub_nb.cli.tapes import add_export, add_list, add_merge, add_push_pull
 from bub_nb.errors import BubNbError, TapeNotFoundError
 from bub_nb.markup import visible_terminal
 
@@ -56,10 +56,11 @@ def parser() -> tuple[Parser, argparse._SubParsersAction[Parser]]:
         help="list, move, export, import and redact tapes (bub-nb tapes with no subcommand lists them)",
         description="The tapes of a Bub home: list them, move them to and from a database, export, import, redact.",
     )
-    moves = tapes.add_subparsers(dest="move", required=True, metavar="{list,push,pull,export,import,redact}")
+    moves = tapes.add_subparsers(dest="move", required=True, metavar="{list,push,pull,export,import,redact,merge}")
     add_list(moves)
     add_push_pull(moves)
     add_export(moves)
+    add_merge(moves)
     from bub_nb.imports.formats import FORMATS
 
     imports = moves.add_parser(

@@ -1,4 +1,5 @@
-"""``bub-nb tapes list|push|pull|export``: a Bub home's tapes listed, moved to and from a database, exported."""
+"""``bub-nb tapes list|push|pull|export|merge``: a Bub home's tapes listed, moved to and from a database, exported,
+and two copies of one tape merged."""
 
 from __future__ import annotations
 
@@ -41,6 +42,25 @@ def add_export(moves: Any) -> None:
     export.add_argument("--content", action="store_true", help="include messages, tool arguments and results")
     export.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for the receiver (default 10)")
     export.set_defaults(handler=_export)
+
+
+def add_merge(moves: Any) -> None:
+    merge = moves.add_parser(
+        "merge",
+        help="merge two copies of one tape (two clones' appends): the other's new entries renumbered after A's",
+    )
+    merge.add_argument("first", metavar="A", help="the tape file kept as it is and merged into (.jsonl)")
+    merge.add_argument(
+        "second", nargs="?", metavar="B", help="the other copy (.jsonl); without it, the sides A itself holds"
+    )
+    merge.set_defaults(handler=_merge)
+
+
+def _merge(args: argparse.Namespace) -> int:
+    from bub_nb.tape.forks.merge import merge_tapes
+
+    print(merge_tapes(args.first, args.second).describe())
+    return 0
 
 
 def _list(args: argparse.Namespace) -> int:

@@ -16,7 +16,9 @@ def load_ipython_extension(ipython: Any) -> None:
     from bub_nb.notebook.magics import BubMagics
     from bub_nb.notebook.parsing import comma_cells, questions
     from bub_nb.notebook.usage_errors import one_line
+    from bub_nb.tape.locations import tell_cells_run
 
+    tell_cells_run(lambda: ipython.history_manager.input_hist_raw[1:])  # which notebook runs, when nothing else says
     magics = BubMagics(shell=ipython, parent=ipython)
     ipython.register_magics(magics)
     magics.origin.start()

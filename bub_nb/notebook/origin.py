@@ -106,8 +106,8 @@ class NotebookOrigin:
         if before is None or last_id <= before or key in self._marked:
             return
         notebook = current_notebook()
-        if notebook.source == "cwd":
-            return  # no notebook is known, only a folder
+        if notebook.source in ("cwd", "kernel"):
+            return  # no notebook is known, only a folder or a kernel
         path = str(notebook.workspace / notebook.session_id)
         event_id = _notebook_event(tape, path)
         if not event_id:

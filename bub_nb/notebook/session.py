@@ -114,6 +114,9 @@ class NotebookSession:
         self._kernel = kernel
         self._tape: Tape | None = None
         self._team: Team | None = None
+        self._team_tape: Tape | None = None
+        self._unsettled = False  # the tape was the kernel's own while it could not tell its notebook
+        self._run_tapes: dict[str, Tape] = {}
         self.last_turn: Turn | None = None
         self.last_agent: Agent | None = None
         self.agents = NotebookAgents()
@@ -130,10 +133,34 @@ class NotebookSession:
 
     @property
     def tape(self) -> Tape:
+        """The notebook's tape: the setting's, else the running notebook's. While a kernel cannot tell its notebook
+        it is the kernel's own, until a later cell tells it, if nothing was written there yet; while ``%run`` runs
+        another notebook, that notebook's."""
+        if self._settings.tape:
+            if self._tape is None:
+                self._tape, self._team = self.open(self._settings.tape), None
+            return self._tape
+        notebook = current_notebook()
+        if notebook.source == "run":
+            return self._run_tape(notebook.tape_name)
+        tape = self._tape
+        if (
+            tape is not None
+            and self._unsettled
+            and tape.name != notebook.tape_name
+            and not tape.store.exists(tape.name)
+        ):
+            self._tape = None  # the cells now tell the notebook, and the kernel's own tape is still unwritten
         if self._tape is None:
-            self._tape = self.open(self._settings.tape or None)
-            self._team = None
+            self._tape, self._team = self.open(None), None
+            self._unsettled = not notebook.settled
         return self._tape
+
+    def _run_tape(self, name: str) -> Tape:
+        tape = self._run_tapes.get(name)
+        if tape is None:
+            tape = self._run_tapes[name] = self.open(None)
+        return tape
 
     def open(self, name_or_path: str | None, *, create: bool = True) -> Tape:
         home = self._settings.home or None
@@ -155,12 +182,13 @@ class NotebookSession:
         """
         tape = self.open(name_or_path, create=create)
         tape.stats()  # reads (or creates nothing); a tape that cannot be read fails here, before the switch
-        self._tape, self._team = tape, None
+        self._tape, self._team, self._unsettled = tape, None, False
         return tape
 
     def forget_tape(self) -> None:
         """Re-resolve the tape on next use (after ``tape`` or ``home`` changed)."""
         self._tape = self._team = None
+        self._run_tapes.clear()
 
     def has_agents(self) -> bool:
         """Whether the notebook has named agents: defined in this kernel, recorded on its tapes before, or named by
@@ -252,8 +280,8 @@ class NotebookSession:
         """The notebook's agents on its tape: ``main``, those ``%agent`` defined and those its tapes record. Kept
         while the tape stays, so who holds the conversation is read only as far as the tapes grew since."""
         tape = self.tape
-        if self._team is None:
-            self._team = self.agents.team(tape)
+        if self._team is None or self._team_tape is not tape:
+            self._team, self._team_tape = self.agents.team(tape), tape
         return self._team
 
     def holders_tape(self, agent: str | None = None) -> Tape:

@@ -4,7 +4,10 @@ Jupyter's server and ``bub-nb run`` tell the kernel its notebook (``JPY_SESSION_
 nbconvert and papermill do not. What they all do is run in a process whose command line names the
 notebook (``jupyter nbconvert --execute a.ipynb``, ``papermill a.ipynb out.ipynb``, ``python run.py
 a.ipynb``), and that process is the kernel's parent. psutil reads it where it is installed; on Linux
-``/proc`` does without.
+``/proc`` does without. When it names several notebooks, or none while notebooks lie in the kernel's
+folder, the cells the kernel ran tell which (:mod:`bub_nb.tape.launchers`); when they cannot, the kernel
+keeps a tape of its own, never the folder's shared one. ``%run other.ipynb`` and ``ipython other.ipynb``
+run that notebook, and its turns go to its tape.
 """
 
 from __future__ import annotations
@@ -13,13 +16,14 @@ import functools
 import os
 import re
 import sys
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
 from bub_nb.tape.entries import TapeEntry
 from bub_nb.tape.events import NOTEBOOK
+from bub_nb.tape.launchers import folder_notebooks, kernel_id, matching_notebooks, named_notebooks
 from bub_nb.tape.names import session_tape_name
 
 DEFAULT_SESSION_ID = "default"
@@ -42,15 +46,27 @@ class NotebookLocation:
     workspace: Path
     session_id: str
     source: str
+    undecided: tuple[Path, ...] = field(default=(), compare=False)
+    """With source ``kernel``: the notebooks this kernel may be running, which the cells it ran do not tell apart."""
 
     @property
     def tape_name(self) -> str:
         return session_tape_name(self.workspace, self.session_id)
 
+    @property
+    def settled(self) -> bool:
+        """Whether more cells cannot change which notebook this is (they can while the kernel cannot tell)."""
+        return self.source != "kernel"
+
 
 def current_notebook() -> NotebookLocation:
-    """Find the running notebook: ``JPY_SESSION_NAME``, VS Code's ``__vsc_ipynb_file__``, papermill's
-    ``PAPERMILL_INPUT_PATH`` parameter, the notebook the kernel's launcher names, else the cwd."""
+    """Find the running notebook: one ``%run`` or ``ipython x.ipynb`` is running, ``JPY_SESSION_NAME``, VS Code's
+    ``__vsc_ipynb_file__``, papermill's ``PAPERMILL_INPUT_PATH`` parameter, the notebook the kernel's launcher
+    names or the cells it ran tell, else the kernel's own (source ``kernel``) when notebooks are near but none
+    can be told, else the cwd."""
+    running = running_notebook()
+    if running is not None:
+        return NotebookLocation(running.parent, running.name, "run")
     main = sys.modules.get("__main__")
     candidates = [
         ("JPY_SESSION_NAME", os.environ.get("JPY_SESSION_NAME")),
@@ -63,12 +79,57 @@ def current_notebook() -> NotebookLocation:
             if not path.is_absolute():
                 path = path if path.exists() else Path.cwd() / path.name
             return NotebookLocation(path.resolve().parent, path.name, source)
-    from bub_nb.tape.locations import launching_notebook
+    told = _told_by_the_launcher()
+    return told if told is not None else NotebookLocation(Path.cwd(), DEFAULT_SESSION_ID, "cwd")
 
-    launched = launching_notebook()
-    if launched is not None:
-        return NotebookLocation(launched.parent, launched.name, "launcher")
-    return NotebookLocation(Path.cwd(), DEFAULT_SESSION_ID, "cwd")
+
+_cells_run: Callable[[], Sequence[str]] | None = None
+_told: NotebookLocation | None = None
+_read: dict[Path, tuple[float, object]] = {}
+
+
+def tell_cells_run(cells: Callable[[], Sequence[str]] | None) -> None:
+    """Give :func:`current_notebook` the cells this kernel ran, in order (the notebook layer gives IPython's
+    input history), to tell which notebook runs when the launcher does not."""
+    global _cells_run
+    _cells_run = cells
+
+
+def _told_by_the_launcher() -> NotebookLocation | None:
+    global _told
+    if _told is not None:
+        return _told
+    launched = launching_notebooks()
+    if launched is None:
+        return None  # not a kernel
+    notebooks, launcher_cwd = launched
+    if len(notebooks) == 1:
+        _told = NotebookLocation(notebooks[0].parent, notebooks[0].name, "launcher")
+        return _told
+    candidates = notebooks or folder_notebooks(Path.cwd(), launcher_cwd)
+    if not candidates:
+        return None  # a console, or a kernel no notebook is near: the folder's tape
+    ran = list(_cells_run()) if _cells_run is not None else []
+    found = matching_notebooks(candidates, ran, _read)  # type: ignore[arg-type]
+    if len(found) == 1:
+        _told = NotebookLocation(found[0].parent, found[0].name, "cells")
+        return _told
+    return NotebookLocation(Path.cwd(), f"kernel-{kernel_id()}", "kernel", found or candidates)
+
+
+def running_notebook() -> Path | None:
+    """The notebook IPython is running as a file (``%run other.ipynb``, ``ipython other.ipynb``), if any: its
+    cells run inside ``safe_execfile_ipy``, which holds the notebook's path."""
+    if "IPython" not in sys.modules:
+        return None
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_name == "safe_execfile_ipy":
+            name = frame.f_locals.get("fname")
+            if isinstance(name, (str, os.PathLike)) and str(name).endswith(".ipynb"):
+                return Path(name).expanduser().resolve()
+        frame = frame.f_back  # type: ignore[assignment]
+    return None
 
 
 class _ReadsBackwards(Protocol):
@@ -152,41 +213,37 @@ def _proc_process(pid: int) -> tuple[list[str], Path | None, int] | None:
         return None
 
 
-def _named_notebook(args: list[str], cwd: Path | None) -> Path | None:
-    """The one notebook a command line names (papermill's first: its input), resolved against ``cwd``."""
-    found: list[Path] = []
-    for arg in args[1:]:
-        if not arg.endswith(".ipynb") or arg.startswith("-"):
-            continue
-        path = Path(arg).expanduser()
-        if not path.is_absolute() and cwd is not None:
-            path = cwd / path
-        if path.is_file() and path.resolve() not in found:
-            found.append(path.resolve())
-    if len(found) == 1 or (found and any("papermill" in Path(a).name for a in args[:2])):
-        return found[0]
-    return None  # none, or several with no way to tell which this kernel runs
-
-
 def _is_kernel() -> bool:
-    return "ipykernel" in Path(sys.argv[0] if sys.argv else "").name
+    return _KERNEL
+
+
+_KERNEL = "ipykernel" in Path(sys.argv[0] if sys.argv else "").name  # read at import: ``%run`` changes sys.argv
 
 
 @functools.cache
-def launching_notebook() -> Path | None:
-    """The notebook named by the process that launched this kernel, if this process is a kernel."""
+def launching_notebooks() -> tuple[tuple[Path, ...], Path | None] | None:
+    """The notebooks named by the process that launched this kernel (the nearest ancestor naming any) and that
+    process's folder, if this process is a kernel."""
     if not _is_kernel():
         return None
     pid = os.getppid()
+    first_cwd: Path | None = None
     for _ in range(_ANCESTORS):
         process = _process(pid)
         if process is None:
-            return None
+            break
         args, cwd, parent = process
-        notebook = _named_notebook(args, cwd)
-        if notebook is not None:
-            return notebook
+        first_cwd = first_cwd or cwd
+        notebooks = named_notebooks(args, cwd)
+        if notebooks:
+            return notebooks, cwd
         if parent <= 1:
-            return None
+            break
         pid = parent
-    return None
+    return (), first_cwd
+
+
+def launching_notebook() -> Path | None:
+    """The one notebook the process that launched this kernel names, if it names exactly one."""
+    launched = launching_notebooks()
+    return launched[0][0] if launched is not None and len(launched[0]) == 1 else None

@@ -44,6 +44,13 @@ class IndexState:
     anchor_names: list[str] = field(default_factory=list)
     mark_ids: list[int] = field(default_factory=list)
     mark_offsets: list[int] = field(default_factory=list)
+    disorder: tuple[int, int] | None = None
+    """The first id read that does not exceed the one before it, with that one: ids that repeat or go back
+    (two writers' lines kept side by side, a merge that kept both), which no read may serve."""
+
+    def _note_order(self, first: int, disorder: tuple[int, int] | None) -> None:
+        if self.disorder is None:
+            self.disorder = (self.last_id, first) if self.entries and first <= self.last_id else disorder
 
     def add_anchor(self, entry_id: int, offset: int, name: str) -> None:
         self.anchor_ids.append(entry_id)
@@ -87,6 +94,7 @@ class IndexState:
         if found is None:
             return self.add_lines(data[: end - 1].split(b"\n"), position) if end else position
         if found.entries:
+            self._note_order(found.first_id, found.disorder)
             self.entries += found.entries
             self.last_id = max(self.last_id, found.last_id)
             for entry_id, offset, name in found.anchors:
@@ -104,6 +112,9 @@ class IndexState:
         good = [(offset, record) for offset, record in zip(offsets, records, strict=False) if record is not None]
         if not good:
             return offsets[-1]
+        ids = [record["id"] for _, record in good]
+        steps = (pair for pair in itertools.pairwise(ids) if pair[1] <= pair[0])
+        self._note_order(ids[0], next(steps, None))
         self.entries += len(good)
         self.last_id = max(self.last_id, *(record["id"] for _, record in good))
         for offset, record in good:

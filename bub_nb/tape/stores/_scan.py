@@ -63,6 +63,8 @@ class BlockScan:
     last_id: int = 0
     anchors: list[tuple[int, int, str]] = field(default_factory=list)  # (id, offset, name)
     marks: list[tuple[int, int]] = field(default_factory=list)  # (id, offset)
+    first_id: int = 0
+    disorder: tuple[int, int] | None = None  # the first id that does not exceed the one before it: (before, it)
 
 
 def scan_block(data: bytes, end: int, last_mark: int, mark_every: int) -> BlockScan | None:
@@ -105,7 +107,15 @@ def scan_block(data: bytes, end: int, last_mark: int, mark_every: int) -> BlockS
         if ids[row] - last_mark >= mark_every:
             marks.append((ids[row], starts[row]))
             last_mark = ids[row]
-    return BlockScan(len(heads), highest, anchors, marks)
+    return BlockScan(len(heads), highest, anchors, marks, ids[0], _disorder(np.fromiter(ids, np.int64, len(ids))))
+
+
+def _disorder(ids: Any) -> tuple[int, int] | None:
+    """The first id that does not exceed the one before it, with that one, if any."""
+    import numpy as np
+
+    steps = np.flatnonzero(ids[1:] <= ids[:-1])
+    return (int(ids[steps[0]]), int(ids[steps[0] + 1])) if len(steps) else None
 
 
 def _may_nest_too_deep(bytes_: Any, breaks: Any) -> bool:

@@ -88,8 +88,20 @@ class TapeFile:
             self._maybe_persist(state)
             return state
 
+    def checked_state(self) -> IndexState:
+        """The index, if the file's ids increase strictly; ids that repeat or go back are refused, never served."""
+        state = self.state()
+        if state.disorder is not None:
+            before, after = state.disorder
+            raise TapeError(
+                f"Tape {self.path.name[: -len('.jsonl')]!r} has ids out of order: {after} follows {before} in "
+                f"{str(self.path)!r}; two writers' entries were kept side by side. Nothing is read from it until "
+                "`bub-nb tapes merge` renumbers them"
+            )
+        return state
+
     def _maybe_persist(self, state: IndexState) -> None:
-        if not self.keep_index:
+        if not self.keep_index or state.disorder is not None:
             return
         new_anchor = bool(state.anchor_offsets) and state.anchor_offsets[-1] >= self._persisted_size
         if state.size == self._persisted_size or (
@@ -209,7 +221,7 @@ class TapeFile:
 
     def records(self, start: int = 1, stop: int | None = None) -> list[Record]:
         """Decoded lines with ``start <= id < stop``, oldest first, as plain dicts."""
-        state = self.state()
+        state = self.checked_state()
         if state.size == 0 or (stop is not None and stop <= start) or start > state.last_id:
             return []
         offset = self._seek_offset(state, start)
@@ -235,7 +247,8 @@ class TapeFile:
         only the lines it picks are decoded (see ``wanted``).
 
         No index is needed to read a whole file: every complete line is read, and an unfinished last
-        line is left out as the index leaves it.
+        line is left out as the index leaves it. Ids that repeat or go back are read as they are, for a frame to
+        show them; the entry reads refuse such a file.
         """
         out = Columns() if into is None else into
         with contextlib.suppress(FileNotFoundError), open_binary(self.path) as handle, gc_paused():
@@ -259,7 +272,7 @@ class TapeFile:
 
     def _blocks_newest_first(self, size: int, since: int = 1) -> Iterator[bytes]:
         """The file's bytes in blocks of about ``size``, newest first, cut at line ends, back to the entry ``since``."""
-        state = self.state()
+        state = self.checked_state()
         end, floor = state.size, self._seek_offset(state, since) if since > 1 else 0
         with contextlib.suppress(FileNotFoundError), open_binary(self.path) as handle:
             carry = b""
