@@ -145,7 +145,7 @@ def carried_lines(anchor: Item) -> list[str]:
 
 def _before(citation: str, first: int) -> bool:
     ids = cited_ids(citation)
-    return bool(ids) and 0 < ids[0] and ids[-1] < first
+    return bool(ids) and ids[0] > 0 and ids[-1] < first
 
 
 def carried_sources(items: Sequence[Item]) -> frozenset[int]:

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from bub_nb.agent.summaries.decisions import Decision, Said, decisions
-from bub_nb.agent.summaries.salience import notes as salient_notes
 from bub_nb.agent.summaries.salience import SELF_LABELLED, line_weight, weigh, within
+from bub_nb.agent.summaries.salience import notes as salient_notes
 from bub_nb.context.artifacts import Artifact, located
 from bub_nb.context.tokens import count_text_tokens
 from bub_nb.tape.citations import CITATION, cited_ids, format_citation
