@@ -26,6 +26,8 @@ SUMMARY_INSTRUCTIONS: Final = (
     "Summarise the phase of a conversation tape given below, for whoever continues the work.\n"
     "Each line starts with the id of the entry it comes from, like [#12]. Cite the entries every sentence "
     "stands on as [#12] or [#12-#15], using only ids that appear below.\n"
+    "Keep what the phase established, from every speaker: names, numbers, dates, decisions, plans, first "
+    "mentions and changes of state; leave out pleasantries and repetition.\n"
     "Answer in Markdown, briefly, in two sections: a line 'Summary:' then the summary (what was asked, "
     "what was decided, the last answer), and a line 'Next steps:' then the next steps (may be empty)."
 )
