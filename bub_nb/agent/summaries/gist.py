@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from bub_nb.agent.summaries.decisions import Decision, Said, decisions
-from bub_nb.agent.summaries.salience import SELF_LABELLED, line_weight, weigh, within
+from bub_nb.agent.summaries.salience import line_weight, weigh, within
 from bub_nb.agent.summaries.salience import notes as salient_notes
 from bub_nb.context.artifacts import Artifact, located
 from bub_nb.context.tokens import count_text_tokens
@@ -215,8 +215,8 @@ def gist(items: Sequence[Said], carried: Sequence[str] = (), reserved: int = 0) 
     notes: list[_Note] = []
     users = [item for item in items if item.role == "user" and item.text.strip()]
     for item in items:
-        if item.role not in _NOTED or not item.text.strip() or SELF_LABELLED.match(item.text):
-            continue  # a model's words about itself ("[offline teaching model; ...] I received 3 messages") are none
+        if item.role not in _NOTED or not item.text.strip():
+            continue
         found = []
         for at, artifact in located(item.text):
             if artifact.kind != "decision" and (artifact.kind, artifact.key) not in seen:

@@ -32,6 +32,7 @@ PER_ENTRY: Final = 2
 _SPEAKER: Final = re.compile(r"^\s*([A-Z][\w.'-]*(?: [A-Z][\w.'-]*){0,2}):\s+")
 _LABEL: Final = re.compile(r"^\s*(?:[-*]\s*)?(?:Carried over:\s*)?(?:Noted|Asked|Answered|Decided|Last answer):\s*")
 SELF_LABELLED: Final = re.compile(r"^\[[^\]#][^\]]*model[^\]]*\]")
+_ANSWERED: Final = re.compile(r"^\s*(?:[-*]\s*)?(?:Carried over:\s*)?Answered:")
 _WORD: Final = re.compile(r"[A-Za-z][A-Za-z'-]*|\d[\d,.:/-]*")
 _NUMBER: Final = re.compile(
     r"\d|\b(?:january|february|march|april|may|june|july|august|september|october|november|december|monday|tuesday|"
@@ -121,8 +122,10 @@ def weigh(sentence: str, said: set[str], speakers: frozenset[str] = frozenset())
 
 def line_weight(line: str) -> float:
     """How much a summary's line holds: its salience, each artifact in it (a number, a path, ...), and more for a
-    decision."""
+    decision; a list of what an answer mentioned (``Answered:``) holds least."""
     text = CITATION.sub("", line)
+    if _ANSWERED.match(text):
+        return 0.0  # the artifacts an answer listed: its sentences, when they say something, have notes of their own
     weight = weigh(text, set()) + 3.0 * sum(1 for _, artifact in located(text) if artifact.kind != "decision")
     return weight + (6.0 if "Decided:" in line else 0.0)
 
