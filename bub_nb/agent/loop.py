@@ -188,8 +188,15 @@ class Agent:
             self.team.check_may_run(self.name or "main")
         check_turn(self, prompt, commands=commands)
 
-    def view(self) -> View:
-        return self.pipeline.build_tape_context(self.tape, self.context)  # what the next step sends, less the system
+    def view(self, prompt: str | None = None) -> View:
+        """What the next step sends, less the system prompt; with ``prompt``, what a turn with that prompt would
+        send (the prompt last, and in a recall mode the earlier entries recalled for it), writing nothing."""
+        if prompt is None:
+            return self.pipeline.build_tape_context(self.tape, self.context)
+        with self.tape.fork(merge_back=False):  # the prompt goes on as the turn would write it, then is dropped
+            self.tape.ensure_bootstrap_anchor()
+            self.tape.append_message({"role": "user", "content": prompt})
+            return self.pipeline.build_tape_context(self.tape, self.context)
 
     def system_prompt(self, prompt: str = "", memory: MemorySnapshot | None = None) -> str:
         """The system prompt the next turn would send (writing nothing); ``memory`` saves reading the zone."""

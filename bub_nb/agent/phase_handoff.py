@@ -16,7 +16,7 @@ from weakref import WeakKeyDictionary, ref
 
 from bub_nb.agent.models.base import context_window_of
 from bub_nb.agent.models.calibration import scale_of
-from bub_nb.agent.summaries.extractive import carried_into
+from bub_nb.agent.summaries.extractive import carried_into, carried_sources
 from bub_nb.agent.summaries.summarize import (
     Phase,
     Summary,
@@ -227,7 +227,7 @@ def with_carried(summary: Summary, phase: Phase) -> Summary:
     text = carried_into(summary.summary, phase.items)
     if text == summary.summary:
         return summary
-    checked = check_citations(text, *summary.range)
+    checked = check_citations(text, *summary.range, carried_sources(phase.items))
     return replace(summary, summary=checked.text, sources=tuple(sorted({*summary.sources, *checked.sources})))
 
 

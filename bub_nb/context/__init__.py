@@ -7,6 +7,7 @@ from bub_nb.context.diff import SOURCES, ContextDiff, diff_views, tokens_by_sour
 from bub_nb.context.messages import Rendering, anchor_message, entries_to_messages, render_entries
 from bub_nb.context.modes import Mode, as_strategy, parse_mode
 from bub_nb.context.phases import PHASES, Phases
+from bub_nb.context.recall import RECALL_TOKENS, Bm25, Ranker, Recall
 from bub_nb.context.strategies import (
     FULL,
     ContextStrategy,
@@ -26,7 +27,9 @@ __all__ = [
     "FULL",
     "LAST_ANCHOR",
     "PHASES",
+    "RECALL_TOKENS",
     "SOURCES",
+    "Bm25",
     "CheckFailed",
     "CheckPassed",
     "CheckRefused",
@@ -38,6 +41,8 @@ __all__ = [
     "NamedAnchor",
     "NotDone",
     "Phases",
+    "Ranker",
+    "Recall",
     "Rendering",
     "RunSpec",
     "RunUsage",

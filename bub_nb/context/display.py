@@ -98,6 +98,9 @@ def summary_line(view: Shown) -> str:
     ]
     if view.usage is not None:
         parts.append(f"last run reported prompt {view.usage.prompt_tokens}, completion {view.usage.completion_tokens}")
+    recalled = getattr(view, "recalled", ())
+    if recalled:
+        parts.append("recalled " + ", ".join(f"#{entry} ({score:.2f})" for entry, score in recalled))
     if view.dropped:
         parts.append(f"left out to stay valid: {', '.join(f'#{i}' for i in view.dropped)}")
     return " · ".join(parts)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from bub_nb.context.cells import NotebookCells
 from bub_nb.context.phases import PHASES
+from bub_nb.context.recall import parse_recall
 from bub_nb.context.strategies import FULL, ContextStrategy, LastAnchor, NamedAnchor, Window
 from bub_nb.errors import ContextError
 from bub_nb.tape.anchors import LAST_ANCHOR, _LastAnchor
@@ -41,8 +42,8 @@ _FULL_WORDS = frozenset({"full", "all", "none"})
 
 
 def parse_mode(text: str) -> ContextStrategy:
-    """Read a mode as people type it: ``last``, ``full``, ``phases``, ``window:20``, ``notebook[:N]``,
-    ``anchor:<name>`` or ``<name>``.
+    """Read a mode as people type it: ``last``, ``full``, ``phases``, ``recall[:N]``, ``last+recall[:N]``,
+    ``window:20``, ``notebook[:N]``, ``anchor:<name>`` or ``<name>``.
 
     The ``anchor:`` prefix reaches anchors whose names are also mode words.
     """
@@ -58,6 +59,8 @@ def parse_mode(text: str) -> ContextStrategy:
         return FULL
     if word == "phases":
         return PHASES
+    if (recall := parse_recall(word)) is not None:
+        return recall
     if word.startswith("window:") or word == "window":
         count = word.partition(":")[2].strip()
         if not (count.isascii() and count.isdigit()) or int(count) < 1:

@@ -12,6 +12,7 @@ The bookkeeping a summarising handoff adds (``sources``, ``range``, ``summarized
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
@@ -30,6 +31,7 @@ BOOKKEEPING: Final = frozenset(BOOKKEEPING_KEYS)
 LEADING: Final = tuple(CITING_TITLES.items())
 #: How an earlier phase's message opens: ``[Earlier phase: <anchor name> (#first-#last)]``.
 EARLIER_PHASE: Final = "[Earlier phase: "
+_CARRIED_LINE: Final = re.compile(r"^\s*(?:[-*]\s+)?Carried over:")
 #: Other state values are clipped to this many characters: an error text must not outweigh the summaries.
 VALUE_CHARS: Final = 300
 
@@ -58,7 +60,7 @@ class Phases:
             if is_hidden(entry):
                 continue
             next_id = earlier[index + 1] if index + 1 < len(earlier) else current.anchor.id
-            preamble.append((phase_message(entry, next_id - 1), entry_id))
+            preamble.append((phase_message(entry, next_id - 1, carried=not preamble), entry_id))
         if self.max_tokens is not None:
             preamble = bounded_chain(preamble, self.max_tokens, current.anchor.id - 1)
         return Selection(current.entries, current.anchor, preamble=tuple(preamble))
@@ -93,11 +95,18 @@ def left_out_message(count: int, first_id: int, last_id: int) -> Message:
 PHASES = Phases()
 
 
-def phase_message(anchor: TapeEntry, last_id: int) -> Message:
-    """The message an earlier phase becomes: its anchor's name and span, summary first, then the rest."""
+def phase_message(anchor: TapeEntry, last_id: int, *, carried: bool = True) -> Message:
+    """The message an earlier phase becomes: its anchor's name and span, summary first, then the rest.
+
+    Without ``carried`` the summary's ``Carried over:`` lines are left out: in a chain each of them is a line
+    of an earlier phase's summary, sent already.
+    """
     span = f"#{anchor.id}" if last_id <= anchor.id else f"#{anchor.id}-#{last_id}"
     lines = [f"{EARLIER_PHASE}{anchor.name} ({span})]"]
     state = anchor.payload.get("state")
+    if isinstance(state, dict) and not carried and isinstance(state.get("summary"), str):
+        kept = [line for line in state["summary"].splitlines() if not _CARRIED_LINE.match(line)]
+        state = {**state, "summary": "\n".join(kept)}
     if isinstance(state, dict):
         lines.extend(_state_lines(state))
     elif state is not None:

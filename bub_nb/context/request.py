@@ -160,4 +160,7 @@ def request_lines(request: NextRequest) -> list[str]:
         )
     if outside:
         lines.append(f"  {'whole request':<14} {request.total_tokens:>6}  every part above, as sent")
+    if request.view.recalled:
+        found = ", ".join(f"#{entry} (score {score:.2f})" for entry, score in request.view.recalled)
+        lines.append(f"  recalled for the prompt, in the view: {found}")
     return lines

@@ -22,13 +22,15 @@ class Selection:
     many messages from the end once the entries are rendered (what a window asks for).
     ``preamble`` holds messages the strategy wrote itself, each with the id of the entry it stands
     for, sent before the entries (the ``phases`` mode's earlier phases). They must be plain
-    messages without tool calls, so the sequence stays valid for the API.
+    messages without tool calls, so the sequence stays valid for the API. ``recalled`` names the entries a
+    recall mode brought back into the preamble, each with its score.
     """
 
     entries: tuple[TapeEntry, ...]
     anchor: AnchorSummary | None = None
     last: int | None = None
     preamble: tuple[tuple[Message, int], ...] = ()
+    recalled: tuple[tuple[int, float], ...] = ()
 
 
 @runtime_checkable

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from bub_nb.context.display import view_html, view_markdown, view_text
 from bub_nb.context.messages import Message, render_entries, without_refused_prompts, without_retracted
 from bub_nb.context.modes import Mode, as_strategy
+from bub_nb.context.recall import with_prompt
 from bub_nb.context.strategies import Selection
 from bub_nb.context.tokens import REPLY_PRIMING, count_message_tokens, tokenizer_name
 from bub_nb.markup import clean_html
@@ -78,6 +79,8 @@ class View:
     """Entries of the selection left out because a ``retract`` event took them back."""
     by_hand: tuple[int, ...] = field(default=(), compare=False)
     """Entries of the view that no turn, magic or fork wrote: appended by hand (an exercise's check ignores them)."""
+    recalled: tuple[tuple[int, float], ...] = ()
+    """The entries a recall mode brought back for the prompt, each with its score (they are in ``sources``)."""
     tape: str = field(default="", compare=False)
     """The tape the view was built from (``""`` when a strategy built it some other way); two views of the same
     entries compare equal whichever tape holds them."""
@@ -99,10 +102,11 @@ class View:
         return clean_html(view_html(self))
 
 
-def build_view(tape: Tape, mode: Mode = LAST_ANCHOR) -> View:
+def build_view(tape: Tape, mode: Mode = LAST_ANCHOR, *, prompt: str | None = None) -> View:
     """Build the view of ``tape`` for ``mode``: ``LAST_ANCHOR``, an anchor name, ``None`` (the full
-    tape), ``window(n)`` or any :class:`~bub_nb.context.ContextStrategy`."""
-    strategy = as_strategy(mode)
+    tape), ``window(n)`` or any :class:`~bub_nb.context.ContextStrategy`. A recall mode recalls for ``prompt``
+    when it is given (else for the newest user message of the current phase)."""
+    strategy = with_prompt(as_strategy(mode), prompt)
     return replace(view_from_selection(strategy.select(tape), strategy.label), tape=tape.name)
 
 
@@ -135,6 +139,7 @@ def view_from_selection(selection: Selection, mode: str = "custom") -> View:
         dropped=tuple(dict.fromkeys(dropped)),
         tokenizer=tokenizer_name(),
         retracted=retracted,
+        recalled=selection.recalled,
         by_hand=tuple(entry.id for entry in kept if written_by_hand(entry) and entry.id in sent),
     )
 

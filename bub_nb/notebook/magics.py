@@ -116,7 +116,7 @@ class BubMagics(Magics, MagicSettings):
     @no_var_expand  # only bub_nb's own {name} interpolation applies: "$5" and "{"a": 1}" stay as typed
     @magic_arguments("bub")
     @argument("-m", "--model", help="model for this turn, e.g. offline or openai:gpt-4o-mini")
-    @argument("--context", help="view mode: last, full, phases, window:N, notebook or an anchor name")
+    @argument("--context", help="view mode: last, full, phases, recall, last+recall, window:N, notebook or an anchor")
     @argument("-o", "--output", metavar="VAR", help="store the answer in this variable; a failed turn clears it")
     @argument("--no-stream", action="store_true", help="show the answer only when it is complete")
     @argument("--tools", help="comma-separated tools: builtin names, globs like memory.*, or notebook functions")
@@ -182,12 +182,19 @@ class BubMagics(Magics, MagicSettings):
         return self.handoff_commands.anchors(parse_line(self.anchors_magic, line).limit)
 
     @magic_arguments("context")
-    @argument("mode", nargs="?", default=None, help="last, full, phases, window:N, notebook or an anchor name")
+    @argument("mode", nargs="?", default=None, help="last, full, phases, recall, last+recall, window:N, notebook...")
     @argument("--turn", metavar="N", help="what a recorded turn sent: -1 the last turn, #ID its run event, or a run id")
     @argument("--diff", nargs=2, metavar=("A", "B"), help="what changes from view A to B: modes or turn:N")
     @argument("--agent", metavar="NAME", help="that agent's view (see %%agent); default: the holder's")
     @argument("--expand-refs", action="store_true", help="also show the entries a handoff's tape:// references cite")
-    @argument("--next", action="store_true", help="the whole next request: system prompt, memory, view, prompt, tools")
+    @argument(
+        "--next",
+        nargs="?",
+        const=True,
+        default=False,
+        metavar="PROMPT",
+        help="the whole next request: system prompt, memory, view, prompt, tools; for PROMPT if given (its recall)",
+    )
     @argument("-m", "--model", help="the model whose context window the tokens are gauged against")
     @line_magic("context")  # type: ignore[arg-type]  # IPython types only the bare form
     @usage_errors

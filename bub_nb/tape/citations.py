@@ -8,7 +8,7 @@ what a summarising handoff's anchor state cites (defensively: a plain or hand-wr
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -104,8 +104,9 @@ def check_state_citations(state: Any, last: int) -> None:
             )
 
 
-def check_citations(text: str, first: int, last: int) -> CheckedText:
-    """Keep the citations of ``text`` that lie inside ``first..last`` and remove the others.
+def check_citations(text: str, first: int, last: int, also: Collection[int] = frozenset()) -> CheckedText:
+    """Keep the citations of ``text`` that lie inside ``first..last`` (or name only ids of ``also``: what the
+    lines a phase carried over cite, further back) and remove the others.
 
     A reversed run (``[#15-#12]``) and a run reaching outside the range are invalid as a whole.
     ``uncited`` lists the sentences left without any citation.
@@ -116,7 +117,9 @@ def check_citations(text: str, first: int, last: int) -> CheckedText:
     for citation in find_citations(text):
         pieces.append(text[position : citation.start])
         position = citation.end
-        if citation.within(first, last):
+        if citation.within(first, last) or (
+            also and citation.first <= citation.last and all(i in also for i in citation.ids)
+        ):
             kept.append(citation)
             pieces.append(text[citation.start : citation.end])
         else:

@@ -129,6 +129,9 @@ def test_a_tight_room_cuts_every_other_line_before_a_decision() -> None:
     items = [Item(index, index, "user", f"Fact {index}: the value is {index * 11} ms.") for index in range(2, 9)]
     items.insert(3, Item(20, 20, "user", "We decided to use polars."))
     summary = extractive_phase_summary(Phase(tuple(sorted(items, key=lambda item: item.first))))
-    room = count_text_tokens(json.dumps(Summary.state(summary), ensure_ascii=False)) // 3
-    cut = fitted(summary, room)
-    assert cut.summary.splitlines() == ["- Decided: We decided to use polars [#20]."]
+    decided = "- Decided: We decided to use polars [#20]."
+    assert decided in summary.summary.splitlines() and len(summary.summary.splitlines()) > 3
+    # Room for the decision alone: every other line goes first.
+    alone = {**Summary.state(summary), "summary": decided, "sources": [20], "uncited": []}
+    cut = fitted(summary, count_text_tokens(json.dumps(alone, ensure_ascii=False)) + 2)
+    assert cut.summary.splitlines() == [decided]

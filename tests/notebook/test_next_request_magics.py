@@ -76,3 +76,17 @@ def test_plain_context_gauges_only_a_configured_model_with_a_known_window(nb: No
     nb.run("%config BubMagics.model = 'small'")
     nb.run("%context")
     assert 'data-limit="900"' in shown_html(nb)
+
+
+def test_context_next_with_a_prompt_shows_what_that_prompt_recalls_and_writes_nothing(nb: Notebook) -> None:
+    nb.run("%%bub\nOur cat Pixel was adopted in May.")
+    nb.run("%handoff phase/pets")
+    nb.run("%%bub\nNow the garden: the roses need water.")
+    before = len(nb.tape)
+    nb.run('%context last+recall --next "When was Pixel adopted?"')
+    assert len(nb.tape) == before, "%context --next PROMPT writes nothing"
+    text = shown_text(nb)
+    assert "recalled for the prompt, in the view: #" in text
+    shown = nb.displays.outputs[-1]
+    nb.run("%context last --next")
+    assert "recalled for the prompt" not in shown_text(nb) and shown is not nb.displays.outputs[-1]

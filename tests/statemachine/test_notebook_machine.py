@@ -326,6 +326,13 @@ class NotebookMachine(RuleBasedStateMachine):
             runner = self.session.last_agent.name or "main"
             check("plain_bub_runs_as_holder", runner == expected, f"a plain %%bub ran as {runner}, {expected} holds")
 
+    @rule(mode=st.sampled_from(["recall", "last+recall", "recall:200"]), plan=st.lists(replies, max_size=2))
+    def bub_with_recall(self, mode: str, plan: list[Reply]) -> None:
+        # Recall by the prompt: the words every earlier prompt shares rank them all, retracted and redacted ones
+        # among them; the invariants check that none of those reaches the request.
+        self.script(plan)
+        self.cell(f"%%bub --context {mode}\nplease go on, as before {self.marker()}")
+
     @rule(target=secrets, plan=st.lists(replies, max_size=2))
     def paste_secret(self, plan: list[Reply]) -> str:
         secret = self.marker("secret")

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
 from bub_nb.agent.summaries.gist import gist, quote
+from bub_nb.agent.summaries.salience import line_weight
 from bub_nb.context.tokens import count_text_tokens
-from bub_nb.tape.citations import CITATION, format_citation, sentences
+from bub_nb.tape.citations import CITATION, cited_ids, format_citation, sentences
 
 _LIST_MARK: Final = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s+")
 
@@ -24,6 +26,8 @@ SUMMARY_INSTRUCTIONS: Final = (
     "Summarise the phase of a conversation tape given below, for whoever continues the work.\n"
     "Each line starts with the id of the entry it comes from, like [#12]. Cite the entries every sentence "
     "stands on as [#12] or [#12-#15], using only ids that appear below.\n"
+    "Keep what the phase established, from every speaker: names, numbers, dates, decisions, plans, first "
+    "mentions and changes of state; leave out pleasantries and repetition.\n"
     "Answer in Markdown, briefly, in two sections: a line 'Summary:' then the summary (what was asked, "
     "what was decided, the last answer), and a line 'Next steps:' then the next steps (may be empty)."
 )
@@ -117,11 +121,11 @@ def _carried_summary(text: str) -> str:
 
 
 def carried_lines(anchor: Item) -> list[str]:
-    """What the anchor a phase starts at carried, one line per line of its summary, each citing that anchor.
+    """What the anchor a phase starts at carried, one line per line of its summary, each keeping the citations of
+    the entries it came from (however many handoffs back), so the chain to the source is never lost.
 
     A new summary carries them whole, so facts survive handoff after handoff; a line that was itself carried
-    keeps its one ``Carried over:`` label, never nested. Its old citations point before the phase, so the
-    anchor (which keeps them) is cited instead.
+    keeps its one ``Carried over:`` label, never nested. A line that cited nothing cites the anchor.
     """
     lines = []
     cite = format_citation(anchor.first, anchor.last)
@@ -131,10 +135,30 @@ def carried_lines(anchor: Item) -> list[str]:
             text = text[len(_CARRIED) :].strip()
         if not any(char.isalnum() for char in CITATION.sub("", text)):
             continue
-        # Each sentence keeps a citation, now of the anchor; a line that had none cites it at its end.
-        text = CITATION.sub(cite, text) if CITATION.search(text) else f"{text.rstrip('.')} {cite}."
+        # Only citations of entries before the anchor can be where a line came from; others go.
+        text = CITATION.sub(lambda found: found.group(0) if _before(found.group(0), anchor.first) else "", text)
+        text = " ".join(text.split()).replace(" .", ".")
+        text = text if CITATION.search(text) else f"{text.rstrip('.')} {cite}."
         lines.append(f"{_CARRIED} {text}")
-    return lines[-_CARRIED_LIMIT:]
+    # The heaviest lines (what they hold: see salience.line_weight), newest first among equals, in their order.
+    heaviest = sorted(range(len(lines)), key=lambda i: (-line_weight(lines[i]), -i))[:_CARRIED_LIMIT]
+    return [lines[i] for i in sorted(heaviest)]
+
+
+def _before(citation: str, first: int) -> bool:
+    ids = cited_ids(citation)
+    return bool(ids) and ids[0] > 0 and ids[-1] < first
+
+
+def carried_sources(items: Sequence[Item]) -> frozenset[int]:
+    """The entries the lines carried into a phase cite (before the phase: a summary may cite them again)."""
+    return frozenset(
+        entry_id
+        for anchor in items
+        if anchor.role == "anchor"
+        for line in carried_lines(anchor)
+        for entry_id in cited_ids(line)
+    )
 
 
 def carried_into(summary: str, items: list[Item] | tuple[Item, ...]) -> str:

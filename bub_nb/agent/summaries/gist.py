@@ -14,13 +14,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
 from bub_nb.agent.summaries.decisions import Decision, Said, decisions
+from bub_nb.agent.summaries.salience import line_weight, weigh, within
+from bub_nb.agent.summaries.salience import notes as salient_notes
 from bub_nb.context.artifacts import Artifact, located
 from bub_nb.context.tokens import count_text_tokens
-from bub_nb.tape.citations import CITATION, format_citation
+from bub_nb.tape.citations import CITATION, cited_ids, format_citation
 
 SHARE: Final = 0.17
 """The share of the phase's tokens the summary's text may take."""
@@ -122,14 +124,16 @@ class _Draft:
     carried: list[tuple[int, str]]
     tools: str
     last_answer: str = ""
+    salient: list[tuple[int, str]] = field(default_factory=list)  # (entry, line)
 
     def tokens(self) -> int:
         lines = [*(n.text() for n in self.notes), *(t for _, t in (*self.decided, *self.carried)), self.tools]
-        return sum(_cost(line) for line in (*lines, self.last_answer))
+        return sum(_cost(line) for line in (*lines, *(t for _, t in self.salient), self.last_answer))
 
     def lines(self) -> list[str]:
         timeline: list[tuple[int, int, str]] = [(n.first, 0, n.text()) for n in self.notes]
         timeline += [(entry, 1, line) for entry, line in self.decided]
+        timeline += [(entry, 2, line) for entry, line in self.salient]
         ordered = [line for _, _, line in sorted(timeline) if line]
         return [line for line in (*ordered, self.tools, self.last_answer, *(t for _, t in self.carried)) if line]
 
@@ -189,22 +193,17 @@ def _drop_found(draft: _Draft, kinds: tuple[str, ...], total: int) -> int:
     return total
 
 
-def _quote_more(draft: _Draft, answer: str) -> None:
-    """Quote the user's messages whole, newest first, then the last answer, while the budget allows."""
-    total = draft.tokens()
-    for note in reversed(draft.notes):
-        for piece in note.pieces:
-            if piece.words is None or piece.quoted:
-                continue
-            before = _cost(note.text())
-            piece.quoted = True
-            after = _cost(note.text())
-            if total - before + after > draft.budget:
-                piece.quoted = False
-                continue
-            total += after - before
-    if answer and total + _cost(answer) <= draft.budget:
-        draft.last_answer = answer
+def _note_more(draft: _Draft, items: Sequence[Said], carried: Sequence[str], answer: str) -> None:
+    """With the room left, note what the phase established (:mod:`.salience`: both speakers' names, numbers,
+    dates, decisions, plans and first mentions, heaviest first, no near-duplicates), then the last answer."""
+    room = draft.budget - draft.tokens()
+    decided = {entry for _, line in draft.decided for entry in cited_ids(line)}  # said there already
+    found = [note for note in salient_notes(items, carried) if note.entry not in decided]
+    for note in within(found, room):
+        draft.salient.append((note.entry, note.line))
+    said = answer.partition("“")[2].rpartition("”")[0]
+    if answer and weigh(said, set()) > 0 and draft.tokens() + _cost(answer) <= draft.budget:
+        draft.last_answer = answer  # unless it is only a pleasantry
 
 
 def gist(items: Sequence[Said], carried: Sequence[str] = (), reserved: int = 0) -> list[str]:
@@ -234,11 +233,19 @@ def gist(items: Sequence[Said], carried: Sequence[str] = (), reserved: int = 0) 
     run = format_citation(calls[0].first, calls[-1].last) if calls else ""
     tools = f"Tools were called {len(calls)} time(s) {run}." if calls else ""
     decided = [(decision.cites[0], _decided(decision)) for decision in decisions(items)]
+    # What was carried takes at most half the budget (its newest lines), so the phase's own facts always get in.
+    # The heaviest of them (salience, and each artifact a line holds), the newest first among equals.
+    room, kept_carried = budget // 2, set()
+    for index in sorted(range(len(carried)), key=lambda i: (-line_weight(carried[i]), -i)):
+        if _cost(carried[index]) <= room:
+            room -= _cost(carried[index])
+            kept_carried.add(index)
+    carried = [line for index, line in enumerate(carried) if index in kept_carried]
     draft = _Draft(budget, notes, decided, [(0, line) for line in carried], tools)
     answers = [item for item in items if item.role == "assistant" and item.text.strip()]
     answer = f"Last answer: “{quote(answers[-1].text, 140)}” {format_citation(answers[-1].first)}." if answers else ""
     if draft.tokens() > budget:
         _drop(draft)
     else:
-        _quote_more(draft, answer)
+        _note_more(draft, items, carried, answer)
     return draft.lines()

@@ -20,6 +20,7 @@ from bub_nb.agent.models.calibration import scale_of
 from bub_nb.agent.summaries.extractive import (
     SUMMARY_INSTRUCTIONS,
     Item,
+    carried_sources,
     clipped,
     extractive_summary,
     request_text,
@@ -251,11 +252,12 @@ def _checked(
     error: str | None = None,
 ) -> Summary:
     first, last = phase.range
-    seen = frozenset(i for item in phase.items for i in range(item.first, item.last + 1))  # events are unseen
+    carried = carried_sources(phase.items)  # the lines carried over keep citing where they came from
+    seen = frozenset(i for item in phase.items for i in range(item.first, item.last + 1)) | carried
     (summary, next_steps), unseen = without_unseen_citations((summary, next_steps), seen)
     removed += unseen
-    checked_summary = check_citations(summary, first, last)
-    checked_steps = check_citations(next_steps, first, last)
+    checked_summary = check_citations(summary, first, last, carried)
+    checked_steps = check_citations(next_steps, first, last, carried)
     return Summary(
         checked_summary.text,
         checked_steps.text,
@@ -289,7 +291,9 @@ def fitted(summary: Summary, room: int | None, state: Callable[[Summary], dict[s
         else:
             break
         first, last = summary.range
-        checked, checked_steps = check_citations("\n".join(lines), first, last), check_citations(steps, first, last)
+        kept = frozenset(summary.sources)  # what was checked already, carried lines' older citations among them
+        checked = check_citations("\n".join(lines), first, last, kept)
+        checked_steps = check_citations(steps, first, last, kept)
         summary = replace(
             summary,
             summary=checked.text,

@@ -42,7 +42,8 @@ class ContextCommands:
         model = getattr(args, "model", None)
         tape = self._tape_of(args.agent)
         if next_request:
-            display(NextRequestView(self._session.agent(model=model, context=args.mode, name=args.agent)))
+            agent = self._session.agent(model=model, context=args.mode, name=args.agent)
+            display(NextRequestView(agent) if next_request is True else NextRequestView(agent, str(next_request)))
         elif args.turn is not None:
             display(ContextView(tape, TurnOf(parse_run(args.turn)), model=self._model(model)))
         elif args.diff is not None:
