@@ -65,17 +65,6 @@ class ServerSpec:
         text = json.dumps([self.origin, self.name, config], sort_keys=True)
         return hashlib.sha256(text.encode()).hexdigest()
 
-    def as_config(self) -> dict[str, Any]:
-        """The ``mcpServers`` entry for this server."""
-        if self.url:
-            return {"type": "http", "url": self.url, **({"headers": dict(self.headers)} if self.headers else {})}
-        config: dict[str, Any] = {"command": self.command, "args": list(self.args)}
-        if self.env:
-            config["env"] = dict(self.env)
-        if self.cwd:
-            config["cwd"] = self.cwd
-        return config
-
 
 def check_name(name: str) -> str:
     if not isinstance(name, str) or not SERVER_NAME.match(name):
