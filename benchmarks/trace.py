@@ -59,7 +59,8 @@ class Trace:
     def line(self, label: str) -> str:
         moves, back = len(self.steps), sum(self.steps.values())
         calls = sum(self.moves.values())
-        return f"{label:<24} {len(self.entered):>3} modules entered {moves:>4} moves ({back} back again) {calls:>5} calls across"
+        entered = len(self.entered)
+        return f"{label:<24} {entered:>3} modules entered {moves:>4} moves ({back} back again) {calls:>5} calls across"
 
 
 def _bub_module(frame: FrameType) -> str | None:
