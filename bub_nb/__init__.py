@@ -1,37 +1,36 @@
-"""bub_nb: Bub's append-only tape model in Jupyter."""
+"""bub_nb: Bub's append-only tape model in Jupyter.
+
+Every name below loads on first use (PEP 562), so ``import bub_nb`` costs almost nothing and a notebook pays for
+pandas, openai or pluggy only when it reaches for them.
+"""
 
 from __future__ import annotations
 
+import importlib
 import logging
 from typing import TYPE_CHECKING, Any
-
-from bub_nb import _aliases
-
-# The layers above the tape plug Tape.view() and Tape.memory in as they are imported.
-from bub_nb import context as _context  # noqa: F401
-from bub_nb import memory as _memory  # noqa: F401
-from bub_nb.context import CheckFailed, ContextDiff, TurnView, View, check, diff_views, window
-from bub_nb.errors import BubNbError
-from bub_nb.memory import MemoryZone
-from bub_nb.tape import (
-    LAST_ANCHOR,
-    AnchorSummary,
-    FileTapeStore,
-    MemoryTapeStore,
-    Tape,
-    TapeEntry,
-    TapeInfo,
-    TapeStore,
-    open_tape,
-    resolve,
-    session_tape_name,
-)
 
 if TYPE_CHECKING:
     from bub_nb.agent import Agent, Turn, hookimpl, register_plugin, tool, unregister_plugin
     from bub_nb.agent.replay import replay
+    from bub_nb.context import CheckFailed, ContextDiff, TurnView, View, check, diff_views, window
     from bub_nb.context.retention import retention
+    from bub_nb.errors import BubNbError
     from bub_nb.imports import ImportReport, agents_usage, discover_logs, import_log
+    from bub_nb.memory import MemoryZone
+    from bub_nb.tape import (
+        LAST_ANCHOR,
+        AnchorSummary,
+        FileTapeStore,
+        MemoryTapeStore,
+        Tape,
+        TapeEntry,
+        TapeInfo,
+        TapeStore,
+        open_tape,
+        resolve,
+        session_tape_name,
+    )
     from bub_nb.tape.corrections.by_value import redact_text
     from bub_nb.tape.frames.overview import class_overview
     from bub_nb.tape.frames.tapes import read_tapes
@@ -39,10 +38,48 @@ if TYPE_CHECKING:
 
     __version__: str
 
-_aliases.install()  # the deep paths earlier releases documented
-
 # Library logging stays silent unless the application configures it.
 logging.getLogger("bub_nb").addHandler(logging.NullHandler())
+
+#: Each public name and the module that holds it.
+_HOMES = {
+    "Agent": "bub_nb.agent",
+    "AnchorSummary": "bub_nb.tape",
+    "BubNbError": "bub_nb.errors",
+    "CheckFailed": "bub_nb.context",
+    "ContextDiff": "bub_nb.context",
+    "FileTapeStore": "bub_nb.tape",
+    "ImportReport": "bub_nb.imports",
+    "LAST_ANCHOR": "bub_nb.tape",
+    "MemoryTapeStore": "bub_nb.tape",
+    "MemoryZone": "bub_nb.memory",
+    "Tape": "bub_nb.tape",
+    "TapeEntry": "bub_nb.tape",
+    "TapeInfo": "bub_nb.tape",
+    "TapeStore": "bub_nb.tape",
+    "Turn": "bub_nb.agent",
+    "TurnView": "bub_nb.context",
+    "View": "bub_nb.context",
+    "agents_usage": "bub_nb.imports",
+    "check": "bub_nb.context",
+    "class_overview": "bub_nb.tape.frames.overview",
+    "diff_views": "bub_nb.context",
+    "discover_logs": "bub_nb.imports",
+    "hookimpl": "bub_nb.agent",
+    "import_log": "bub_nb.imports",
+    "open_tape": "bub_nb.tape",
+    "read_tapes": "bub_nb.tape.frames.tapes",
+    "redact_text": "bub_nb.tape.corrections.by_value",
+    "register_plugin": "bub_nb.agent",
+    "replay": "bub_nb.agent.replay",
+    "resolve": "bub_nb.tape",
+    "retention": "bub_nb.context.retention",
+    "session_tape_name": "bub_nb.tape",
+    "set_prices": "bub_nb.tape.reports.prices",
+    "tool": "bub_nb.agent",
+    "unregister_plugin": "bub_nb.agent",
+    "window": "bub_nb.context",
+}
 
 __all__ = [
     "LAST_ANCHOR",
@@ -86,26 +123,6 @@ __all__ = [
     "window",
 ]
 
-# Heavier parts (pandas, openai, pluggy) load on first use, so `import bub_nb` stays cheap.
-_LAZY = {
-    "read_tapes": "bub_nb.tape.frames.tapes",
-    "redact_text": "bub_nb.tape.corrections.by_value",
-    "class_overview": "bub_nb.tape.frames.overview",
-    "Agent": "bub_nb.agent",
-    "Turn": "bub_nb.agent",
-    "tool": "bub_nb.agent",
-    "hookimpl": "bub_nb.agent",
-    "register_plugin": "bub_nb.agent",
-    "unregister_plugin": "bub_nb.agent",
-    "replay": "bub_nb.agent.replay",
-    "retention": "bub_nb.context.retention",
-    "set_prices": "bub_nb.tape.reports.prices",
-    "import_log": "bub_nb.imports",
-    "ImportReport": "bub_nb.imports",
-    "discover_logs": "bub_nb.imports",
-    "agents_usage": "bub_nb.imports",
-}
-
 
 def __getattr__(name: str) -> Any:
     if name == "__version__":  # the one version is pyproject.toml's; reading metadata waits until asked
@@ -113,15 +130,13 @@ def __getattr__(name: str) -> Any:
 
         return version("bub_nb")
     if name == "export":  # bub_nb.export.otel(tape), bub_nb.export.atif(tape): a subpackage, loaded when asked
-        import importlib
-
         return importlib.import_module("bub_nb.export")
-    module = _LAZY.get(name)
-    if module is None:
+    home = _HOMES.get(name)
+    if home is None:
         raise AttributeError(f"module 'bub_nb' has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(module), name)
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value  # asked once: later reads are plain attribute reads
+    return value
 
 
 def __dir__() -> list[str]:

@@ -8,7 +8,8 @@
 - ``postgres``: the test run's PostgreSQL server (:class:`bub_nb.testing.postgres.PostgresServer`),
   started once; ``harness.tapes.postgres_store()`` gives a store in a fresh schema on it. Skips
   with the reason when the server binaries are missing, and fails in CI.
-- ``nb``: a real IPython shell with bub_nb loaded (``harness.shell.Notebook``), its home under ``tmp_path``.
+- ``nb``: a real IPython shell with bub_nb loaded (``harness.shell.Notebook``), its home under ``tmp_path``;
+  ``endpoint``: that shell's model set to ``openai_server`` (returned), through the real openai client.
 - ``kernel``: a real Jupyter kernel with bub_nb loaded, pointed at ``openai_server``; ``offline_kernel``: the same
   on the offline model (``harness.kernel.Kernel``).
 - ``model_environment`` (automatic): every test starts without ``BUB_MODEL``, API keys or base
@@ -127,6 +128,17 @@ def nb(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Notebook]:
     monkeypatch.chdir(tmp_path)
     with loaded_shell() as notebook:
         yield notebook
+
+
+@pytest.fixture
+def endpoint(
+    nb: Notebook, openai_server: OpenAICompatibleServer, monkeypatch: pytest.MonkeyPatch
+) -> OpenAICompatibleServer:
+    """``nb``'s turns on ``openai_server`` through the real openai client (``openai:test-model``)."""
+    monkeypatch.setenv("BUB_API_BASE", openai_server.base_url)
+    monkeypatch.setenv("BUB_API_KEY", "test-key-not-secret")
+    nb.run('%config BubMagics.model = "openai:test-model"')
+    return openai_server
 
 
 @pytest.fixture

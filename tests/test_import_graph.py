@@ -239,19 +239,3 @@ def test_the_walk_sees_imports_inside_functions_and_type_checking(tmp_path: Path
     )
     known = {"bub_nb.tape.m": module, "bub_nb.agent.loop": module, "bub_nb.tape.tape": module}
     assert imports_of("bub_nb.tape.m", module, known) == {"bub_nb.agent.loop", "bub_nb.tape.tape"}
-
-
-#: A module past this many lines holds more than one concept; a folder past this many modules holds several.
-MAX_MODULE_LINES = 300
-MAX_FOLDER_MODULES = 17  # "about 15": each folder's modules, its __init__ included
-
-
-def test_no_module_is_over_three_hundred_lines() -> None:
-    lines = {name: len(path.read_text().splitlines()) for name, path in module_names().items()}
-    assert {name: count for name, count in sorted(lines.items()) if count > MAX_MODULE_LINES} == {}
-
-
-def test_no_folder_holds_more_than_about_fifteen_modules() -> None:
-    folders = [path for path in [PACKAGE, *PACKAGE.rglob("*")] if path.is_dir() and path.name != "__pycache__"]
-    counts = {str(folder.relative_to(PACKAGE.parent)): len(list(folder.glob("*.py"))) for folder in folders}
-    assert {folder: count for folder, count in sorted(counts.items()) if count > MAX_FOLDER_MODULES} == {}

@@ -8,7 +8,7 @@ import bub_nb
 def test_dir_offers_every_public_name_the_lazy_ones_included() -> None:
     names = dir(bub_nb)
     assert set(bub_nb.__all__) <= set(names), sorted(set(bub_nb.__all__) - set(names))
-    assert set(bub_nb._LAZY) <= set(bub_nb.__all__)
+    assert set(bub_nb._HOMES) <= set(bub_nb.__all__)
     assert bub_nb.__all__ == sorted(bub_nb.__all__, key=lambda name: (not name.isupper(), name))
 
 

@@ -1,19 +1,24 @@
-"""The builtin plugin: the defaults behind every stage of a turn."""
+"""The builtin plugin: the defaults behind every stage of a turn, its model stage an agent's loop."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
+from collections.abc import AsyncIterator
 from datetime import date
 from typing import TYPE_CHECKING, Any
 
-from bub_nb.agent.hooks.specs import field_of, hookimpl
-from bub_nb.agent.runner import AgentRunner
-from bub_nb.agent.state import META_KEYS, turn_state
+from bub_nb.agent.hooks.specs import StreamEvent, field_of, hookimpl
+from bub_nb.agent.loop import Agent
+from bub_nb.agent.registry import default_pipeline
+from bub_nb.agent.state import META_KEYS, TurnAgent, turn_state
+from bub_nb.errors import PipelineError
 from bub_nb.memory.cache import memory_of
-from bub_nb.tape import tapes_home
+from bub_nb.tape import Tape, session_tape_name, tapes_home
 from bub_nb.tape.stores.resolve import file_store
 
 if TYPE_CHECKING:
+    from bub_nb.agent.framework import TurnPipeline
     from bub_nb.tape import TapeStore
 
 logger = logging.getLogger("bub_nb")
@@ -32,8 +37,17 @@ with memory_daily.
 </context_contract>"""
 
 
-class BuiltinPlugin(AgentRunner):
-    """Defaults for every hook: a tape per session, the agent loop, and the system prompt."""
+class BuiltinPlugin:
+    """Defaults for every hook: a tape per session, the agent loop as the model stage, and the system prompt.
+
+    The model stage runs the turn's agent (the one its envelope's ``meta`` names, as
+    :meth:`~bub_nb.agent.Agent.run` sends it) and leaves its turn in the state. Without one it makes an agent
+    for the session's tape in the provided store, running on ``pipeline``: a pipeline made with
+    ``TurnPipeline(BuiltinPlugin)`` passes itself; without one, the shared pipeline.
+    """
+
+    def __init__(self, pipeline: TurnPipeline | None = None) -> None:
+        self.pipeline = pipeline
 
     @hookimpl
     def resolve_session(self, message: Any) -> str | None:
@@ -74,3 +88,60 @@ class BuiltinPlugin(AgentRunner):
     @hookimpl
     def on_error(self, stage: str, error: Exception, message: Any) -> None:
         logger.warning("bub_nb %s failed: %s", stage, error)
+
+    @hookimpl
+    def run_model(self, prompt: Any, session_id: str, state: dict[str, Any]) -> Any:
+        agent = self._agent_for(session_id, state)
+
+        async def answer() -> str:
+            try:
+                async with contextlib.aclosing(agent.model_stage(_prompt_text(prompt), stream=False, commands=_commands(state))) as deltas:
+                    async for _ in deltas:
+                        pass
+            finally:
+                turn_state(state)["turn"] = agent.last_turn
+            assert agent.last_turn is not None
+            return agent.last_turn.text
+
+        return answer()
+
+    @hookimpl
+    def run_model_stream(self, prompt: Any, session_id: str, state: dict[str, Any]) -> AsyncIterator[StreamEvent]:
+        agent = self._agent_for(session_id, state)
+
+        async def events() -> AsyncIterator[StreamEvent]:
+            try:
+                async with contextlib.aclosing(agent.model_stage(_prompt_text(prompt), stream=True, commands=_commands(state))) as deltas:
+                    async for delta in deltas:
+                        yield StreamEvent.text(delta)
+            finally:
+                turn_state(state)["turn"] = agent.last_turn
+
+        return events()
+
+    def _agent_for(self, session_id: str, state: dict[str, Any]) -> TurnAgent:
+        """The turn's agent: given by the caller, else one for the session's tape in the provided store."""
+        turn = turn_state(state)
+        agent = turn.get("agent")
+        if agent is not None:
+            return agent
+        pipeline = self.pipeline or default_pipeline()
+        tape = turn.get("tape")
+        if tape is None:
+            store = pipeline.tape_store()
+            if store is None:
+                raise PipelineError(f"No plugin provides a tape store for session {session_id!r}; pass a tape instead")
+            tape = Tape(session_tape_name(".", session_id), store)
+        turn["agent"] = made = Agent(tape, instructions=turn.get("instructions"), pipeline=pipeline)
+        return made
+
+
+def _commands(state: dict[str, Any]) -> bool:
+    """``False`` for a prompt a program made, so its leading ``,`` stays text."""
+    return turn_state(state).get("commands", True) is not False
+
+
+def _prompt_text(prompt: Any) -> str:
+    if isinstance(prompt, str):
+        return prompt
+    return "\n".join(str(part.get("text", "")) for part in prompt if isinstance(part, dict))

@@ -102,6 +102,29 @@ class TurnPipeline:
 
     async def process_inbound(self, message: Outbound, *, on_event: EventSink | None = None) -> TurnResult:
         """Run one turn. Passing ``on_event`` makes it a streaming turn: every event reaches it."""
+        result: TurnResult | None = None
+        async with contextlib.aclosing(self.inbound_events(message, stream=on_event is not None)) as items:
+            async for item in items:
+                if isinstance(item, TurnResult):
+                    result = item
+                else:
+                    await _emit(on_event, item)
+        assert result is not None, "a turn that ends without raising ends with its result"
+        return result
+
+    def process_inbound_sync(self, message: Outbound, *, on_event: EventSink | None = None) -> TurnResult:
+        """:meth:`process_inbound` from synchronous code, also inside a running event loop."""
+        return run_sync(self.process_inbound(message, on_event=on_event))
+
+    async def inbound_events(
+        self, message: Outbound, *, stream: bool = True
+    ) -> AsyncGenerator[StreamEvent | TurnResult, None]:
+        """Run one turn, yielding its stream events as they arrive (none unless ``stream``), then its result.
+
+        Every turn comes through here: :meth:`process_inbound`, and :class:`~bub_nb.agent.Agent`'s ``run`` and
+        ``stream``, which send an envelope of their own. Closing the generator early ends the turn, its
+        ``save_state`` still called.
+        """
         try:
             resolved = await self.hooks.call("resolve_session", message=message)
             session_id = str(resolved) if resolved else default_session_id(message)
@@ -113,16 +136,21 @@ class TurnPipeline:
             if not prompt:
                 prompt = content_of(message)
             parts: list[str] = []
+            fallback: list[str] = []
+            model = self._run_model(message, prompt, session_id, state, stream, parts, fallback)
             try:
-                output = await self._run_model(message, prompt, session_id, state, on_event, parts)
+                async with contextlib.aclosing(model) as events:
+                    async for event in events:
+                        yield event
             finally:
                 await self.hooks.call(
                     "save_state", session_id=session_id, state=state, message=message, model_output="".join(parts)
                 )
+            output = "".join(fallback or parts)
             outbounds = await self._render(message, session_id, state, output)
             for outbound in outbounds:
                 await self.hooks.call("dispatch_outbound", message=outbound)
-            return TurnResult(session_id, prompt, output, tuple(outbounds), state)
+            yield TurnResult(session_id, prompt, output, tuple(outbounds), state)
         except Exception as exc:
             # One line by default; the traceback only for those who asked for debug logging.
             logger.error("Turn failed: %s: %s", type(exc).__name__, exc)
@@ -130,21 +158,21 @@ class TurnPipeline:
             await self.notify_error("turn", exc, message)
             raise
 
-    def process_inbound_sync(self, message: Outbound, *, on_event: EventSink | None = None) -> TurnResult:
-        """:meth:`process_inbound` from synchronous code, also inside a running event loop."""
-        return run_sync(self.process_inbound(message, on_event=on_event))
-
     async def _run_model(
         self,
         message: Outbound,
         prompt: Prompt,
         session_id: str,
         state: State,
-        on_event: EventSink | None,
+        streaming: bool,
         parts: list[str],
-    ) -> str:
-        # `parts` belongs to the caller so save_state still sees the text that arrived before a failure.
-        streaming = on_event is not None
+        fallback: list[str],
+    ) -> AsyncGenerator[StreamEvent, None]:
+        """The model stage: its events as they arrive, and its text in ``parts`` (the one place it is kept).
+
+        ``parts`` belongs to the caller so ``save_state`` still sees the text that arrived before a failure;
+        ``fallback`` gets the turn's output when no plugin answered (``save_state`` then sees none).
+        """
         hook = "run_model_stream" if streaming else "run_model"
         arguments = {"prompt": prompt, "session_id": session_id, "state": state}
 
@@ -158,7 +186,9 @@ class TurnPipeline:
                     return str(value) if hook == "run_model" else value
                 if streaming:
                     return _one_chunk(str(value))
-                await self._consume(value, message, None, parts)
+                async with contextlib.aclosing(self._checked(_events(value), message)) as events:
+                    async for event in events:
+                        parts.append(_text_of(event))
                 return "".join(parts)
             return None
 
@@ -168,25 +198,28 @@ class TurnPipeline:
             names = ", ".join(self.plugin_names) or "(none)"
             error = ModelError(f"No plugin returned model output for session {session_id!r}; plugins: {names}")
             await self.notify_error("run_model", error, message)
-            return prompt if isinstance(prompt, str) else content_of(message)
+            fallback.append(prompt if isinstance(prompt, str) else content_of(message))
+            return
         if not streaming:
             parts[:] = [str(value)]
-            return str(value)
-        await self._consume(value, message, on_event, parts)
-        return "".join(parts)
+            return
+        # Closed however the loop ends (the caller closing us on a KeyboardInterrupt included), so the model's
+        # turn ends now, outermost generator first, rather than whenever the event loop gets round to it.
+        async with contextlib.aclosing(self._checked(_events(value), message)) as events:
+            async for event in events:
+                parts.append(_text_of(event))
+                yield event
 
-    async def _consume(self, stream: Any, message: Outbound, on_event: EventSink | None, parts: list[str]) -> None:
-        # Closed however the loop ends (an event sink's KeyboardInterrupt included), so the model's turn ends
-        # now, outermost generator first, rather than whenever the event loop gets round to it.
-        async with contextlib.aclosing(_aiter(stream)) as events:
-            async for raw in events:
-                event = _as_event(raw)
-                if event.kind == "text":
-                    parts.append(str(event.data.get("delta", "")))
-                elif event.kind == "error":
+    async def _checked(
+        self, events: AsyncGenerator[StreamEvent, None], message: Outbound
+    ) -> AsyncGenerator[StreamEvent, None]:
+        """``events``, each ``error`` event told to the ``on_error`` observers on its way."""
+        async with contextlib.aclosing(events):
+            async for event in events:
+                if event.kind == "error":
                     kind, text = event.data.get("kind", "error"), event.data.get("message", "")
                     await self.notify_error("run_model", ModelError(f"{kind}: {text}"), message)
-                await _emit(on_event, event)
+                yield event
 
     def _model_impls(self, *, streaming: bool) -> list[HookImpl]:
         """Implementations of both model hooks in one precedence order (later plugins first).
@@ -256,18 +289,23 @@ async def _emit(on_event: EventSink | None, event: StreamEvent) -> None:
             await delivered
 
 
-async def _aiter(stream: Any) -> AsyncGenerator[Any, None]:
+def _text_of(event: StreamEvent) -> str:
+    return str(event.data.get("delta", "")) if event.kind == "text" else ""
+
+
+async def _events(stream: Any) -> AsyncGenerator[StreamEvent, None]:
+    """A model stage's stream (async or not, of events or of mappings) as stream events."""
     if hasattr(stream, "__aiter__"):
         try:
             async for event in stream:
-                yield event
+                yield _as_event(event)
         finally:
             close = getattr(stream, "aclose", None)
             if close is not None:
                 await close()
     elif isinstance(stream, Iterable):
         for event in stream:
-            yield event
+            yield _as_event(event)
     else:
         raise TypeError(f"run_model_stream returned {type(stream).__name__}, not an iterator of stream events")
 

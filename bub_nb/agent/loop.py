@@ -21,6 +21,7 @@ from bub_nb.agent.hooks.interception import (
     observe,
 )
 from bub_nb.agent.hooks.interception import ToolCall as HookToolCall
+from bub_nb.agent.hooks.specs import Envelope, StreamEvent
 from bub_nb.agent.mcp.servers import mcp_servers_of, offer_mcp_tools
 from bub_nb.agent.models import Completion, Model, TextDelta, resolve_model
 from bub_nb.agent.overflow import hopeless_overflow, narrowed_phases
@@ -33,7 +34,7 @@ from bub_nb.agent.tools import Tool, ToolCallError, ToolContext, ToolRegistry, a
 from bub_nb.agent.turn import RunningTurn, Turn, TurnRecorder
 from bub_nb.context.messages import result_text
 from bub_nb.context.tokens import count_messages_tokens
-from bub_nb.errors import BubNbError, ContextLengthError, ModelError
+from bub_nb.errors import BubNbError, ContextLengthError, ModelError, PipelineError
 from bub_nb.memory.cache import memory_of
 from bub_nb.tape import LAST_ANCHOR, Tape
 from bub_nb.tape.names import agent_tape_name
@@ -94,6 +95,7 @@ class Agent:
         self.mcp = mcp_servers_of(mcp)  # MCP servers whose tools join on the first turn, started then
         self.name = name
         self.team: Any = None  # the Team it belongs to, set by the team: hands the conversation to others
+        self.chat_id: str | None = None  # the chat its envelopes name (the notebook's, in one); else its tape's name
         self.last_turn: Turn | None = None
         self._running: RunningTurn | None = None
 
@@ -110,7 +112,7 @@ class Agent:
         on_delta: Callable[[str], Any] | None = None,
         commands: bool = True,
     ) -> Turn:
-        """Run one turn; ``on_delta`` receives streamed text as it arrives.
+        """Run one turn through the pipeline's stages; ``on_delta`` receives streamed text as it arrives.
 
         A prompt starting with ``,`` runs as a command unless ``commands=False``: text a program made (a value
         filled into a cell) is a prompt to the model, whatever it starts with.
@@ -119,31 +121,36 @@ class Agent:
         interrupted, its partial answer kept, and the exception goes on. After :meth:`abort` the
         interrupted turn is returned.
         """
-        deltas = self._turn(prompt, stream=stream or on_delta is not None, commands=commands)
-        try:
+        streaming = stream or on_delta is not None
+        async with contextlib.aclosing(self._inbound(prompt, stream=streaming, commands=commands)) as deltas:
             async for delta in deltas:
                 if on_delta is not None:
                     on_delta(delta)
-        finally:
-            await deltas.aclose()
         assert self.last_turn is not None
         return self.last_turn
 
-    def run(self, prompt: str, *, stream: bool = False, on_delta: Callable[[str], Any] | None = None) -> Turn:
+    def run(
+        self,
+        prompt: str,
+        *,
+        stream: bool = False,
+        on_delta: Callable[[str], Any] | None = None,
+        commands: bool = True,
+    ) -> Turn:
         """Run one turn from synchronous code (also inside Jupyter's running event loop)."""
         try:
-            return run_sync(self.arun(prompt, stream=stream, on_delta=on_delta))
+            return run_sync(self.arun(prompt, stream=stream, on_delta=on_delta, commands=commands))
         except KeyboardInterrupt:
             self.abort()
             raise
 
     def astream(self, prompt: str, *, commands: bool = True) -> AsyncGenerator[str, None]:
         """Yield text deltas as they arrive; the finished turn is then ``self.last_turn``."""
-        return self._turn(prompt, stream=True, commands=commands)
+        return self._inbound(prompt, stream=True, commands=commands)
 
     def stream(self, prompt: str) -> Iterator[str]:
         """Yield text deltas from synchronous code; the finished turn is then ``self.last_turn``."""
-        deltas = self._turn(prompt, stream=True)
+        deltas = self._inbound(prompt, stream=True)
         try:
             while True:
                 try:
@@ -157,6 +164,29 @@ class Agent:
         finally:
             if getattr(deltas, "ag_frame", None) is not None:  # unless closed already: by a loop shut at exit
                 run_sync(closed(deltas))
+
+    def envelope(self, prompt: str, *, commands: bool = True) -> Envelope:
+        """The inbound envelope a turn of this agent sends through its pipeline: channel ``meta["source"]``
+        (``python`` when none), chat ``chat_id`` (its tape's name when unset), and this agent in its ``meta``;
+        ``commands=False`` when a program made the prompt, so that a leading ``,`` stays text."""
+        channel = str(self.meta.get("source") or "python")
+        meta = {"tape": self.tape, "agent": self, "instructions": self.instructions, "commands": commands}
+        return Envelope(channel, self.chat_id or self.tape.name, prompt, meta=meta)
+
+    async def _inbound(self, prompt: str, *, stream: bool, commands: bool = True) -> AsyncGenerator[str, None]:
+        """A turn as the pipeline runs it (the builtin plugin's model stage is :meth:`model_stage`): its text."""
+        ran = False
+        envelope = self.envelope(prompt, commands=commands)
+        async with contextlib.aclosing(self.pipeline.inbound_events(envelope, stream=stream)) as events:
+            async for event in events:
+                if isinstance(event, StreamEvent):
+                    if event.kind == "text":
+                        yield str(event.data.get("delta", ""))
+                else:
+                    ran = "turn" in event.state
+        if not ran:
+            names = ", ".join(self.pipeline.plugin_names)
+            raise PipelineError(f"A plugin answered the turn on tape {self.tape.name!r} instead of the agent ({names})")
 
     def abort(self) -> Turn | None:
         """Stop the running turn now, recorded as interrupted with its partial answer kept; nothing more is written
@@ -206,7 +236,9 @@ class Agent:
 
     # -- the loop ---------------------------------------------------------------------------------
 
-    async def _turn(self, prompt: str, *, stream: bool, commands: bool = True) -> AsyncGenerator[str, None]:
+    async def model_stage(self, prompt: str, *, stream: bool, commands: bool = True) -> AsyncGenerator[str, None]:
+        """The agent loop, as the builtin plugin's model stage runs it: its text as it arrives, the finished turn
+        then ``self.last_turn``. Run a turn with :meth:`run` or :meth:`stream`, which pass every stage."""
         self.check(prompt, commands=commands)
         self.abort()
         self.tape.ensure_bootstrap_anchor()

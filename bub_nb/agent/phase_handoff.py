@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from textwrap import shorten
 from typing import TYPE_CHECKING, Any
 from weakref import WeakKeyDictionary, ref
 
+from bub_nb.agent.eventloop import run_sync
 from bub_nb.agent.models.base import context_window_of
 from bub_nb.agent.models.calibration import scale_of
 from bub_nb.agent.summaries.extractive import carried_into, carried_sources
@@ -273,3 +274,24 @@ _REDACTED: dict[int, ref[HandoffPreview]] = {}
 held (a widget's button) is refused."""
 
 when_redacted(drop_previews_holding)
+
+
+@dataclass(frozen=True)
+class PhaseHandoff:
+    """What a handoff on one tape needs, and nothing more: the tape, the model that summarises, the meta its entries
+    carry and how the next view is built (for a preview's tokens). An :class:`~bub_nb.agent.Agent` hands off with
+    its own; ``%handoff NAME --summarize`` makes one of these rather than a whole agent with tools and servers."""
+
+    tape: Tape
+    model: Model
+    view: Callable[[], View]
+    meta: Mapping[str, Any] = field(default_factory=dict)
+
+    def write(self, name: str, /, *, summarize: bool = False, **state: Any) -> list[TapeEntry]:
+        """:func:`write_handoff` from synchronous code: the entries written."""
+        return run_sync(write_handoff(self.tape, self.model, name, state, summarize=summarize, meta=self.meta))
+
+    def preview(self, name: str, /, *, summarize: bool = True, **state: Any) -> HandoffPreview:
+        """:func:`preview_handoff` from synchronous code: nothing is written until ``accept()``."""
+        tape, model, meta, view = self.tape, self.model, self.meta, self.view
+        return run_sync(preview_handoff(tape, model, name, state, summarize=summarize, meta=meta, view=view))

@@ -23,9 +23,7 @@ class TurnAgent(Protocol):
     instructions: str | None
     last_turn: Turn | None
 
-    async def arun(self, prompt: str) -> Turn: ...
-
-    def astream(self, prompt: str) -> AsyncGenerator[str, None]: ...
+    def model_stage(self, prompt: str, *, stream: bool) -> AsyncGenerator[str, None]: ...
 
 
 class TurnState(TypedDict, total=False):

@@ -39,7 +39,7 @@ def _import(args: argparse.Namespace) -> int:
 
 
 def parser() -> tuple[Parser, argparse._SubParsersAction[Parser]]:
-    """The whole command line, and the subcommands of ``bub-nb tapes`` (for the spelling without ``list``)."""
+    """The whole command line, and the subcommands of ``bub-nb tapes``."""
     parser = Parser(
         prog="bub-nb",
         usage="%(prog)s [-h] {run,tapes,mcp,acp,db} ...",
@@ -53,7 +53,7 @@ def parser() -> tuple[Parser, argparse._SubParsersAction[Parser]]:
     add_run(commands)
     tapes = commands.add_parser(
         "tapes",
-        help="list, move, export, import and redact tapes (bub-nb tapes with no subcommand lists them)",
+        help="list, move, export, import and redact tapes",
         description="The tapes of a Bub home: list them, move them to and from a database, export, import, redact.",
     )
     moves = tapes.add_subparsers(dest="move", required=True, metavar="{list,push,pull,export,import,redact,merge}")
@@ -106,12 +106,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(argv: Sequence[str] | None) -> int:
-    command_line, moves = parser()
-    words = list(sys.argv[1:] if argv is None else argv)
-    # `bub-nb tapes [HOME]`, the spelling before `tapes list`, still lists.
-    if words[:1] == ["tapes"] and (len(words) == 1 or words[1] not in (*moves.choices, "-h", "--help")):
-        words.insert(1, "list")
-    args = command_line.parse_args(words)
+    command_line, _moves = parser()
+    args = command_line.parse_args(list(sys.argv[1:] if argv is None else argv))
     try:
         return int(args.handler(args))
     except (BubNbError, OSError) as exc:

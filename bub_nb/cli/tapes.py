@@ -11,9 +11,8 @@ from bub_nb.errors import BubNbError, ExportError
 
 
 def add_list(moves: Any) -> None:
-    tapes = moves.add_parser("list", help="list the tapes under the Bub home, with the notebook of each (the default)")
-    tapes.add_argument("home_folder", nargs="?", metavar="HOME", help="Bub home (default: $BUB_HOME, else ~/.bub)")
-    tapes.add_argument("--home", help="the same, as an option")
+    tapes = moves.add_parser("list", help="list the tapes under the Bub home, with the notebook of each")
+    tapes.add_argument("home", nargs="?", metavar="HOME", help="Bub home (default: $BUB_HOME, else ~/.bub)")
     tapes.set_defaults(handler=_list)
 
 
@@ -68,7 +67,7 @@ def _list(args: argparse.Namespace) -> int:
     from bub_nb.tape.open import open_tape
     from bub_nb.tape.stores.resolve import file_store
 
-    home = args.home_folder or args.home
+    home = args.home
     if home is not None and not bub_home(home).is_dir():
         raise BubNbError(f"Bub home {str(bub_home(home))!r} is not a folder, so it holds no tapes")
     store = file_store(tapes_home(home))

@@ -172,10 +172,6 @@ class TapeDraft:
         carry: dict[str, Any] = {key: meta[key] for key in CARRIED if key in meta}
         self._open[thread] = _OpenCalls(len(self.entries) - 1, [call_id], carry, group=group, more=more)
 
-    def calls_open(self, thread: str = "") -> bool:
-        """Whether calls of ``thread`` still wait for results."""
-        return thread in self._open
-
     def result(self, call_id: str, output: Any, *, error: bool = False, thread: str = "", **meta: Any) -> None:
         """The result of a call; the ``tool_result`` entry is written when every call of its entry has one."""
         value = {"kind": "tool_error", "message": text(output)} if error else output

@@ -13,9 +13,6 @@ from bub_nb.tape.stores.columns import TAPE_NAME
 if TYPE_CHECKING:
     import pandas as pd
 
-AGENT_COLUMNS = ("day", "project", "tool")
-"""What ``agents_usage`` can group by beyond the frame's own columns."""
-
 
 def agents_usage(
     frame: pd.DataFrame | None = None,

@@ -141,8 +141,6 @@ class BubMagics(Magics, MagicSettings):
             if args.prompt:
                 raise UsageError(f"%%bub takes the prompt from the cell; unexpected words: {' '.join(args.prompt)!r}")
         self.turn_command.run(args, text, stream=self.stream and not args.no_stream)
-        if self.show_context:
-            self.context_commands.show(None)
 
     def _cell_number(self) -> int | None:
         """The running cell's In[n]: IPython counts up before or after running, depending on its version."""

@@ -10,18 +10,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bub_nb.agent import Agent
-from bub_nb.agent.hooks.specs import Envelope, StreamEvent
 from bub_nb.agent.kernel_tools import RUNNING, Kernel, Limits, kernel_tools
 from bub_nb.agent.mcp.servers import Ask
 from bub_nb.agent.models import Model
+from bub_nb.agent.phase_handoff import PhaseHandoff
 from bub_nb.agent.registry import default_pipeline
-from bub_nb.agent.state import TurnState, turn_state
 from bub_nb.agent.team import Team
 from bub_nb.agent.tools import Tool, tool
 from bub_nb.agent.tools.builtin import builtin_registry
 from bub_nb.agent.turn import Turn
 from bub_nb.context import parse_mode
-from bub_nb.errors import BubNbError, ToolError
+from bub_nb.errors import ToolError
 from bub_nb.notebook.agents import NotebookAgents
 from bub_nb.notebook.mcp import NotebookMcp
 from bub_nb.notebook.model_names import notebook_model
@@ -276,6 +275,24 @@ class NotebookSession:
             team.add(agent)
         return agent
 
+    def phase_handoff(
+        self, *, model: str | None = None, cell: int | None = None, agent: str | None = None
+    ) -> PhaseHandoff:
+        """What ``%handoff NAME --summarize`` or ``--preview`` needs of agent ``agent`` (default: the one a plain
+        ``%%bub`` runs as): its tape, its model (``model`` first), its view, and a notebook's meta. No tools or
+        servers: a summary uses none."""
+        name = agent
+        if name is not None or self.has_agents():
+            team = self.team()
+            name = name or team.holder() or MAIN_AGENT
+            self.agents.load(team)  # an agent another kernel defined since: with its recorded settings
+        own = self.agents.get(name) if name else None
+        tape = self.holders_tape(name)
+        context = parse_mode((own.context if own is not None else None) or self._settings.context or "last")
+        meta = {"cell": cell, "source": "notebook"} if cell is not None else {"source": "notebook"}
+        spec = model or (own.model if own is not None else None)
+        return PhaseHandoff(tape, self.model(spec), lambda: default_pipeline().build_tape_context(tape, context), meta)
+
     def team(self) -> Team:
         """The notebook's agents on its tape: ``main``, those ``%agent`` defined and those its tapes record. Kept
         while the tape stays, so who holds the conversation is read only as far as the tapes grew since."""
@@ -301,25 +318,12 @@ class NotebookSession:
     def run_turn(
         self, agent: Agent, prompt: str, *, on_delta: Callable[[str], None] | None, commands: bool = True
     ) -> Turn:
-        """One turn through the pipeline, as a ``notebook`` inbound envelope; with ``commands=False`` a prompt
-        starting with ``,`` is text for the model, not a command (the cell's values made it)."""
+        """One turn of ``agent``, through the pipeline as every turn is, in this notebook's chat; with
+        ``commands=False`` a prompt starting with ``,`` is text for the model, not a command (the cell's values
+        made it)."""
         self.last_agent = agent
-        envelope = Envelope(
-            "notebook",
-            self.chat_id(),
-            prompt,
-            meta=TurnState(tape=agent.tape, agent=agent, instructions=agent.instructions, commands=commands),
-        )
-
-        def on_event(event: StreamEvent) -> None:
-            if event.kind == "text" and on_delta is not None:
-                on_delta(str(event.data.get("delta", "")))
-
-        result = default_pipeline().process_inbound_sync(envelope, on_event=on_event if on_delta else None)
-        turn = turn_state(result.state).get("turn") or agent.last_turn
-        if turn is None:
-            raise BubNbError(f"The turn on tape {agent.tape.name!r} produced no result")
-        self.last_turn = turn
+        agent.chat_id = self.chat_id()
+        self.last_turn = turn = agent.run(prompt, on_delta=on_delta, commands=commands)
         return turn
 
 

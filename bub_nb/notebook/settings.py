@@ -46,7 +46,6 @@ class MagicSettings(Configurable):
     max_steps = Int(help="Model calls a turn may make before it stops (env BUB_MAX_STEPS).").tag(config=True)
     stream = Bool(True, help="Stream answers into the cell as they arrive.").tag(config=True)
     system_prompt = Unicode("", help="Extra instructions added to the system prompt.").tag(config=True)
-    show_context = Bool(False, help="Draw the context strip under each answer.").tag(config=True)
     tools = List(Unicode(), help="Default --tools selection (empty: every builtin tool).").tag(config=True)
     budget = Int(
         0, help="Refuse a turn whose prompt is estimated over this many tokens (0: no budget; --budget 0 in a cell)."

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from typing import Any, Final, Literal
 
 from bub_nb.markup import clean_html
-from bub_nb.tape._lines import Record, as_record, decode_record, dumps, load_json
+from bub_nb.tape._lines import Record, as_record, dumps, load_json
 from bub_nb.tape.text import payload_html, payload_markdown
 
 Kind = Literal["message", "system", "anchor", "event", "tool_call", "tool_result", "error"]
@@ -152,9 +152,3 @@ def plain_json(value: Any) -> Any:
 def encode_line(record: dict[str, Any]) -> bytes:
     """One record as a JSON Lines line, newline included."""
     return dumps(record) + b"\n"
-
-
-def decode_line(line: bytes | str) -> TapeEntry | None:
-    """Decode one line; ``None`` for anything that is not a well-formed tape entry."""
-    record = decode_record(line.encode() if isinstance(line, str) else line)
-    return None if record is None else TapeEntry.from_dict(record)

@@ -1,13 +1,15 @@
 """Seams where the layers above plug capabilities into ``Tape``, so imports keep pointing down.
 
 ``Tape.view()`` and ``Tape.view_of_turn()`` need the context layer and ``Tape.memory`` the memory
-zone; both live above the tape layer. They register themselves here when ``bub_nb`` is imported
-(importing ``bub_nb.tape`` imports ``bub_nb`` first, so they are always there). The protocols say what
-the tape layer may rely on; ``bub_nb.context.View`` and ``bub_nb.memory.MemoryZone`` satisfy them.
+zone; both live above the tape layer. They register themselves here when they are imported, and the
+first call that needs one imports its layer by name, so a tape works however little of bub_nb was imported.
+The protocols say what the tape layer may rely on; ``bub_nb.context.View`` and ``bub_nb.memory.MemoryZone``
+satisfy them.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -72,12 +74,14 @@ _LAYERS = {"view": "context", "turn_view": "context", "messages": "context", "me
 
 
 def _provider(capability: str) -> Callable[..., Any]:
-    """The registered factory; a ``BubNbError`` naming the layer when it was never imported."""
-    try:
-        return _providers[capability]
-    except KeyError:
-        layer = _LAYERS.get(capability, capability)
-        raise BubNbError(f"{capability!r} comes from bub_nb.{layer}, which was not imported; import bub_nb") from None
+    """The registered factory, importing the layer that registers it on first use; a ``BubNbError`` for a name no
+    layer provides."""
+    if capability not in _providers:
+        layer = _LAYERS.get(capability)
+        if layer is None:
+            raise BubNbError(f"No layer provides {capability!r}; known: {', '.join(sorted(_LAYERS))}")
+        importlib.import_module(f"bub_nb.{layer}")  # a seam: the layer above fills it as it is imported
+    return _providers[capability]
 
 
 def provide(capability: str, factory: Callable[..., Any]) -> None:

@@ -1,7 +1,7 @@
 """A hostile model against a real tape: whatever it replies, the history stays, every reader ends, no secret lands.
 
 Each example starts a tape with a few ordinary turns, a handoff and a memory zone, then lets
-:class:`bub_nb.testing.hostile.HostileModel` play turns drawn by hypothesis. Afterwards every entry that
+:class:`harness.hostile_model.HostileModel` play turns drawn by hypothesis. Afterwards every entry that
 existed before is still readable at its id (on the tape or in an archive a reset left), each file still
 reads in Bub's reader, every reader ends within bounded memory, and the environment's key and
 the DSN's password are on no file. The CI run draws ``HOSTILE_EXAMPLES`` examples (30); the ``slow``
@@ -20,6 +20,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from harness.hostile_model import (
+    POINTED_CALLS,
+    SECRET_KEY,
+    HostileModel,
+    Move,
+    arguments,
+    moves,
+    play_on,
+    texts,
+)
 from harness.tapes import bub_read
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -32,16 +42,6 @@ from bub_nb.errors import BubNbError, ToolCallError
 from bub_nb.tape import FileTapeStore, Tape
 from bub_nb.tape.reports.transcript import transcript_markdown
 from bub_nb.testing import OpenAICompatibleServer
-from bub_nb.testing.hostile import (
-    POINTED_CALLS,
-    SECRET_KEY,
-    HostileModel,
-    Move,
-    arguments,
-    moves,
-    play_on,
-    texts,
-)
 
 EXAMPLES = int(os.environ.get("HOSTILE_EXAMPLES", "30"))
 PEAK_BYTES = 400 * 2**20

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from harness.hostile_model import HostileModel, Move, moves, texts
 from harness.tapes import bub_read
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -21,7 +22,6 @@ from bub_nb.agent.team import CONTEXT_HANDOFF, HANDOFF_FAILED, Team
 from bub_nb.context import FULL, LAST_ANCHOR, PHASES, build_view, window
 from bub_nb.errors import BubNbError, NotHoldingError
 from bub_nb.tape import FileTapeStore, Tape
-from bub_nb.testing.hostile import HostileModel, Move, moves, texts
 
 EXAMPLES = int(os.environ.get("HOSTILE_EXAMPLES", "30"))
 AGENTS = ("analyst", "reviewer")

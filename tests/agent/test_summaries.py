@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from bub_nb.agent import Agent
 from bub_nb.agent.models import OfflineModel, OpenAIModel, ScriptedModel
 from bub_nb.agent.summaries.extractive import SUMMARY_INSTRUCTIONS, parse_items
-from bub_nb.agent.summaries.summarize import FALLBACK, STATE_KEYS
+from bub_nb.agent.summaries.summarize import FALLBACK, SUMMARY_KEYS
 from bub_nb.errors import CommandError, ContextLengthError, ModelError
 from bub_nb.tape import MemoryTapeStore, Tape, TapeEntry
 from bub_nb.tape.citations import find_citations
@@ -59,7 +59,7 @@ def test_offline_summary_cites_only_the_closed_phase_and_user_state_wins(tape: T
 
     assert [e.kind for e in written] == ["event", "anchor", "event"]
     state = written[1].payload["state"]
-    assert set(STATE_KEYS) | {"topic"} == set(state)
+    assert set(SUMMARY_KEYS) | {"topic"} == set(state)
     assert state["summarized_by"] == "offline" and state["topic"] == "db"
     assert state["range"] == [anchor_id, closed[-1]]
     cited = citations_in(state["summary"]) + citations_in(state["next_steps"])

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bub_nb.testing.llama_server import llama_server_binary
+from harness.llama_server import llama_server_binary
 
 
 def llama_binary() -> Path:

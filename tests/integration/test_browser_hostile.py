@@ -49,7 +49,8 @@ def cells(text: str, log: Path) -> list[str]:
     handoff = json.dumps({"name": NAME, "summary": f"{text} [#1]"})
     return [
         "%load_ext bub_nb",
-        "from bub_nb.testing.hostile import HostileModel, Move\n"
+        f"import sys; sys.path.insert(0, {str(Path(__file__).parents[1])!r})\n"
+        "from harness.hostile_model import HostileModel, Move\n"
         f"TEXT = {text!r}\n"
         "hostile = HostileModel([\n"
         f"    Move('calls', '', calls=(('tape_handoff', {handoff!r}),)), Move('text', TEXT),\n"

@@ -11,8 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from harness.gguf_model import write_tiny_gguf
 from harness.kernel import kernel_environment, running_kernel
 from harness.llama import llama_binary
+from harness.llama_server import LlamaServer
 
 from bub_nb.agent import Agent
 from bub_nb.agent.eventloop import run_sync
@@ -20,8 +22,6 @@ from bub_nb.agent.models import OpenAIModel
 from bub_nb.context.tokens import count_messages_tokens
 from bub_nb.errors import BubNbError, ContextLengthError, ModelError
 from bub_nb.tape import MemoryTapeStore, Tape
-from bub_nb.testing.gguf_model import write_tiny_gguf
-from bub_nb.testing.llama_server import LlamaServer
 
 pytestmark = pytest.mark.llama_server
 

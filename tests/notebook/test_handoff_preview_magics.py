@@ -5,19 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import pytest
 from harness.shell import Notebook
 
 from bub_nb.agent import Agent
-from bub_nb.testing import OpenAICompatibleServer
-
-
-@pytest.fixture
-def endpoint(nb: Notebook, openai_server: OpenAICompatibleServer, monkeypatch: pytest.MonkeyPatch) -> Any:
-    monkeypatch.setenv("BUB_API_BASE", openai_server.base_url)
-    monkeypatch.setenv("BUB_API_KEY", "test-key-not-secret")
-    nb.run('%config BubMagics.model = "openai:test-model"')
-    return openai_server
 
 
 def tape_bytes(nb: Notebook) -> bytes:

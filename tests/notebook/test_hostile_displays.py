@@ -16,7 +16,7 @@ from harness.shell import Notebook
 
 import bub_nb.notebook.display as displays
 from bub_nb.notebook.display import SHOWN_LIMIT
-from bub_nb.testing.hostile import HostileModel, Move
+from harness.hostile_model import HostileModel, Move
 
 TEXT = one_text("http://127.0.0.1:9")
 NAME = "phase/<img src=x onerror=alert(1)>`x`**[y](javascript:alert(1))**"

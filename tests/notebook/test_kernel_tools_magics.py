@@ -15,14 +15,6 @@ from bub_nb.testing import OpenAICompatibleServer
 LOOKING = ["notebook_vars", "notebook_inspect", "notebook_cells"]
 
 
-@pytest.fixture
-def endpoint(nb: Notebook, openai_server: OpenAICompatibleServer, monkeypatch: pytest.MonkeyPatch) -> Any:
-    monkeypatch.setenv("BUB_API_BASE", openai_server.base_url)
-    monkeypatch.setenv("BUB_API_KEY", "test-key-not-secret")
-    nb.run('%config BubMagics.model = "openai:test-model"')
-    return openai_server
-
-
 def offered(server: OpenAICompatibleServer) -> list[str]:
     return [tool["function"]["name"] for tool in server.last_request.get("tools") or ()]
 

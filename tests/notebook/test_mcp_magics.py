@@ -20,14 +20,6 @@ pytest.importorskip("mcp")
 HOSTILE = Path(__file__).parents[1] / "harness" / "hostile_mcp.py"
 
 
-@pytest.fixture
-def endpoint(nb: Notebook, openai_server: OpenAICompatibleServer, monkeypatch: pytest.MonkeyPatch) -> Any:
-    monkeypatch.setenv("BUB_API_BASE", openai_server.base_url)
-    monkeypatch.setenv("BUB_API_KEY", "test-key-not-secret")
-    nb.run('%config BubMagics.model = "openai:test-model"')
-    return openai_server
-
-
 def offered(server: OpenAICompatibleServer) -> list[str]:
     return [tool["function"]["name"] for tool in server.last_request.get("tools") or ()]
 

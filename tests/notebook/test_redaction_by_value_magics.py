@@ -15,7 +15,6 @@ from harness.shell import Notebook
 
 import bub_nb
 from bub_nb.tape.corrections import marker
-from bub_nb.testing import OpenAICompatibleServer
 
 TOKEN = "ghp_bubnb7Yq2Zr9TokenPastedByMistake"
 ROOT = Path(__file__).resolve().parents[2]
@@ -27,14 +26,6 @@ def ipython_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     folder = tmp_path / "ipython"
     monkeypatch.setenv("IPYTHONDIR", str(folder))
     return folder
-
-
-@pytest.fixture
-def endpoint(nb: Notebook, openai_server: OpenAICompatibleServer, monkeypatch: pytest.MonkeyPatch) -> Any:
-    monkeypatch.setenv("BUB_API_BASE", openai_server.base_url)
-    monkeypatch.setenv("BUB_API_KEY", "test-key-not-secret")
-    nb.run('%config BubMagics.model = "openai:test-model"')
-    return openai_server
 
 
 def files_holding(home: Path, text: str) -> list[str]:

@@ -28,6 +28,7 @@ from typing import Any
 
 import pytest
 from harness import home_files, hostile_text
+from harness.hostile_model import NASTY_STRINGS
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -45,7 +46,6 @@ from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 
 from bub_nb.testing import OpenAICompatibleServer
-from bub_nb.testing.hostile import NASTY_STRINGS
 
 KNOWN_OPEN: set[str] = set()
 """Checks known to fail today, each named with what found it, while a fix is in progress: a check named here is

@@ -121,22 +121,6 @@ def test_a_run_event_without_usage_reports_none(tape: Tape) -> None:
     assert tape.last_usage() is None and os.fspath(tape.path or "").endswith(".jsonl")
 
 
-@pytest.mark.parametrize(
-    ("old", "new"),
-    [
-        ("bub_nb.tape.store", "bub_nb.tape.stores"),
-        ("bub_nb.tape.frame", "bub_nb.tape.frames.frame"),
-        ("bub_nb.tape.postgres", "bub_nb.tape.stores.postgres"),
-        ("bub_nb.tape.postgres.sync", "bub_nb.tape.stores.postgres.sync"),
-    ],
-)
-def test_the_deep_paths_the_docs_named_before_import_as_the_same_modules(old: str, new: str) -> None:
-    import importlib
-
-    moved, current = importlib.import_module(old), importlib.import_module(new)
-    assert moved is current and moved.__spec__ is not None and moved.__spec__.name == new
-
-
 def test_a_fork_never_ends_its_copy_on_an_unanswered_prompt_and_says_where_it_went(tmp_path: Path) -> None:
     """An overflow's prompt is answered after the automatic handoff: the phase copied ends on that prompt alone."""
     tape = open_tape("trip", home=tmp_path)

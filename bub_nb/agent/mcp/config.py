@@ -96,17 +96,6 @@ class ServerSpec:
             lines.append("env: (none)")
         return "\n".join(lines)
 
-    def as_config(self) -> dict[str, Any]:
-        """The ``mcpServers`` entry for this server."""
-        if self.url:
-            return {"type": "http", "url": self.url, **({"headers": dict(self.headers)} if self.headers else {})}
-        config: dict[str, Any] = {"command": self.command, "args": list(self.args)}
-        if self.env:
-            config["env"] = dict(self.env)
-        if self.cwd:
-            config["cwd"] = self.cwd
-        return config
-
 
 CODE_VARIABLES = frozenset(
     {

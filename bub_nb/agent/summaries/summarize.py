@@ -29,7 +29,7 @@ from bub_nb.agent.summaries.extractive import (
 from bub_nb.context.messages import is_hidden
 from bub_nb.context.tokens import count_messages_tokens, count_text_tokens
 from bub_nb.errors import BubNbError, ContextLengthError
-from bub_nb.tape.citations import SUMMARY_KEYS, check_citations, without_unseen_citations
+from bub_nb.tape.citations import check_citations, without_unseen_citations
 from bub_nb.tape.events import retracted_ids
 from bub_nb.tape.text import payload_role, payload_text
 
@@ -38,9 +38,6 @@ if TYPE_CHECKING:
 
 FALLBACK: Final = "offline (extractive fallback)"
 """``summarized_by`` of a summary quoted from the tape because the model's summary failed."""
-
-STATE_KEYS: Final = SUMMARY_KEYS
-"""The keys a summarising handoff adds to its anchor's state."""
 
 _KINDS: Final = ("message", "tool_call", "tool_result", "error")
 _MAX_DEPTH: Final = 6

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 from bub_nb.agent.models.base import Completion, Usage
 from bub_nb.agent.phase_handoff import AUTO_HANDOFF_ANCHOR, overflow_state, overflow_summary_state
 from bub_nb.agent.tools import ToolCallError
-from bub_nb.agent.turn.carry import CarriesOverReset
 from bub_nb.agent.turn.outcome import Turn, error_kind
 from bub_nb.context.tokens import count_message_tokens
 from bub_nb.tape import TapeEntry
@@ -26,7 +25,7 @@ if TYPE_CHECKING:
 
 
 @dataclass
-class TurnRecorder(CarriesOverReset):
+class TurnRecorder:
     """Writes a turn to its tape as it happens, so an error or an interrupt never loses the prompt.
 
     Order on the tape: ``system``, the user message, ``tool_call``/``tool_result`` pairs (each
@@ -115,6 +114,39 @@ class TurnRecorder(CarriesOverReset):
         with self._lock:
             if self.finished is None:
                 self.entries.extend(entries)
+
+    # -- a reset under the running turn: a tool (asked by the model) started the tape over ------------
+
+    def tools_wrote(self, before: int) -> None:
+        """What the tools appended since the tape's last id was ``before`` joins the turn; when a tool started
+        the tape over, the turn so far moves onto the new tape (:meth:`carry_over_reset`)."""
+        if self.reset_under_it():
+            self.carry_over_reset(self.tape.read(1))
+        elif self.tape.last_id != before:
+            self.written_by_tools(self.tape.read(before + 1))
+
+    def reset_under_it(self) -> bool:
+        """Whether the tape was started over since the turn began: its first entry is no longer where it was."""
+        first = next((e for e in self.entries if e.meta.get("run_id") == self.run_id), None)
+        if first is None:
+            return False
+        found = self.tape.read(first.id, first.id + 1)
+        return not found or found[0].meta.get("run_id") != self.run_id or found[0].kind != first.kind
+
+    def carry_over_reset(self, written: Iterable[TapeEntry]) -> None:
+        """After a reset (archived, so nothing is lost) the turn goes on on the new tape.
+
+        ``written`` is what the reset and the tools wrote there; the turn's own entries so far (its
+        system prompt, the prompt, earlier tool steps) are copied after them, ``meta.carried`` naming
+        each one's id in the archive, so the prompt is still in the view, the turn can be rebuilt, and
+        every id the turn reports is on the tape it now writes.
+        """
+        with self._lock:
+            if self.finished is not None:
+                return
+            own = [e for e in self.entries if e.meta.get("run_id") == self.run_id and e.kind != "anchor"]
+            self.entries = list(written)
+            self._write(*(TapeEntry(0, e.kind, e.payload, {**e.meta, "carried": e.id}) for e in own))
 
     @property
     def prompt_id(self) -> int | None:

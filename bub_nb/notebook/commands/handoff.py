@@ -61,11 +61,11 @@ class HandoffCommands:
         if (args.summarize or args.preview) and "summarize" in state:
             raise UsageError("With --summarize or --preview, 'summarize' cannot also be a state key; rename it")
         if args.preview:
-            agent = self._session.agent(model=args.model, cell=self._cell_number())
-            return self._show_preview(agent.preview_handoff(args.name, summarize=args.summarize, **state))
+            handoff = self._session.phase_handoff(model=args.model, cell=self._cell_number())
+            return self._show_preview(handoff.preview(args.name, summarize=args.summarize, **state))
         if args.summarize:
-            agent = self._session.agent(model=args.model, cell=self._cell_number())
-            written = agent.handoff(args.name, summarize=True, **state)
+            handoff = self._session.phase_handoff(model=args.model, cell=self._cell_number())
+            written = handoff.write(args.name, summarize=True, **state)
             anchor = next(entry for entry in written if entry.kind == "anchor")
             state = anchor.payload.get("state") or {}
         else:
@@ -87,7 +87,7 @@ class HandoffCommands:
         sender = args.sender or team.holder() or MAIN_AGENT
         model = None
         if args.summarize:
-            model = self._session.agent(model=args.model, name=sender).model
+            model = self._session.phase_handoff(model=args.model, agent=sender).model
         done = team.handoff(
             args.name,
             to=args.to,

@@ -58,7 +58,6 @@ USER_COLOR: Final = PALETTE["user"].color
 MEMORY_COLOR: Final = PALETTE["memory"].color
 PROMPT_COLOR: Final = PALETTE["sent"].color
 COMPLETION_COLOR: Final = PALETTE["assistant"].color
-TOOLS_COLOR: Final = PALETTE["tools"].color
 ERROR_COLOR: Final = PALETTE["error"].color
 
 # One character per kind for terminals; phase anchors are '|' and memory anchors ':'.

@@ -16,7 +16,6 @@ from bub_nb.tape.stores.columns import FORKED_FROM, TAPE_NAME
 if TYPE_CHECKING:
     import pandas as pd
 
-USAGE_COLUMNS = ("turns", "tokens_in", "tokens_out", "cached_tokens", "reasoning_tokens", "cost")
 GROUPS = ("phase", "model", TAPE_NAME)
 
 

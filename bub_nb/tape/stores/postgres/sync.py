@@ -94,7 +94,7 @@ def push(home: str | Path | None, store: PostgresTapeStore) -> Copied:
         try:
             new = _new_entries(name, files, store, copied)
             if name not in copied.left_alone:
-                # the notebook the tape's own events record, as `bub-nb tapes` lists it, goes with its row
+                # the notebook the tape's own events record, as `bub-nb tapes list` lists it, goes with its row
                 notebook = recorded_notebook(_Listed(new))
                 copied.entries[name] = store.import_entries(name, new, notebook=notebook) if new else 0
         except TapeError as error:

@@ -5,7 +5,7 @@ calls of any tool with any JSON arguments, a stream cut short, or an error of an
 strategies below draw those moves, so a property test can ask what holds after *any* sequence of turns::
 
     from hypothesis import given
-    from bub_nb.testing.hostile import HostileModel, moves
+    from harness.hostile_model import HostileModel, moves
 
     @given(moves())
     def test_something(script):
