@@ -7,8 +7,8 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from bub_nb.cli.db import add_db, database
 from bub_nb.cli.acp import add_acp
+from bub_nb.cli.db import add_db, database
 from bub_nb.cli.mcp import add_mcp
 from bub_nb.cli.redact import add_redact
 from bub_nb.cli.run import add_run
