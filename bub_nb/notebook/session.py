@@ -97,6 +97,7 @@ class AgentOptions:
     instructions: str | None
     budget: int | None
     result_budget: int | None
+    handoff_at: float | None = None
 
 
 class NotebookSession:
@@ -203,6 +204,7 @@ class NotebookSession:
             instructions=settings.system_prompt or None,
             budget=budget or None,
             result_budget=settings.tool_budget or None,
+            handoff_at=getattr(settings, "handoff_at", 0.0) or None,
         )
 
     def agent(
@@ -243,6 +245,7 @@ class NotebookSession:
             meta={"cell": cell, "source": "notebook"} if cell is not None else {"source": "notebook"},
             budget=options.budget,
             result_budget=options.result_budget,
+            handoff_at=options.handoff_at,
         )
         if team is not None:
             team.add(agent)
