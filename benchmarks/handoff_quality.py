@@ -356,9 +356,8 @@ def category_table(tallies: dict[tuple[str, str, str], Tally], modes: Sequence[s
             for cat in cats:
                 ev, ans, _ = tallies[("dialogue", cat, strategy)].figures()
                 cells.append(f"{ev:.1%} / {ans:.1%}")
-            rows.append([strategy, *cells, f"{len(tallies[('dialogue', cats[0], strategy)].evidence)}" if cats else ""])
-    counts = [str(len(tallies[("dialogue", c, "full history")].evidence)) for c in cats]
-    rows.append(["questions", *counts, ""])
+            rows.append([strategy, *cells])
+    rows.append(["questions", *(str(len(tallies[("dialogue", c, "full history")].evidence)) for c in cats)])
     return rows
 
 
@@ -415,7 +414,7 @@ def main(argv: list[str] | None = None) -> int:
     cats = [
         c for c in ("multi-hop", "temporal", "open-domain", "single-hop") if ("dialogue", c, "full history") in tallies
     ]
-    print_table(["strategy", *cats, "n"], category_table(tallies, modes))
+    print_table(["strategy", *cats], category_table(tallies, modes))
     if args.plot and lines is not None:
         plot(tallies, modes, lines, args.plot)
         print(f"\nplot written to {args.plot}")

@@ -24,9 +24,10 @@ from bub_nb.agent.hooks.interception import ToolCall as HookToolCall
 from bub_nb.agent.hooks.specs import Envelope, StreamEvent
 from bub_nb.agent.mcp.servers import mcp_servers_of, offer_mcp_tools
 from bub_nb.agent.models import Completion, Model, TextDelta, resolve_model
+from bub_nb.agent.models.base import context_window_of
 from bub_nb.agent.overflow import hopeless_overflow, narrowed_phases
 from bub_nb.agent.phase_handoff import HandoffPreview, overflow_room, overflow_summary, preview_handoff, write_handoff
-from bub_nb.agent.preflight import check_recorded_prompt_fits, check_turn
+from bub_nb.agent.preflight import check_recorded_prompt_fits, check_turn, request_preview
 from bub_nb.agent.registry import default_pipeline
 from bub_nb.agent.results import DEFAULT_RESULT_TOKENS, check_result_budget, fit_result
 from bub_nb.agent.state import TurnState
@@ -47,6 +48,10 @@ if TYPE_CHECKING:
 
 DEFAULT_MAX_STEPS = 8
 MAX_AUTO_HANDOFF_RETRIES = 1
+
+
+HANDOFF_AT_ANCHOR = "auto_handoff/handoff_at"
+"""The anchor written before a turn whose request would pass ``handoff_at`` of the window."""
 
 
 class Agent:
@@ -77,6 +82,7 @@ class Agent:
         result_budget: int | None = DEFAULT_RESULT_TOKENS,
         name: str | None = None,
         mcp: Any = None,
+        handoff_at: float | None = None,
     ) -> None:
         if type(max_steps) is not int or max_steps < 1:
             raise BubNbError(f"max_steps must be a whole number of at least 1, got {max_steps!r}")
@@ -91,6 +97,9 @@ class Agent:
         self.meta = dict(meta or {})
         self.budget = budget
         self.result_budget = check_result_budget(result_budget)
+        if handoff_at is not None and (isinstance(handoff_at, bool) or not 0 < handoff_at <= 1):
+            raise BubNbError(f"handoff_at must be a share of the model's window, above 0 and at most 1: {handoff_at!r}")
+        self.handoff_at = handoff_at
         self.tools = agent_registry(tools, builtin_tools)
         self.mcp = mcp_servers_of(mcp)  # MCP servers whose tools join on the first turn, started then
         self.name = name
@@ -249,8 +258,10 @@ class Agent:
             self.last_turn = Turn.command(result.output, result.entries, elapsed_ms)
             yield self.last_turn.text
             return
+        early = await self._handoff_before(prompt)
         memory = memory_of(self.tape, ensure=True)
         recorder = TurnRecorder(self.tape, self.model.name, self.meta, memory_version=memory.version or None)
+        recorder.notices += early
         recorder.notices += offer_mcp_tools(self.mcp, self.tools)  # a server that cannot start: one line, no tools
         running = self._running = RunningTurn(recorder, asyncio.current_task())
         try:
@@ -280,6 +291,23 @@ class Agent:
             self.last_turn = recorder.finished or self.last_turn
             if self._running is running:
                 self._running = None
+
+    async def _handoff_before(self, prompt: str) -> list[str]:
+        """With ``handoff_at``: a summarising handoff written before a turn whose request would take more than that
+        share of the model's window, and the line that says so (the overflow retry stays the last resort)."""
+        window = context_window_of(self.model)
+        if self.handoff_at is None or window is None:
+            return []
+        if not any(True for _ in self.tape.from_last_anchor(kinds=("message",))):
+            return []  # nothing since the last handoff: another one would not make the request smaller
+        used = request_preview(self, prompt).window_tokens
+        if used <= self.handoff_at * window:
+            return []
+        await self.ahandoff(HANDOFF_AT_ANCHOR, summarize=True)
+        return [
+            f"A summarising handoff ({HANDOFF_AT_ANCHOR}) was written before this turn: its request would have taken "
+            f"{used:,} of the window's {window:,} tokens, over handoff_at={self.handoff_at:g}"
+        ]
 
     async def _steps(self, recorder: TurnRecorder, prompt: str, stream: bool) -> AsyncGenerator[str, None]:
         tools = self.tools.schemas() or None

@@ -54,7 +54,7 @@ class Phases:
         # The index lists anchors without reading them; only the earlier phase anchors are read, once each.
         refs = tape.store.anchors(tape.name)
         earlier = [ref.id for ref in refs if is_phase_anchor(ref.name) and ref.id < current.anchor.id]
-        preamble = []
+        preamble: list[tuple[Message, int]] = []
         for index, entry_id in enumerate(earlier):
             entry = tape.get(entry_id)
             if is_hidden(entry):

@@ -169,7 +169,8 @@ def with_prompt(strategy: ContextStrategy, prompt: str | None) -> ContextStrateg
 def parse_recall(word: str) -> Recall | None:
     """``recall[:N]``, ``phases+recall[:N]`` or ``last+recall[:N]`` as a mode, else ``None``."""
     name, _, budget = word.partition(":")
-    base = {"recall": PHASES, "phases+recall": PHASES, "last+recall": LastAnchor()}.get(name.strip())
+    bases: dict[str, ContextStrategy] = {"recall": PHASES, "phases+recall": PHASES, "last+recall": LastAnchor()}
+    base = bases.get(name.strip())
     if base is None:
         return None
     budget = budget.strip()

@@ -96,6 +96,7 @@ class AgentOptions:
     instructions: str | None
     budget: int | None
     result_budget: int | None
+    handoff_at: float | None = None
 
 
 class NotebookSession:
@@ -230,6 +231,7 @@ class NotebookSession:
             instructions=settings.system_prompt or None,
             budget=budget or None,
             result_budget=settings.tool_budget or None,
+            handoff_at=getattr(settings, "handoff_at", 0.0) or None,
         )
 
     def agent(
@@ -270,6 +272,7 @@ class NotebookSession:
             meta={"cell": cell, "source": "notebook"} if cell is not None else {"source": "notebook"},
             budget=options.budget,
             result_budget=options.result_budget,
+            handoff_at=options.handoff_at,
         )
         if team is not None:
             team.add(agent)

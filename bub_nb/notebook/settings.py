@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any, Protocol
 
-from traitlets import Bool, Dict, Enum, Int, List, TraitError, Unicode, Union, default, validate
+from traitlets import Bool, Dict, Enum, Float, Int, List, TraitError, Unicode, Union, default, validate
 from traitlets.config import Configurable
 
 from bub_nb.agent.models.resolve import model_setting
@@ -27,6 +27,7 @@ class Settings(Protocol):
     budget: int
     allow_code: bool | str
     tool_budget: int
+    handoff_at: float
     mcp_servers: dict[str, Any]
     allow_mcp_json: bool
 
@@ -64,6 +65,11 @@ class MagicSettings(Configurable):
         help="Offer python.run: False (only with --tools python.run), True (approve each call), 'always' (no asking).",
     ).tag(config=True)
     tool_budget = Int(2000, help="Cut every tool result to about this many tokens (0: no limit).").tag(config=True)
+    handoff_at = Float(
+        0.0,
+        help="Write a summarising handoff before a turn whose request would take more than this share of the model's "
+        "window, e.g. 0.8 (0: only when it overflows).",
+    ).tag(config=True)
     mcp_servers = Dict(
         help='MCP servers in the mcpServers shape of a .mcp.json, e.g. {"time": {"command": "uvx", '
         '"args": ["mcp-server-time"]}}; their tools are mcp.<server>.<tool>.'
@@ -129,6 +135,13 @@ class MagicSettings(Configurable):
         if proposal["value"] < 0:
             raise TraitError(f"BubMagics.budget must be 0 (no budget) or a number of tokens, got {proposal['value']}")
         return int(proposal["value"])
+
+    @validate("handoff_at")
+    def _valid_handoff_at(self, proposal: Any) -> float:
+        value = proposal["value"]
+        if not 0 <= value <= 1:
+            raise TraitError(f"BubMagics.handoff_at must be a share of the window from 0 (off) to 1, got {value}")
+        return float(value)
 
     @validate("tool_budget")
     def _valid_tool_budget(self, proposal: Any) -> int:

@@ -333,6 +333,13 @@ class NotebookMachine(RuleBasedStateMachine):
         self.script(plan)
         self.cell(f"%%bub --context {mode}\nplease go on, as before {self.marker()}")
 
+    @rule(share=st.sampled_from([0.0, 0.3, 0.8]), plan=st.lists(replies, max_size=2))
+    def handoff_at(self, share: float, plan: list[Reply]) -> None:
+        # A handoff before a turn that would pass the share of the window; the invariants hold either way.
+        self.cell(f"%config BubMagics.handoff_at = {share}")
+        self.script(plan)
+        self.cell(f"%%bub\nplease go on {self.marker()}")
+
     @rule(target=secrets, plan=st.lists(replies, max_size=2))
     def paste_secret(self, plan: list[Reply]) -> str:
         secret = self.marker("secret")
