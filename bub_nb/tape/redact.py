@@ -38,13 +38,27 @@ def _known_keys() -> list[str]:
     """The configured API keys, the secrets bub_nb was handed, and the environment's values under names that read
     as secrets (``GITHUB_TOKEN``, ``AWS_SECRET_ACCESS_KEY``...), longest first."""
     keys = {value for name in _KEY_VARIABLES if len(value := os.environ.get(name, "")) >= MIN_SECRET}
-    keys |= {
-        value
-        for name, value in os.environ.items()
-        if len(value) >= MIN_ENVIRONMENT_SECRET and secret_name(name) and not value.isdigit()
-    }
+    keys |= _environment_secrets()
     keys |= _remembered
     return sorted(keys, key=len, reverse=True)
+
+
+_environment_seen: list[Any] = [None, frozenset()]
+
+
+def _environment_secrets() -> frozenset[str]:
+    """The environment's values under secret-looking names, worked out again only when the environment changed
+    (every entry stored asks, and decoding the whole environment each time is most of an append's cost)."""
+    raw = getattr(os.environ, "_data", None)
+    snapshot = tuple(raw.items()) if isinstance(raw, dict) else tuple(os.environ.items())
+    if snapshot != _environment_seen[0]:
+        found = frozenset(
+            value
+            for name, value in os.environ.items()
+            if len(value) >= MIN_ENVIRONMENT_SECRET and secret_name(name) and not value.isdigit()
+        )
+        _environment_seen[:] = [snapshot, found]
+    return _environment_seen[1]  # type: ignore[no-any-return]
 
 
 def redact_text(text: str, keys: list[str] | None = None) -> str:
