@@ -3,7 +3,8 @@
 One notebook drives the hostile corpus (``harness.hostile_text``) through every surface that shows outside text:
 a streamed and a non-streamed reply of ``HostileModel`` (which also hands off under an anchor name and summary of
 its choosing), ``%tape info``, ``%anchors``, ``%context`` (default, ``--diff``, ``--turn``), a ``%handoff
---summarize`` confirmation, the import report of a hand-written Claude Code log, a displayed ``Tape`` and turn view.
+--summarize`` confirmation, a colleague's entry whose kind breaks out of a CSS class, the import report of a
+hand-written Claude Code log, a displayed ``Tape`` and turn view.
 Each payload sets ``window.__pwned`` and asks a listener on 127.0.0.1 for a page if it runs: the global stays
 undefined, the listener hears nothing, and the outputs hold no element or attribute bub_nb did not write. The
 notebook is then saved and opened again (its outputs stored, trusted), and exported with nbconvert: the same holds.
@@ -27,6 +28,10 @@ pytestmark = [pytest.mark.browser, pytest.mark.timeout(420)]
 
 NAME = "phase/<img src=x onerror=window.__pwned=1>`x`**[y](javascript:window.__pwned=1)**"
 """An anchor name a model chooses (no control character, so ``check_handoff_name`` lets it through)."""
+
+
+KIND = 'x" onmouseover="window.__pwned=1" style="position:fixed;inset:0" data-x="'
+"""An entry kind on a colleague's tape that would open an attribute in a CSS class."""
 
 
 def hostile_log(text: str) -> str:
@@ -67,6 +72,12 @@ def cells(text: str, log: Path) -> list[str]:
         "hostile = HostileModel([Move('text', f'Summary:\\nAs said [#{last - 1}]: {TEXT}\\n\\nNext steps:\\nGo on.'),\n"
         "                        Move('text', TEXT)])",
         "%handoff phase/two --summarize -m hostile",
+        "import json\ntape = bub.session.tape\n"
+        f"line = {{'id': tape.last_id + 1, 'kind': {KIND!r}, 'payload': {{'content': TEXT}}, 'meta': {{}},\n"
+        "        'date': '2026-01-01T00:00:00+00:00'}\n"
+        "with open(tape.location, 'a', encoding='utf-8') as file:\n    file.write(json.dumps(line) + '\\n')",
+        "get_ipython().run_line_magic('tape', f'use {tape.name}')",
+        "%context full",
         f"from bub_nb.imports import import_log\nimport_log({str(log)!r}, 'claude-code', name='hostile-log')",
         "display(bub.session.tape)\nbub.session.tape.view_of_turn(-1)",
         "%%bub -m hostile --no-stream\nthe last one",
