@@ -95,7 +95,9 @@ class BuiltinPlugin:
 
         async def answer() -> str:
             try:
-                async with contextlib.aclosing(agent.model_stage(_prompt_text(prompt), stream=False, commands=_commands(state))) as deltas:
+                async with contextlib.aclosing(
+                    agent.model_stage(_prompt_text(prompt), stream=False, commands=_commands(state))
+                ) as deltas:
                     async for _ in deltas:
                         pass
             finally:
@@ -111,7 +113,9 @@ class BuiltinPlugin:
 
         async def events() -> AsyncIterator[StreamEvent]:
             try:
-                async with contextlib.aclosing(agent.model_stage(_prompt_text(prompt), stream=True, commands=_commands(state))) as deltas:
+                async with contextlib.aclosing(
+                    agent.model_stage(_prompt_text(prompt), stream=True, commands=_commands(state))
+                ) as deltas:
                     async for delta in deltas:
                         yield StreamEvent.text(delta)
             finally:

@@ -23,7 +23,7 @@ class TurnAgent(Protocol):
     instructions: str | None
     last_turn: Turn | None
 
-    def model_stage(self, prompt: str, *, stream: bool) -> AsyncGenerator[str, None]: ...
+    def model_stage(self, prompt: str, *, stream: bool, commands: bool = ...) -> AsyncGenerator[str, None]: ...
 
 
 class TurnState(TypedDict, total=False):

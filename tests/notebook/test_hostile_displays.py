@@ -11,12 +11,12 @@ import json
 from typing import Any
 
 import pytest
+from harness.hostile_model import HostileModel, Move
 from harness.hostile_text import CONTROL_CHARACTERS, markup_problems, one_text
 from harness.shell import Notebook
 
 import bub_nb.notebook.display as displays
 from bub_nb.notebook.display import SHOWN_LIMIT
-from harness.hostile_model import HostileModel, Move
 
 TEXT = one_text("http://127.0.0.1:9")
 NAME = "phase/<img src=x onerror=alert(1)>`x`**[y](javascript:alert(1))**"
