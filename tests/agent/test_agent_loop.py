@@ -296,7 +296,7 @@ def test_the_offline_model_saves_memory_through_the_tool_path(tape: Tape) -> Non
 
     assert turn.status == "ok" and "memory_save returned" in turn.text
     assert tape.memory.read().long_term == "the user prefers metric units"
-    assert kinds(turn.entries) == ["system", "message", "anchor", "event", "anchor", "tool_call", "tool_result",
+    assert kinds(turn.entries) == ["system", "message", "event", "event", "event", "tool_call", "tool_result",
                                    "message", "event"]  # fmt: skip
     next_turn = agent.run("What do you know?")
     assert "the user prefers metric units" in next_turn.entries[0].payload["content"]

@@ -130,7 +130,7 @@ def test_bubs_plugins_from_pypi_are_each_refused_in_one_line_that_names_why(tmp_
     refused = loaded["refused"]
     assert {"schedule", "web-search"} <= set(refused)
     assert "'provide_channels'" in refused["schedule"] and "no channels" in refused["schedule"]
-    assert "implements no hook" in refused["web-search"]
+    assert "'onboard_config'" in refused["web-search"] and "no onboarding" in refused["web-search"]
     assert all("\n" not in line for line in refused.values())
     assert not {"schedule", "web-search"} & set(loaded["plugins"])
     assert bub_python(PIPELINE, home=tmp_path, venv=venv, BUB_NB_BUB_PLUGINS="0")["refused"] == {}
