@@ -63,7 +63,7 @@ WITH fields AS MATERIALIZED (
                                    "results":"JSON","tool_calls":"JSON"}') AS p,
            from_json(meta, '{"run_id":"JSON","forked_from":"JSON"}') AS m
     FROM typed
-    WHERE id >= 1 AND regexp_full_match(date, '\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,6})?(Z|[+-]\d\d:\d\d)?')
+    WHERE id >= 1 AND regexp_full_match(date, '\d{4}-\d\d-\d\dT([01]\d|2[0-3]):[0-5]\d:[0-5]\d(\.\d{1,6})?(Z|[+-]\d\d:\d\d)?')
 ), derived AS (
     SELECT n, t, id, kind, date, payload, meta, m,
            CASE kind
@@ -116,7 +116,7 @@ _DEEP = 200  # a line with more opening brackets than this may be nested past wh
 # before it (a named anchor whose name is not empty and not a memory/ one).
 _ASSEMBLE = """
 WITH rows AS (
-    SELECT n, t, id, kind, CAST(date AS TIMESTAMPTZ) AS date, role, own_name, own_name AS name, content,
+    SELECT n, t, id, kind, TRY_CAST(date AS TIMESTAMPTZ) AS date, role, own_name, own_name AS name, content,
            []::VARCHAR[] AS tools, run_id, forked_from, NULL::BIGINT AS prompt_tokens,
            NULL::BIGINT AS completion_tokens, false AS bad_bytes, CAST(payload AS VARCHAR) AS payload,
            CAST(meta AS VARCHAR) AS meta
@@ -210,7 +210,12 @@ def files_table(tapes: Sequence[tuple[str, Path]], *, for_frame: bool = False) -
         except FileNotFoundError:
             data = b""
         parts.append(data[: data.rfind(b"\n") + 1])  # a torn last line is left out
-    return lines_table(parts, [name for name, _ in tapes], for_frame=for_frame)
+    import duckdb
+
+    try:
+        return lines_table(parts, [name for name, _ in tapes], for_frame=for_frame)
+    except duckdb.Error:  # anything the engine refuses: the plain reader reads the tapes instead
+        return None
 
 
 def lines_table(parts: Sequence[bytes], names: Sequence[str], *, for_frame: bool = False) -> Any | None:
