@@ -63,7 +63,8 @@ WITH fields AS MATERIALIZED (
                                    "results":"JSON","tool_calls":"JSON"}') AS p,
            from_json(meta, '{"run_id":"JSON","forked_from":"JSON"}') AS m
     FROM typed
-    WHERE id >= 1 AND regexp_full_match(date, '\d{4}-\d\d-\d\dT([01]\d|2[0-3]):[0-5]\d:[0-5]\d(\.\d{1,6})?(Z|[+-]\d\d:\d\d)?')
+    WHERE id >= 1
+      AND regexp_full_match(date, '\d{4}-\d\d-\d\dT([01]\d|2[0-3]):[0-5]\d:[0-5]\d(\.\d{1,6})?(Z|[+-]\d\d:\d\d)?')
 ), derived AS (
     SELECT n, t, id, kind, date, payload, meta, m,
            CASE kind
