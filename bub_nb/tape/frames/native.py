@@ -18,7 +18,8 @@ other line is decoded by the plain reader itself:
 - A tape with something no Arrow column of the plain reader's types holds (a run id or fork address that is not
   text) is read by the plain reader whole.
 
-``BUB_NB_READER=pure`` (or :func:`use_reader`) turns this path off; without the ``duckdb`` package it is off.
+``BUB_NB_READER=native`` (or :func:`use_reader`) turns this path on (``auto``, the default, is the plain reader
+until the native one measures faster); without the ``duckdb`` package it is off.
 """
 
 from __future__ import annotations
@@ -145,7 +146,7 @@ ORDER BY r.n
 
 def use_reader(reader: str | None) -> None:
     """Which reader frames and Arrow tables of tape files use: ``"native"`` (DuckDB, when installed), ``"pure"``
-    (the plain reader always), ``"auto"`` (native when DuckDB is installed); ``None`` leaves it to the
+    (the plain reader always), ``"auto"`` (the plain reader, for now); ``None`` leaves it to the
     ``BUB_NB_READER`` environment variable (default ``auto``)."""
     if reader is not None and reader not in READERS:
         from bub_nb.errors import TapeError
@@ -166,9 +167,10 @@ def reader(name: str) -> Iterator[None]:
 
 
 def current_reader() -> str:
-    """The reader tape files are read with now: ``native`` or ``pure``."""
+    """The reader tape files are read with now: ``native`` or ``pure``. ``auto`` is the plain reader for now: on the
+    shared two-core machine the native one measured slower (docs/performance.md), so it is chosen by name."""
     chosen = _chosen[0] or os.environ.get(_ENV, "auto").strip().lower() or "auto"
-    if chosen == "pure":
+    if chosen != "native":
         return "pure"
     try:
         import duckdb  # noqa: F401
