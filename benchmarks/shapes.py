@@ -7,7 +7,7 @@
 
 On each, with both readers (the native one, DuckDB, and the plain one): ``to_frame()`` against
 ``pandas.read_json(lines=True)`` (target <= 0.35x) and ``to_arrow()`` against ``polars.read_ndjson`` (target
-<= 1.0x, <= 1.5x on short messages); the fresh-process rows use the reader ``BUB_NB_READER`` picks.
+<= 1.0x, <= 1.5x on short messages); the fresh-process rows use the native one.
 Each figure and its baseline run in turn, ``--runs`` times, and the
 best of each is kept (the machine may be shared). The load average is printed before and after. A row per shape
 splits ``to_frame()`` into decoding the lines into columns and building the frame from them.
@@ -22,6 +22,7 @@ imports and first calls paid on a small tape before the clock starts), the rows 
 from __future__ import annotations
 
 import itertools
+import os
 import subprocess
 import sys
 from datetime import timedelta
@@ -98,7 +99,7 @@ def fresh(reader: str, path: Path, warm: Path) -> float:
     root = str(Path(__file__).resolve().parent.parent)
     done = subprocess.run(
         [sys.executable, "-c", _FRESH, root, str(path), str(warm), reader],
-        capture_output=True, text=True, check=True,
+        capture_output=True, text=True, check=True, env={**os.environ, "BUB_NB_READER": "native"},
     )  # fmt: skip
     return float(done.stdout.split()[-1])
 

@@ -18,7 +18,8 @@ other line is decoded by the plain reader itself:
 - A tape with something no Arrow column of the plain reader's types holds (a run id or fork address that is not
   text) is read by the plain reader whole.
 
-``BUB_NB_READER=pure`` (or :func:`use_reader`) turns this path off; without the ``duckdb`` package it is off.
+``BUB_NB_READER=native`` (or :func:`use_reader`) turns this path on (``auto``, the default, is the plain reader
+until the native one measures faster); without the ``duckdb`` package it is off.
 """
 
 from __future__ import annotations
@@ -63,7 +64,8 @@ WITH fields AS MATERIALIZED (
                                    "results":"JSON","tool_calls":"JSON"}') AS p,
            from_json(meta, '{"run_id":"JSON","forked_from":"JSON"}') AS m
     FROM typed
-    WHERE id >= 1 AND regexp_full_match(date, '\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,6})?(Z|[+-]\d\d:\d\d)?')
+    WHERE id >= 1
+      AND regexp_full_match(date, '\d{4}-\d\d-\d\dT([01]\d|2[0-3]):[0-5]\d:[0-5]\d(\.\d{1,6})?(Z|[+-]\d\d:\d\d)?')
 ), derived AS (
     SELECT n, t, id, kind, date, payload, meta, m,
            CASE kind
@@ -116,7 +118,7 @@ _DEEP = 200  # a line with more opening brackets than this may be nested past wh
 # before it (a named anchor whose name is not empty and not a memory/ one).
 _ASSEMBLE = """
 WITH rows AS (
-    SELECT n, t, id, kind, CAST(date AS TIMESTAMPTZ) AS date, role, own_name, own_name AS name, content,
+    SELECT n, t, id, kind, TRY_CAST(date AS TIMESTAMPTZ) AS date, role, own_name, own_name AS name, content,
            []::VARCHAR[] AS tools, run_id, forked_from, NULL::BIGINT AS prompt_tokens,
            NULL::BIGINT AS completion_tokens, false AS bad_bytes, CAST(payload AS VARCHAR) AS payload,
            CAST(meta AS VARCHAR) AS meta
@@ -144,7 +146,7 @@ ORDER BY r.n
 
 def use_reader(reader: str | None) -> None:
     """Which reader frames and Arrow tables of tape files use: ``"native"`` (DuckDB, when installed), ``"pure"``
-    (the plain reader always), ``"auto"`` (native when DuckDB is installed); ``None`` leaves it to the
+    (the plain reader always), ``"auto"`` (the plain reader, for now); ``None`` leaves it to the
     ``BUB_NB_READER`` environment variable (default ``auto``)."""
     if reader is not None and reader not in READERS:
         from bub_nb.errors import TapeError
@@ -165,9 +167,10 @@ def reader(name: str) -> Iterator[None]:
 
 
 def current_reader() -> str:
-    """The reader tape files are read with now: ``native`` or ``pure``."""
+    """The reader tape files are read with now: ``native`` or ``pure``. ``auto`` is the plain reader for now: on the
+    shared two-core machine the native one measured slower (docs/performance.md), so it is chosen by name."""
     chosen = _chosen[0] or os.environ.get(_ENV, "auto").strip().lower() or "auto"
-    if chosen == "pure":
+    if chosen != "native":
         return "pure"
     try:
         import duckdb  # noqa: F401
@@ -210,7 +213,12 @@ def files_table(tapes: Sequence[tuple[str, Path]], *, for_frame: bool = False) -
         except FileNotFoundError:
             data = b""
         parts.append(data[: data.rfind(b"\n") + 1])  # a torn last line is left out
-    return lines_table(parts, [name for name, _ in tapes], for_frame=for_frame)
+    import duckdb
+
+    try:
+        return lines_table(parts, [name for name, _ in tapes], for_frame=for_frame)
+    except duckdb.Error:  # anything the engine refuses: the plain reader reads the tapes instead
+        return None
 
 
 def lines_table(parts: Sequence[bytes], names: Sequence[str], *, for_frame: bool = False) -> Any | None:
