@@ -12,10 +12,10 @@ from hypothesis import strategies as st
 from bub_nb.agent import Agent
 from bub_nb.agent.models import OfflineModel, OpenAIModel, ScriptedModel
 from bub_nb.agent.summaries.extractive import SUMMARY_INSTRUCTIONS, parse_items
-from bub_nb.agent.summaries.summarize import FALLBACK, SUMMARY_KEYS
+from bub_nb.agent.summaries.summarize import FALLBACK
 from bub_nb.errors import CommandError, ContextLengthError, ModelError
 from bub_nb.tape import MemoryTapeStore, Tape, TapeEntry
-from bub_nb.tape.citations import find_citations
+from bub_nb.tape.citations import SUMMARY_KEYS, find_citations
 from bub_nb.tape.events import handoff_entries
 from bub_nb.testing import OpenAICompatibleServer
 
