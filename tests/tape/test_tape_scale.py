@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from harness.hostile_lines import HOSTILE, MISREAD, tape_lines
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from bub_nb.errors import TapeError
 from bub_nb.tape import FileTapeStore, TapeEntry, open_tape, read_tapes
 from bub_nb.tape._lines import decode_record
 from bub_nb.tape.stores._index import IndexState
@@ -83,15 +85,21 @@ def test_the_fast_scan_takes_clean_tapes_of_both_spellings_and_only_real_anchors
 
 @pytest.mark.parametrize("line", HOSTILE + MISREAD, ids=range(len(HOSTILE + MISREAD)))
 def test_each_hostile_line_among_clean_ones_is_indexed_as_decoding_reads_it(tmp_path: Path, line: bytes) -> None:
+    # The entries after it come after any id a hostile line may hold, so the tape's ids still increase.
     clean = [
         orjson.dumps({"id": n, "kind": "anchor" if n % 3 == 0 else "message", "payload": {"name": f"a{n}"}})
-        for n in range(1, 10)
+        for n in (*range(1, 6), *range(10, 14))
     ]
     data = b"".join(row + b"\n" for row in [*clean[:5], line, *clean[5:]])
     path = tmp_path / "t.jsonl"
     path.write_bytes(data)
     assert_same_index(scanned_index(path), plain_index(data), data)
     tape = open_tape(path, store=FileTapeStore(tmp_path))
+    ids = [record["id"] for record in map(decode_record, data[:-1].split(b"\n")) if record is not None]
+    if any(later <= earlier for earlier, later in itertools.pairwise(ids)):  # an id that goes back is never served
+        with pytest.raises(TapeError, match="out of order"):
+            tape.anchors(limit=None)
+        return
     assert [a.name for a in tape.anchors(limit=None)] == plain_index(data).anchor_names
 
 

@@ -13,7 +13,7 @@ import itertools
 import json
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from bub_nb.agent.acp.tapes import replayed
 from bub_nb.agent.commands import ALIASES, PREFIX, command_names
@@ -29,8 +29,16 @@ from bub_nb.errors import BubNbError
 from bub_nb.tape import Tape
 from bub_nb.tape.reports.prices import cost_of, current_prices
 
-if TYPE_CHECKING:
-    from bub_nb.agent.acp.server import AcpServer
+
+class Client(Protocol):
+    """What a session needs of the server it belongs to: a way to the client, and whether the client left."""
+
+    gone: bool
+
+    async def send(self, session_id: str, update: Any) -> None: ...
+
+    async def ask(self, session_id: str, tool_call: Any, options: list[Any]) -> Any: ...
+
 
 SOURCE = "acp"
 """The ``source`` every entry of an ACP turn carries in its meta, beside ``cwd``."""
@@ -80,7 +88,7 @@ class Session:
     cwd: str
     tape: Tape
     agent: Agent
-    server: AcpServer
+    server: Client
     calls: list[str] = field(default_factory=list)
     cancelled: bool = False
     task: asyncio.Task[Turn] | None = None
