@@ -43,7 +43,7 @@ def cli_binary(name: str) -> Path:
     """The pinned ``claude``, ``codex`` or ``mcp-server-everything``; skips without it, and fails under ``CI=true``."""
     binary = cli_folder() / "node_modules" / ".bin" / name
     if not binary.exists():
-        reason = f"{name} is not installed at {binary}; run the CLI step of .ci/run (npm ci in .ci/clis)"
+        reason = f"{name} is not installed at {binary}; run the CLI step of .ci/run (npm install --no-save in .ci/clis)"
         if os.environ.get("CI") == "true":
             pytest.fail(reason)
         pytest.skip(reason)
