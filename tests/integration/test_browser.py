@@ -109,7 +109,7 @@ def test_answer_streams_into_the_first_turn_cell_and_ends_whole(quickstart: Quic
     with notebook.explained(tmp_path, "streamed-answer"):
         cell = notebook.code_cell(FIRST_TURN)
         cell.scroll_into_view_if_needed()
-        answer = cell.locator(".jp-OutputArea-output.jp-RenderedMarkdown").first.text_content() or ""
+        answer = cell.locator(".jp-OutputArea-output.jp-RenderedHTML").first.text_content() or ""
         assert "offline teaching model" in answer, f"the first turn's output is {answer!r}"
         assert "▌" not in answer, f"the streaming cursor stayed after the answer finished: {answer!r}"
         frames = notebook.output_frames(FIRST_TURN)
