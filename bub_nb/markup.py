@@ -184,6 +184,15 @@ def markdown_text(value: object) -> str:
     return _MARKDOWN_SPECIAL.sub(r"\\\1", " ".join(str(value).splitlines()))
 
 
+_ESCAPED = re.compile(r"\\([!-/:-@\[-`{-~])")
+
+
+def unescaped(markdown: str) -> str:
+    """Markdown bub_nb wrote, as plain text reads it: the backslashes that kept a value literal (CommonMark's
+    escapes of ASCII punctuation) taken away, so a terminal shows ``auto_handoff`` rather than ``auto\\_handoff``."""
+    return _ESCAPED.sub(r"\1", markdown)
+
+
 def code_span(value: object) -> str:
     """A value as one Markdown code span, fenced by more backticks than it holds in a row (CommonMark's rule),
     so a backtick inside cannot close it; line breaks become spaces and ``|`` is escaped for table cells."""

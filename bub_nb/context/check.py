@@ -51,6 +51,9 @@ class CheckPassed:
     def _repr_html_(self) -> str:
         return f"<p><strong>{escape(self)}</strong></p>"
 
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:  # the plain text a notebook keeps beside the HTML
+        printer.text(str(self))
+
 
 @dataclass(frozen=True, slots=True)
 class NotDone:
@@ -71,6 +74,9 @@ class NotDone:
             f"**Not done yet** (exercise {markdown_text(repr(self.exercise))}): fill in the answer, then run the "
             f"cell. {markdown_text(self.hint)}"
         )
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(str(self))
 
 
 def check(

@@ -21,6 +21,7 @@ from bub_nb.markup import (
     markdown_html,
     markdown_inline_html,
     markdown_text,
+    unescaped,
     visible_controls,
 )
 from bub_nb.memory import MemoryZone
@@ -58,7 +59,9 @@ def show(markdown: str, *, raw_state: dict[str, Any] | None = None) -> None:
     ``raw_state`` adds an anchor's state as JSON in a fold under the text.
     """
     fold = "" if raw_state is None else raw_state_html(raw_state)
-    plain = markdown if raw_state is None else f"{markdown}\n\n{RAW_STATE}\n{raw_state_json(raw_state)}"
+    plain = unescaped(markdown)
+    if raw_state is not None:
+        plain = f"{plain}\n\n{RAW_STATE}\n{raw_state_json(raw_state)}"
     display(Shown(markdown_html(markdown) + fold, plain))
 
 
@@ -78,7 +81,7 @@ def answer_shown(text: str, footer: str = "") -> Shown:
     """An answer (bounded) as cleaned HTML, with bub_nb's footer under it in small print."""
     shown = bounded(text)
     small = f"<p><sub>{markdown_inline_html(footer)}</sub></p>" if footer else ""
-    return Shown(markdown_html(shown) + small, shown + (f"\n\n{footer}" if footer else ""))
+    return Shown(markdown_html(shown) + small, shown + (f"\n\n{unescaped(footer)}" if footer else ""))
 
 
 def rich_frontend(shell: Any) -> bool:
