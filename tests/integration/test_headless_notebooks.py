@@ -67,11 +67,11 @@ def test_nbconvert_runs_give_each_notebook_its_own_tape_and_bub_nb_tapes_names_i
         command = [str(BIN / "jupyter-nbconvert"), "--to", "notebook", "--execute", name, "--output", f"out-{name}"]
         run(command, folder, env)
     assert_own_tapes(tmp_path / "home", folder)
-    assert main(["tapes", str(tmp_path / "home")]) == 0
+    assert main(["tapes", "list", str(tmp_path / "home")]) == 0
     lines = sorted(capsys.readouterr().out.strip().splitlines())
     expected = sorted((session_tape_name(folder, n), f"notebook: {folder / n}") for n in ("a.ipynb", "b.ipynb"))
     assert [(line.split()[0], line[line.index("notebook: ") :]) for line in lines] == expected
-    assert main(["tapes", str(tmp_path / "nowhere")]) == 2
+    assert main(["tapes", "list", str(tmp_path / "nowhere")]) == 2
 
 
 def test_papermill_runs_give_each_notebook_its_own_tape(folder: Path, tmp_path: Path) -> None:
