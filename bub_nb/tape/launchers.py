@@ -79,14 +79,14 @@ def _read_cells(path: Path, cache: dict[Path, tuple[float, _Cells | None]]) -> _
     if not isinstance(cells, list):
         cache[path] = (stat.st_mtime, None)
         return None
-    code = tuple(
+    sources = tuple(
         _source(cell)
         for cell in cells
         if isinstance(cell, dict)
         and cell.get("cell_type") == "code"
         and "injected-parameters" not in ((cell.get("metadata") or {}).get("tags") or ())
     )
-    found = _Cells(_papermill_input(document, path) or path.resolve(), code)
+    found = _Cells(_papermill_input(document, path) or path.resolve(), sources)
     cache[path] = (stat.st_mtime, found)
     return found
 

@@ -27,6 +27,7 @@ from bub_nb.agent.tools import ToolCallError, ToolContext
 from bub_nb.agent.tools.builtin import BUILTIN_TOOLS, builtin_registry
 from bub_nb.errors import BubNbError, TapeNameError
 from bub_nb.tape import FileTapeStore, TapeEntry, open_tape
+from bub_nb.tape import seams
 from bub_nb.testing import OpenAICompatibleServer
 
 BUB_KEY = "sk-bub-SECRET0123456789abcdefXYZ"
@@ -304,6 +305,9 @@ def test_nothing_a_builtin_tool_reaches_runs_code() -> None:
     modules += sorted((package / "tape").rglob("*.py")) + sorted((package / "memory").rglob("*.py"))
     modules += sorted((package / "context").rglob("*.py"))
     findings = {str(m.relative_to(package)): code_execution_in(m.read_text()) for m in modules}
+    # The one import by name: the tape layer's seams import the layer above that fills them, from a fixed table.
+    assert findings.pop("tape/seams.py") == ["importlib", "importlib"]
+    assert set(seams._LAYERS.values()) == {"context", "memory"}
     assert {name: found for name, found in findings.items() if found} == {}
 
 
