@@ -26,8 +26,7 @@ from bub_nb.agent.models import OpenAIModel
 from bub_nb.agent.tools import ToolCallError, ToolContext
 from bub_nb.agent.tools.builtin import BUILTIN_TOOLS, builtin_registry
 from bub_nb.errors import BubNbError, TapeNameError
-from bub_nb.tape import FileTapeStore, TapeEntry, open_tape
-from bub_nb.tape import seams
+from bub_nb.tape import FileTapeStore, TapeEntry, open_tape, seams
 from bub_nb.testing import OpenAICompatibleServer
 
 BUB_KEY = "sk-bub-SECRET0123456789abcdefXYZ"
