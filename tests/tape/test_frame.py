@@ -10,7 +10,7 @@ from typing import Any
 import pandas as pd
 import pytest
 from harness.tapes import STORE_KINDS, bub_append, make_store
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from bub_nb.errors import AnchorNotFoundError
@@ -209,6 +209,7 @@ payloads = st.one_of(
 
 @settings(max_examples=80, deadline=None)
 @given(rows=st.lists(payloads, max_size=8))
+@example(rows=[("tool_result", {"results": [None]}), ("tool_result", {"results": [None, "a"]})])
 def test_every_row_says_what_its_entry_says_whatever_the_payload(
     tmp_path_factory: pytest.TempPathFactory, rows: list[tuple[str, dict[str, Any]]]
 ) -> None:

@@ -12,7 +12,8 @@ other line is decoded by the plain reader itself:
   with no key given twice, and holds none of what DuckDB's JSON reader reads otherwise: ``NaN`` or ``Infinity``,
   a trailing comma, a number of 19 digits or more, or more than 200 brackets (a deeply nested line).
 - Its derived columns are worked out in SQL for the common shapes only: a message or system prompt whose content
-  is text, an anchor or event with a text name and no state or data, a tool result whose results are all text.
+  is text, an anchor or event with a text name and no state or data, a tool result whose results are all text (no
+  ``null`` among them: the plain reader writes it as ``null``, DuckDB's list would drop it).
   Any other line (tool calls, ``run`` events with usage, retractions, older lines with a ``timestamp``, bad bytes,
   every hostile line) is decoded by the plain reader, and the rows are put back in file order.
 - A tape with something no Arrow column of the plain reader's types holds (a run id or fork address that is not
@@ -75,7 +76,8 @@ WITH fields AS MATERIALIZED (
                     AND (p.state IS NULL OR CAST(p.state AS VARCHAR) IN ('{}', '[]', '""', '0', 'false'))
                WHEN 'event' THEN (p.name IS NULL OR starts_with(p.name, '"')) AND p.data IS NULL
                WHEN 'tool_result' THEN p.results IS NULL OR NOT starts_with(p.results, '[')
-                    OR json_structure(p.results) IN ('["VARCHAR"]', '["NULL"]')
+                    OR (json_structure(p.results) IN ('["VARCHAR"]', '["NULL"]')
+                        AND NOT regexp_matches(CAST(p.results AS VARCHAR), '[\[,]\s*null\s*[,\]]'))
                ELSE false
            END AS simple,
            CASE kind WHEN 'message' THEN CASE WHEN starts_with(p.role, '"') THEN json_extract_string(p.role, '$') END
