@@ -269,6 +269,6 @@ BUB_ONLY_HOOKS: dict[str, str] = {
     "register_cli_commands": "bub_nb has no Typer app; the `bub-nb` command is its own",
     "onboard_config": "a notebook has no onboarding; settings are environment variables and %config",
     "provide_steering_inbox": "a cell runs one turn at a time and nothing steers a running turn",
-    "provide_tape_sidecar": "bub_nb mounts no sidecar tapes on a notebook's tape",
+    "provide_tape_sidecar": "bub_nb mounts no sidecar on a notebook's tape; Bub's sidecar tapes list under their owner",
 }
 """Bub 0.5.1's hooks that bub_nb does not call, each with the reason, named when a plugin implements one."""

@@ -24,6 +24,7 @@ from bub_nb.tape.frames.native import native_table, table_to_frame
 from bub_nb.tape.frames.overview import store_frame
 from bub_nb.tape.locations import bub_home, tapes_home
 from bub_nb.tape.names import MAIN_AGENT, agent_of_tape, notebook_of_tape
+from bub_nb.tape.sidecars import sidecar_of
 from bub_nb.tape.stores.agent_tapes import agent_tapes
 from bub_nb.tape.stores.archive import ArchiveTapeStore, archive_files, archive_tape
 from bub_nb.tape.stores.columns import TAPE_NAME, Columns
@@ -60,7 +61,7 @@ def read_tapes(
         raise TapeError(f"read_tapes(as_={as_!r}): give 'pandas', 'arrow' or 'polars'")
     check_kinds(kinds)
     if columns is not None:
-        unknown = sorted(set(columns) - {*COLUMNS, "notebook", "agent", "archived", "owner"})
+        unknown = sorted(set(columns) - {*COLUMNS, "notebook", "agent", "archived", "owner", "sidecar"})
         if unknown:
             raise TapeError(
                 f"read_tapes(columns=...) names no such columns: {unknown}; the columns are {list(COLUMNS)}"
@@ -75,7 +76,7 @@ def read_tapes(
         rows = frame[TAPE_NAME].tolist()
         frame["agent"] = text_series(agent_column(rows, recorded=agent_tapes(chosen, list(dict.fromkeys(rows)))))
         _warn_bad_bytes(frame)
-        return _lean(frame, kinds, since, columns, as_)
+        return _lean(_under_owners(frame), kinds, since, columns, as_)
     folder = _folder(home)
     store = file_store(folder)
     decoded, names, starts = Columns(), [], []
@@ -104,7 +105,22 @@ def read_tapes(
             frame = pd.concat([frame, *parts], ignore_index=True)
             frame["kind"] = frame["kind"].astype("category")  # categories differ per part; concat drops them
     _warn_bad_bytes(frame)
-    return _lean(frame, kinds, since, columns, as_)
+    return _lean(_under_owners(frame), kinds, since, columns, as_)
+
+
+def _under_owners(frame: pd.DataFrame) -> pd.DataFrame:
+    """Rows of Bub's sidecar tapes (``<owner>__sidecar__<name>``) named by their owner, the sidecar's name in a
+    ``sidecar`` column (``""`` on the owner's own rows): a sidecar belongs to its owner's session. A home without
+    sidecars gets no such column."""
+    names = frame[TAPE_NAME].astype(str).tolist()
+    found = [sidecar_of(name) for name in names]
+    if all(side is None for side in found):
+        return frame
+    frame["sidecar"] = text_series(["" if side is None else side.name for side in found])
+    frame[TAPE_NAME] = text_series(
+        [name if side is None else side.owner for name, side in zip(names, found, strict=True)]
+    )
+    return frame
 
 
 def _archive_frame(tape: NamedTape) -> pd.DataFrame:
