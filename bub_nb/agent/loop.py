@@ -315,6 +315,7 @@ class Agent:
         overflows = MAX_AUTO_HANDOFF_RETRIES
         streamed = False
         context = self.context
+        step_prompt: str | None = prompt  # the prompt the step just run was given, as Bub's continue_prompt sees it
         while recorder.steps < self.max_steps:
             view = self.pipeline.build_tape_context(self.tape, context)
             messages = recorder.begin_step(view)
@@ -358,26 +359,28 @@ class Agent:
             await self._run_tools(recorder, completion)
             if recorder.closed:
                 return
-            await self._continue_prompt(recorder, prompt)
+            step_prompt = await self._continue_prompt(recorder, step_prompt)
         message = f"Stopped after {self.max_steps} model calls without a final answer (max_steps={self.max_steps}); "
         message += "the tool calls so far are on the tape"
         recorder.error("max_steps", message, {"max_steps": self.max_steps})
         recorder.finish("max_steps", message, error=message, answer=False)
         yield ("\n\n" if streamed else "") + message
 
-    async def _continue_prompt(self, recorder: TurnRecorder, prompt: str) -> None:
-        """Bub's ``continue_prompt``, asked as the loop goes on after a step's tool calls: the first answer is the
-        turn's next user message, on the tape before the next model call; an answer that is not text is refused."""
+    async def _continue_prompt(self, recorder: TurnRecorder, prompt: str | None) -> str | None:
+        """Bub's ``continue_prompt``, asked as the loop goes on after a step's tool calls with the prompt that step
+        was given (``None`` after a step given none): the first answer is the turn's next user message, on the tape
+        before the next model call, and the prompt the next step is given; an answer that is not text is refused."""
         if not self.pipeline.hooks.implementations("continue_prompt"):
-            return
+            return None
         state = {"agent": self, "tape": self.tape, "run_id": recorder.run_id}
         follow_up = await self.pipeline.hooks.call("continue_prompt", prompt=prompt, tape=self.tape, state=state)
         if follow_up is None:
-            return
+            return None
         if not isinstance(follow_up, str):
             raise PipelineError(f"continue_prompt answered {type(follow_up).__name__}; it answers a str or None")
         if follow_up.strip():
             recorder.add_message({"role": "user", "content": follow_up})
+        return follow_up
 
     def _ask(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, stream: bool

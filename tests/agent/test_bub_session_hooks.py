@@ -121,13 +121,16 @@ def test_continue_prompt_adds_a_user_message_before_the_next_model_call(
     assert written[-2].meta["run_id"] == asked[0][2]
 
 
-def test_continue_prompt_stays_within_max_steps(
+def test_continue_prompt_stays_within_max_steps_and_sees_the_prompt_the_last_step_was_given(
     pipeline: TurnPipeline, tape: Tape, model: OpenAIModel, openai_server: OpenAICompatibleServer
 ) -> None:
+    seen: list[Any] = []
+
     class Forever:
         @bub_hookimpl
         def continue_prompt(self, prompt: Any, tape: Any, state: Any) -> str:
-            return "Keep going."
+            seen.append(prompt)
+            return f"Keep going ({len(seen)})."
 
     pipeline.register_plugin(Forever(), name="forever")
     agent = Agent(tape, model, tools=[shout], max_steps=2, pipeline=pipeline)
@@ -135,6 +138,7 @@ def test_continue_prompt_stays_within_max_steps(
         openai_server.reply_tool_calls([{"name": "shout", "arguments": {"text": "hi"}}])
     turn = agent.run("Shout.")
     assert turn.status == "max_steps" and len(openai_server.requests) == 2
+    assert seen == ["Shout.", "Keep going (1)."]
 
 
 # -- provide_model_options -------------------------------------------------------------------------

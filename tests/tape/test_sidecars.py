@@ -115,6 +115,16 @@ def test_read_tapes_lists_a_sidecars_rows_under_its_owner(tapes: Path) -> None:
     assert set(frame.loc[frame["sidecar"] == "spill", "kind"]) == {"anchor", "tool_result", "event"}
 
 
+def test_a_frame_gives_the_whole_text_a_spill_pointer_leads_to_and_keeps_the_pointer_as_written(tapes: Path) -> None:
+    text = "".join(f"line {i} ✓\n" for i in range(4000))
+    pointer = bub_spills(tapes, text)
+    owner_tape(tapes, pointer)
+    frame = read_tapes(tapes.parent)
+    (row,) = frame[(frame["sidecar"] == "") & (frame["kind"] == "tool_result")].itertuples()
+    assert row.spilled == text and row.payload == {"results": [pointer]}
+    assert frame.loc[frame["kind"] != "tool_result", "spilled"].isna().all()
+
+
 def test_bub_nb_tapes_list_shows_a_sidecar_under_its_owner(tapes: Path) -> None:
     owner_tape(tapes, bub_spills(tapes, "z" * CHUNK))
     env = {**os.environ, "BUB_HOME": str(tapes.parent)}
@@ -125,3 +135,12 @@ def test_bub_nb_tapes_list_shows_a_sidecar_under_its_owner(tapes: Path) -> None:
     lines = done.stdout.splitlines()
     assert len(lines) == 1 and lines[0].startswith(OWNER) and lines[0].endswith("sidecars: spill")
     assert "4 entries" in lines[0]
+
+
+def test_the_class_overview_widget_shows_a_sidecar_as_part_of_its_owners_row(tapes: Path) -> None:
+    from bub_nb.notebook.widgets import ClassOverview
+
+    owner_tape(tapes, bub_spills(tapes, "w" * CHUNK))
+    overview = ClassOverview(FileTapeStore(tapes))
+    assert overview.frame["tape_name"].tolist() == [OWNER]
+    assert "__sidecar__" not in overview.to_text() and "__sidecar__" not in overview.to_html()
