@@ -288,3 +288,15 @@ def test_a_client_naming_a_path_or_a_link_out_of_the_home_reads_and_writes_nothi
         assert "plain tape name" in said or "symbolic link" in said
     assert outside.read_text() == OUTSIDE
     assert len(open_tape("lesson", home=home)) == before
+
+
+def test_list_tapes_names_a_bub_sidecar_under_its_owner(home: Path) -> None:
+    sidecar = open_tape("lesson__sidecar__spill", home=home)  # as Bub names the spill sidecar of tape "lesson"
+    sidecar.append_event("spill.manifest", {"handle": "0" * 32, "chunks": 0, "bytes": 0, "chars": 0, "lines": 1})
+
+    async def work(client: Any) -> Any:
+        return data(await client.call_tool("list_tapes", {}))
+
+    tapes = asyncio.run(session(stdio(home), work))
+    assert [(row["tape"], row["sidecars"]) for row in tapes] == [("lesson", ["spill"])]
+    assert tapes[0]["entries"] == len(open_tape("lesson", home=home))
