@@ -4,11 +4,15 @@ lines in ``tests/data/bub_cloudevents`` (Bub's own test values; its README says 
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from bub_nb import read_tapes
 from bub_nb.errors import TapeError
 from bub_nb.tape import open_tape
 from bub_nb.tape.cloudevents import bub_event_name, is_cloudevent_line, read_cloudevents
@@ -77,3 +81,20 @@ def test_reading_the_lines_directly_keeps_the_skipped_line_numbers() -> None:
     lines = [*EXAMPLE.read_text(encoding="utf-8").splitlines(), "not json", ""]
     read = read_cloudevents(lines)
     assert len(read.entries) == 7 and read.skipped == [7]
+
+
+def test_a_homes_frame_and_listing_read_a_cloudevents_tape_beside_a_current_one(home: Path) -> None:
+    other = open_tape("notes", home=home)
+    other.append_message({"role": "user", "content": "a line of the current format"})
+    frame = read_tapes(home)
+    assert frame.groupby("tape_name", observed=True).size().to_dict() == {NAME: 7, "notes": 1}
+    ours = frame[frame["tape_name"] == NAME]
+    assert ours["kind"].tolist()[:4] == ["anchor", "message", "tool_call", "tool_result"]
+    assert ours["date"].notna().all()
+    env = {**os.environ, "BUB_HOME": str(home)}
+    done = subprocess.run(
+        [sys.executable, "-m", "bub_nb.cli", "tapes", "list"], capture_output=True, text=True, env=env, timeout=240
+    )
+    assert done.returncode == 0, done.stderr
+    (line,) = [line for line in done.stdout.splitlines() if line.startswith(NAME)]
+    assert "7 entries" in line and "last: phase/start" in line and line.endswith("format: cloudevents")

@@ -27,6 +27,7 @@ from bub_nb.tape.names import MAIN_AGENT, agent_of_tape, notebook_of_tape
 from bub_nb.tape.sidecars import resolve_spill, sidecar_of, spill_handle
 from bub_nb.tape.stores.agent_tapes import agent_tapes
 from bub_nb.tape.stores.archive import ArchiveTapeStore, archive_files, archive_tape
+from bub_nb.tape.stores.cloudevents import CloudEventsTapeStore, is_cloudevents_file
 from bub_nb.tape.stores.columns import TAPE_NAME, Columns
 from bub_nb.tape.stores.resolve import file_store, resolve_store
 from bub_nb.tape.stores.wanted import WantedLines
@@ -97,6 +98,7 @@ def read_tapes(
         frame["kind"] = frame["kind"].astype("category")  # categorical even with no rows, as analysts expect
     frame["notebook"] = text_series(_notebook_column(frame))
     frame["agent"] = text_series(agent_column(frame[TAPE_NAME].tolist(), every, agent_tapes(store, every)))
+    frame = _with_cloudevents_tapes(frame, folder, every)
     if include_archives:
         frame["archived"] = False
         archives = [NamedTape(path.name, ArchiveTapeStore(path, store)) for path in archive_files(folder)]
@@ -106,6 +108,23 @@ def read_tapes(
             frame["kind"] = frame["kind"].astype("category")  # categories differ per part; concat drops them
     _warn_bad_bytes(frame)
     return _lean(_under_owners(frame, store), kinds, since, columns, as_)
+
+
+def _with_cloudevents_tapes(frame: pd.DataFrame, folder: Path, names: Sequence[str]) -> pd.DataFrame:
+    """The frame with the tapes in Bub's next (CloudEvents) format read by their own reader: the line reader saw
+    no entry in them, only lines it could not decode."""
+    cloud = [name for name in names if is_cloudevents_file(folder / f"{name}.jsonl")]
+    if not cloud:
+        return frame
+    parts = []
+    for name in cloud:
+        part = with_tape_columns(tape_to_frame(NamedTape(name, CloudEventsTapeStore(folder / f"{name}.jsonl", name))))
+        part[TAPE_NAME] = text_series([name] * len(part))
+        part["agent"] = text_series([None] * len(part))
+        parts.append(part)
+    merged = pd.concat([frame[~frame[TAPE_NAME].isin(cloud)], *parts], ignore_index=True)
+    merged["kind"] = merged["kind"].astype("category")  # categories differ per part; concat drops them
+    return merged
 
 
 def _under_owners(frame: pd.DataFrame, store: Any) -> pd.DataFrame:
