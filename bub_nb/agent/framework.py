@@ -8,12 +8,22 @@ import logging
 import os
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pluggy import HookImpl
 
 from bub_nb.agent.eventloop import run_sync
-from bub_nb.agent.hooks.runtime import HookRuntime, hook_of, invoke
+from bub_nb.agent.hooks.runtime import HookRuntime, hook_of, invoke, invoke_sync
+from bub_nb.agent.hooks.session import (
+    ModelOptions,
+    NotAdmitted,
+    TurnSnapshot,
+    admission_of,
+    close_environment,
+    enter_lifespan,
+    merge_model_options,
+)
 from bub_nb.agent.hooks.specs import (
     Envelope,
     Outbound,
@@ -66,6 +76,8 @@ class TurnPipeline:
 
     def __init__(self, builtin: object | None = None, *, entry_points: bool = True) -> None:
         self.hooks = HookRuntime()
+        self._lifespans: contextlib.AsyncExitStack | None = None  # set while started: the plugins' lifespans
+        self._environments: dict[str, Any] = {}  # provide_environment's answer per session, until close()
         if builtin is not None:
             self.hooks.register(builtin(self) if isinstance(builtin, type) else builtin, name="builtin")
         if entry_points:
@@ -80,7 +92,10 @@ class TurnPipeline:
             raise PipelineError("The name 'builtin' belongs to bub_nb's own plugin; choose another")
         if name is not None and self.hooks.has_plugin(name):
             self.hooks.unregister(name)
-        return self.hooks.register(plugin, name)
+        registered = self.hooks.register(plugin, name)
+        if self._lifespans is not None:  # started: a plugin registered since owns its resources from now on
+            run_sync(self._enter_lifespans(self._lifespans, only=registered))
+        return registered
 
     def unregister_plugin(self, name: str) -> None:
         """Remove the plugin registered as ``name``."""
@@ -97,6 +112,81 @@ class TurnPipeline:
     def plugin_names(self) -> list[str]:
         """Registered plugin names, the one that runs first first."""
         return self.hooks.plugin_names
+
+    # -- the process: lifespans and environments ----------------------------------------------------
+
+    @property
+    def started(self) -> bool:
+        """Whether :meth:`start` entered the plugins' lifespans and :meth:`close` has not left them yet."""
+        return self._lifespans is not None
+
+    async def astart(self) -> None:
+        """Enter every plugin's ``provide_lifespan`` (lowest priority first, as Bub enters them); again is a no-op.
+
+        A lifespan that fails to enter leaves those entered before it, and the error goes on."""
+        if self._lifespans is not None:
+            return
+        stack = contextlib.AsyncExitStack()
+        try:
+            await self._enter_lifespans(stack)
+        except BaseException:
+            await stack.aclose()
+            raise
+        self._lifespans = stack
+
+    def start(self) -> None:
+        """:meth:`astart` from synchronous code (loading the notebook extension starts the shared pipeline)."""
+        run_sync(self.astart())
+
+    async def aclose(self) -> None:
+        """Close every session's environment, then leave the lifespans, last entered first; closing twice is a no-op."""
+        environments, self._environments = list(self._environments.values()), {}
+        for environment in environments:
+            await close_environment(environment)
+        stack, self._lifespans = self._lifespans, None
+        if stack is not None:
+            await stack.aclose()
+
+    def close(self) -> None:
+        """:meth:`aclose` from synchronous code (unloading the extension, the kernel's exit)."""
+        run_sync(self.aclose())
+
+    async def _enter_lifespans(self, stack: contextlib.AsyncExitStack, only: str | None = None) -> None:
+        for impl in reversed(self.hooks.implementations("provide_lifespan")):
+            if only is None or impl.plugin_name == only:
+                await enter_lifespan(invoke_sync(impl, {}), stack, impl.plugin_name)
+
+    async def environment(self, session_id: str, workspace: str | Path | None = None) -> Any:
+        """The session's environment from ``provide_environment``, asked once and kept until :meth:`close`;
+        ``None`` when no plugin provides one. ``workspace`` is the folder the session works in (the current one)."""
+        if session_id in self._environments:
+            return self._environments[session_id]
+        folder = Path(workspace if workspace is not None else Path.cwd()).expanduser().resolve()
+        found = await self.hooks.call("provide_environment", session_id=session_id, workspace=folder)
+        return self._environments.setdefault(session_id, found)
+
+    def model_options(self, session_id: str, workspace: str | Path | None = None) -> ModelOptions:
+        """The session's model choices: every ``provide_model_options`` answer merged (choices in hook order, the
+        first current model), as Bub merges them for a channel to present."""
+        folder = Path(workspace if workspace is not None else Path.cwd()).expanduser().resolve()
+        return merge_model_options(
+            self.hooks.call_sync("provide_model_options", session_id=session_id, workspace=folder)
+        )
+
+    async def _admit(self, message: Outbound, session_id: str) -> None:
+        """Ask ``admit_message``; a ``drop`` raises :class:`NotAdmitted` before anything is loaded or written."""
+        for impl in self.hooks.implementations("admit_message"):
+            agent = (field_of(message, "meta") or {}).get("agent")
+            running = int(getattr(agent, "_running", None) is not None)
+            snapshot = TurnSnapshot(session_id, is_running=bool(running), running_count=running)
+            decision = await invoke(impl, {"session_id": session_id, "message": message, "turn": snapshot})
+            if decision is None:
+                continue
+            action, reason = admission_of(decision, impl.plugin_name)
+            if action == "drop":
+                why = f": {reason}" if reason else ""
+                raise NotAdmitted(f"Plugin {impl.plugin_name!r} did not admit the message; nothing was written{why}")
+            return
 
     # -- the turn --------------------------------------------------------------------------------
 
@@ -129,6 +219,7 @@ class TurnPipeline:
             resolved = await self.hooks.call("resolve_session", message=message)
             session_id = str(resolved) if resolved else default_session_id(message)
             message = with_session(message, session_id)
+            await self._admit(message, session_id)
             state: State = {}
             for contribution in reversed(await self.hooks.call("load_state", message=message, session_id=session_id)):
                 state.update(contribution)
@@ -151,6 +242,8 @@ class TurnPipeline:
             for outbound in outbounds:
                 await self.hooks.call("dispatch_outbound", message=outbound)
             yield TurnResult(session_id, prompt, output, tuple(outbounds), state)
+        except NotAdmitted:
+            raise  # a refusal, not a failure
         except Exception as exc:
             # One line by default; the traceback only for those who asked for debug logging.
             logger.error("Turn failed: %s: %s", type(exc).__name__, exc)

@@ -21,7 +21,8 @@ from bub_nb.agent.hooks.interception import (
     observe,
 )
 from bub_nb.agent.hooks.interception import ToolCall as HookToolCall
-from bub_nb.agent.hooks.specs import Envelope, StreamEvent
+from bub_nb.agent.hooks.session import ENVIRONMENT_STATE_KEY
+from bub_nb.agent.hooks.specs import Envelope, StreamEvent, default_session_id
 from bub_nb.agent.mcp.servers import mcp_servers_of, offer_mcp_tools
 from bub_nb.agent.models import Completion, Model, TextDelta, resolve_model
 from bub_nb.agent.models.base import context_window_of
@@ -314,6 +315,7 @@ class Agent:
         overflows = MAX_AUTO_HANDOFF_RETRIES
         streamed = False
         context = self.context
+        step_prompt: str | None = prompt  # the prompt the step just run was given, as Bub's continue_prompt sees it
         while recorder.steps < self.max_steps:
             view = self.pipeline.build_tape_context(self.tape, context)
             messages = recorder.begin_step(view)
@@ -357,11 +359,28 @@ class Agent:
             await self._run_tools(recorder, completion)
             if recorder.closed:
                 return
+            step_prompt = await self._continue_prompt(recorder, step_prompt)
         message = f"Stopped after {self.max_steps} model calls without a final answer (max_steps={self.max_steps}); "
         message += "the tool calls so far are on the tape"
         recorder.error("max_steps", message, {"max_steps": self.max_steps})
         recorder.finish("max_steps", message, error=message, answer=False)
         yield ("\n\n" if streamed else "") + message
+
+    async def _continue_prompt(self, recorder: TurnRecorder, prompt: str | None) -> str | None:
+        """Bub's ``continue_prompt``, asked as the loop goes on after a step's tool calls with the prompt that step
+        was given (``None`` after a step given none): the first answer is the turn's next user message, on the tape
+        before the next model call, and the prompt the next step is given; an answer that is not text is refused."""
+        if not self.pipeline.hooks.implementations("continue_prompt"):
+            return None
+        state = {"agent": self, "tape": self.tape, "run_id": recorder.run_id}
+        follow_up = await self.pipeline.hooks.call("continue_prompt", prompt=prompt, tape=self.tape, state=state)
+        if follow_up is None:
+            return None
+        if not isinstance(follow_up, str):
+            raise PipelineError(f"continue_prompt answered {type(follow_up).__name__}; it answers a str or None")
+        if follow_up.strip():
+            recorder.add_message({"role": "user", "content": follow_up})
+        return follow_up
 
     def _ask(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, stream: bool
@@ -406,7 +425,11 @@ class Agent:
 
     async def _run_tools(self, recorder: TurnRecorder, completion: Completion) -> None:
         """Run every call; unknown tools, bad arguments and exceptions become error results for the model."""
-        context = ToolContext(tape=self.tape, state={"agent": self, "run_id": recorder.run_id})
+        state: dict[str, Any] = {"agent": self, "run_id": recorder.run_id}
+        environment = await self.pipeline.environment(default_session_id(self.envelope("")))
+        if environment is not None:  # Bub's tools look for it under its key, a notebook's under "environment"
+            state["environment"] = state[ENVIRONMENT_STATE_KEY] = environment
+        context = ToolContext(tape=self.tape, state=state)
         before = self.tape.last_id
         recorder.tools_started(completion, self.tools.origins(call.name for call in completion.tool_calls))
         for call in completion.tool_calls:

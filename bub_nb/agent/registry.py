@@ -35,6 +35,11 @@ def default_pipeline() -> TurnPipeline:
         return _pipeline
 
 
+def shared_pipeline() -> TurnPipeline | None:
+    """The process-wide pipeline if it has been made, without making it."""
+    return _pipeline
+
+
 def register_plugin(plugin: object, name: str | None = None) -> str:
     """Add a plugin to the shared pipeline; it runs before every plugin registered earlier.
 

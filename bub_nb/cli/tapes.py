@@ -63,8 +63,11 @@ def _merge(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
+    from bub_nb.tape import Tape
     from bub_nb.tape.locations import bub_home, recorded_notebook, tapes_home
     from bub_nb.tape.open import open_tape
+    from bub_nb.tape.sidecars import owners_and_sidecars
+    from bub_nb.tape.stores.cloudevents import CloudEventsTapeStore, is_cloudevents_file
     from bub_nb.tape.stores.resolve import file_store
 
     home = args.home
@@ -75,14 +78,20 @@ def _list(args: argparse.Namespace) -> int:
     if not names:
         print(f"No tapes under {store.directory}")
         return 0
-    width = max(len(name) for name in names)
-    for name in names:
-        tape = open_tape(name, store=store)
+    owners = owners_and_sidecars(names)  # Bub's sidecar tapes are listed under the tape they are mounted on
+    width = max(len(name) for name in owners)
+    for name, sidecars in owners.items():
+        mounted = f"  sidecars: {', '.join(sidecars)}" if sidecars else ""
+        if not store.exists(name):
+            print(f"{name:<{width}}  (no entries of its own){mounted}")
+            continue
+        cloud = is_cloudevents_file(store.path_for(name))  # Bub's next format: read by its own reader
+        tape = Tape(name, CloudEventsTapeStore(store.path_for(name), name)) if cloud else open_tape(name, store=store)
         info = tape.info()
         notebook = recorded_notebook(tape) or "-"
         print(
             f"{name:<{width}}  {info.entries:>7} entries  {info.anchors:>4} anchors  "
-            f"last: {info.last_anchor or '-'}  notebook: {notebook}"
+            f"last: {info.last_anchor or '-'}  notebook: {notebook}{mounted}{'  format: cloudevents' * cloud}"
         )
     return 0
 

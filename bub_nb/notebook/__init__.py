@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import sys
 from typing import Any
 
@@ -27,6 +28,7 @@ def load_ipython_extension(ipython: Any) -> None:
         ipython.configurables.append(magics)
     comma_cells.install(ipython)
     questions.install(ipython)
+    _start_plugins()
     if magics.record:
         try:
             magics.recorder.start()
@@ -41,6 +43,7 @@ def unload_ipython_extension(ipython: Any) -> None:
 
     comma_cells.uninstall(ipython)
     questions.uninstall(ipython)
+    _close_plugins()
     for configurable in list(ipython.configurables):
         if type(configurable).__name__ == "BubMagics":
             configurable.recorder.stop()
@@ -49,6 +52,36 @@ def unload_ipython_extension(ipython: Any) -> None:
             configurable.session.mcp.close()  # every MCP server's process ends with the extension
             ipython.configurables.remove(configurable)
             _unregister_magics(ipython, configurable)
+
+
+_closes_at_exit = False
+
+
+def _start_plugins() -> None:
+    """Enter the shared pipeline's plugin lifespans (Bub's ``provide_lifespan``) for as long as the kernel runs:
+    left when the extension unloads, or at the kernel's exit. A lifespan that fails is said in one line."""
+    from bub_nb.agent.registry import default_pipeline
+    from bub_nb.errors import BubNbError
+    from bub_nb.notebook.usage_errors import one_line
+
+    pipeline = default_pipeline()
+    try:
+        pipeline.start()
+    except BubNbError as exc:
+        print(f"Plugin lifespans did not start: {one_line(exc)}", file=sys.stderr)
+        return
+    global _closes_at_exit
+    if not _closes_at_exit:
+        atexit.register(_close_plugins)
+        _closes_at_exit = True
+
+
+def _close_plugins() -> None:
+    from bub_nb.agent.registry import shared_pipeline
+
+    pipeline = shared_pipeline()
+    if pipeline is not None and pipeline.started:
+        pipeline.close()
 
 
 def _unregister_magics(ipython: Any, magics: Any) -> None:

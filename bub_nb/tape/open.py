@@ -20,6 +20,7 @@ from bub_nb.tape.names import (
 )
 from bub_nb.tape.stores.agent_tapes import defined_agents, records_agent
 from bub_nb.tape.stores.archive import ArchiveTapeStore, is_archive_name
+from bub_nb.tape.stores.cloudevents import CloudEventsTapeStore, is_cloudevents_file
 from bub_nb.tape.stores.file import FileTapeStore
 from bub_nb.tape.stores.protocol import KnowsOwners, TapeStore
 from bub_nb.tape.stores.resolve import check_folder, file_store, readable_tape, resolve_store
@@ -66,6 +67,8 @@ def open_tape(
             raise TapeNameError(f"Tape path {str(path)!r} does not name a tape: {name!r} comes before .jsonl") from None
         check_tape_file_name(name)
         given = resolve_store(store) if store is not None else None
+        if given is None and is_cloudevents_file(path):  # Bub's next format: read, never written
+            return Tape(name, CloudEventsTapeStore(path, name))
         return _existing(Tape(name, given or file_store(check_folder(path.parent))), create)
     chosen = resolve_store(store) if home is None or store is not None else None
     if name_or_path is None:
@@ -79,6 +82,8 @@ def open_tape(
         name = name_or_path if owner and plain else validate_tape_name(name_or_path)
     else:
         name = validate_tape_name(name_or_path)
+    if chosen is None and is_cloudevents_file(tapes_home(home) / f"{name}.jsonl"):  # Bub's next format, read-only
+        return Tape(name, CloudEventsTapeStore(tapes_home(home) / f"{name}.jsonl", name))
     return _existing(Tape(name, chosen or file_store(check_folder(tapes_home(home)))), create)
 
 

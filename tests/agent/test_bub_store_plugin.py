@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -98,14 +99,56 @@ def test_a_tape_on_a_bub_store_slices_by_anchor_and_refuses_an_archive_it_cannot
     assert (start.id, start.kind, start.payload["name"]) == (1, "anchor", "session/start")
 
 
-def test_a_store_of_neither_kind_is_refused_in_one_line_naming_its_type() -> None:
-    class AsyncStore(DictStore):
-        async def append(self, tape: str, entry: Any) -> None:  # type: ignore[override]
-            super().append(tape, entry)
+class AsyncDictStore:
+    """Bub's ``AsyncTapeStore``: the same four methods as coroutines, each yielding to the loop before it answers."""
 
-    for answer, words in [(AsyncStore(), "an async Bub store"), ({"tapes": []}, "neither a bub_nb TapeStore")]:
+    def __init__(self) -> None:
+        self.sync = DictStore()
+
+    async def list_tapes(self) -> list[str]:
+        await asyncio.sleep(0)
+        return self.sync.list_tapes()
+
+    async def reset(self, tape: str) -> None:
+        await asyncio.sleep(0)
+        self.sync.reset(tape)
+
+    async def fetch_all(self, query: Any) -> Iterable[Record]:
+        await asyncio.sleep(0)
+        return self.sync.fetch_all(query)
+
+    async def append(self, tape: str, entry: Any) -> None:
+        await asyncio.sleep(0)
+        self.sync.append(tape, entry)
+
+
+def test_an_async_bub_store_plugin_keeps_every_turn_awaited_on_the_projects_loop(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("BUB_MODEL", "offline")
+    store = AsyncDictStore()
+    pipeline = TurnPipeline(BuiltinPlugin, entry_points=False)
+    pipeline.register_plugin(ProvidesStore(store), name="bub-async-store")
+
+    turn = pipeline.process_inbound_sync(Envelope("notebook", "lesson.ipynb", "Hello")).state["turn"]
+
+    assert turn.status == "ok"
+    (name,) = store.sync.list_tapes()
+    records = store.sync.tapes[name]
+    assert [r.id for r in records] == list(range(1, len(records) + 1))
+    assert [r.payload["content"] for r in records if r.kind == "message" and r.payload["role"] == "user"] == ["Hello"]
+    tape = Tape(name, pipeline.tape_store())  # read back from synchronous code, outside any loop
+    assert [e.id for e in tape.read()] == [r.id for r in records]
+    tape.reset()
+    start = tape.read()[0]
+    assert (start.id, start.kind, start.payload["name"]) == (1, "anchor", "session/start")
+    assert len(store.sync.tapes[name]) < len(records)
+
+
+def test_a_store_of_neither_kind_is_refused_in_one_line_naming_its_type() -> None:
+    for answer in ({"tapes": []}, object()):
         pipeline = TurnPipeline(entry_points=False)
         pipeline.register_plugin(ProvidesStore(answer))
-        with pytest.raises(PipelineError, match=words) as refused:
+        with pytest.raises(PipelineError, match="neither a bub_nb TapeStore") as refused:
             pipeline.tape_store()
         assert "\n" not in str(refused.value) and type(answer).__name__ in str(refused.value)

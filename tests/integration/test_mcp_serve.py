@@ -288,3 +288,32 @@ def test_a_client_naming_a_path_or_a_link_out_of_the_home_reads_and_writes_nothi
         assert "plain tape name" in said or "symbolic link" in said
     assert outside.read_text() == OUTSIDE
     assert len(open_tape("lesson", home=home)) == before
+
+
+def test_list_tapes_names_a_bub_sidecar_under_its_owner(home: Path) -> None:
+    sidecar = open_tape("lesson__sidecar__spill", home=home)  # as Bub names the spill sidecar of tape "lesson"
+    sidecar.append_event("spill.manifest", {"handle": "0" * 32, "chunks": 0, "bytes": 0, "chars": 0, "lines": 1})
+
+    async def work(client: Any) -> Any:
+        return data(await client.call_tool("list_tapes", {}))
+
+    tapes = asyncio.run(session(stdio(home), work))
+    assert [(row["tape"], row["sidecars"]) for row in tapes] == [("lesson", ["spill"])]
+    assert tapes[0]["entries"] == len(open_tape("lesson", home=home))
+
+
+def test_a_tape_in_bubs_next_format_is_served_as_a_tape(home: Path) -> None:
+    example = Path(__file__).parents[1] / "data" / "bub_cloudevents" / "0123456789abcdef__fedcba9876543210.jsonl"
+    (home / "tapes" / example.name).write_bytes(example.read_bytes())
+    name = example.name[: -len(".jsonl")]
+
+    async def work(client: Any) -> Any:
+        return {
+            "tapes": data(await client.call_tool("list_tapes", {})),
+            "view": data(await client.call_tool("view", {"tape": name, "mode": "full"})),
+        }
+
+    seen = asyncio.run(session(stdio(home), work))
+    row = next(row for row in seen["tapes"] if row["tape"] == name)
+    assert (row["entries"], row["last_anchor"]) == (7, "phase/start")
+    assert [m["role"] for m in seen["view"]["messages"]][-3:] == ["tool", "assistant", "user"]

@@ -192,6 +192,45 @@ class TurnSpecs:
         where a window, summary or retrieval strategy plugs in.
         """
 
+    # -- Bub's session and process hooks, called where Bub calls them (bub_nb.agent.hooks.session) -------------
+
+    @hookspec(firstresult=True)
+    def admit_message(self, session_id: str, message: Outbound, turn: Any) -> Any:
+        """Whether an inbound message runs as a turn, asked after ``resolve_session`` and before anything else.
+
+        ``turn`` is a :class:`~bub_nb.agent.hooks.session.TurnSnapshot`. Answer ``None`` or an ``AdmitDecision``
+        (Bub's or bub_nb's): ``drop`` refuses the message, the turn saying so in one line and writing nothing;
+        ``process``, ``follow_up`` and ``steer`` run it (a kernel runs one cell at a time: there is no running
+        turn to queue behind or steer).
+        """
+
+    @hookspec(firstresult=True)
+    def continue_prompt(self, prompt: Prompt | None, tape: Tape, state: State) -> str | None:
+        """A user message to add when the agent loop continues after a step's tool calls, before its next model call.
+
+        The first non-``None`` answer is written on the tape as the turn's next user message; with none the next
+        call sees the conversation as it stands. The loop's ``max_steps`` bounds the steps as always.
+        """
+
+    @hookspec
+    def provide_model_options(self, session_id: str, workspace: Any) -> Any:
+        """The models a session may choose from: a ``ModelOptions`` (``models``, ``current_model``), Bub's or
+        bub_nb's. Every answer contributes, merged as Bub merges them (``TurnPipeline.model_options``)."""
+
+    @hookspec(firstresult=True)
+    def provide_environment(self, session_id: str, workspace: Any) -> Any:
+        """The environment the session's tools run processes and touch files in (Bub's ``Environment``).
+
+        Asked once per session, kept until the pipeline closes, which calls its ``close()``. Tools find it in
+        their context's state under ``"environment"`` (and Bub's ``"_runtime_environment"``).
+        """
+
+    @hookspec
+    def provide_lifespan(self) -> Any:
+        """Own resources while the kernel runs: a generator that yields once, or a context manager (either may be
+        async). Entered when the pipeline starts (loading the extension starts the shared one), or on registering
+        when it has started; left when it closes (unloading the extension, or the kernel's exit)."""
+
     # -- Bub's interception hooks, called where Bub calls them (bub_nb.agent.hooks.interception) ----------------
 
     @hookspec
@@ -230,11 +269,6 @@ BUB_ONLY_HOOKS: dict[str, str] = {
     "register_cli_commands": "bub_nb has no Typer app; the `bub-nb` command is its own",
     "onboard_config": "a notebook has no onboarding; settings are environment variables and %config",
     "provide_steering_inbox": "a cell runs one turn at a time and nothing steers a running turn",
-    "admit_message": "a cell runs one turn at a time; there is no queue of inbound messages to admit",
-    "continue_prompt": "the agent loop ends when the model answers without tool calls",
-    "provide_model_options": "the model is chosen with BUB_MODEL or %%bub --model",
-    "provide_tape_sidecar": "bub_nb mounts no sidecar tapes on a notebook's tape",
-    "provide_environment": "tools run in the kernel's own process and folder",
-    "provide_lifespan": "a notebook's kernel has no framework.running() to own resources for",
+    "provide_tape_sidecar": "bub_nb mounts no sidecar on a notebook's tape; Bub's sidecar tapes list under their owner",
 }
 """Bub 0.5.1's hooks that bub_nb does not call, each with the reason, named when a plugin implements one."""

@@ -3,8 +3,10 @@
 Bub's stores have four methods, ``list_tapes()``, ``reset(tape)``, ``fetch_all(query)`` and
 ``append(tape, entry)``, where the query names the tape and the entry is one record with the
 fields of a bub_nb entry (``id, kind, payload, meta, date``). :class:`BubStoreAdapter` puts the
-rest of a bub_nb store on top of those four: it reads the whole tape for every question, so it
-suits the small stores plugins write, not tapes of hundreds of thousands of entries.
+rest of a bub_nb store on top of those four, for Bub's ``AsyncTapeStore`` too (the same four as
+coroutines, each awaited on the project's event loop, ``bub_nb.agent.eventloop.run_sync``): it reads
+the whole tape for every question, so it suits the small stores plugins write, not tapes of
+hundreds of thousands of entries.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from bub_nb.agent.eventloop import run_sync
 from bub_nb.errors import PipelineError, TapeError
 from bub_nb.tape import AnchorRef, StoreStats, TapeEntry, TapeStore
 
@@ -60,19 +63,21 @@ class BubStoreAdapter:
         return f"BubStoreAdapter({self.store!r})"
 
     def _entries(self, tape: str) -> list[TapeEntry]:
-        records = self.store.fetch_all(BubQuery(tape, self.store)) or ()
+        records = _done(self.store.fetch_all(BubQuery(tape, self.store))) or ()
         return [_entry(record) for record in records]
 
     def list_tapes(self) -> list[str]:
-        return sorted(self.store.list_tapes())
+        return sorted(_done(self.store.list_tapes()))
 
     def exists(self, tape: str) -> bool:
-        return tape in self.store.list_tapes()
+        return tape in _done(self.store.list_tapes())
 
     def append(self, tape: str, entries: Sequence[TapeEntry]) -> list[TapeEntry]:
         with self._lock:
             for entry in entries:
-                self.store.append(tape, TapeEntry(0, entry.kind, dict(entry.payload), dict(entry.meta), entry.date))
+                _done(
+                    self.store.append(tape, TapeEntry(0, entry.kind, dict(entry.payload), dict(entry.meta), entry.date))
+                )
             return self._entries(tape)[-len(entries) :] if entries else []
 
     def read(self, tape: str, start: int = 1, stop: int | None = None) -> list[TapeEntry]:
@@ -95,8 +100,20 @@ class BubStoreAdapter:
             raise TapeError(
                 f"{type(self.store).__name__} is a Bub store, which keeps no archive; reset {tape!r} with archive=False"
             )
-        self.store.reset(tape)
+        _done(self.store.reset(tape))
         return None
+
+
+def _done(value: Any) -> Any:
+    """What a Bub store's method answered, awaited on the project's event loop when it is a coroutine (Bub's
+    ``AsyncTapeStore``): the tape layer above reads synchronously."""
+    if not inspect.isawaitable(value):
+        return value
+
+    async def awaited() -> Any:
+        return await value
+
+    return run_sync(awaited())
 
 
 def _entry(record: Any) -> TapeEntry:
@@ -110,12 +127,7 @@ def as_tape_store(answer: Any) -> TapeStore | None:
     if answer is None or all(callable(getattr(answer, name, None)) for name in BUB_NB_METHODS):
         return answer  # type: ignore[no-any-return]
     if all(callable(getattr(answer, name, None)) for name in BUB_METHODS):
-        if inspect.iscoroutinefunction(answer.append) or inspect.iscoroutinefunction(answer.fetch_all):
-            raise PipelineError(
-                f"provide_tape_store answered {type(answer).__name__}, an async Bub store; bub_nb reads tapes "
-                "synchronously, so give it the synchronous store the async one wraps"
-            )
-        return BubStoreAdapter(answer)
+        return BubStoreAdapter(answer)  # Bub's TapeStore or AsyncTapeStore: coroutines are awaited in turn
     raise PipelineError(
         f"provide_tape_store answered {type(answer).__name__}, which is neither a bub_nb TapeStore "
         f"({', '.join(BUB_NB_METHODS)}, ...) nor a Bub store ({', '.join(BUB_METHODS)})"

@@ -158,12 +158,18 @@ def build_server(reader: TapeReader, *, allow_write: bool = False) -> Any:
 
     @tool
     def list_tapes(limit: int = 100) -> list[dict[str, Any]]:
-        """The tapes here, each with its entry and anchor counts and its last anchor."""
+        """The tapes here, each with its entry and anchor counts, its last anchor and the sidecar tapes Bub mounted
+        on it (``<tape>__sidecar__<name>``, listed under it, opened by their full name)."""
+        from bub_nb.tape.sidecars import owners_and_sidecars
+
         rows = []
-        for name in reader.names()[: max(1, min(limit, 1000))]:
-            info = reader.tape(name).info()
-            last = info.last_anchor
-            rows.append({"tape": name, "entries": info.entries, "anchors": info.anchors, "last_anchor": last})
+        names = reader.names()
+        for name, sidecars in list(owners_and_sidecars(names).items())[: max(1, min(limit, 1000))]:
+            row: dict[str, Any] = {"tape": name, "entries": 0, "anchors": 0, "last_anchor": None}
+            if name in names:
+                info = reader.tape(name).info()
+                row.update(entries=info.entries, anchors=info.anchors, last_anchor=info.last_anchor)
+            rows.append({**row, "sidecars": sidecars})
         return rows
 
     @tool

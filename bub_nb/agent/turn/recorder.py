@@ -81,6 +81,10 @@ class TurnRecorder:
         self.system_prompt = system_prompt
         self._write(TapeEntry.system(system_prompt), TapeEntry.message({"role": "user", "content": prompt}))
 
+    def add_message(self, message: dict[str, Any]) -> None:
+        """Write a message the turn adds between its steps (a plugin's ``continue_prompt``)."""
+        self._write(TapeEntry.message(message))
+
     def begin_step(self, view: View) -> list[dict[str, Any]]:
         """A model call starts, sent ``view``: returns its messages, the system prompt first."""
         self.last_view = view

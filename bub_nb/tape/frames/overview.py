@@ -22,6 +22,7 @@ from bub_nb.tape.frames.frame import (
     with_tape_columns,
 )
 from bub_nb.tape.locations import tapes_home
+from bub_nb.tape.sidecars import sidecar_of
 from bub_nb.tape.stores.columns import FORKED_FROM, TAPE_NAME, Columns, decode_columns
 from bub_nb.tape.stores.protocol import FileBacked, KnowsOwners, ReadsClassLines, ReadsRecords, TapeStore
 from bub_nb.tape.stores.resolve import file_store, resolve_store
@@ -100,7 +101,8 @@ def _tape_row(name: str, details: dict[str, Any], records: list[Record]) -> dict
 
 def class_overview(store: TapeStore | str | None = None) -> pd.DataFrame:
     """One row per tape the store lets this role see: owner, notebook (the newest ``notebook`` event's, else
-    the one the database recorded), phase anchors reached, turns, tokens (from ``run`` events; a fork's copies
+    the one the database recorded; Bub's sidecar tapes, ``<owner>__sidecar__<name>``, are part of their owner's row
+    and get none of their own), phase anchors reached, turns, tokens (from ``run`` events; a fork's copies
     of its parent's turns are not counted again), errors, the time of the last entry and, for a tape started
     over in a database and kept there, when it was archived (``NaT`` for a live tape; it follows its live tape).
 
@@ -111,7 +113,8 @@ def class_overview(store: TapeStore | str | None = None) -> pd.DataFrame:
         rows = chosen.overview_rows()
     else:
         details = _details(chosen)
-        rows = [_tape_row(name, details.get(name, {}), _records(chosen, name)) for name in chosen.list_tapes()]
+        names = [name for name in chosen.list_tapes() if sidecar_of(name) is None]  # a sidecar is its owner's
+        rows = [_tape_row(name, details.get(name, {}), _records(chosen, name)) for name in names]
     frame = pd.DataFrame(rows, columns=list(OVERVIEW_COLUMNS))
     frame["last_activity"] = pd.to_datetime(frame["last_activity"], utc=True, format="ISO8601", errors="coerce")
     frame["archived"] = pd.to_datetime(frame["archived"], utc=True)

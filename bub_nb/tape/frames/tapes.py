@@ -24,8 +24,10 @@ from bub_nb.tape.frames.native import native_table, table_to_frame
 from bub_nb.tape.frames.overview import store_frame
 from bub_nb.tape.locations import bub_home, tapes_home
 from bub_nb.tape.names import MAIN_AGENT, agent_of_tape, notebook_of_tape
+from bub_nb.tape.sidecars import resolve_spill, sidecar_of, spill_handle
 from bub_nb.tape.stores.agent_tapes import agent_tapes
 from bub_nb.tape.stores.archive import ArchiveTapeStore, archive_files, archive_tape
+from bub_nb.tape.stores.cloudevents import CloudEventsTapeStore, is_cloudevents_file
 from bub_nb.tape.stores.columns import TAPE_NAME, Columns
 from bub_nb.tape.stores.resolve import file_store, resolve_store
 from bub_nb.tape.stores.wanted import WantedLines
@@ -60,7 +62,7 @@ def read_tapes(
         raise TapeError(f"read_tapes(as_={as_!r}): give 'pandas', 'arrow' or 'polars'")
     check_kinds(kinds)
     if columns is not None:
-        unknown = sorted(set(columns) - {*COLUMNS, "notebook", "agent", "archived", "owner"})
+        unknown = sorted(set(columns) - {*COLUMNS, "notebook", "agent", "archived", "owner", "sidecar", "spilled"})
         if unknown:
             raise TapeError(
                 f"read_tapes(columns=...) names no such columns: {unknown}; the columns are {list(COLUMNS)}"
@@ -75,7 +77,7 @@ def read_tapes(
         rows = frame[TAPE_NAME].tolist()
         frame["agent"] = text_series(agent_column(rows, recorded=agent_tapes(chosen, list(dict.fromkeys(rows)))))
         _warn_bad_bytes(frame)
-        return _lean(frame, kinds, since, columns, as_)
+        return _lean(_under_owners(frame, chosen), kinds, since, columns, as_)
     folder = _folder(home)
     store = file_store(folder)
     decoded, names, starts = Columns(), [], []
@@ -96,6 +98,7 @@ def read_tapes(
         frame["kind"] = frame["kind"].astype("category")  # categorical even with no rows, as analysts expect
     frame["notebook"] = text_series(_notebook_column(frame))
     frame["agent"] = text_series(agent_column(frame[TAPE_NAME].tolist(), every, agent_tapes(store, every)))
+    frame = _with_cloudevents_tapes(frame, folder, every)
     if include_archives:
         frame["archived"] = False
         archives = [NamedTape(path.name, ArchiveTapeStore(path, store)) for path in archive_files(folder)]
@@ -104,7 +107,49 @@ def read_tapes(
             frame = pd.concat([frame, *parts], ignore_index=True)
             frame["kind"] = frame["kind"].astype("category")  # categories differ per part; concat drops them
     _warn_bad_bytes(frame)
-    return _lean(frame, kinds, since, columns, as_)
+    return _lean(_under_owners(frame, store), kinds, since, columns, as_)
+
+
+def _with_cloudevents_tapes(frame: pd.DataFrame, folder: Path, names: Sequence[str]) -> pd.DataFrame:
+    """The frame with the tapes in Bub's next (CloudEvents) format read by their own reader: the line reader saw
+    no entry in them, only lines it could not decode."""
+    cloud = [name for name in names if is_cloudevents_file(folder / f"{name}.jsonl")]
+    if not cloud:
+        return frame
+    parts = []
+    for name in cloud:
+        part = with_tape_columns(tape_to_frame(NamedTape(name, CloudEventsTapeStore(folder / f"{name}.jsonl", name))))
+        part[TAPE_NAME] = text_series([name] * len(part))
+        part["agent"] = text_series([None] * len(part))
+        parts.append(part)
+    merged = pd.concat([frame[~frame[TAPE_NAME].isin(cloud)], *parts], ignore_index=True)
+    merged["kind"] = merged["kind"].astype("category")  # categories differ per part; concat drops them
+    return merged
+
+
+def _under_owners(frame: pd.DataFrame, store: Any) -> pd.DataFrame:
+    """Rows of Bub's sidecar tapes (``<owner>__sidecar__<name>``) named by their owner, the sidecar's name in a
+    ``sidecar`` column (``""`` on the owner's own rows): a sidecar belongs to its owner's session. A ``spilled``
+    column holds, on an owner's ``tool_result`` row whose result is Bub's spill pointer, the whole text the
+    pointer leads to (the payload keeps the pointer, as written). A home without sidecars gets neither column."""
+    names = frame[TAPE_NAME].astype(str).tolist()
+    found = [sidecar_of(name) for name in names]
+    if all(side is None for side in found):
+        return frame
+    owners = {side.owner for side in found if side is not None}
+    spilled: list[str | None] = [None] * len(frame)
+    for row, (name, side, kind, payload) in enumerate(zip(names, found, frame["kind"], frame["payload"], strict=True)):
+        if side is None and name in owners and kind == "tool_result" and isinstance(payload, dict):
+            results = payload.get("results")
+            if isinstance(results, list) and any(spill_handle(r) for r in results):
+                whole = [resolve_spill(r, store, name) for r in results]
+                spilled[row] = "\n".join(str(r) for r in whole) if whole != results else None
+    frame["sidecar"] = text_series(["" if side is None else side.name for side in found])
+    frame["spilled"] = text_series(spilled)
+    frame[TAPE_NAME] = text_series(
+        [name if side is None else side.owner for name, side in zip(names, found, strict=True)]
+    )
+    return frame
 
 
 def _archive_frame(tape: NamedTape) -> pd.DataFrame:
