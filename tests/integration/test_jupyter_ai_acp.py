@@ -4,7 +4,7 @@ A real ``jupyter-server`` runs ``jupyter-ai-acp-client`` (pinned in ``.ci/jupyte
 environment: ``harness.jupyter_ai``) with a persona that starts the suite's ``bub-nb acp serve`` on a temporary
 home; the test is the browser, speaking jupyterlab-chat's WebSocket at ``/api/chat/ws/<path>``. The model is the
 local OpenAI-compatible server. The reply must reach the chat, and the turn must land on the tape as a notebook
-turn would.
+turn would; on a notebook's tape handed to another agent, the chat shows the one-line refusal instead.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from tornado.httpclient import HTTPRequest
 from tornado.websocket import websocket_connect
 
 from bub_nb.agent import Agent, OpenAIModel
+from bub_nb.agent.team import Team
 from bub_nb.tape import open_tape
 from bub_nb.tape.locations import tapes_home
 from bub_nb.testing import OpenAICompatibleServer
@@ -115,3 +116,31 @@ def test_a_chat_message_to_the_bub_nb_persona_is_answered_and_lands_on_the_tape(
     twin = open_tape("twin", home=home)
     Agent(twin, OpenAIModel("test", base_url=openai_server.base_url, api_key="test")).run("When does it boil?")
     assert [e.kind for e in entries] == [e.kind for e in twin.read()]
+
+
+def test_a_chat_on_a_notebook_tape_handed_to_another_agent_shows_the_refusal_and_writes_nothing(
+    tmp_path: Path,
+) -> None:
+    """The chat's session is a notebook's tape whose ``main`` handed the conversation to ``rev``: jupyter-ai loads
+    it, and its prompt is refused in one line naming the holder; the chat shows that, the tapes gain nothing."""
+    home, root = tmp_path / "home", tmp_path / "lab"
+    root.mkdir()
+    notebook = open_tape("analysis", home=home)
+    Agent(notebook, "offline").run("The March sales were 120, 95 and 130.")
+    Team(notebook, ["rev"]).handoff("h1", to="rev")
+    before = {p.name: p.read_bytes() for p in tapes_home(str(home)).glob("*.jsonl")}
+    (root / "sales.chat").write_text(json.dumps({"metadata": {"acp_session_ids": {PERSONA_ID: notebook.name}}}))
+    command = [BUB_NB, "acp", "serve", "--home", str(home), "--model", "offline"]
+    with jupyter_ai_server(root, command, server_environment(home)) as server:
+
+        def refused(frames: list[dict[str, Any]]) -> bool:
+            return any("-32600" in m.get("body", "") for m in _persona_messages(frames).values())
+
+        try:
+            frames = asyncio.run(_chat_until(server.ws_url("sales.chat"), send_frame("And the median?"), refused, 120))
+        except (TimeoutError, ConnectionError) as exc:
+            pytest.fail(f"{exc}\n--- jupyter-server log ---\n{server.log_text()[-4000:]}")
+
+    (shown,) = [m["body"] for m in _persona_messages(frames).values() if "-32600" in m.get("body", "")]
+    assert "'main' handed the conversation to 'rev'" in shown and f"session/load '{notebook.name}~rev'" in shown
+    assert {p.name: p.read_bytes() for p in tapes_home(str(home)).glob("*.jsonl")} == before
