@@ -3,7 +3,7 @@
 
 jupyter-ai pins packages the project's own environment does not hold (the ACP SDK below 0.12, among others), so it
 lives in a virtual environment of its own, built from ``.ci/jupyter-ai/requirements.txt`` once per hash of that
-file under ``${BUB_NB_CACHE:-~/.cache/bub_nb}/jupyter-ai/<hash>`` (about 20 s with pip's cache warm). bub_nb is not
+file under ``${BUB_NB_CACHE:-~/.cache/bub_nb}/jupyter-ai/<hash>`` (20 to 50 s with pip's cache warm). bub_nb is not
 installed there: the persona names the suite's own ``bub-nb`` by its full path, as the docs tell a user to.
 Without that environment (pip cannot reach the index) a test skips, and fails under ``CI=true``.
 """
