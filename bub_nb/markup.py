@@ -18,6 +18,8 @@ sets ``innerHTML`` as it is; so nothing bub_nb displays is left to the front end
   escaped first; cleaning again is the net under that rule.
 - :func:`visible_controls` is for terminals: C0 and C1 control characters (escape sequences among them) become
   visible markers, keeping only newlines and tabs.
+- A lone surrogate, which a tape can hold but no UTF-8 display can carry, becomes a visible marker in all three
+  (:func:`visible_surrogates`).
 - :class:`Shown` is what a display publishes: cleaned ``text/html`` and a ``text/plain`` fallback, never
   ``text/markdown``.
 
@@ -101,10 +103,23 @@ def _attribute_filter(element: str, attribute: str, value: str) -> str | None:
     return value
 
 
+_SURROGATES: Final = re.compile("[\ud800-\udfff]")
+
+
+def _surrogate_marker(match: re.Match[str]) -> str:
+    return f"⟦U+{ord(match.group(0)):04X}⟧"
+
+
+def visible_surrogates(text: str) -> str:
+    """``text`` with every lone surrogate (a tape or a model may hold one; no UTF-8 display, HTML cleaner or
+    terminal can carry it) shown as a marker, ``⟦U+D800⟧``, as an invisible character is."""
+    return _SURROGATES.sub(_surrogate_marker, text)
+
+
 def clean_markdown_html(rendered: str) -> str:
     """HTML rendered from outside Markdown, cleaned against the answers' allow-list."""
     return nh3.clean(
-        rendered,
+        visible_surrogates(rendered),
         tags=set(_MARKDOWN_TAGS),
         attributes={tag: set(names) for tag, names in _MARKDOWN_ATTRIBUTES.items()},
         url_schemes=set(_URL_SCHEMES),
@@ -117,7 +132,7 @@ def clean_markdown_html(rendered: str) -> str:
 def clean_html(markup: str) -> str:
     """HTML bub_nb wrote (with escaped values in it), cleaned against the widgets' allow-list."""
     return nh3.clean(
-        markup,
+        visible_surrogates(markup),
         tags=set(_WIDGET_TAGS),
         attributes={tag: set(names) for tag, names in _WIDGET_ATTRIBUTES.items()},
         generic_attribute_prefixes={"data-", "aria-"},
@@ -228,8 +243,9 @@ def _visible(match: re.Match[str]) -> str:
 def visible_controls(text: str) -> str:
     """``text`` safe to print on a terminal: every C0 and C1 control character but ``\\n`` and ``\\t`` shown as a
     marker (``\\x1b`` as ``␛``, ``\\r`` as ``␍``, ``\\x9b`` as ``\\x9b``), so no escape sequence moves the cursor,
-    erases a line, retitles the window or writes the clipboard."""
-    return _CONTROLS.sub(_visible, text)
+    erases a line, retitles the window or writes the clipboard; a lone surrogate, which no terminal can be sent,
+    as its marker too (:func:`visible_surrogates`)."""
+    return _CONTROLS.sub(_visible, visible_surrogates(text))
 
 
 _HIDDEN: Final = re.compile(

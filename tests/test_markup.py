@@ -101,6 +101,15 @@ def test_terminals_see_control_characters_as_markers() -> None:
     assert not set(Shown.markdown("\x1b[31mred").plain) & CONTROL_CHARACTERS
 
 
+def test_a_lone_surrogate_from_a_tape_is_shown_as_a_marker_in_every_display() -> None:
+    reply = "a **summary** \ud800 and \udfff"  # what a hostile model's reply can put on a tape
+    shown = Shown.markdown(reply)
+    for text in (shown.html, shown.plain, markdown_html(reply), clean_html(f"<b>{reply}</b>"), visible_controls(reply)):
+        text.encode("utf-8")  # a display a front end can be sent, and nh3 can clean
+        assert "⟦U+D800⟧" in text and "⟦U+DFFF⟧" in text
+    assert "<strong>summary</strong>" in shown.html
+
+
 def test_bidi_and_invisible_characters_are_revealed_and_counted() -> None:
     revealed, count = reveal_hidden('s = "admin\u202e\u2066 # user\u2069\u202c"\u200b\ufeff\U000e0041')
     assert count == 7

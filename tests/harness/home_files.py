@@ -152,3 +152,14 @@ def holder(folder: Path, notebook: str) -> str:
     else ``main``."""
     transfers = [r for r in received(folder, notebook) if r.ownership == "transfer"]
     return transfers[-1].receiver if transfers else "main"
+
+
+def handed_away(folder: Path, notebook: str) -> set[str]:
+    """The agents that transferred the conversation and were handed nothing since (a transfer or a share): the
+    ones whose turns must be refused."""
+    away: set[str] = set()
+    for handoff in received(folder, notebook):
+        if handoff.ownership == "transfer":
+            away.add(handoff.sender)
+        away.discard(handoff.receiver)
+    return away

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from harness.hostile_model import HostileModel, Move
-from harness.hostile_text import CONTROL_CHARACTERS, markup_problems, one_text
+from harness.hostile_text import CONTROL_CHARACTERS, PAYLOADS, markup_problems, one_text
 from harness.shell import Notebook
 
 import bub_nb.notebook.display as displays
@@ -67,6 +67,19 @@ def test_hostile_replies_names_and_summaries_display_only_clean_html(rich: Noteb
     html = "\n".join(str(data.get("text/html", "")) for data in bundles)
     assert "&lt;script&gt;window.__pwned" in html  # the payloads are shown, as text
     assert "&lt;img src=x onerror=alert(1)&gt;" in html  # the anchor name too
+
+
+def test_the_context_widget_shows_a_replys_control_characters_as_markers_in_its_plain_text(nb: Notebook) -> None:
+    """Where no widget manager runs (a terminal, the state machine's shell), a widget's text is what is shown."""
+    controls = next(payload for payload in PAYLOADS if "\x1b]52" in payload)
+    nb.shell.user_ns["hostile"] = HostileModel([Move("text", controls)])
+    nb.run("%%bub -m hostile\nshow me")
+    shown = len(nb.displays.outputs)
+    nb.run("%context")
+    bundles = published(nb)[shown:]
+    assert any("application/vnd.jupyter.widget-view+json" in data for data in bundles)
+    assert_clean(bundles)
+    assert any("␛]52;c;cHduZWQ=␇" in str(data.get("text/plain", "")) for data in bundles)
 
 
 def test_a_hostile_kind_on_a_colleagues_tape_stays_out_of_every_class(rich: Notebook) -> None:

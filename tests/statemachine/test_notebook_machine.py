@@ -567,20 +567,29 @@ class NotebookMachine(RuleBasedStateMachine):
         Tape(name, FileTapeStore(self.folder)).append_message({"role": "user", "content": f"aside {self.marker()}"})
 
     @precondition(lambda self: self.folder.exists())
-    @rule(plan=st.lists(replies, max_size=2), comma=st.booleans())
-    def acp_prompt(self, plan: list[Reply], comma: bool) -> None:
-        """An ACP client (the SDK's, connected in process) loads the notebook's tape as its session and prompts
-        beside the kernel, as jupyter-ai's chat would on the same tape."""
+    @rule(data=st.data(), plan=st.lists(replies, max_size=2), comma=st.booleans())
+    def acp_prompt(self, data: st.DataObject, plan: list[Reply], comma: bool) -> None:
+        """An ACP client (the SDK's, connected in process) loads one of the notebook's tapes as its session and
+        prompts beside the kernel, as jupyter-ai's chat would on the same tape. One holder, nothing lost: a turn on
+        the tape of an agent that may run lands there; on the tape of one that handed the conversation away it is
+        refused in one line naming the holder (-32600), and nothing is written anywhere."""
+        import acp
         from harness.acp_client import RecordingClient, in_process, text_prompt
 
         from bub_nb.agent.acp import AcpServer, Place
         from bub_nb.agent.eventloop import run_sync
 
-        name = self.notebook()
-        if not (self.folder / f"{name}.jsonl").exists():
+        agents = sorted(home_files.agents_on_disk(self.folder, self.notebook()))
+        if not agents:
             return
-        self.script(plan)
+        agent = data.draw(st.sampled_from(agents))
+        name = self.notebook() + ("" if agent == "main" else f"~{agent}")
+        may_run = agent not in home_files.handed_away(self.folder, self.notebook())
+        holder = self.holder_from_tapes()
+        if may_run:
+            self.script(plan)
         text = ",tape.info" if comma else f"over acp {self.marker()}"
+        before = self.tape_bytes()
 
         async def drive() -> Any:
             async with in_process(RecordingClient(permit=None), AcpServer(Place(str(self.home)))) as conn:
@@ -589,9 +598,33 @@ class NotebookMachine(RuleBasedStateMachine):
 
         try:
             answer = run_sync(drive())
+        except acp.RequestError as exc:
+            message = str((exc.data or {}).get("message", "")) if isinstance(exc.data, dict) else str(exc.data)
+            after = self.tape_bytes()
+            changed = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
+            check("acp_refusal_wrote_nothing", not changed, f"ACP refused ({message}) but changed {changed}")
+            check("acp_refused_only_off_the_holder", not may_run, f"{agent!r} may run, yet ACP refused: {message}")
+            check(
+                "acp_refusal_is_one_line_naming_the_holder",
+                exc.code == -32600 and "\n" not in message and repr(holder) in message,
+                f"ACP refused {agent!r} with {exc.code} {message!r}, {holder!r} holding",
+            )
+            return
         finally:
             self.server.drop_pending()
+        check("acp_one_holder", may_run, f"{agent!r} handed the conversation away, yet its ACP turn ran: {answer}")
         check("acp_turn_ends", answer.stop_reason in ("end_turn", "max_turn_requests"), f"ACP stopped: {answer}")
+        if not comma:
+            asked = [
+                r for r in home_files.records(self.folder / f"{name}.jsonl")
+                if r["kind"] == "message" and r["payload"].get("content") == text
+            ]  # fmt: skip
+            check("acp_turn_on_its_tape", len(asked) == 1, f"the ACP prompt {text!r} is on {name} {len(asked)} times")
+            check(
+                "acp_turn_marked",
+                all((r.get("meta") or {}).get("source") == "acp" for r in asked),
+                f"the ACP prompt on {name} is not marked as ACP's: {asked}",
+            )
 
     # -- invariants ------------------------------------------------------------------------------------------
 

@@ -18,7 +18,9 @@ from bub_nb.agent.acp.tapes import Place, SessionRefused, check_cwd, check_sessi
 from bub_nb.agent.kernel_tools import Decision, NamespaceKernel, kernel_tools
 from bub_nb.agent.loop import Agent
 from bub_nb.agent.models import Model, resolve_model
-from bub_nb.errors import BubNbError
+from bub_nb.agent.team import Team
+from bub_nb.errors import BubNbError, NotHoldingError
+from bub_nb.tape.names import MAIN_AGENT, agent_of_tape, agent_tape_name
 
 
 class AcpServer:
@@ -117,6 +119,7 @@ class AcpServer:
         text = prompt_text(prompt)
         if session.task is not None and not session.task.done():
             raise RequestError.invalid_request({"message": "A turn is already running in this session"})
+        _check_holding(session)
         session.task = asyncio.ensure_future(session.run(text))
         try:
             turn = await asyncio.shield(session.task)
@@ -186,16 +189,18 @@ class AcpServer:
             from acp import RequestError
 
             raise RequestError.invalid_params({"message": one_line(exc)}) from None
-        holder: list[Session] = []
+        opened: list[Session] = []
 
         async def consent(code: str) -> Decision:
-            return await holder[0].consent(code)
+            return await opened[0].consent(code)
 
         tools = kernel_tools(NamespaceKernel({}, consent_to=consent))
-        agent = Agent(tape, self.model, tools=tools, meta={"source": SOURCE, "cwd": cwd}, mcp=_mcp(mcp_servers))
+        meta = {"source": SOURCE, "cwd": cwd}
+        agent = Agent(tape, self.model, tools=tools, meta=meta, mcp=_mcp(mcp_servers), name=agent_of_tape(name))
+        Team(tape).add(agent)  # the notebook's agents, read from its tapes: who holds the conversation is theirs
         session = Session(name, cwd, tape, agent, self, cost=tape_cost(tape))
         agent.tools = WatchedTools(agent.tools, session)
-        holder.append(session)
+        opened.append(session)
         self.sessions[name] = session
         return session
 
@@ -225,6 +230,22 @@ def prompt_text(blocks: list[Any]) -> str:
         elif kind in ("image", "audio"):
             parts.append(f"[{kind} left out: bub_nb sends text]")
     return "".join(parts)
+
+
+def _check_holding(session: Session) -> None:
+    """Refuse, in one line naming the holder, a prompt on the tape of an agent that handed the conversation away
+    (to another agent of the notebook, in a kernel or another client): one holder writes the conversation's turns,
+    and the refusal writes nothing."""
+    from acp import RequestError
+
+    team = session.agent.team
+    try:
+        team.check_may_run(session.agent.name or MAIN_AGENT)
+    except NotHoldingError as exc:
+        holder = team.holder() or MAIN_AGENT
+        where = agent_tape_name(team.tape.name, holder)
+        message = f"{one_line(exc)}; over ACP, session/load {where!r} continues as {holder!r}"
+        raise RequestError.invalid_request({"message": message, "holder": holder, "holderSession": where}) from None
 
 
 def _checked(check: Any, value: Any) -> Any:

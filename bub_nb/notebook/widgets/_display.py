@@ -6,6 +6,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from bub_nb.markup import visible_controls
+
 if TYPE_CHECKING:
     import ipywidgets
 
@@ -17,7 +19,8 @@ class WidgetDisplay(ABC):
 
     ipywidgets is imported only when ``.widget`` is first used, so the text forms work anywhere.
     Displaying sends all three forms; a frontend with a widget manager shows the live widget,
-    nbconvert, GitHub and plain VS Code outputs fall back to the HTML, a terminal prints the text.
+    nbconvert, GitHub and plain VS Code outputs fall back to the HTML, a terminal prints the text, whose control
+    characters (a reply's escape sequences) are shown as markers here, for every widget.
     """
 
     _widget: ipywidgets.Widget | None = None
@@ -58,7 +61,7 @@ class WidgetDisplay(ABC):
     def to_html(self) -> str: ...
 
     def __str__(self) -> str:
-        return self.to_text()
+        return visible_controls(self.to_text())
 
     def _repr_html_(self) -> str:
         return self.to_html()
@@ -73,7 +76,7 @@ class WidgetDisplay(ABC):
             if WIDGET_MIMETYPE in widget_data:
                 data[WIDGET_MIMETYPE] = widget_data[WIDGET_MIMETYPE]
         data["text/html"] = self.to_html()
-        data["text/plain"] = self.to_text()
+        data["text/plain"] = str(self)  # the text a tape's entries put in it, its control characters visible
         if include is not None:
             wanted = set(include)
             data = {key: value for key, value in data.items() if key in wanted}
