@@ -56,7 +56,9 @@ def parser() -> tuple[Parser, argparse._SubParsersAction[Parser]]:
         help="list, move, export, import, redact, merge and attach tapes",
         description="The tapes of a Bub home: list them, move them to and from a database, export, import, redact.",
     )
-    moves = tapes.add_subparsers(dest="move", required=True, metavar="{list,push,pull,export,import,redact,merge,attach}")
+    moves = tapes.add_subparsers(
+        dest="move", required=True, metavar="{list,push,pull,export,import,redact,merge,attach}"
+    )
     add_list(moves)
     add_push_pull(moves)
     add_export(moves)

@@ -56,7 +56,9 @@ def _home_prefixes(home: str | Path | None) -> list[tuple[str, str]]:
         user = Path.home()
         pairs.setdefault(str(user.resolve()), "~")
         pairs.setdefault(str(user), "~")
-    return sorted(((prefix, word) for prefix, word in pairs.items() if prefix not in ("", "/")), key=lambda p: -len(p[0]))
+    return sorted(
+        ((prefix, word) for prefix, word in pairs.items() if prefix not in ("", "/")), key=lambda p: -len(p[0])
+    )
 
 
 def _without_homes(value: Any, prefixes: list[tuple[str, str]]) -> Any:

@@ -258,7 +258,7 @@ def test_beside_a_bub_writer_lines_stay_whole_and_bub_nb_continues_after_the_hig
     assert stats.entries == len(records) and stats.bad_lines == 0 and stats.torn_tail_bytes == 0
     ids = [r["id"] for r in records]
     if ids != sorted(set(ids)):  # Bub repeated an id: the kernel read on, a fresh open refuses until merged
-        with pytest.raises(TapeError, match="ids out of order.*`bub-nb tapes merge`"):
+        with pytest.raises(TapeError, match=r"ids out of order.*`bub-nb tapes merge`"):
             tape.read()
         merge_tapes(path)
         tape = open_tape(path, store=FileTapeStore(tmp_path))

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import orjson
 import pytest
+from harness.shell import loaded_shell
 
 from bub_nb.cli import main
 from bub_nb.errors import TapeError
 from bub_nb.tape import open_tape
 from bub_nb.tape.attach import attach, attached_path, import_attached, notebook_tape_name
 from bub_nb.tape.stores.file import FileTapeStore
-from tests.harness.shell import Notebook, loaded_shell
 
 
 @pytest.fixture
@@ -80,7 +80,7 @@ def test_an_attached_file_continues_in_a_home_that_lacks_the_tape_with_ids_kept(
     assert [e.to_dict() for e in taken.read()] == [e.to_dict() for e in tape.read()]
     assert stat.S_IMODE(taken.path.stat().st_mode) == 0o600
     assert taken.append_message({"role": "user", "content": "next"}).id == tape.last_id + 1
-    with pytest.raises(TapeError, match="already holds this notebook's tape.*bub-nb tapes merge"):
+    with pytest.raises(TapeError, match=r"already holds this notebook's tape.*bub-nb tapes merge"):
         import_attached(moved, home=other_home)  # a second import never overwrites what was continued
 
 
@@ -121,8 +121,8 @@ def test_attach_refuses_in_one_line_where_no_notebook_is_known(user: Path, monke
 
 
 def git(where: Path, *args: str) -> str:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.org", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@example.org", "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}  # fmt: skip
+    who = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.org", "GIT_COMMITTER_NAME": "t"}
+    env = {**os.environ, **who, "GIT_COMMITTER_EMAIL": "t@example.org", "GIT_CONFIG_GLOBAL": os.devnull}
     done = subprocess.run(["git", *args], cwd=where, env=env, capture_output=True, text=True, check=True)
     return done.stdout
 

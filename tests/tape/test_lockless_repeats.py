@@ -105,7 +105,7 @@ def test_a_file_replaced_by_one_with_repeats_is_refused_by_the_reader_that_had_i
 def test_the_merge_then_serves_every_entry_with_increasing_ids(reading: tuple[Path, FileTapeStore]) -> None:
     from bub_nb.cli import main
 
-    path, store = reading
+    path, _ = reading
     assert ids_of(path) == [1, 2, 2]
     assert main(["tapes", "merge", str(path)]) == 0
     merged = open_tape(path, store=FileTapeStore(path.parent)).read()
