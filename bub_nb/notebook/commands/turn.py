@@ -29,7 +29,7 @@ FRESH_ANCHOR = "run/fresh"
 
 
 def _earlier_runs(turn: Any, prompt: str) -> list[int]:
-    """The entries of the turn's view that are the same prompt sent by an earlier turn (Run All, run again)."""
+    """The entries of the turn's view that are the same prompt sent by an earlier turn."""
     view = turn.view
     if view is None:
         return []
@@ -56,6 +56,7 @@ class TurnCommand:
         self._rename_notice = rename_notice
         self._cell_number = cell_number
         self._said_rerun: set[str] = set()  # the prompts whose earlier run was named once already
+        self._before_this_kernel: dict[str, int] = {}  # per tape: its last id when this kernel's first turn ran
 
     def run(self, args: argparse.Namespace, text: str, *, stream: bool) -> None:
         user_ns = self._shell.user_ns
@@ -85,6 +86,7 @@ class TurnCommand:
             show(renamed)
         if args.output:
             user_ns.pop(args.output, None)  # a failed turn must not leave an earlier answer there
+        before = self._before_this_kernel.setdefault(agent.tape.name, agent.tape.last_id)
         answer = AnswerDisplay(self._shell, stream=stream)
         try:
             turn = self._session.run_turn(
@@ -110,7 +112,8 @@ class TurnCommand:
         answer.finish(turn.text, footer=footer(turn, anchor, readable_tape_name(agent.tape)), metadata=metadata)
         for notice in turn.notices:
             show(f"Warning: {notice}")
-        earlier = _earlier_runs(turn, prompt)
+        # Only an earlier run of the notebook counts (Run All again): two cells of one run may ask the same thing.
+        earlier = [entry_id for entry_id in _earlier_runs(turn, prompt) if entry_id <= before]
         if earlier and prompt not in self._said_rerun:
             self._said_rerun.add(prompt)
             show(
