@@ -33,6 +33,9 @@
     │   └── NotHoldingError        an agent asked to run while another agent holds the conversation
     └── InterpolationError         a ``{placeholder}`` in a cell that names nothing in the notebook (also a KeyError)
 
+    BubNbWarning                   (a warning, also a UserWarning)
+    └── TapeOrderWarning           ids out of order that a writer without a lock added past what an open reader read
+
 Every message names the offending value, so one line is enough to act on.
 The notebook layer turns any of these into IPython's ``UsageError``.
 An error raised while a turn ran carries that turn, recorded as failed, in ``turn``.
@@ -49,6 +52,15 @@ class BubNbError(Exception):
     #: The turn this error ended (a :class:`bub_nb.Turn`, recorded with status ``error``); ``None`` when the
     #: error did not happen inside a turn.
     turn: Any = None
+
+
+class BubNbWarning(UserWarning):
+    """Base class of every warning bub_nb gives: something worth one line that does not stop the work."""
+
+
+class TapeOrderWarning(BubNbWarning):
+    """A writer that takes no lock (Bub 0.5) repeated an id past what an open reader had read. That reader reads on
+    and appends after the highest id; a fresh open refuses the tape until ``bub-nb tapes merge`` renumbers it."""
 
 
 class TapeError(BubNbError):

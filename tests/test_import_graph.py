@@ -164,6 +164,7 @@ TAPE_MODULE_ROOMS = {
     "query": "tape",
     "open": "tape",
     "follow": "tape",
+    "attach": "tape",
 }
 
 

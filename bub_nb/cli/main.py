@@ -12,7 +12,7 @@ from bub_nb.cli.db import add_db, database
 from bub_nb.cli.mcp import add_mcp
 from bub_nb.cli.redact import add_redact
 from bub_nb.cli.run import add_run
-from bub_nb.cli.tapes import add_export, add_list, add_merge, add_push_pull
+from bub_nb.cli.tapes import add_attach, add_export, add_list, add_merge, add_push_pull
 from bub_nb.errors import BubNbError, TapeNotFoundError
 from bub_nb.markup import visible_terminal
 
@@ -53,14 +53,17 @@ def parser() -> tuple[Parser, argparse._SubParsersAction[Parser]]:
     add_run(commands)
     tapes = commands.add_parser(
         "tapes",
-        help="list, move, export, import and redact tapes",
+        help="list, move, export, import, redact, merge and attach tapes",
         description="The tapes of a Bub home: list them, move them to and from a database, export, import, redact.",
     )
-    moves = tapes.add_subparsers(dest="move", required=True, metavar="{list,push,pull,export,import,redact,merge}")
+    moves = tapes.add_subparsers(
+        dest="move", required=True, metavar="{list,push,pull,export,import,redact,merge,attach}"
+    )
     add_list(moves)
     add_push_pull(moves)
     add_export(moves)
     add_merge(moves)
+    add_attach(moves)
     from bub_nb.imports.formats import FORMATS
 
     imports = moves.add_parser(

@@ -1,5 +1,5 @@
-"""``bub-nb tapes list|push|pull|export|merge``: a Bub home's tapes listed, moved to and from a database, exported,
-and two copies of one tape merged."""
+"""``bub-nb tapes list|push|pull|export|merge|attach``: a Bub home's tapes listed, moved to and from a database,
+exported, two copies of one tape merged, and a notebook's tape attached beside it or taken up from there."""
 
 from __future__ import annotations
 
@@ -53,6 +53,36 @@ def add_merge(moves: Any) -> None:
         "second", nargs="?", metavar="B", help="the other copy (.jsonl); without it, the sides A itself holds"
     )
     merge.set_defaults(handler=_merge)
+
+
+def add_attach(moves: Any) -> None:
+    attach = moves.add_parser(
+        "attach",
+        help="write a notebook's tape beside it as NOTEBOOK.tape.jsonl (to share it), or --import that file",
+    )
+    attach.add_argument("notebook", metavar="NOTEBOOK", help="the notebook (.ipynb) whose tape travels with it")
+    attach.add_argument("--home", help="Bub home (default: $BUB_HOME, else ~/.bub)")
+    attach.add_argument(
+        "--import",
+        dest="take_up",
+        action="store_true",
+        help="take the attached file up as the notebook's tape in a Bub home that lacks it",
+    )
+    attach.set_defaults(handler=_attach)
+
+
+def _attach(args: argparse.Namespace) -> int:
+    from bub_nb.tape.attach import attach, import_attached, notebook_tape_name
+    from bub_nb.tape.open import open_tape
+
+    if args.take_up:
+        done = import_attached(args.notebook, home=args.home)
+        print(f"Imported {done.entries} entries into tape {done.tape} at {done.path}")
+        return 0
+    tape = open_tape(notebook_tape_name(args.notebook), home=args.home, create=False)
+    done = attach(tape, args.notebook, home=args.home)
+    print(f"Attached {done.entries} entries of tape {done.tape} to {done.path}")
+    return 0
 
 
 def _merge(args: argparse.Namespace) -> int:

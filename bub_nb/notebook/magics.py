@@ -122,6 +122,7 @@ class BubMagics(Magics, MagicSettings):
     @argument("--tools", help="comma-separated tools: builtin names, globs like memory.*, or notebook functions")
     @argument("--budget", type=int, metavar="N", help="refuse a prompt estimated over N tokens; 0: no budget")
     @argument("--agent", metavar="NAME", help="run as this agent (see %%agent); default: the holder")
+    @argument("--fresh", action="store_true", help="start this run clean: a handoff anchor before the turn")
     @argument("prompt", nargs="*", help="with %%bub, the prompt itself")
     @line_cell_magic("bub")  # type: ignore[arg-type]  # IPython types only the bare form
     @usage_errors

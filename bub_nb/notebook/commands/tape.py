@@ -279,3 +279,42 @@ def _unretract(commands: TapeCommands, args: argparse.Namespace) -> None:
 
 def _spans(event: Any) -> str:
     return ", ".join(f"#{a}" if a == b else f"#{a}–#{b}" for a, b in event.payload["data"]["ids"])
+
+
+@subcommand(
+    "attach",
+    "Write the notebook's tape into one file beside the notebook, NOTEBOOK.tape.jsonl, to share it with the "
+    "notebook (git, a shared folder); with --import, take that file up as this notebook's tape in a Bub home "
+    "that lacks it.",
+    arg("--import", dest="take_up", action="store_true", help="continue from the attached file beside the notebook"),
+)
+def _attach(commands: TapeCommands, args: argparse.Namespace) -> None:
+    from bub_nb.errors import BubNbError
+    from bub_nb.tape.attach import attach, import_attached
+    from bub_nb.tape.locations import current_notebook
+
+    where = current_notebook()
+    if where.source == "cwd":
+        raise UsageError(
+            "%tape attach needs to know the notebook this kernel runs, and cannot tell it; "
+            "`bub-nb tapes attach NOTEBOOK` attaches a notebook's tape from a shell"
+        )
+    notebook = where.workspace / where.session_id
+    session = commands.session
+    home = session.settings.home or None
+    try:
+        if args.take_up:
+            done = import_attached(notebook, home=home)
+            tape = session.use(done.tape, create=True)
+            show(
+                f"Continued from `{notebook.name}`'s attached tape: {done.entries} entries, now on tape "
+                f"`{readable_tape_name(tape)}`."
+            )
+            return
+        done = attach(session.tape, notebook, home=home)
+    except BubNbError as error:
+        raise UsageError(str(error)) from None
+    show(
+        f"Attached {done.entries} entries of `{readable_tape_name(session.tape)}` to `{done.path.name}` beside the "
+        "notebook; commit it with the notebook, and `%tape attach --import` continues from it elsewhere."
+    )

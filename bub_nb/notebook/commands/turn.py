@@ -24,6 +24,23 @@ if TYPE_CHECKING:
     from bub_nb.notebook.session import NotebookSession
 
 
+FRESH_ANCHOR = "run/fresh"
+"""The handoff ``%%bub --fresh`` writes before its turn, so the turn's view starts after every earlier run."""
+
+
+def _earlier_runs(turn: Any, prompt: str) -> list[int]:
+    """The entries of the turn's view that are the same prompt sent by an earlier turn."""
+    view = turn.view
+    if view is None:
+        return []
+    own = set(turn.entry_ids)
+    return [
+        source
+        for message, source in zip(view.messages, view.sources, strict=False)
+        if message.get("role") == "user" and message.get("content") == prompt and source not in own
+    ]
+
+
 class TurnCommand:
     """One ``%%bub`` cell: check the options, run the turn, show the answer, its footer and its notices."""
 
@@ -38,6 +55,8 @@ class TurnCommand:
         self._session = session
         self._rename_notice = rename_notice
         self._cell_number = cell_number
+        self._said_rerun: set[str] = set()  # the prompts whose earlier run was named once already
+        self._before_this_kernel: dict[str, int] = {}  # per tape: its last id when this kernel's first turn ran
 
     def run(self, args: argparse.Namespace, text: str, *, stream: bool) -> None:
         user_ns = self._shell.user_ns
@@ -59,11 +78,15 @@ class TurnCommand:
             budget=args.budget,
             name=args.agent,
         )
+        if getattr(args, "fresh", False):
+            # Nothing is rewritten: an anchor starts the view here, so this run sees none of the earlier ones.
+            agent.tape.handoff(FRESH_ANCHOR, {"summary": "A fresh run of this cell starts here."})
         renamed = self._rename_notice.text()
         if renamed:
             show(renamed)
         if args.output:
             user_ns.pop(args.output, None)  # a failed turn must not leave an earlier answer there
+        before = self._before_this_kernel.setdefault(agent.tape.name, agent.tape.last_id)
         answer = AnswerDisplay(self._shell, stream=stream)
         try:
             turn = self._session.run_turn(
@@ -89,5 +112,14 @@ class TurnCommand:
         answer.finish(turn.text, footer=footer(turn, anchor, readable_tape_name(agent.tape)), metadata=metadata)
         for notice in turn.notices:
             show(f"Warning: {notice}")
+        # Only an earlier run of the notebook counts (Run All again): two cells of one run may ask the same thing.
+        earlier = [entry_id for entry_id in _earlier_runs(turn, prompt) if entry_id <= before]
+        if earlier and prompt not in self._said_rerun:
+            self._said_rerun.add(prompt)
+            show(
+                f"This cell ran before: its view holds an earlier run of the same prompt (entry #{earlier[0]}). "
+                "`%lesson start NAME` starts each run of the notebook on a new tape; `%%bub --fresh` starts this "
+                "run after a new anchor."
+            )
         if args.output and turn.ok:
             user_ns[args.output] = turn.text

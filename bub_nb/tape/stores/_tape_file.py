@@ -14,12 +14,13 @@ import contextlib
 import os
 import threading
 import time
+import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from filelock import FileLock, Timeout
 
-from bub_nb.errors import TapeError
+from bub_nb.errors import TapeError, TapeOrderWarning
 from bub_nb.tape._lines import Record, decode_record, decode_records, gc_paused, line_blocks
 from bub_nb.tape.entries import TapeEntry
 from bub_nb.tape.stores._index import READ_CHUNK, IndexState
@@ -54,6 +55,7 @@ class TapeFile:
         self._seen: tuple[int, int, int, int] | None = None  # (ino, dev, size, mtime) at the last look
         self._persisted_size = 0
         self._file_size = 0
+        self._read_past: tuple[int, int] | None = None  # ids out of order that appeared past what this reader read
 
     @property
     def _lock(self) -> FileLock:
@@ -78,20 +80,41 @@ class TapeFile:
             if state is not None and seen == self._seen:
                 return state
             with open_binary(self.path) as handle:
-                if state is None or not state.describes(handle, stat):
+                fresh = state is None or not state.describes(handle, stat)
+                if state is None or fresh:  # a first look, or a file replaced since
                     loaded = self._index_file.load(handle, stat)
                     self._persisted_size = loaded.size if loaded else 0
                     state = self._state = loaded or IndexState(stat.st_ino, stat.st_dev)
+                    self._read_past = None
+                in_order = state.disorder is None
                 if stat.st_size > state.size:
                     state.scan(handle, stat.st_size)
             self._file_size, self._seen = stat.st_size, seen
+            if not fresh and in_order and state.disorder is not None:
+                self._read_on_past(state.disorder)
             self._maybe_persist(state)
             return state
 
+    def _read_on_past(self, disorder: tuple[int, int]) -> None:
+        """Ids out of order appeared past what this reader had already read: a writer that takes no lock (Bub
+        0.5) picked an id while we wrote ours. Refusing now would stop this reader beside a live Bub, so it reads
+        on, the lines as they are, and its own next append follows the highest id; one line says so."""
+        self._read_past = disorder
+        before, after = disorder
+        warnings.warn(
+            f"Tape {self.path.name[: -len('.jsonl')]!r} now has ids out of order: {after} follows {before}, written "
+            "beside a writer that takes no lock; reading on as written, and new entries follow the highest id. "
+            "A fresh open refuses it until `bub-nb tapes merge` renumbers them",
+            TapeOrderWarning,
+            stacklevel=2,
+        )
+
     def checked_state(self) -> IndexState:
-        """The index, if the file's ids increase strictly; ids that repeat or go back are refused, never served."""
+        """The index, if the file's ids increase strictly; ids that repeat or go back are refused, never served.
+
+        A reader that had the file open before the ids went out of order reads on (see ``_read_on_past``)."""
         state = self.state()
-        if state.disorder is not None:
+        if state.disorder is not None and state.disorder != self._read_past:
             before, after = state.disorder
             raise TapeError(
                 f"Tape {self.path.name[: -len('.jsonl')]!r} has ids out of order: {after} follows {before} in "
@@ -214,6 +237,7 @@ class TapeFile:
                 else:
                     self.path.unlink()
             self._index_file.remove()
+            self._read_past = None
             self._state, self._seen, self._persisted_size, self._file_size = None, None, 0, 0
             return str(target) if target else None
 
