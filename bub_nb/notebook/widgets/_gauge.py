@@ -3,7 +3,8 @@
 Hooks: ``div.bub-gauge`` (``data-used``, ``data-limit``: empty when the window is unknown, ``data-over``) holds
 ``.bub-gauge-bar`` (one ``.bub-gauge-fill`` per part, ``data-part``) and ``.bub-gauge-text`` (``312 / 800 tokens``);
 ``table.bub-request`` has one ``tr.bub-request-part`` per part (``data-part``, ``data-tokens``) and the total cell
-``data-total-tokens``.
+``data-total-tokens``; ``tr.bub-repeated`` (``data-repeated-tokens``, ``data-repeated-messages``) what the request
+repeats of the last turn's request, when there is one.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
-from bub_nb.context.request import NextRequest, gauge_text, request_lines
+from bub_nb.context.request import NextRequest, gauge_text, repeated_detail, request_lines
 from bub_nb.notebook.widgets._style import ERROR_COLOR, PROMPT_COLOR, bar, colors, esc
 
 PART_COLORS: Final = colors(
@@ -96,6 +97,12 @@ def request_html(request: NextRequest) -> str:
             '<tr class="bub-total"><td>whole request</td>'
             f'<td class="bub-num" data-total-tokens="{request.total_tokens}">{request.total_tokens}</td>'
             "<td>every part above, as sent</td></tr>"
+        )
+    if request.repeated is not None:
+        rows += (
+            f'<tr class="bub-repeated" data-repeated-tokens="{request.repeated.tokens}" '
+            f'data-repeated-messages="{request.repeated.messages}"><td>repeated</td>'
+            f'<td class="bub-num">{request.repeated.tokens}</td><td>{esc(repeated_detail(request.repeated))}</td></tr>'
         )
     model = f" to <code>{esc(request.model)}</code>" if request.model else ""
     return (
