@@ -18,6 +18,7 @@ from bub_nb.context.display import message_preview
 from bub_nb.context.messages import Message
 from bub_nb.context.tokens import REPLY_PRIMING, count_message_tokens, count_text_tokens, count_tools_tokens
 from bub_nb.context.view import View
+from bub_nb.tape.reports.prices import format_cost, priced_cost
 
 PROMPT_PLACEHOLDER: Final = "(the prompt you type next)"
 PARTS: Final = ("system prompt", "memory block", "view", "prompt", "reply priming", "tool schemas")
@@ -98,6 +99,11 @@ class NextRequest:
     def room(self) -> int | None:
         """Tokens the window has left for the answer (negative when the request does not fit)."""
         return None if self.window is None else self.window - self.window_tokens
+
+    @property
+    def cost(self) -> float | None:
+        """What the whole request's tokens would cost as input at the model's price (``None``: no price set)."""
+        return priced_cost(self.model, self.total_tokens, 0)
 
     def tokens_of(self, name: str) -> int:
         """The tokens of the part called ``name`` (see :data:`PARTS`)."""
@@ -198,6 +204,8 @@ def request_lines(request: NextRequest) -> list[str]:
         )
     if outside:
         lines.append(f"  {'whole request':<14} {request.total_tokens:>6}  every part above, as sent")
+    if request.cost is not None:
+        lines.append(f"  {'input cost':<14} {format_cost(request.cost):>6}  the whole request at {who}'s input price")
     if request.repeated is not None:
         lines.append(f"  {'repeated':<14} {request.repeated.tokens:>6}  {repeated_detail(request.repeated)}")
     if request.view.recalled:
