@@ -210,7 +210,9 @@ def test_a_citation_outside_the_phase_is_removed_and_counted(tape: Tape, openai_
 
 
 def test_a_phase_longer_than_the_window_is_summarised_in_parts(tmp_path: Any) -> None:
-    with OpenAICompatibleServer(context_window=900, default_text="Summary:\nSales figures: the north grew [#4-#5].") as server:
+    with OpenAICompatibleServer(
+        context_window=900, default_text="Summary:\nSales figures: the north grew [#4-#5]."
+    ) as server:
         model = OpenAIModel("test-model", base_url=server.base_url, api_key="test", timeout=5, max_retries=0)
         tape = Tape("long", MemoryTapeStore())
         tape.ensure_bootstrap_anchor()
