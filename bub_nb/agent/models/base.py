@@ -81,12 +81,11 @@ class Usage:
         estimated = usage.get("estimated") is True
         details = _counts({key: value for key, value in usage.items() if key not in _COUNTED})
         cache_n = timings.get("cache_n") if isinstance(timings, Mapping) else None
-        if _is_count(cache_n) and not _detail(details, "prompt_tokens_details", "cached_tokens"):
+        if type(cache_n) is int and cache_n >= 0 and not _detail(details, "prompt_tokens_details", "cached_tokens"):
             given = details.get("prompt_tokens_details")
-            details["prompt_tokens_details"] = {
-                **(given if isinstance(given, Mapping) else {}),
-                "cached_tokens": cache_n,
-            }
+            inner: dict[str, int] = dict(given) if isinstance(given, Mapping) else {}
+            inner["cached_tokens"] = cache_n
+            details["prompt_tokens_details"] = inner
         return cls(prompt, completion, int(total) if total is not None else prompt + completion, estimated, details)
 
     def as_dict(self) -> dict[str, Any]:
