@@ -13,10 +13,11 @@ from bub_nb.agent.models.base import context_window_of
 from bub_nb.agent.models.calibration import estimate_request
 from bub_nb.agent.tools import builtin_registry
 from bub_nb.context.modes import as_strategy
-from bub_nb.context.request import PROMPT_PLACEHOLDER, NextRequest, next_request
+from bub_nb.context.request import PROMPT_PLACEHOLDER, NextRequest, RepeatedPrefix, next_request, repeated_prefix
 from bub_nb.context.strategies import NamedAnchor
 from bub_nb.context.tokens import count_messages_tokens
-from bub_nb.errors import BubNbError, BudgetError, ContextLengthError, PromptTooLongError
+from bub_nb.context.turns import view_of_turn
+from bub_nb.errors import BubNbError, BudgetError, ContextError, ContextLengthError, PromptTooLongError
 from bub_nb.memory.cache import memory_of
 
 if TYPE_CHECKING:
@@ -133,7 +134,7 @@ def request_preview(agent: TurnSubject, prompt: str = PROMPT_PLACEHOLDER) -> Nex
     if view.sources and view.sources[-1] == asked.id:  # the prompt is a part of its own
         view = replace(view, messages=view.messages[:-1], tokens=view.tokens[:-1], sources=view.sources[:-1])
     tools = getattr(agent, "tools", None)
-    return next_request(
+    request = next_request(
         view,
         system,
         tools.schemas() if tools is not None else [],
@@ -142,6 +143,16 @@ def request_preview(agent: TurnSubject, prompt: str = PROMPT_PLACEHOLDER) -> Nex
         model=agent.model.name,
         tools_in_window=bool(getattr(agent.model, "counts_tool_schemas", True)),
     )
+    return replace(request, repeated=_repeated_of_last_turn(tape, request))
+
+
+def _repeated_of_last_turn(tape: Tape, request: NextRequest) -> RepeatedPrefix | None:
+    """What ``request`` repeats of the tape's last turn's last request; ``None`` when no turn can be rebuilt."""
+    try:
+        last = view_of_turn(tape, -1)
+    except ContextError:  # no turn yet, or one that recorded no view
+        return None
+    return repeated_prefix(last.messages, request.messages, f"turn #{last.run_entry_id}")
 
 
 def check_budget(agent: TurnSubject, prompt: str) -> None:

@@ -10,7 +10,7 @@ included, once) plus :func:`~bub_nb.context.tokens.count_tools_tokens` of its to
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -18,6 +18,7 @@ from bub_nb.context.display import message_preview
 from bub_nb.context.messages import Message
 from bub_nb.context.tokens import REPLY_PRIMING, count_message_tokens, count_text_tokens, count_tools_tokens
 from bub_nb.context.view import View
+from bub_nb.tape.reports.prices import format_cost, priced_cost
 
 PROMPT_PLACEHOLDER: Final = "(the prompt you type next)"
 PARTS: Final = ("system prompt", "memory block", "view", "prompt", "reply priming", "tool schemas")
@@ -34,6 +35,42 @@ class RequestPart:
 
 
 @dataclass(frozen=True, slots=True)
+class RepeatedPrefix:
+    """How much of a request repeats the start of the previous one: what an endpoint's prompt cache can reuse.
+
+    ``messages`` and ``tokens`` are the leading messages the two requests share, whole and in order, and their
+    tokens by the project's counter; ``previous_tokens`` is the previous request's own count (its messages, the
+    reply priming left out) and ``previous`` names it (``turn #12``). A cache works on tokens, so an endpoint may
+    reuse a few more, from the start of the first message that differs.
+    """
+
+    messages: int
+    tokens: int
+    previous_tokens: int
+    previous: str
+
+    @property
+    def share(self) -> float:
+        """The repeated tokens as a share of the previous request (0 when it had none)."""
+        return self.tokens / self.previous_tokens if self.previous_tokens else 0.0
+
+
+def repeated_prefix(previous: Sequence[Message], messages: Sequence[Message], name: str = "") -> RepeatedPrefix:
+    """The leading messages ``messages`` shares with ``previous``, and their tokens (see :class:`RepeatedPrefix`)."""
+    shared = 0
+    for before, now in zip(previous, messages, strict=False):
+        if before != now:
+            break
+        shared += 1
+    return RepeatedPrefix(
+        shared,
+        sum(count_message_tokens(message) for message in messages[:shared]),
+        sum(count_message_tokens(message) for message in previous),
+        name,
+    )
+
+
+@dataclass(frozen=True, slots=True)
 class NextRequest:
     """The request the next turn would send, in parts, against the model's context window (``None``: unknown)."""
 
@@ -45,6 +82,8 @@ class NextRequest:
     model: str = ""
     tools_in_window: bool = True
     """Whether the model counts the tool schemas against its window (an endpoint does; the offline model does not)."""
+    repeated: RepeatedPrefix | None = None
+    """What the request repeats of the last turn's last request (``None``: no recorded turn to compare with)."""
 
     @property
     def total_tokens(self) -> int:
@@ -60,6 +99,11 @@ class NextRequest:
     def room(self) -> int | None:
         """Tokens the window has left for the answer (negative when the request does not fit)."""
         return None if self.window is None else self.window - self.window_tokens
+
+    @property
+    def cost(self) -> float | None:
+        """What the whole request's tokens would cost as input at the model's price (``None``: no price set)."""
+        return priced_cost(self.model, self.total_tokens, 0)
 
     def tokens_of(self, name: str) -> int:
         """The tokens of the part called ``name`` (see :data:`PARTS`)."""
@@ -160,7 +204,21 @@ def request_lines(request: NextRequest) -> list[str]:
         )
     if outside:
         lines.append(f"  {'whole request':<14} {request.total_tokens:>6}  every part above, as sent")
+    if request.cost is not None:
+        lines.append(f"  {'input cost':<14} {format_cost(request.cost):>6}  the whole request at {who}'s input price")
+    if request.repeated is not None:
+        lines.append(f"  {'repeated':<14} {request.repeated.tokens:>6}  {repeated_detail(request.repeated)}")
     if request.view.recalled:
         found = ", ".join(f"#{entry} (score {score:.2f})" for entry, score in request.view.recalled)
         lines.append(f"  recalled for the prompt, in the view: {found}")
     return lines
+
+
+def repeated_detail(repeated: RepeatedPrefix) -> str:
+    """One line on what a request repeats of the previous one, as its request lines and widget say it."""
+    if not repeated.messages:
+        return f"nothing of {repeated.previous}'s request is repeated: a new prefix, no prompt cache to reuse"
+    return (
+        f"the first {repeated.messages} messages of {repeated.previous}'s request, sent again in order: "
+        f"{round(100 * repeated.share)}% of its {repeated.previous_tokens}, what a prompt cache can reuse"
+    )

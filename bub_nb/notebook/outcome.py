@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from bub_nb.markup import code_span, markdown_text
+from bub_nb.tape.reports.prices import format_cost, priced_cost
 
 INTERRUPTED_WITH_TEXT = "*Interrupted: the partial answer is kept on the tape.*"
 INTERRUPTED_EMPTY = "*Interrupted before any answer arrived; the prompt is kept on the tape.*"
@@ -18,7 +19,8 @@ def interrupted(partial: str) -> str:
 
 def footer(turn: Any, anchor: str | None, tape: str | None = None) -> str:
     """One line of Markdown under an answer (the display sets it in small print): model, where the view starts,
-    its size, the usage and the entries written.
+    its size, the usage, its cost when the model has a price (``set_prices``, ``BubMagics.prices``,
+    ``BUB_PRICES``) and the entries written.
 
     The view's estimate counts the messages taken from the tape; the model's usage also counts the
     system prompt and the tool schemas, so the two are labelled apart.
@@ -40,6 +42,9 @@ def footer(turn: Any, anchor: str | None, tape: str | None = None) -> str:
         parts.append(
             f"usage {usage.prompt_tokens} prompt{cached} + {usage.completion_tokens} completion{reasoning} tokens"
         )
+        cost = priced_cost(turn.model, usage.prompt_tokens, usage.completion_tokens)
+        if cost is not None:
+            parts.append(f"cost {format_cost(cost)}")
     if turn.entries:
         ids = [entry.id for entry in turn.entries]
         parts.append(f"entries #{min(ids)}–#{max(ids)}")  # a range reads low to high, whatever wrote it

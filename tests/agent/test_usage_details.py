@@ -9,6 +9,7 @@ import openai
 import pytest
 
 from bub_nb.agent import Agent, OpenAIModel
+from bub_nb.agent.models.base import Usage
 from bub_nb.export import atif, tape_spans
 from bub_nb.export import genai as g
 from bub_nb.tape import Tape
@@ -134,3 +135,15 @@ def test_atif_metrics_hold_the_cached_tokens_of_each_turn_and_in_all(
     final = trajectory["final_metrics"]
     assert (final["total_prompt_tokens"], final["total_cached_tokens"]) == (320, 246)
     assert final["extra"]["bub"]["total_reasoning_tokens"] == 22
+
+
+def test_llama_servers_cache_n_stands_for_cached_tokens_when_the_usage_gives_none() -> None:
+    timings = {"cache_n": 295, "prompt_n": 30, "prompt_ms": 16.9}
+    older = Usage.from_openai({"prompt_tokens": 325, "completion_tokens": 3, "total_tokens": 328}, timings)
+    assert older is not None and older.cached_tokens == 295
+    assert older.as_dict()["prompt_tokens_details"] == {"cached_tokens": 295}
+    newer = Usage.from_openai(
+        {"prompt_tokens": 325, "completion_tokens": 3, "prompt_tokens_details": {"cached_tokens": 290}}, timings
+    )
+    assert newer is not None and newer.cached_tokens == 290, "the usage's own figure wins"
+    assert Usage.from_openai({"prompt_tokens": 5, "completion_tokens": 1}, {"cache_n": -1}).cached_tokens == 0  # type: ignore[union-attr]

@@ -188,3 +188,27 @@ def test_a_bub_session_in_a_kernel_grown_past_the_window_hands_off_once(gguf: Pa
         # The tiny model's summary cites nothing: %handoff --summarize is refused and writes nothing.
         kernel.refused("%handoff phase/x --summarize", "cites no entry")
     llama.stop()
+
+
+# -- the prompt cache: what a turn repeats of the last one, and what a handoff starts anew ---------------------
+
+
+def test_a_second_turn_reads_its_prefix_from_the_cache_and_a_handoff_starts_a_new_one(model: OpenAIModel) -> None:
+    tape = fresh_tape()
+    agent = Agent(tape, model, builtin_tools=False)
+    first = agent.run("Say something about the tape.")
+    second = agent.run("And about the cell.")
+    assert first.usage is not None and second.usage is not None
+    # The server keeps the last request's tokens: the second request starts with all of them.
+    assert first.usage.cached_tokens < first.usage.prompt_tokens
+    assert second.usage.cached_tokens >= first.usage.prompt_tokens - 8
+    tape.handoff("fresh", {"summary": "The tape and the cell were talked about."})
+    third = agent.run("Now about the anchor.")
+    assert third.usage is not None
+    # The view now starts at the anchor: the request shares little more than the system prompt with the last one.
+    assert third.usage.cached_tokens < second.usage.cached_tokens
+    assert (
+        third.usage.prompt_tokens - third.usage.cached_tokens > second.usage.prompt_tokens - second.usage.cached_tokens
+    )
+    runs = tape.to_frame().tape.runs()  # the first turn's 0 is a count the server reported, not a missing one
+    assert runs["cached_tokens"].tolist() == [u.cached_tokens for u in (first.usage, second.usage, third.usage)]

@@ -90,3 +90,35 @@ def test_context_next_with_a_prompt_shows_what_that_prompt_recalls_and_writes_no
     shown = nb.displays.outputs[-1]
     nb.run("%context last --next")
     assert "recalled for the prompt" not in shown_text(nb) and shown is not nb.displays.outputs[-1]
+
+
+def repeated(html: str) -> tuple[int, int]:
+    found = re.search(r'data-repeated-tokens="(\d+)" data-repeated-messages="(\d+)"', html)
+    assert found is not None, "the request names what it repeats of the last turn's request"
+    return int(found.group(1)), int(found.group(2))
+
+
+def test_context_next_shows_what_the_next_request_repeats_of_the_last_one(nb: Notebook) -> None:
+    from bub_nb.context import view_of_turn
+    from bub_nb.context.tokens import count_message_tokens
+
+    nb.run("%context --next")
+    assert "bub-repeated" not in shown_html(nb), "before the first turn there is nothing to repeat"
+    nb.run("%%bub\nFact 1: the budget is 400 euros.")
+    nb.run("%%bub\nFact 2: the class meets on Thursdays.")
+    nb.run("%context --next")
+    tokens, messages = repeated(shown_html(nb))
+    last = view_of_turn(nb.tape, -1)
+    # The next request starts with every message the last one sent, in order: all of it can come from a cache.
+    assert messages == len(last.messages) > 2
+    assert tokens == sum(count_message_tokens(message) for message in last.messages)
+    assert (
+        f"{'repeated':<14} {tokens:>6}  the first {messages} messages of turn #{last.run_entry_id}'s request"
+        in shown_text(nb)
+    )
+
+    nb.run("%handoff budget summary='The budget is 400 euros; the class meets on Thursdays.'")
+    nb.run("%context --next")
+    after_tokens, after_messages = repeated(shown_html(nb))
+    assert after_messages < messages and after_tokens < tokens, "a handoff starts a new prefix"
+    assert after_messages <= 1, "at most the system prompt is left of the old prefix"

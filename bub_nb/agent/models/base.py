@@ -63,8 +63,13 @@ class Usage:
         )
 
     @classmethod
-    def from_openai(cls, usage: Any) -> Usage | None:
-        """Read the ``usage`` of an OpenAI response, either the client's object or a plain dict."""
+    def from_openai(cls, usage: Any, timings: Any = None) -> Usage | None:
+        """Read the ``usage`` of an OpenAI response, either the client's object or a plain dict.
+
+        ``timings`` is what llama-server adds beside ``usage``: its ``cache_n`` (the prompt tokens it kept from the
+        previous request's prefix) is taken as ``prompt_tokens_details.cached_tokens`` when ``usage`` gives none,
+        as llama-server's builds from before that field did.
+        """
         if usage is None:
             return None
         if not isinstance(usage, Mapping):
@@ -75,6 +80,12 @@ class Usage:
         total = usage.get("total_tokens")
         estimated = usage.get("estimated") is True
         details = _counts({key: value for key, value in usage.items() if key not in _COUNTED})
+        cache_n = timings.get("cache_n") if isinstance(timings, Mapping) else None
+        if type(cache_n) is int and cache_n >= 0 and not _detail(details, "prompt_tokens_details", "cached_tokens"):
+            given = details.get("prompt_tokens_details")
+            inner: dict[str, int] = dict(given) if isinstance(given, Mapping) else {}
+            inner["cached_tokens"] = cache_n
+            details["prompt_tokens_details"] = inner
         return cls(prompt, completion, int(total) if total is not None else prompt + completion, estimated, details)
 
     def as_dict(self) -> dict[str, Any]:

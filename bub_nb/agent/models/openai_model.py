@@ -147,7 +147,7 @@ class OpenAIModel:
             if getattr(call, "function", None) is not None
         )
         text = choice.message.content or ""
-        usage = Usage.from_openai(response.usage)
+        usage = Usage.from_openai(response.usage, _timings(response))
         self._observe(messages, usage)
         if usage is None:
             usage = self._estimated_usage(messages, text)
@@ -182,7 +182,7 @@ class OpenAIModel:
                     chunks += 1
                     model = chunk.model or model
                     if chunk.usage is not None:
-                        usage = Usage.from_openai(chunk.usage)
+                        usage = Usage.from_openai(chunk.usage, _timings(chunk))
                     for choice in chunk.choices:
                         finish_reason = choice.finish_reason or finish_reason
                         delta = choice.delta
@@ -296,3 +296,9 @@ def _add_call_delta(calls: dict[int, dict[str, str]], part: Any) -> None:
         call["name"] += function.name
     if function.arguments:
         call["arguments"] += function.arguments
+
+
+def _timings(response: Any) -> Any:
+    """llama-server's ``timings`` beside a response's usage (``cache_n``, ``prompt_n``, ...), if it sent them."""
+    extra = getattr(response, "model_extra", None)
+    return extra.get("timings") if isinstance(extra, dict) else None

@@ -3,7 +3,9 @@
 Hooks: ``div.bub-gauge`` (``data-used``, ``data-limit``: empty when the window is unknown, ``data-over``) holds
 ``.bub-gauge-bar`` (one ``.bub-gauge-fill`` per part, ``data-part``) and ``.bub-gauge-text`` (``312 / 800 tokens``);
 ``table.bub-request`` has one ``tr.bub-request-part`` per part (``data-part``, ``data-tokens``) and the total cell
-``data-total-tokens``.
+``data-total-tokens``; ``tr.bub-repeated`` (``data-repeated-tokens``, ``data-repeated-messages``) what the request
+repeats of the last turn's request, when there is one; ``tr.bub-cost`` (``data-cost``) the request's input cost
+when its model has a price.
 """
 
 from __future__ import annotations
@@ -11,8 +13,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
-from bub_nb.context.request import NextRequest, gauge_text, request_lines
+from bub_nb.context.request import NextRequest, gauge_text, repeated_detail, request_lines
 from bub_nb.notebook.widgets._style import ERROR_COLOR, PROMPT_COLOR, bar, colors, esc
+from bub_nb.tape.reports.prices import format_cost
 
 PART_COLORS: Final = colors(
     {
@@ -97,9 +100,22 @@ def request_html(request: NextRequest) -> str:
             f'<td class="bub-num" data-total-tokens="{request.total_tokens}">{request.total_tokens}</td>'
             "<td>every part above, as sent</td></tr>"
         )
+    cost = request.cost
+    if cost is not None:
+        rows += (
+            f'<tr class="bub-cost" data-cost="{cost!r}"><td>input cost</td><td class="bub-num">{format_cost(cost)}</td>'
+            f"<td>the whole request at {esc(who)}'s input price</td></tr>"
+        )
+    if request.repeated is not None:
+        rows += (
+            f'<tr class="bub-repeated" data-repeated-tokens="{request.repeated.tokens}" '
+            f'data-repeated-messages="{request.repeated.messages}"><td>repeated</td>'
+            f'<td class="bub-num">{request.repeated.tokens}</td><td>{esc(repeated_detail(request.repeated))}</td></tr>'
+        )
     model = f" to <code>{esc(request.model)}</code>" if request.model else ""
+    priced = "" if cost is None else f" (input cost {format_cost(cost)})"
     return (
-        f'<div class="bub-title">The next request{model}</div>'
+        f'<div class="bub-title">The next request{model}{esc(priced)}</div>'
         + gauge_html(request.window_tokens, request.window, window_parts(request), "request:")
         + '<table class="bub-request"><thead><tr><th>part</th><th class="bub-num">tokens</th><th>holds</th></tr>'
         f"</thead><tbody>{rows}</tbody></table>"

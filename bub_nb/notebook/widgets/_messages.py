@@ -12,12 +12,14 @@ from bub_nb.context.display import message_preview
 from bub_nb.markup import role_class
 from bub_nb.notebook.widgets._style import KIND_COLORS, bar, clip, esc
 from bub_nb.tape.citations import CITING_TITLES, find_citations
+from bub_nb.tape.reports.prices import format_cost, priced_cost
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
     from bub_nb.context import View
     from bub_nb.context.messages import Message
+    from bub_nb.context.view import RunUsage
     from bub_nb.tape import TapeEntry
 
 BODY_CHARS: Final = 4000
@@ -189,7 +191,7 @@ def messages_html(view: View, limit: int) -> str:
             f"(#{usage.entry_id}{esc(model)}): prompt <b>{usage.prompt_tokens}</b>"
             f"{_part(usage.cached_tokens, 'cached')} + completion <b>{usage.completion_tokens}</b>"
             f"{_part(usage.reasoning_tokens, 'reasoning')} = "
-            f"{usage.total_tokens} tokens, exact as the endpoint reported them.</div>"
+            f"{usage.total_tokens} tokens, exact as the endpoint reported them{_cost(usage)}.</div>"
         )
     dropped = ""
     if view.dropped:
@@ -199,6 +201,19 @@ def messages_html(view: View, limit: int) -> str:
         ids = ", ".join(f"#{i}" for i in view.retracted)
         dropped += f'<div class="bub-note">Retracted, so left out: {esc(ids)}</div>'
     return table + note + dropped
+
+
+def _cost(usage: RunUsage) -> str:
+    """``; cost 0.0012`` at the model's price, when it has one."""
+    cost = priced_cost(usage.model, usage.prompt_tokens, usage.completion_tokens)
+    return (
+        "" if cost is None else f'; <span class="bub-usage-cost" data-cost="{cost!r}">cost {format_cost(cost)}</span>'
+    )
+
+
+def _cost_text(usage: RunUsage) -> str:
+    cost = priced_cost(usage.model, usage.prompt_tokens, usage.completion_tokens)
+    return "" if cost is None else f"; cost {format_cost(cost)}"
 
 
 def _part(count: int, what: str) -> str:
@@ -259,7 +274,7 @@ def messages_text(view: View, limit: int) -> list[str]:
         model = f", {usage.model}" if usage.model else ""
         lines.append(
             f"  {usage_label(view).lower()} (#{usage.entry_id}{model}): {usage.parts()} = {usage.total_tokens} tokens, "
-            "exact as reported"
+            f"exact as reported{_cost_text(usage)}"
         )
     if view.dropped:
         lines.append("  left out to keep the messages valid for the API: " + ", ".join(f"#{i}" for i in view.dropped))

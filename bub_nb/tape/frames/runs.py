@@ -82,13 +82,11 @@ def runs_frame(frame: pd.DataFrame, prices: Mapping[str, Mapping[str, float]] | 
         input_tokens, output_tokens = _usage_count(usage, "prompt_tokens"), _usage_count(usage, "completion_tokens")
         rows["input_tokens"].append(input_tokens)
         rows["output_tokens"].append(output_tokens)
-        rows["cached_tokens"].append(
-            _usage_count(usage, "prompt_tokens_details", "cached_tokens") or _usage_count(usage, "cached_tokens")
-        )
-        rows["reasoning_tokens"].append(
-            _usage_count(usage, "completion_tokens_details", "reasoning_tokens")
-            or _usage_count(usage, "reasoning_tokens")
-        )
+        # A reported 0 is a count (nothing came from the cache), not a missing one.
+        cached = _usage_count(usage, "prompt_tokens_details", "cached_tokens")
+        rows["cached_tokens"].append(cached if cached is not None else _usage_count(usage, "cached_tokens"))
+        reasoning = _usage_count(usage, "completion_tokens_details", "reasoning_tokens")
+        rows["reasoning_tokens"].append(reasoning if reasoning is not None else _usage_count(usage, "reasoning_tokens"))
         price = price_of(data.get("model"), table) if isinstance(data.get("model"), str) else None
         rows["cost"].append(
             ((input_tokens or 0) * price["input"] + (output_tokens or 0) * price["output"]) / PER_TOKENS

@@ -137,3 +137,13 @@ def cost_of(
 def format_cost(cost: float) -> str:
     """A cost to show: four significant digits, small amounts included (``0.0001234``)."""
     return f"{cost:.4g}" if cost else "0"
+
+
+def priced_cost(model: object, tokens_in: int | None, tokens_out: int | None) -> float | None:
+    """What the tokens cost at the table in use, for a line that shows a cost beside tokens (a footer, a gauge);
+    ``None`` for a model without a price, and when the table in use cannot be read (``runs()`` says why)."""
+    try:
+        prices = current_prices()
+    except PriceError:
+        return None
+    return cost_of(model, tokens_in, tokens_out, prices)
