@@ -8,7 +8,7 @@ what a summarising handoff's anchor state cites (defensively: a plain or hand-wr
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -243,16 +243,6 @@ def sentences(text: str) -> list[str]:
 def uncited_sentences(text: str) -> list[str]:
     """The sentences of ``text`` that hold no citation."""
     return [sentence for sentence in sentences(text) if not CITATION.search(sentence)]
-
-
-def link_citations(text: str, href: Callable[[int], str]) -> str:
-    """``text`` in Markdown with each citation a link to its first entry (``[[#12]](href)``), ``href(id)``
-    giving the target."""
-
-    def link(match: re.Match[str]) -> str:
-        return f"[{match.group(0)}]({href(int(match.group(1)))})"
-
-    return CITATION.sub(link, text)
 
 
 CITING_TITLES: Final = {"summary": "Summary", "next_steps": "Next steps"}

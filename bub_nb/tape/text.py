@@ -69,11 +69,6 @@ def tool_call_text(payload: dict[str, Any]) -> tuple[str, list[str]]:
     return "\n".join([part for part in parts if part]), names
 
 
-def call_names(entry: Entry) -> list[str]:
-    """The tool names of a ``tool_call`` entry, or of an assistant message's ``tool_calls``."""
-    return payload_call_names(entry.kind, entry.payload)
-
-
 def entry_text(entry: Entry) -> str:
     """The readable text of an entry: content, names, arguments, results or error messages."""
     return payload_text(entry.kind, entry.payload)

@@ -3,7 +3,7 @@
 Each case registers the same plugins on one ``HookRuntime``; the oracle is pluggy's caller on that runtime's own
 plugin manager. Both must give the same result (or raise the same exception) and call the implementations in the
 same order: firstresult, ``wrapper=True``, old-style ``hookwrapper=True`` with a forced result, ``tryfirst`` and
-``trylast``, and exceptions raised by an implementation or a wrapper, caught or not.
+``trylast``, and exceptions raised by an implementation or a wrapper, caught or not; then Hypothesis mixes them.
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ from typing import Any
 
 import pluggy
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bub_nb.agent.eventloop import run_sync
 from bub_nb.agent.hooks.runtime import HookRuntime
@@ -199,3 +201,39 @@ def test_the_cases_cover_what_pluggy_distinguishes() -> None:
         callers = runtime_with(plugins, log)._plugins.hook
         answers[case] = repr([outcome(lambda h=h, c=callers: getattr(c, h)(arg=7), log) for h in ("collect", "first")])
     assert len(set(answers.values())) == len(CASES)
+
+
+_MARKS = st.sampled_from([{}, {"tryfirst": True}, {"trylast": True}])
+_PLUGIN = st.one_of(
+    st.builds(
+        lambda name, value, marks: plain(name, value, **marks),
+        st.builds(
+            lambda name, value, marks: plain(name, value, **marks),
+            st.sampled_from("abcde"),
+            st.sampled_from([None, 1, 2]),
+            _MARKS,
+        ),
+        st.sampled_from([None, 1, 2]),
+        _MARKS,
+    ),
+    st.builds(lambda name, marks: failing(name, **marks), st.sampled_from("fg"), _MARKS),
+    st.builds(
+        lambda name, replace, catch, fail: wrapper(name, replace=replace, catch=catch, fail=fail),
+        st.sampled_from(["w", "v"]),
+        st.booleans(),
+        st.booleans(),
+        st.booleans(),
+    ),
+    st.builds(lambda name, force: old_wrapper(name, force=force), st.sampled_from(["old"]), st.booleans()),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(plugins=st.lists(_PLUGIN, max_size=6), hook=st.sampled_from(["collect", "first"]))
+def test_any_mix_of_plugins_is_called_as_pluggy_calls_it(plugins: list[Callable[[Log], object]], hook: str) -> None:
+    """Any mix of plain, failing and wrapping implementations, with any markers, in any registration order."""
+    log: Log = []
+    runtime = runtime_with(plugins, log)
+    expected = outcome(lambda: getattr(runtime._plugins.hook, hook)(arg=3), log)
+    assert outcome(lambda: runtime.call_sync(hook, arg=3), log) == expected
+    assert outcome(lambda: run_sync(runtime.call(hook, arg=3)), log) == expected

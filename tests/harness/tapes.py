@@ -8,12 +8,14 @@ import json
 import os
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from bub_nb.tape import FileTapeStore, MemoryTapeStore, TapeEntry, TapeStore
+from bub_nb.tape.citations import CITATION
+from bub_nb.tape.text import payload_call_names
 
 STORE_KINDS = ("memory", "file", "postgres")
 
@@ -195,3 +197,14 @@ class CountingStore(MemoryTapeStore):
         for entry in super().iter_reverse(tape):
             self.reversed_entries += 1
             yield entry
+
+
+def link_citations(text: str, href: Callable[[int], str]) -> str:
+    """``text`` in Markdown with each citation a link to its first entry (``[[#12]](href)``), ``href(id)``
+    giving the target: what a transcript's summary line shows."""
+    return CITATION.sub(lambda match: f"[{match.group(0)}]({href(int(match.group(1)))})", text)
+
+
+def call_names(entry: TapeEntry) -> list[str]:
+    """The tool names of a ``tool_call`` entry, or of an assistant message's ``tool_calls``."""
+    return payload_call_names(entry.kind, entry.payload)

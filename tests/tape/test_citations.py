@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from harness.tapes import link_citations
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -10,7 +11,6 @@ from bub_nb.tape.citations import (
     cited_ids,
     find_citations,
     format_citation,
-    link_citations,
     sentences,
     uncited_sentences,
 )

@@ -9,14 +9,14 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from harness.tapes import STORE_KINDS, bub_append, make_store
+from harness.tapes import STORE_KINDS, bub_append, call_names, make_store
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from bub_nb.errors import AnchorNotFoundError
 from bub_nb.tape import FileTapeStore, Tape, TapeEntry, open_tape, read_tapes
 from bub_nb.tape.frames.frame import entries_to_frame
-from bub_nb.tape.text import call_names, entry_role, entry_text
+from bub_nb.tape.text import entry_role, entry_text
 
 pytestmark = pytest.mark.usefixtures("reader")  # every test on each reader (conftest.py)
 

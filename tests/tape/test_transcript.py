@@ -8,10 +8,11 @@ from pathlib import Path
 
 import mistune
 import pandas as pd
+from harness.tapes import link_citations
 
 import bub_nb  # noqa: F401  (registers Tape.memory)
 from bub_nb.tape import Tape, TapeEntry, open_tape
-from bub_nb.tape.citations import cited_ids, link_citations
+from bub_nb.tape.citations import cited_ids
 from bub_nb.tape.events import handoff_entries
 from bub_nb.tape.reports.transcript import anchors_frame, transcript_markdown
 

@@ -95,8 +95,6 @@ class Strip:
     total: int
     hidden: int
     hidden_in_window: int
-    window_start: int | None
-    window_end: int
     cited: tuple[int, ...] = ()
     cited_by: str | None = None
     lost: dict[int, tuple[str, ...]] = field(default_factory=dict)
@@ -132,7 +130,7 @@ def build_strip(tape: Tape, view: View, last_id: int, max_entries: int) -> Strip
     cited_by = view.anchor.name if cited and view.anchor is not None else None
     if cited_by is None and lost and view.anchor is not None:
         cited_by = view.anchor.name
-    return Strip(cells, total, hidden, min(hidden, hidden_in_window), start, end, cited, cited_by, lost)
+    return Strip(cells, total, hidden, min(hidden, hidden_in_window), cited, cited_by, lost)
 
 
 def lost_by_summary(tape: Tape, view: View) -> dict[int, tuple[str, ...]]:
