@@ -30,6 +30,7 @@ from bub_nb.tape.stores.archive import is_archive_name
 
 if TYPE_CHECKING:
     from bub_nb.context.modes import Mode
+    from bub_nb.notebook.identity import NotebookIdentity
     from bub_nb.notebook.settings import Settings
 
 
@@ -121,6 +122,8 @@ class NotebookSession:
         self.last_agent: Agent | None = None
         self.agents = NotebookAgents()
         self.mcp = NotebookMcp(settings, ask_mcp)
+        self.identity: NotebookIdentity | None = None
+        """Decides, from the saved notebook, which tape a renamed, moved, duplicated or cloned notebook writes."""
 
     @property
     def settings(self) -> Settings:
@@ -154,6 +157,8 @@ class NotebookSession:
         if self._tape is None:
             self._tape, self._team = self.open(None), None
             self._unsettled = not notebook.settled
+            if self.identity is not None:
+                self.identity.settle(notebook)  # may switch to the tape the saved notebook's outputs name
         return self._tape
 
     def _run_tape(self, name: str) -> Tape:
