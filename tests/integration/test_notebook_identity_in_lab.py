@@ -42,7 +42,7 @@ def kernel_for(lab: JupyterLab, path: str) -> Iterator[Kernel]:
         time.sleep(0.1)
     client = BlockingKernelClient(connection_file=str(connection))
     client.load_connection_file()
-    client.start_channels()
+    client.start_channels(hb=False)  # the server watches the kernel's heartbeat
     try:
         client.wait_for_ready(timeout=60)
         kernel = Kernel(client)
