@@ -7,7 +7,7 @@ import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from bub_nb.agent import Agent
 from bub_nb.agent.kernel_tools import RUNNING, Kernel, Limits, kernel_tools
@@ -30,8 +30,8 @@ from bub_nb.tape.stores.archive import is_archive_name
 
 if TYPE_CHECKING:
     from bub_nb.context.modes import Mode
-    from bub_nb.notebook.identity import NotebookIdentity
     from bub_nb.notebook.settings import Settings
+    from bub_nb.tape.locations import NotebookLocation
 
 
 def resolve_tools(
@@ -84,6 +84,15 @@ def _matches(item: Tool, pattern: str) -> bool:
     return fnmatch.fnmatchcase(item.name, pattern) or fnmatch.fnmatchcase(item.model_name, pattern)
 
 
+class DecidesIdentity(Protocol):
+    """Which tape the notebook writes after its file was renamed, moved, duplicated or cloned
+    (``bub_nb.notebook.identity.NotebookIdentity``)."""
+
+    def settle(self, notebook: NotebookLocation) -> None: ...
+
+    def kept(self, own: str, target: str | None) -> None: ...
+
+
 @dataclass(frozen=True)
 class AgentOptions:
     """How a notebook turn runs, from a cell's options over the magics' settings: ``%%bub``, the comma
@@ -122,7 +131,7 @@ class NotebookSession:
         self.last_agent: Agent | None = None
         self.agents = NotebookAgents()
         self.mcp = NotebookMcp(settings, ask_mcp)
-        self.identity: NotebookIdentity | None = None
+        self.identity: DecidesIdentity | None = None
         """Decides, from the saved notebook, which tape a renamed, moved, duplicated or cloned notebook writes."""
 
     @property

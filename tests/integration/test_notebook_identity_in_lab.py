@@ -29,13 +29,22 @@ def model_env(server: OpenAICompatibleServer) -> dict[str, str]:
 
 
 def new_notebook(lab: JupyterLab, path: str) -> None:
-    lab.api(f"api/contents/{path}", "PUT", body={"type": "notebook", "format": "json", "content": nbformat.v4.new_notebook()})
+    lab.api(
+        f"api/contents/{path}",
+        "PUT",
+        body={"type": "notebook", "format": "json", "content": nbformat.v4.new_notebook()},
+    )
 
 
 @contextmanager
 def kernel_for(lab: JupyterLab, path: str) -> Iterator[Kernel]:
     """A kernel the server starts for the notebook at ``path`` (as opening it in JupyterLab does), with bub_nb."""
-    session = lab.api("api/sessions", "POST", body={"path": path, "name": Path(path).name, "type": "notebook", "kernel": {"name": "python3"}}, timeout=30)
+    session = lab.api(
+        "api/sessions",
+        "POST",
+        body={"path": path, "name": Path(path).name, "type": "notebook", "kernel": {"name": "python3"}},
+        timeout=30,
+    )
     connection = lab.root.parent / "jupyter-runtime" / f"kernel-{session['kernel']['id']}.json"
     deadline = time.monotonic() + 30
     while not connection.exists() and time.monotonic() < deadline:
@@ -82,7 +91,9 @@ def sent(server: OpenAICompatibleServer) -> str:
     return json.dumps(server.requests[-1]["messages"])
 
 
-def test_a_renamed_notebook_continues_its_tape_across_a_restart(tmp_path: Path, openai_server: OpenAICompatibleServer) -> None:
+def test_a_renamed_notebook_continues_its_tape_across_a_restart(
+    tmp_path: Path, openai_server: OpenAICompatibleServer
+) -> None:
     home = tmp_path / "bub"
     with running_lab(tmp_path / "lab", [], home, model_env(openai_server)) as lab:
         new_notebook(lab, "trip.ipynb")
@@ -100,7 +111,9 @@ def test_a_renamed_notebook_continues_its_tape_across_a_restart(tmp_path: Path, 
         assert "Plan the trip to Lisbon" in sent(openai_server) and "second day" in sent(openai_server)
 
 
-def test_a_notebook_moved_to_another_folder_continues_its_tape(tmp_path: Path, openai_server: OpenAICompatibleServer) -> None:
+def test_a_notebook_moved_to_another_folder_continues_its_tape(
+    tmp_path: Path, openai_server: OpenAICompatibleServer
+) -> None:
     home = tmp_path / "bub"
     with running_lab(tmp_path / "lab", [], home, model_env(openai_server)) as lab:
         lab.api("api/contents/archive", "PUT", body={"type": "directory"})
@@ -115,7 +128,9 @@ def test_a_notebook_moved_to_another_folder_continues_its_tape(tmp_path: Path, o
         assert "Outline the report" in sent(openai_server)
 
 
-def test_a_duplicate_forks_the_originals_tape_and_the_two_stay_apart(tmp_path: Path, openai_server: OpenAICompatibleServer) -> None:
+def test_a_duplicate_forks_the_originals_tape_and_the_two_stay_apart(
+    tmp_path: Path, openai_server: OpenAICompatibleServer
+) -> None:
     home = tmp_path / "bub"
     with running_lab(tmp_path / "lab", [], home, model_env(openai_server)) as lab:
         new_notebook(lab, "analysis.ipynb")
@@ -137,7 +152,9 @@ def test_a_duplicate_forks_the_originals_tape_and_the_two_stay_apart(tmp_path: P
         assert any(r.get("parent") == original and r.get("child") == duplicate for r in lineage)
 
 
-def test_a_copy_of_the_project_folder_forks_each_notebooks_tape(tmp_path: Path, openai_server: OpenAICompatibleServer) -> None:
+def test_a_copy_of_the_project_folder_forks_each_notebooks_tape(
+    tmp_path: Path, openai_server: OpenAICompatibleServer
+) -> None:
     home = tmp_path / "bub"
     with running_lab(tmp_path / "lab", [], home, model_env(openai_server)) as lab:
         lab.api("api/contents/project", "PUT", body={"type": "directory"})
@@ -152,7 +169,9 @@ def test_a_copy_of_the_project_folder_forks_each_notebooks_tape(tmp_path: Path, 
         assert users(home, tape_of(lab, "project-v2/model.ipynb")) == ["Fit the baseline", "Fit with more features"]
 
 
-def test_a_clone_elsewhere_says_so_and_continue_own_settles_it(tmp_path: Path, openai_server: OpenAICompatibleServer) -> None:
+def test_a_clone_elsewhere_says_so_and_continue_own_settles_it(
+    tmp_path: Path, openai_server: OpenAICompatibleServer
+) -> None:
     with running_lab(tmp_path / "there", [], tmp_path / "their-bub", model_env(openai_server)) as lab:
         new_notebook(lab, "study.ipynb")
         with kernel_for(lab, "study.ipynb") as kernel:
@@ -173,4 +192,3 @@ def test_a_clone_elsewhere_says_so_and_continue_own_settles_it(tmp_path: Path, o
         assert "Their private question" not in sent(openai_server)
         kept = home / "notebooks" / f"{tape_of(lab, 'study.ipynb')}.json"
         assert kept.stat().st_mode & 0o777 == 0o600
-

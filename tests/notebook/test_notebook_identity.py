@@ -15,7 +15,9 @@ def saved(path: Path, *tapes: object) -> Path:
     cells = []
     for tape in tapes:
         cell = nbformat.v4.new_code_cell("%%bub\nhello")
-        cell.outputs = [nbformat.v4.new_output("display_data", {"text/plain": "hi"}, metadata={"bub_nb": {"tape": tape}})]
+        cell.outputs = [
+            nbformat.v4.new_output("display_data", {"text/plain": "hi"}, metadata={"bub_nb": {"tape": tape}})
+        ]
         cells.append(cell)
     nbformat.write(nbformat.v4.new_notebook(cells=cells), path)
     return path
