@@ -156,6 +156,7 @@ TAPE_ROOMS = {
 TAPE_MODULE_ROOMS = {
     "anchors": "operations",
     "renamed": "operations",
+    "identity": "operations",
     "renumber": "operations",
     "redact": "operations",
     "info": "operations",

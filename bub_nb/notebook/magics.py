@@ -26,6 +26,7 @@ from bub_nb.notebook.commands.mcp import McpCommands
 from bub_nb.notebook.commands.memory import MemoryCommands
 from bub_nb.notebook.commands.tape import TapeCommands, with_tape_help
 from bub_nb.notebook.commands.turn import TurnCommand
+from bub_nb.notebook.identity import NotebookIdentity
 from bub_nb.notebook.kernel import NotebookKernel
 from bub_nb.notebook.origin import NotebookOrigin
 from bub_nb.notebook.parsing.magic_line import parse_line, parser_of, split_line_prompt, split_words
@@ -50,7 +51,10 @@ class BubMagics(Magics, MagicSettings):
         self.memory_commands = MemoryCommands(self.session)
         self.lesson_commands = LessonCommands(self.session)
         self.rename_notice = RenameNotice(self.session)
-        self.turn_command = TurnCommand(self.shell, self.session, self.rename_notice, self._cell_number)
+        self.identity = self.session.identity = NotebookIdentity(self.session)
+        self.turn_command = TurnCommand(
+            self.shell, self.session, self.rename_notice, self._cell_number, identity=self.identity
+        )
         self.handoff_commands = HandoffCommands(self.session, self._cell_number)
         self.context_commands = ContextCommands(self.session, lambda: self.context)
         self.agent_commands = AgentCommands(self.session)

@@ -7,7 +7,7 @@ import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from bub_nb.agent import Agent
 from bub_nb.agent.kernel_tools import RUNNING, Kernel, Limits, kernel_tools
@@ -31,6 +31,7 @@ from bub_nb.tape.stores.archive import is_archive_name
 if TYPE_CHECKING:
     from bub_nb.context.modes import Mode
     from bub_nb.notebook.settings import Settings
+    from bub_nb.tape.locations import NotebookLocation
 
 
 def resolve_tools(
@@ -83,6 +84,15 @@ def _matches(item: Tool, pattern: str) -> bool:
     return fnmatch.fnmatchcase(item.name, pattern) or fnmatch.fnmatchcase(item.model_name, pattern)
 
 
+class DecidesIdentity(Protocol):
+    """Which tape the notebook writes after its file was renamed, moved, duplicated or cloned
+    (``bub_nb.notebook.identity.NotebookIdentity``)."""
+
+    def settle(self, notebook: NotebookLocation) -> None: ...
+
+    def kept(self, own: str, target: str | None) -> None: ...
+
+
 @dataclass(frozen=True)
 class AgentOptions:
     """How a notebook turn runs, from a cell's options over the magics' settings: ``%%bub``, the comma
@@ -121,6 +131,8 @@ class NotebookSession:
         self.last_agent: Agent | None = None
         self.agents = NotebookAgents()
         self.mcp = NotebookMcp(settings, ask_mcp)
+        self.identity: DecidesIdentity | None = None
+        """Decides, from the saved notebook, which tape a renamed, moved, duplicated or cloned notebook writes."""
 
     @property
     def settings(self) -> Settings:
@@ -154,6 +166,8 @@ class NotebookSession:
         if self._tape is None:
             self._tape, self._team = self.open(None), None
             self._unsettled = not notebook.settled
+            if self.identity is not None:
+                self.identity.settle(notebook)  # may switch to the tape the saved notebook's outputs name
         return self._tape
 
     def _run_tape(self, name: str) -> Tape:

@@ -19,7 +19,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -100,8 +100,11 @@ class JupyterLab:
     def url(self, path: str) -> str:
         return f"{self.base_url}/{path.lstrip('/')}?token={self.token}"
 
-    def api(self, path: str, method: str = "GET", timeout: float = 5.0) -> Any:
-        request = urllib.request.Request(self.url(path), method=method)
+    def api(self, path: str, method: str = "GET", timeout: float = 5.0, body: Any = None) -> Any:
+        """One REST call as JupyterLab makes it; ``body`` is sent as JSON."""
+        data = None if body is None else json.dumps(body).encode()
+        headers = {} if body is None else {"Content-Type": "application/json"}
+        request = urllib.request.Request(self.url(path), data=data, headers=headers, method=method)
         with urllib.request.urlopen(request, timeout=timeout) as response:
             body = response.read()
         return json.loads(body) if body else None
@@ -168,13 +171,16 @@ class JupyterLab:
 
 
 @contextlib.contextmanager
-def running_lab(base: Path, notebooks: list[Path], bub_home: Path) -> Iterator[JupyterLab]:
-    """JupyterLab serving copies of ``notebooks`` from ``base/root``; stopped (kernels and all) on exit."""
+def running_lab(
+    base: Path, notebooks: list[Path], bub_home: Path, env: Mapping[str, str] | None = None
+) -> Iterator[JupyterLab]:
+    """JupyterLab serving copies of ``notebooks`` from ``base/root``, with ``env`` over its environment; stopped
+    (kernels and all) on exit."""
     root = base / "root"
     root.mkdir(parents=True, exist_ok=True)
     for notebook in notebooks:
         shutil.copy(notebook, root / notebook.name)
-    env = lab_environment(base, bub_home)
+    env = {**lab_environment(base, bub_home), **(env or {})}
     port, token = free_port(), secrets.token_hex(16)
     log_path = base / "jupyterlab.log"
     command = [

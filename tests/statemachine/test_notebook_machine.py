@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import nbformat
 import pytest
 from harness import home_files, hostile_text
 from harness.hostile_model import NASTY_STRINGS
@@ -217,6 +218,11 @@ class NotebookMachine(RuleBasedStateMachine):
         self.retracted_before: set[str] = set()
         self.requests_checked = 0
         self.outputs_checked = 0
+        self.notebook_files: dict[Path, str] = {}  # the notebook files on disk -> which notebook each is
+        self.notebook_now = "n0"  # the notebook the kernel runs
+        self.parents: dict[str, tuple[str, int]] = {}  # a duplicate -> (its original, the prompt count it split at)
+        self.prompts: dict[str, tuple[str, int]] = {}  # a prompt's marker -> (its notebook, its count)
+        self.identity_checked = 0
 
     def teardown(self) -> None:
         self.session.mcp.close()  # as unloading the extension would: no MCP server outlives the example
@@ -534,6 +540,74 @@ class NotebookMachine(RuleBasedStateMachine):
         after = self.holder_from_tapes()
         check("redaction_keeps_holder", after == holder, f"{holder} held the conversation, after redaction {after}")
 
+    # -- the notebook's file: renamed, moved, duplicated, as JupyterLab does it ---------------------------------
+
+    def save_notebook(self) -> Path:
+        """The running notebook's file as JupyterLab saves it: its answer's metadata names the tape it writes."""
+        path = next((p for p, n in self.notebook_files.items() if n == self.notebook_now), self.root / "nb0.ipynb")
+        metadata = {"bub_nb": {"tape": self.notebook(), "entry_ids": [], "anchor": None}}
+        output = nbformat.v4.new_output("display_data", {"text/plain": "an answer"}, metadata=metadata)
+        nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("%%bub\nhi", outputs=[output])]), path)
+        self.notebook_files[path] = self.notebook_now
+        return path
+
+    def open_notebook(self, path: Path) -> None:
+        """A new kernel for the notebook at ``path`` (opening it after its file changed), and one turn there."""
+        self.session.mcp.close()
+        os.environ["JPY_SESSION_NAME"] = str(path)
+        self.kernel = Shell.start()
+        self.outputs_checked = 0
+        self.defined.clear()
+        self.previews.clear()
+        self.notebook_now = self.notebook_files[path]
+        self.counter += 1
+        prompt = f"nbprompt{self.counter:04d}x"
+        self.prompts[prompt] = (self.notebook_now, self.counter)
+        self.cell(f"%%bub\nthe file changed {prompt}")
+
+    def descends(self, child: str, parent: str) -> bool:
+        while child in self.parents:
+            child = self.parents[child][0]
+            if child == parent:
+                return True
+        return False
+
+    def split(self, child: str, parent: str) -> int:
+        """The prompt count at which ``child`` left ``parent``'s line (its first step off it)."""
+        while self.parents[child][0] != parent:
+            child = self.parents[child][0]
+        return self.parents[child][1]
+
+    @precondition(lambda self: self.folder.exists())
+    @rule(folder=st.sampled_from(["", "sub"]))
+    def rename_or_move_notebook(self, folder: str) -> None:
+        """The notebook's file renamed in its folder, or moved to another (contents PATCH), then opened again."""
+        old = self.save_notebook()
+        new = self.root / folder / f"nb{self.counter + 1}.ipynb"
+        new.parent.mkdir(exist_ok=True)
+        old.rename(new)
+        self.notebook_files[new] = self.notebook_files.pop(old)
+        self.open_notebook(new)
+
+    @precondition(lambda self: self.folder.exists() and self.notebook_files)
+    @rule()
+    def duplicate_notebook(self) -> None:
+        """File > Duplicate (contents POST with copy_from): the copy opened in a kernel of its own."""
+        original = self.save_notebook()
+        copy = original.with_name(f"{original.stem}-Copy{self.counter + 1}.ipynb")
+        shutil.copy(original, copy)
+        made = f"n{len(self.parents) + 1}"
+        self.parents[made] = (self.notebook_now, self.counter)
+        self.notebook_files[copy] = made
+        self.open_notebook(copy)
+
+    @precondition(lambda self: len(set(self.notebook_files.values())) > 1)
+    @rule(data=st.data())
+    def switch_notebook(self, data: st.DataObject) -> None:
+        """Another of the notebooks opened, saved as its kernel left it."""
+        self.save_notebook()
+        self.open_notebook(data.draw(st.sampled_from(sorted(self.notebook_files))))
+
     @precondition(lambda self: self.folder.exists())
     @rule()
     def restart(self) -> None:
@@ -714,6 +788,25 @@ class NotebookMachine(RuleBasedStateMachine):
             plain = set(str(data.get("text/plain", "")))
             raw = sorted(repr(c) for c in plain & hostile_text.CONTROL_CHARACTERS)
             check("plain_text_shows_no_raw_control", not raw, f"a display's plain text holds {raw}")
+
+    @invariant()
+    def no_two_notebooks_prompts_in_one_request(self) -> None:
+        """A request holds the prompts of one notebook and of its originals before it was duplicated, never those
+        of a notebook beside it or of its original after the split."""
+        requests = self.server.requests
+        fresh, self.identity_checked = requests[self.identity_checked :], len(requests)
+        for body in fresh:
+            text = texts_in(body)
+            found = {prompt: self.prompts[prompt] for prompt in self.prompts if prompt in text}
+            owners = {owner for owner, _ in found.values()}
+            for prompt, (owner, count) in found.items():
+                for other in owners - {owner}:
+                    related = self.descends(other, owner) and count <= self.split(other, owner)
+                    check(
+                        "one_notebook_per_request",
+                        related or self.descends(owner, other),
+                        f"a request holds {prompt} of {owner} beside prompts of {other}",
+                    )
 
     @invariant()
     def redacted_text_is_in_no_file(self) -> None:

@@ -318,3 +318,22 @@ def _attach(commands: TapeCommands, args: argparse.Namespace) -> None:
         f"Attached {done.entries} entries of `{readable_tape_name(session.tape)}` to `{done.path.name}` beside the "
         "notebook; commit it with the notebook, and `%tape attach --import` continues from it elsewhere."
     )
+
+
+@subcommand(
+    "continue",
+    "Write tape NAME from now on, in every kernel of this notebook (after a rename, move or clone), or --own to "
+    "keep the notebook's own tape; the choice is kept under the Bub home.",
+    arg("target", nargs="?", default=None, metavar="NAME", help="a tape of this home"),
+    arg("--own", action="store_true", help="keep the notebook's own tape, named after its file"),
+)
+def _continue(commands: TapeCommands, args: argparse.Namespace) -> None:
+    from bub_nb.notebook.identity import KEEP_OWN, continue_tape
+
+    if (args.target is None) == (not args.own):
+        raise UsageError("%tape continue takes one of: a tape's NAME, or --own")
+    tape, kept = continue_tape(commands.session, args.target or KEEP_OWN)
+    show(
+        f"This notebook writes tape `{readable_tape_name(tape)}` ({len(tape)} entries) from now on, in every kernel; "
+        f"the choice is kept in `{kept}`."
+    )

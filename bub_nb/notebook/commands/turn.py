@@ -20,6 +20,7 @@ from bub_nb.tape.locations import readable_tape_name
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from bub_nb.notebook.identity import NotebookIdentity
     from bub_nb.notebook.renamed import RenameNotice
     from bub_nb.notebook.session import NotebookSession
 
@@ -50,6 +51,8 @@ class TurnCommand:
         session: NotebookSession,
         rename_notice: RenameNotice,
         cell_number: Callable[[], int | None],
+        *,
+        identity: NotebookIdentity | None = None,
     ) -> None:
         self._shell = shell
         self._session = session
@@ -57,6 +60,7 @@ class TurnCommand:
         self._cell_number = cell_number
         self._said_rerun: set[str] = set()  # the prompts whose earlier run was named once already
         self._before_this_kernel: dict[str, int] = {}  # per tape: its last id when this kernel's first turn ran
+        self._identity = identity
 
     def run(self, args: argparse.Namespace, text: str, *, stream: bool) -> None:
         user_ns = self._shell.user_ns
@@ -70,6 +74,9 @@ class TurnCommand:
             raise UsageError(f"-o {args.output!r} is not a valid variable name")
         if args.budget is not None and args.budget < 0:
             raise UsageError(f"--budget {args.budget} is not a number of tokens; give one, or 0 for no budget")
+        told = self._identity.note() if self._identity is not None else None  # before anything is written
+        if told:
+            show(told)
         agent = self._session.agent(
             model=args.model,
             context=args.context,
