@@ -58,7 +58,7 @@ def test_hostile_replies_names_and_summaries_display_only_clean_html(rich: Noteb
         result = rich.run(line)
         if result is not None:
             rich.shell.display_pub.publish(rich.shell.display_formatter.format(result)[0])
-    summary = f"Summary:\nAs said [#{rich.tape.last_id - 1}]: {TEXT}\n\nNext steps:\nGo on."
+    summary = f"Summary:\n{TEXT} [#{rich.tape.last_id - 1}]\n\nNext steps:\nGo on."  # cites what it quotes
     rich.shell.user_ns["hostile"] = HostileModel([Move("text", summary)])
     rich.run("%handoff phase/two --summarize -m hostile")
     rich.shell.display_pub.publish(rich.shell.display_formatter.format(rich.tape)[0])

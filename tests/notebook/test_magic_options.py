@@ -84,6 +84,7 @@ def test_tape_help_lists_each_subcommand_from_the_registry(nb: Notebook) -> None
         "retract",
         "unretract",
         "attach",
+        "continue",
     ]
 
 
