@@ -79,6 +79,11 @@ def _evidence(session: NotebookSession, notebook: NotebookLocation, home: Path) 
     store = session.open(own).base_store  # opening writes nothing
     kept = kept_choice(home, own)
     claimed = None if kept is not None else claimed_tape(path)
+    if claimed is None and kept is None and store.exists(own):
+        recorded = recorded_notebook(session.open(own, create=False))
+        other = Path(recorded) if recorded else None
+        went = other is not None and other != path and other.exists() and claimed_tape(other) == own
+        return Evidence(own, None, kept, own_went_elsewhere=went), None
     if claimed is None or claimed == own:
         return Evidence(own, claimed, kept), None
     own_has_entries = store.exists(own) and store.stats(own).entries > 0
@@ -100,6 +105,7 @@ class NotebookIdentity:
         self._session = session
         self._decided: dict[str, str | None] = {}  # own tape -> what session.use takes, None for the own tape
         self._note: str | None = None
+        self._fresh: set[str] = set()  # fresh tapes decided here, which exist once the first turn writes
 
     def settle(self, notebook: NotebookLocation) -> None:
         """Put the session on the decided tape (deciding it the first time this notebook's tape is resolved)."""
@@ -117,7 +123,7 @@ class NotebookIdentity:
                 return  # a home that cannot be read is reported by the command that writes to it
         target = self._decided[own]
         if target is not None:
-            session.use(target)
+            session.use(target, create=target in self._fresh)
 
     def note(self) -> str | None:
         """The line a turn shows before it writes, once: which tape the notebook continues, forked, or could not."""
@@ -147,6 +153,16 @@ class NotebookIdentity:
                 f"Note: {name} is a copy of a notebook that still has tape {code_span(claimed.name)}; its history was "
                 f"forked into this notebook's own tape {code_span(child.name)} ({len(child)} entries)."
             )
+        if decision.identity is Identity.FRESH:
+            tape = self._session.open(_first_free(self._session, evidence.own), create=True)
+            self._fresh.add(tape.name)
+            home = bub_home(self._session.settings.home or None)
+            keep_choice(home, evidence.own, tape.name, str(notebook.workspace / notebook.session_id))
+            return tape.name, (
+                f"Note: {name} stands where a notebook that was renamed or moved used to be, and tape "
+                f"{code_span(evidence.own)} went on with that one; this notebook starts tape {code_span(tape.name)} "
+                f"of its own, kept in every kernel. `%tape continue {evidence.own}` writes the old tape instead."
+            )
         if decision.identity is Identity.FOREIGN:
             return None, (
                 f"Note: {name}'s outputs name tape {code_span(decision.tape)}, which this home does not have (cloned "
@@ -155,6 +171,15 @@ class NotebookIdentity:
                 "tape and ends this note."
             )
         return None, None
+
+
+def _first_free(session: NotebookSession, own: str) -> str:
+    """``OWN-2``, ``OWN-3``, ...: the first such tape name this home does not hold yet."""
+    store = session.open(own, create=False).base_store
+    number = 2
+    while store.exists(f"{own}-{number}"):
+        number += 1
+    return f"{own}-{number}"
 
 
 def continue_tape(session: NotebookSession, target: str) -> tuple[Tape, Path]:

@@ -3,8 +3,10 @@
 A notebook's own tape is named after its path, so any of those gives it a new name. What a saved notebook still
 carries is the tape its outputs name (every answer's ``bub_nb`` metadata), and that decides:
 
-- the outputs name no tape, or the notebook's own: its own tape;
+- the outputs name no tape, or the notebook's own: its own tape, but for the case below;
 - a choice was kept (``%tape continue NAME|--own``): that choice;
+- its outputs name no tape, and its own tape went on with the notebook that stood at this path before (that
+  notebook was renamed or moved, and a new one took its place): a fresh tape of its own, so the two never mix;
 - its own tape already holds entries: its own tape, whatever the outputs say;
 - the tape they name is not in this home: a clone from elsewhere, which only its user can settle;
 - another notebook file at that tape's recorded path still claims it: a duplicate or a copy, forked;
@@ -29,6 +31,8 @@ class Identity(Enum):
     """A duplicate or a copy: fork ``Decision.tape`` into the notebook's own tape, then write that."""
     FOREIGN = "foreign"
     """Cloned elsewhere: the outputs name ``Decision.tape``, which this home lacks; write the own tape and say so."""
+    FRESH = "fresh"
+    """A new notebook where a moved one stood: its own tape went with that one; start a fresh tape and keep it."""
 
 
 KEEP_OWN: Final = "--own"
@@ -47,13 +51,17 @@ class Evidence:
     claimed_exists: bool = False
     claimed_elsewhere: bool = False
     """Another notebook file, at the path the claimed tape records, still names that tape in its outputs."""
+    own_went_elsewhere: bool = False
+    """The own tape records another notebook file, which exists and names that tape in its outputs: the notebook
+    that stood at this path was renamed or moved, and took the tape along."""
 
 
 @dataclass(frozen=True, slots=True)
 class Decision:
     identity: Identity
     tape: str
-    """With ``OWN`` the notebook's own tape; else the tape continued, forked from, or named by the outputs."""
+    """With ``OWN`` and ``FRESH`` the notebook's own tape; else the tape continued, forked from, or named by the
+    outputs."""
 
 
 def decide(evidence: Evidence) -> Decision:
@@ -62,6 +70,8 @@ def decide(evidence: Evidence) -> Decision:
     if evidence.kept is not None:
         kept = own if evidence.kept == KEEP_OWN else evidence.kept
         return Decision(Identity.OWN if kept == own else Identity.CONTINUE, kept)
+    if claimed is None and evidence.own_went_elsewhere:
+        return Decision(Identity.FRESH, own)
     if claimed is None or claimed == own or evidence.own_has_entries:
         return Decision(Identity.OWN, own)
     if not evidence.claimed_exists:

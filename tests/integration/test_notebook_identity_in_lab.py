@@ -192,3 +192,31 @@ def test_a_clone_elsewhere_says_so_and_continue_own_settles_it(
         assert "Their private question" not in sent(openai_server)
         kept = home / "notebooks" / f"{tape_of(lab, 'study.ipynb')}.json"
         assert kept.stat().st_mode & 0o777 == 0o600
+
+
+def test_a_new_notebook_where_a_renamed_one_stood_starts_a_tape_of_its_own(
+    tmp_path: Path, openai_server: OpenAICompatibleServer
+) -> None:
+    home = tmp_path / "bub"
+    with running_lab(tmp_path / "lab", [], home, model_env(openai_server)) as lab:
+        new_notebook(lab, "trip.ipynb")
+        with kernel_for(lab, "trip.ipynb") as kernel:
+            turn(lab, kernel, "trip.ipynb", "Plan the trip to Lisbon")
+        lab.api("api/contents/trip.ipynb", "PATCH", body={"path": "lisbon.ipynb"})
+        with kernel_for(lab, "lisbon.ipynb") as kernel:
+            turn(lab, kernel, "lisbon.ipynb", "And the second day?")
+        new_notebook(lab, "trip.ipynb")  # JupyterLab's next notebook, at the path the renamed one left
+        with kernel_for(lab, "trip.ipynb") as kernel:
+            shown = turn(lab, kernel, "trip.ipynb", "Budget for the office party")
+        assert "went on with that one" in shown and "of its own" in shown
+        assert "Lisbon" not in sent(openai_server) and "second day" not in sent(openai_server)
+        with kernel_for(lab, "trip.ipynb") as kernel:  # a restart keeps the new notebook on its new tape
+            shown = turn(lab, kernel, "trip.ipynb", "And the drinks?")
+        assert "Note:" not in shown and "Budget for the office party" in sent(openai_server)
+        assert "Lisbon" not in sent(openai_server)
+        with kernel_for(lab, "lisbon.ipynb") as kernel:
+            turn(lab, kernel, "lisbon.ipynb", "And the third day?")
+        assert "office party" not in sent(openai_server) and "Plan the trip to Lisbon" in sent(openai_server)
+        old = session_tape_name(lab.root, "trip.ipynb")
+        assert users(home, old) == ["Plan the trip to Lisbon", "And the second day?", "And the third day?"]
+        assert users(home, f"{old}-2") == ["Budget for the office party", "And the drinks?"]

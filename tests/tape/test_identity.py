@@ -21,6 +21,10 @@ OWN, OLD = "a" * 16 + "__" + "b" * 16, "c" * 16 + "__" + "d" * 16
         (Evidence(OWN, OLD, kept=KEEP_OWN), Decision(Identity.OWN, OWN)),  # %tape continue --own
         (Evidence(OWN, None, kept="mine"), Decision(Identity.CONTINUE, "mine")),  # %tape continue mine
         (Evidence(OWN, OLD, kept="mine", claimed_exists=True), Decision(Identity.CONTINUE, "mine")),
+        # a new notebook where a renamed one stood: the own tape went with that one
+        (Evidence(OWN, own_has_entries=True, own_went_elsewhere=True), Decision(Identity.FRESH, OWN)),
+        (Evidence(OWN, OWN, own_has_entries=True, own_went_elsewhere=True), Decision(Identity.OWN, OWN)),
+        (Evidence(OWN, kept=KEEP_OWN, own_went_elsewhere=True), Decision(Identity.OWN, OWN)),
     ],
 )
 def test_the_saved_notebook_decides_which_tape_it_writes(evidence: Evidence, expected: Decision) -> None:
