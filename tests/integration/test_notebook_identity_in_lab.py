@@ -91,17 +91,22 @@ def sent(server: OpenAICompatibleServer) -> str:
     return json.dumps(server.requests[-1]["messages"])
 
 
+def plan_then_rename(lab: JupyterLab) -> str:
+    """A first turn in ``trip.ipynb``, the file renamed ``lisbon.ipynb``, and a turn there: what that turn showed."""
+    new_notebook(lab, "trip.ipynb")
+    with kernel_for(lab, "trip.ipynb") as kernel:
+        turn(lab, kernel, "trip.ipynb", "Plan the trip to Lisbon")
+    lab.api("api/contents/trip.ipynb", "PATCH", body={"path": "lisbon.ipynb"})
+    with kernel_for(lab, "lisbon.ipynb") as kernel:
+        return turn(lab, kernel, "lisbon.ipynb", "And the second day?")
+
+
 def test_a_renamed_notebook_continues_its_tape_across_a_restart(
     tmp_path: Path, openai_server: OpenAICompatibleServer
 ) -> None:
     home = tmp_path / "bub"
     with running_lab(tmp_path / "lab", [], home, model_env(openai_server)) as lab:
-        new_notebook(lab, "trip.ipynb")
-        with kernel_for(lab, "trip.ipynb") as kernel:
-            turn(lab, kernel, "trip.ipynb", "Plan the trip to Lisbon")
-        lab.api("api/contents/trip.ipynb", "PATCH", body={"path": "lisbon.ipynb"})
-        with kernel_for(lab, "lisbon.ipynb") as kernel:
-            shown = turn(lab, kernel, "lisbon.ipynb", "And the second day?")
+        shown = plan_then_rename(lab)
         assert "continues tape" in shown and "renamed or moved" in shown
         with kernel_for(lab, "lisbon.ipynb") as kernel:  # a restart: a new kernel for the same file
             shown = turn(lab, kernel, "lisbon.ipynb", "And the third day?")
@@ -199,12 +204,7 @@ def test_a_new_notebook_where_a_renamed_one_stood_starts_a_tape_of_its_own(
 ) -> None:
     home = tmp_path / "bub"
     with running_lab(tmp_path / "lab", [], home, model_env(openai_server)) as lab:
-        new_notebook(lab, "trip.ipynb")
-        with kernel_for(lab, "trip.ipynb") as kernel:
-            turn(lab, kernel, "trip.ipynb", "Plan the trip to Lisbon")
-        lab.api("api/contents/trip.ipynb", "PATCH", body={"path": "lisbon.ipynb"})
-        with kernel_for(lab, "lisbon.ipynb") as kernel:
-            turn(lab, kernel, "lisbon.ipynb", "And the second day?")
+        plan_then_rename(lab)
         new_notebook(lab, "trip.ipynb")  # JupyterLab's next notebook, at the path the renamed one left
         with kernel_for(lab, "trip.ipynb") as kernel:
             shown = turn(lab, kernel, "trip.ipynb", "Budget for the office party")
