@@ -10,7 +10,9 @@ from typing import TYPE_CHECKING
 
 from bub_nb.errors import BubNbError
 from bub_nb.markup import code_span
+from bub_nb.notebook.usage_errors import one_line
 from bub_nb.tape import current_notebook
+from bub_nb.tape.attach import attached_path, import_attached
 from bub_nb.tape.identity import KEEP_OWN, Decision, Evidence, Identity, decide
 from bub_nb.tape.locations import NotebookLocation, bub_home, recorded_notebook
 from bub_nb.tape.names import notebook_of_tape, validate_tape_name
@@ -84,9 +86,10 @@ def _evidence(session: NotebookSession, notebook: NotebookLocation, home: Path) 
         other = Path(recorded) if recorded else None
         went = other is not None and other != path and other.exists() and claimed_tape(other) == own
         return Evidence(own, None, kept, own_went_elsewhere=went), None
-    if claimed is None or claimed == own:
-        return Evidence(own, claimed, kept), None
     own_has_entries = store.exists(own) and store.stats(own).entries > 0
+    attached = not own_has_entries and attached_path(path).is_file()
+    if claimed is None or claimed == own:
+        return Evidence(own, claimed, kept, own_has_entries, attached=attached), None
     exists = store.exists(claimed)
     tape = session.open(claimed, create=False) if exists and not own_has_entries else None
     elsewhere = False
@@ -94,7 +97,7 @@ def _evidence(session: NotebookSession, notebook: NotebookLocation, home: Path) 
         recorded = recorded_notebook(tape)
         other = Path(recorded) if recorded else None
         elsewhere = other is not None and other != path and other.exists() and claimed_tape(other) == claimed
-    return Evidence(own, claimed, kept, own_has_entries, exists, elsewhere), tape
+    return Evidence(own, claimed, kept, own_has_entries, exists, elsewhere, attached), tape
 
 
 class NotebookIdentity:
@@ -106,6 +109,7 @@ class NotebookIdentity:
         self._decided: dict[str, str | None] = {}  # own tape -> what session.use takes, None for the own tape
         self._note: str | None = None
         self._fresh: set[str] = set()  # fresh tapes decided here, which exist once the first turn writes
+        self._took_up = False
 
     def settle(self, notebook: NotebookLocation) -> None:
         """Put the session on the decided tape (deciding it the first time this notebook's tape is resolved)."""
@@ -131,6 +135,11 @@ class NotebookIdentity:
         note, self._note = self._note, None
         return note
 
+    def took_up_attached(self) -> bool:
+        """Whether this kernel took up the tape attached beside the notebook (so ``--import`` has nothing to do)."""
+        _ = self._session.tape  # resolving the tape decides
+        return self._took_up
+
     def kept(self, own: str, target: str | None) -> None:
         """``%tape continue`` chose ``target`` (None for the own tape) in this kernel too."""
         self._decided[own], self._note = target, None
@@ -152,6 +161,18 @@ class NotebookIdentity:
             return None, (
                 f"Note: {name} is a copy of a notebook that still has tape {code_span(claimed.name)}; its history was "
                 f"forked into this notebook's own tape {code_span(child.name)} ({len(child)} entries)."
+            )
+        if decision.identity is Identity.ATTACHED:
+            path = notebook.workspace / notebook.session_id
+            source = code_span(attached_path(path).name)
+            try:
+                done = import_attached(path, home=self._session.settings.home or None)
+            except BubNbError as exc:
+                return None, f"Note: {name} has the tape {source} attached beside it, not taken up: {one_line(exc)}"
+            self._took_up = True
+            return done.tape, (
+                f"Note: {name} continues from {source}, the tape attached beside it ({done.entries} entries), as its "
+                f"own tape {code_span(done.tape)} in this home."
             )
         if decision.identity is Identity.FRESH:
             tape = self._session.open(_first_free(self._session, evidence.own), create=True)

@@ -92,6 +92,10 @@ class DecidesIdentity(Protocol):
 
     def kept(self, own: str, target: str | None) -> None: ...
 
+    def note(self) -> str | None: ...
+
+    def took_up_attached(self) -> bool: ...
+
 
 @dataclass(frozen=True)
 class AgentOptions:

@@ -8,6 +8,8 @@ carries is the tape its outputs name (every answer's ``bub_nb`` metadata), and t
 - its outputs name no tape, and its own tape went on with the notebook that stood at this path before (that
   notebook was renamed or moved, and a new one took its place): a fresh tape of its own, so the two never mix;
 - its own tape already holds entries: its own tape, whatever the outputs say;
+- this home lacks the notebook's tape and one is attached beside it (``NOTEBOOK.tape.jsonl``, ``%tape attach``):
+  that one, taken up as the notebook's own tape;
 - the tape they name is not in this home: a clone from elsewhere, which only its user can settle;
 - another notebook file at that tape's recorded path still claims it: a duplicate or a copy, forked;
 - else the notebook was renamed or moved: it continues that tape.
@@ -31,6 +33,8 @@ class Identity(Enum):
     """A duplicate or a copy: fork ``Decision.tape`` into the notebook's own tape, then write that."""
     FOREIGN = "foreign"
     """Cloned elsewhere: the outputs name ``Decision.tape``, which this home lacks; write the own tape and say so."""
+    ATTACHED = "attached"
+    """The home lacks the notebook's tape and one is attached beside it: take that up as the own tape, then write it."""
     FRESH = "fresh"
     """A new notebook where a moved one stood: its own tape went with that one; start a fresh tape and keep it."""
 
@@ -51,6 +55,8 @@ class Evidence:
     claimed_exists: bool = False
     claimed_elsewhere: bool = False
     """Another notebook file, at the path the claimed tape records, still names that tape in its outputs."""
+    attached: bool = False
+    """The home lacks the own tape (or holds it empty), and a tape is attached beside the notebook."""
     own_went_elsewhere: bool = False
     """The own tape records another notebook file, which exists and names that tape in its outputs: the notebook
     that stood at this path was renamed or moved, and took the tape along."""
@@ -60,8 +66,8 @@ class Evidence:
 class Decision:
     identity: Identity
     tape: str
-    """With ``OWN`` and ``FRESH`` the notebook's own tape; else the tape continued, forked from, or named by the
-    outputs."""
+    """With ``OWN``, ``ATTACHED`` and ``FRESH`` the notebook's own tape; else the tape continued, forked from, or
+    named by the outputs."""
 
 
 def decide(evidence: Evidence) -> Decision:
@@ -72,10 +78,12 @@ def decide(evidence: Evidence) -> Decision:
         return Decision(Identity.OWN if kept == own else Identity.CONTINUE, kept)
     if claimed is None and evidence.own_went_elsewhere:
         return Decision(Identity.FRESH, own)
-    if claimed is None or claimed == own or evidence.own_has_entries:
+    if evidence.own_has_entries:
         return Decision(Identity.OWN, own)
+    if claimed is None or claimed == own:
+        return Decision(Identity.ATTACHED if evidence.attached else Identity.OWN, own)
     if not evidence.claimed_exists:
-        return Decision(Identity.FOREIGN, claimed)
+        return Decision(Identity.ATTACHED, own) if evidence.attached else Decision(Identity.FOREIGN, claimed)
     if evidence.claimed_elsewhere:
         return Decision(Identity.FORK, claimed)
     return Decision(Identity.CONTINUE, claimed)

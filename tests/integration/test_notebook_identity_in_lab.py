@@ -220,3 +220,29 @@ def test_a_new_notebook_where_a_renamed_one_stood_starts_a_tape_of_its_own(
         old = session_tape_name(lab.root, "trip.ipynb")
         assert users(home, old) == ["Plan the trip to Lisbon", "And the second day?", "And the third day?"]
         assert users(home, f"{old}-2") == ["Budget for the office party", "And the drinks?"]
+
+
+def test_a_clone_with_its_attached_tape_continues_from_it(
+    tmp_path: Path, openai_server: OpenAICompatibleServer
+) -> None:
+    with running_lab(tmp_path / "there", [], tmp_path / "their-bub", model_env(openai_server)) as lab:
+        new_notebook(lab, "study.ipynb")
+        with kernel_for(lab, "study.ipynb") as kernel:
+            turn(lab, kernel, "study.ipynb", "The sample holds 48 plots")
+            kernel.ok("%tape attach")
+        cloned = [tmp_path / "study.ipynb", tmp_path / "study.tape.jsonl"]
+        for name in cloned:
+            shutil.copy(lab.root / name.name, name)
+    home = tmp_path / "my-bub"
+    with running_lab(tmp_path / "here", cloned, home, model_env(openai_server)) as lab:
+        with kernel_for(lab, "study.ipynb") as kernel:
+            shown = turn(lab, kernel, "study.ipynb", "How many plots were there?")
+        assert "continues from" in shown and "study.tape.jsonl" in shown
+        assert "48 plots" in sent(openai_server)  # the model got the attached history
+        with kernel_for(lab, "study.ipynb") as kernel:  # a restart: the tape is the home's own now
+            shown = turn(lab, kernel, "study.ipynb", "And per hectare?")
+        assert "Note:" not in shown
+        mine = tape_of(lab, "study.ipynb")
+        assert users(home, mine) == ["The sample holds 48 plots", "How many plots were there?", "And per hectare?"]
+        ids = [e.id for e in open_tape(mine, home=home, create=False).read()]
+        assert ids == list(range(1, len(ids) + 1))

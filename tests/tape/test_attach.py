@@ -96,18 +96,21 @@ def test_a_notebook_attaches_and_imports_through_the_magic(
         assert "analysis.tape.jsonl" in nb.shown()
         written = len(nb.tape)
     assert len(lines(attached_path(notebook))) == written
+    attached = lines(attached_path(notebook))
     monkeypatch.setenv("BUB_HOME", str(tmp_path / "fresh-home"))
-    with loaded_shell() as nb:
-        assert len(nb.tape) == 0
-        nb.run("%tape attach --import")
+    with loaded_shell() as nb:  # the first turn takes the attached tape up, before it writes
+        nb.run("%%bub\nAnd now?")
+        assert "continues from" in nb.shown() and "analysis.tape.jsonl" in nb.shown()
         entries = nb.tape.read()
-        assert [e.to_dict() for e in entries[:written]] == lines(attached_path(notebook))  # ids kept
-        assert [e.name for e in entries[written:]] == ["notebook"]  # this kernel notes where it runs the notebook
-        assert "Continued from" in nb.shown()
-        written = len(entries)
-        nb.run("%%bub\nAgain")
-        assert len(nb.tape) > written
-        nb.refused("%tape attach --import", "already holds this notebook's tape")
+        assert [e.to_dict() for e in entries[: len(attached)]] == attached  # ids kept
+        assert [e.id for e in entries] == list(range(1, len(entries) + 1)) and len(entries) > len(attached)
+        nb.run("%tape attach --import")
+        assert "is this notebook's tape already" in nb.shown()  # nothing to do twice
+    monkeypatch.setenv("BUB_HOME", str(tmp_path / "other-home"))
+    with loaded_shell() as nb:  # by hand as the first command: the same take-up, said once
+        nb.run("%tape attach --import")
+        assert "continues from" in nb.shown()
+        assert [e.to_dict() for e in nb.tape.read()[: len(attached)]] == attached
 
 
 def test_attach_refuses_in_one_line_where_no_notebook_is_known(user: Path, monkeypatch: pytest.MonkeyPatch) -> None:

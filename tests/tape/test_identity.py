@@ -21,6 +21,11 @@ OWN, OLD = "a" * 16 + "__" + "b" * 16, "c" * 16 + "__" + "d" * 16
         (Evidence(OWN, OLD, kept=KEEP_OWN), Decision(Identity.OWN, OWN)),  # %tape continue --own
         (Evidence(OWN, None, kept="mine"), Decision(Identity.CONTINUE, "mine")),  # %tape continue mine
         (Evidence(OWN, OLD, kept="mine", claimed_exists=True), Decision(Identity.CONTINUE, "mine")),
+        # a tape attached beside the notebook, in a home that lacks the notebook's tape
+        (Evidence(OWN, OLD, attached=True), Decision(Identity.ATTACHED, OWN)),  # cloned, with its tape
+        (Evidence(OWN, attached=True), Decision(Identity.ATTACHED, OWN)),
+        (Evidence(OWN, OLD, claimed_exists=True, attached=True), Decision(Identity.CONTINUE, OLD)),  # renamed here
+        (Evidence(OWN, OLD, kept=KEEP_OWN, attached=True), Decision(Identity.OWN, OWN)),
         # a new notebook where a renamed one stood: the own tape went with that one
         (Evidence(OWN, own_has_entries=True, own_went_elsewhere=True), Decision(Identity.FRESH, OWN)),
         (Evidence(OWN, OWN, own_has_entries=True, own_went_elsewhere=True), Decision(Identity.OWN, OWN)),

@@ -304,6 +304,9 @@ def _attach(commands: TapeCommands, args: argparse.Namespace) -> None:
     home = session.settings.home or None
     try:
         if args.take_up:
+            if session.identity is not None and session.identity.took_up_attached():
+                show(session.identity.note() or f"`{notebook.name}`'s attached tape is this notebook's tape already.")
+                return
             done = import_attached(notebook, home=home)
             tape = session.use(done.tape, create=True)
             show(
