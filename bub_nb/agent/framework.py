@@ -161,6 +161,8 @@ class TurnPipeline:
         ``None`` when no plugin provides one. ``workspace`` is the folder the session works in (the current one)."""
         if session_id in self._environments:
             return self._environments[session_id]
+        if not self.hooks.implementations("provide_environment"):
+            return None  # nothing to ask, and no folder to look up (the current one may be gone)
         folder = Path(workspace if workspace is not None else Path.cwd()).expanduser().resolve()
         found = await self.hooks.call("provide_environment", session_id=session_id, workspace=folder)
         return self._environments.setdefault(session_id, found)
@@ -168,6 +170,8 @@ class TurnPipeline:
     def model_options(self, session_id: str, workspace: str | Path | None = None) -> ModelOptions:
         """The session's model choices: every ``provide_model_options`` answer merged (choices in hook order, the
         first current model), as Bub merges them for a channel to present."""
+        if not self.hooks.implementations("provide_model_options"):
+            return merge_model_options([])
         folder = Path(workspace if workspace is not None else Path.cwd()).expanduser().resolve()
         return merge_model_options(
             self.hooks.call_sync("provide_model_options", session_id=session_id, workspace=folder)

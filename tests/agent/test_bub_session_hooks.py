@@ -234,6 +234,19 @@ def test_tools_run_their_processes_in_the_environment_a_plugin_provides_once_per
     assert made[0].closed
 
 
+def test_without_an_environment_plugin_tools_run_even_where_the_current_folder_is_gone(
+    agent: Agent, openai_server: OpenAICompatibleServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()  # a server started from a folder deleted since: nothing asks where it works
+    openai_server.reply_tool_calls([{"name": "shout", "arguments": {"text": "hi"}}]).reply("Shouted.")
+    assert agent.run("Shout hi.").text == "Shouted."
+    tool_message = next(m for m in openai_server.last_request["messages"] if m["role"] == "tool")
+    assert tool_message["content"] == "HI"
+
+
 # -- provide_lifespan ------------------------------------------------------------------------------
 
 
