@@ -68,8 +68,6 @@ class Retention:
     anchor_id: int
     range: tuple[int, int]
     found: tuple[Found, ...]
-    unsupported_citations: int = 0
-    """Citations the summary's model gave for claims the cited entries do not hold, which the handoff dropped."""
 
     def counts(self) -> dict[str, tuple[int, int]]:
         """``kind -> (kept, total)`` for every kind, zeros included."""
@@ -87,9 +85,7 @@ class Retention:
     def short(self) -> str:
         """One line for a table: ``number 3/4 · path 1/1 ...``, kinds the phase has none of left out."""
         parts = [f"{kind} {kept}/{total}" for kind, (kept, total) in self.counts().items() if total]
-        dropped = self.unsupported_citations
-        unsupported = [f"{dropped} unsupported citation{'s' if dropped != 1 else ''} dropped"] if dropped else []
-        return " · ".join(parts + unsupported) or "nothing to keep"
+        return " · ".join(parts) or "nothing to keep"
 
     def frame(self) -> pd.DataFrame:
         """One row per artifact: ``kind``, ``artifact`` (as written), ``kept``, ``entry`` (where it lived)."""
@@ -99,7 +95,6 @@ class Retention:
         frame = pd.DataFrame(rows, columns=["kind", "artifact", "kept", "entry"])
         frame.attrs["counts"] = self.counts()
         frame.attrs["anchor"] = self.anchor
-        frame.attrs["unsupported_citations"] = self.unsupported_citations
         return frame
 
 
@@ -210,9 +205,7 @@ def anchor_retention(
     result = report(
         tape.read(first, last + 1), found.state, anchor=found.name, anchor_id=found.id, carried_in=carried_in
     )
-    dropped = found.state.get("unsupported_citations")
-    unsupported = dropped if type(dropped) is int and dropped >= 0 else 0
-    return Retention(found.name, found.id, (first, last), result.found, unsupported)
+    return Retention(found.name, found.id, (first, last), result.found)
 
 
 def retention(tape: Tape, anchor: str | int | AnchorSummary) -> pd.DataFrame:
