@@ -21,10 +21,10 @@ from bub_nb.errors import BubNbError
 from bub_nb.notebook.commands.agents import AgentCommands
 from bub_nb.notebook.commands.context import ContextCommands
 from bub_nb.notebook.commands.handoff import HandoffCommands
-from bub_nb.notebook.commands.lesson import LessonCommands
-from bub_nb.notebook.commands.mcp import McpCommands
+from bub_nb.notebook.commands.lesson import LESSON, LessonCommands
+from bub_nb.notebook.commands.mcp import MCP, McpCommands
 from bub_nb.notebook.commands.memory import MemoryCommands
-from bub_nb.notebook.commands.tape import TapeCommands, with_tape_help
+from bub_nb.notebook.commands.tape import TAPE, TapeCommands
 from bub_nb.notebook.commands.turn import TurnCommand
 from bub_nb.notebook.identity import NotebookIdentity
 from bub_nb.notebook.kernel import NotebookKernel
@@ -235,26 +235,22 @@ class BubMagics(Magics, MagicSettings):
 
     @line_magic("lesson")  # type: ignore[arg-type]  # IPython types only the bare form
     @usage_errors
+    @LESSON.documented
     def lesson_magic(self, line: str) -> None:
-        """%lesson start NAME: work on a clean tape NAME, emptied on every run (earlier runs are archived)."""
         self.lesson_commands.run(split_words(line))
 
     # -- %mcp -----------------------------------------------------------------------------------------
 
     @line_magic("mcp")  # type: ignore[arg-type]  # IPython types only the bare form
     @usage_errors
+    @MCP.documented
     def mcp_magic(self, line: str) -> Any:
-        """MCP servers whose tools the agent is offered as mcp.<server>.<tool>; alone, list them.
-
-        %mcp [add NAME -- COMMAND [ARGS...] | add NAME --url URL [--header K=V] | remove NAME | restart NAME |
-        approve NAME | deny NAME]
-        """
         return self.mcp_commands.run(line)
 
     # -- %tape --------------------------------------------------------------------------------------
 
     @line_magic("tape")  # type: ignore[arg-type]  # IPython types only the bare form
     @usage_errors
-    @with_tape_help
+    @TAPE.documented
     def tape_magic(self, line: str) -> Any:
         return self.tape_commands.run(split_words(line))

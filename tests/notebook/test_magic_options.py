@@ -11,7 +11,10 @@ from harness.shell import Notebook
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
-from bub_nb.notebook.commands.tape import SUBCOMMANDS
+from bub_nb.notebook.commands.lesson import LESSON
+from bub_nb.notebook.commands.mcp import MCP
+from bub_nb.notebook.commands.registry import Subcommands
+from bub_nb.notebook.commands.tape import SUBCOMMANDS, TAPE
 from bub_nb.notebook.parsing.magic_line import split_line_prompt, takes_value
 
 
@@ -86,6 +89,18 @@ def test_tape_help_lists_each_subcommand_from_the_registry(nb: Notebook) -> None
         "attach",
         "continue",
     ]
+
+
+@pytest.mark.parametrize("registry", [TAPE, MCP, LESSON], ids=lambda registry: registry.magic)
+def test_each_magic_with_subcommands_is_documented_and_refused_from_its_one_registry(
+    nb: Notebook, registry: Subcommands
+) -> None:
+    doc = nb.shell.find_line_magic(registry.magic).__doc__
+    for command in registry.commands.values():
+        assert command.usage in doc and command.parser.description in doc
+    nb.refused(f"%{registry.magic} no-such-subcommand", f"use one of: .*{list(registry.commands)[-1]}")
+    if registry.default is None:
+        nb.refused(f"%{registry.magic}", f"%{registry.magic} needs a subcommand")
 
 
 @pytest.mark.parametrize(

@@ -60,15 +60,17 @@ def test_a_server_added_by_a_line_is_listed_used_by_a_turn_counted_and_removed(n
 @pytest.mark.parametrize(
     ("line", "match"),
     [
-        ("%mcp add", "needs a server name"),
+        ("%mcp add", r"required: NAME; usage: %mcp add NAME \[--env K=V ...\] -- COMMAND"),
         ("%mcp add x", "needs either -- COMMAND"),
         ("%mcp add x --url http://127.0.0.1:1/mcp -- python", "needs either -- COMMAND"),
         ("%mcp add 'bad name' -- python", "must be 1-32 letters"),
         ("%mcp add x --header Authorization -- python", "takes KEY=VALUE"),
         ("%mcp add x -- /nonexistent/server", "was not found"),
         ("%mcp remove nothing", "No MCP server named 'nothing'"),
-        ("%mcp frobnicate", "Unknown %mcp action"),
-        ("%mcp approve", "takes one server name"),
+        ("%mcp frobnicate", "Unknown %mcp subcommand 'frobnicate'; use one of: list, add, remove"),
+        ("%mcp list now", "unrecognized arguments: now; usage: %mcp list"),
+        ("%mcp restart -- python", "-- COMMAND goes with %mcp add"),
+        ("%mcp approve", "required: NAME; usage: %mcp approve NAME"),
     ],
 )
 def test_bad_mcp_lines_are_one_line_and_write_nothing(nb: Notebook, line: str, match: str) -> None:

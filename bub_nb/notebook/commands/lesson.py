@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+import argparse
 from typing import TYPE_CHECKING
 
-from IPython.core.error import UsageError
-
 from bub_nb.errors import TapeError
+from bub_nb.notebook.commands.registry import Subcommands, arg
 from bub_nb.notebook.display import show
 from bub_nb.tape import Tape
 from bub_nb.tape.names import notebook_of_tape
@@ -15,30 +15,32 @@ from bub_nb.tape.stores.lineage import store_lineage
 if TYPE_CHECKING:
     from bub_nb.notebook.session import NotebookSession
 
-USAGE = "%lesson start NAME (e.g. %lesson start trip-planning)"
+LESSON = Subcommands("lesson", "A lesson that shows the same thing every time it is run.")
 
 
 class LessonCommands:
-    """The actions of ``%lesson`` on the session; bad ones are one-line ``UsageError``s."""
-
-    NAMES = ("start",)
+    """Runs ``%lesson`` lines on the session; bad ones are one-line ``UsageError``s."""
 
     def __init__(self, session: NotebookSession) -> None:
-        self._session = session
+        self.session = session
 
     def run(self, words: list[str]) -> None:
-        if not words:
-            raise UsageError(f"%lesson needs an action: {USAGE}")
-        if words[0] not in self.NAMES:
-            raise UsageError(f"Unknown %lesson action {words[0]!r}; known: {', '.join(self.NAMES)}. {USAGE}")
-        if len(words) != 2:
-            raise UsageError(f"%lesson start takes one name: {USAGE}")
-        tape = start_lesson(self._session, words[1])
-        # The same words on every run, so a lesson run twice shows the same outputs.
-        show(
-            f"Lesson `{tape.name}` starts on a clean tape `{tape.name}`. Running it again starts it clean again; "
-            f"earlier runs are kept as archives (`{tape.name}.jsonl.<time>.bak`, which `%tape use` opens)."
-        )
+        LESSON.run(self, words)
+
+
+@LESSON.add(
+    "start",
+    "Work on a clean tape NAME, emptied on every run: its entries, its forks and its agents' tapes so far are "
+    "archived.",
+    arg("name", metavar="NAME", help="the lesson's tape, e.g. trip-planning"),
+)
+def _start(commands: LessonCommands, args: argparse.Namespace) -> None:
+    tape = start_lesson(commands.session, args.name)
+    # The same words on every run, so a lesson run twice shows the same outputs.
+    show(
+        f"Lesson `{tape.name}` starts on a clean tape `{tape.name}`. Running it again starts it clean again; "
+        f"earlier runs are kept as archives (`{tape.name}.jsonl.<time>.bak`, which `%tape use` opens)."
+    )
 
 
 def start_lesson(session: NotebookSession, name: str) -> Tape:

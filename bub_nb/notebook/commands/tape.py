@@ -1,5 +1,5 @@
-"""``%tape`` subcommands: what each does, registered in the one registry that parsing, dispatch and ``%tape?`` read
-(``tape_registry``)."""
+"""``%tape`` subcommands: what each does, registered in the magic's registry (:class:`.registry.Subcommands`),
+which parsing, dispatch, the errors and ``%tape?`` read."""
 
 from __future__ import annotations
 
@@ -10,15 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 
-from bub_nb.notebook.commands.tape_registry import (
-    ON_THE_HOLDERS_TAPE,
-    SUBCOMMANDS,
-    agent_option,
-    arg,
-    check_spans,
-    subcommand,
-    with_tape_help,
-)
+from bub_nb.notebook.commands.registry import Subcommands, arg
 from bub_nb.notebook.display import first_view_text, show
 from bub_nb.tape.corrections.unreached import record_export
 from bub_nb.tape.forks import INTENTION_ANCHOR
@@ -28,7 +20,21 @@ if TYPE_CHECKING:
     from bub_nb.notebook.session import NotebookSession
     from bub_nb.tape import Tape
 
-__all__ = ["SUBCOMMANDS", "TapeCommands", "with_tape_help"]
+__all__ = ["SUBCOMMANDS", "TAPE", "TapeCommands"]
+
+#: The subcommands that act on one tape: the holder's once the notebook has agents, or ``--agent NAME``'s.
+ON_THE_HOLDERS_TAPE = ("info", "df", "search", "reset", "retract", "unretract")
+
+TAPE = Subcommands(
+    "tape",
+    "Inspect and manage the tape. Once the notebook has agents, "
+    + ", ".join(ON_THE_HOLDERS_TAPE)
+    + " act on the tape of the agent holding the conversation, or on agent NAME's with --agent NAME.",
+    options="[--agent NAME]",
+)
+#: Every ``%tape`` subcommand, in the order ``%tape?`` lists them.
+SUBCOMMANDS = TAPE.commands
+subcommand = TAPE.add  # the decorator each handler below registers with
 
 
 class TapeCommands:
@@ -46,13 +52,8 @@ class TapeCommands:
         return self.session.holders_tape(self._agent)
 
     def run(self, words: list[str]) -> Any:
-        names = ", ".join(SUBCOMMANDS)
-        if not words:
-            raise UsageError(f"%tape needs a subcommand: {names} (see %tape?)")
-        command = SUBCOMMANDS.get(words[0])
-        if command is None:
-            raise UsageError(f"Unknown %tape subcommand {words[0]!r}; use one of: {names}")
-        rest, agent = agent_option(words)
+        command, rest = TAPE.choose(words)
+        rest, agent = agent_option(rest)
         if agent is not None and command.name not in ON_THE_HOLDERS_TAPE:
             raise UsageError(
                 f"--agent goes with {', '.join(ON_THE_HOLDERS_TAPE)}; %tape {command.name} acts on the notebook's tape"
@@ -61,7 +62,7 @@ class TapeCommands:
             check_spans(command.name, rest)
         self._agent = agent
         try:
-            return command.handler(self, command.parser.parse_intermixed_args(rest))
+            return command.handler(self, TAPE.parse(command, rest))
         finally:
             self._agent = None
 
@@ -340,3 +341,29 @@ def _continue(commands: TapeCommands, args: argparse.Namespace) -> None:
         f"This notebook writes tape `{readable_tape_name(tape)}` ({len(tape)} entries) from now on, in every kernel; "
         f"the choice is kept in `{kept}`."
     )
+
+
+def agent_option(words: list[str]) -> tuple[list[str], str | None]:
+    """The subcommand's words without ``--agent NAME``, and that name."""
+    rest, agent = [], None
+    words = list(words)
+    while words:
+        word = words.pop(0)
+        if word == "--agent" or word.startswith("--agent="):
+            value = word.partition("=")[2] or (words.pop(0) if words else "")
+            if not value:
+                raise UsageError("--agent needs the NAME of one of the notebook's agents")
+            agent = value
+        else:
+            rest.append(word)
+    return rest, agent
+
+
+def check_spans(name: str, words: list[str]) -> None:
+    """A span that starts with ``-`` would pass for an option; say what an entry id is instead."""
+    for word in words:
+        if word[:1] == "-" and word[1:2].isdigit():
+            raise UsageError(
+                f"%tape {name} takes an entry id (7) or an inclusive range of ids (5-9), ids counting from 1; "
+                f"got {word!r}"
+            )
