@@ -16,11 +16,10 @@ from typing import Any
 
 import orjson
 import pytest
+from harness.shell import Notebook, loaded_shell
 from hypothesis import HealthCheck, assume, event, example, given, settings
 from hypothesis import strategies as st
-from IPython.core.displaypub import CapturingDisplayPublisher
 from IPython.core.error import UsageError
-from IPython.core.interactiveshell import InteractiveShell
 
 from bub_nb.errors import BubNbError
 from bub_nb.tape import FileTapeStore, TapeEntry, open_tape
@@ -49,14 +48,10 @@ def line_of(*parts: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
 class Workspace:
     """A shell with bub_nb loaded on a tape in a scratch home, and a watch on every tape file's bytes."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, notebook: Notebook) -> None:
         self.root = root
         self.tapes = root / "home" / "tapes"
-        InteractiveShell.clear_instance()
-        self.shell = InteractiveShell.instance()
-        self.shell.display_pub = CapturingDisplayPublisher()
-        self.shell.run_line_magic("load_ext", "bub_nb")
-        self.magics = next(c for c in self.shell.configurables if type(c).__name__ == "BubMagics")
+        self.shell, self.magics = notebook.shell, notebook.magics
         self.shell.user_ns.update(x=1, items=[1, 2, 3], table={"a": 1}, text="words", odd="half \udc00 pair")
         self.main = self.magics.session.tape.name
         self.shell.run_line_magic("handoff", "fuzz/start note='a tape that is never rewritten'")
@@ -103,10 +98,8 @@ def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFi
     monkeypatch.setenv("BUB_MODEL", "offline")
     monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
     monkeypatch.chdir(tmp_path)
-    workspace = Workspace(tmp_path)
-    yield workspace
-    workspace.shell.run_line_magic("unload_ext", "bub_nb")
-    InteractiveShell.clear_instance()
+    with loaded_shell() as notebook:
+        yield Workspace(tmp_path, notebook)
 
 
 # -- magics ----------------------------------------------------------------------------------------------------

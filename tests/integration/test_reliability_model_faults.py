@@ -7,16 +7,13 @@ runs, and at most one line for the user (a ``UsageError``, never a traceback).
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from IPython.core.displaypub import CapturingDisplayPublisher
+from harness.shell import Cell, Notebook, loaded_shell
 from IPython.core.error import UsageError
-from IPython.core.interactiveshell import InteractiveShell
 
 from bub_nb.agent.models import OpenAIModel
 from bub_nb.testing import OpenAICompatibleServer
@@ -26,44 +23,6 @@ TIMEOUT = 0.4
 """The model's timeout in the timeout fault; every other fault has a patient model, which a busy machine does not
 trip."""
 PROMPT = "Please keep this prompt: the fault matrix"
-
-
-@dataclass
-class Cell:
-    """What one cell did: its error, and everything it printed."""
-
-    error: BaseException | None
-    out: str
-    err: str
-
-
-class Notebook:
-    """A real shell with bub_nb loaded; cells run the way Jupyter runs them (errors shown, not raised)."""
-
-    def __init__(self, shell: InteractiveShell, capsys: pytest.CaptureFixture[str]) -> None:
-        self.shell = shell
-        self.capsys = capsys
-        shell.display_pub = CapturingDisplayPublisher()
-
-    def cell(self, source: str) -> Cell:
-        """Run a cell; logging is left as a user's session has it (no handlers), so stray logs would show."""
-        root = logging.getLogger()
-        handlers, root.handlers = root.handlers, []
-        self.capsys.readouterr()
-        try:
-            result = self.shell.run_cell(source, store_history=True)
-        finally:
-            root.handlers = handlers
-        captured = self.capsys.readouterr()
-        return Cell(result.error_in_exec or result.error_before_exec, captured.out, captured.err)
-
-    @property
-    def magics(self) -> Any:
-        return next(c for c in self.shell.configurables if type(c).__name__ == "BubMagics")
-
-    @property
-    def tape(self) -> Any:
-        return self.magics.session.tape
 
 
 def endpoint(server: OpenAICompatibleServer, *, timeout: float, max_retries: int = RETRIES) -> OpenAIModel:
@@ -92,15 +51,11 @@ def nb(
     monkeypatch.setenv("BUB_MODEL", "openai:test-model")
     monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
     monkeypatch.chdir(tmp_path)
-    InteractiveShell.clear_instance()
-    notebook = Notebook(InteractiveShell.instance(), capsys)
-    assert notebook.cell("%load_ext bub_nb").error is None
-    # the model the env names, with one retry, whose short waits (Retry-After) make faults cost milliseconds
-    notebook.magics.model = "endpoint"  # a model object named in the notebook, as users pass one
-    notebook.shell.user_ns["endpoint"] = endpoint(server, timeout=30)
-    yield notebook
-    notebook.cell("%unload_ext bub_nb")
-    InteractiveShell.clear_instance()
+    with loaded_shell(capsys) as notebook:
+        # the model the env names, with one retry, whose short waits (Retry-After) make faults cost milliseconds
+        notebook.magics.model = "endpoint"  # a model object named in the notebook, as users pass one
+        notebook.shell.user_ns["endpoint"] = endpoint(server, timeout=30)
+        yield notebook
 
 
 def kinds_of(entries: list[Any]) -> list[str]:

@@ -15,11 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from harness.shell import Notebook, loaded_shell
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from IPython.core.displaypub import CapturingDisplayPublisher
 from IPython.core.error import UsageError
-from IPython.core.interactiveshell import InteractiveShell
 
 import bub_nb
 from bub_nb.agent.models import OpenAIModel
@@ -51,13 +50,9 @@ def every_file(*folders: Path) -> Iterator[Path]:
 class Session:
     """A real shell with bub_nb loaded, its model a local endpoint that knows the API key."""
 
-    def __init__(self, root: Path, server: OpenAICompatibleServer, capsys: pytest.CaptureFixture[str]) -> None:
-        self.root, self.server, self.capsys = root, server, capsys
-        InteractiveShell.clear_instance()
-        self.shell = InteractiveShell.instance()
-        self.shell.display_pub = CapturingDisplayPublisher()
-        self.shell.run_line_magic("load_ext", "bub_nb")
-        self.magics = next(c for c in self.shell.configurables if type(c).__name__ == "BubMagics")
+    def __init__(self, root: Path, server: OpenAICompatibleServer, notebook: Notebook) -> None:
+        self.root, self.server, self.capsys = root, server, notebook.capsys
+        self.shell, self.magics = notebook.shell, notebook.magics
         self.magics.model = "endpoint"  # a model object named in the notebook, as users pass one
         self.shell.user_ns["endpoint"] = OpenAIModel(
             "test-model", api_key=BUB_KEY, base_url=server.base_url, timeout=60, max_retries=0
@@ -81,8 +76,8 @@ def session(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.Capt
     monkeypatch.chdir(tmp_path)
     with OpenAICompatibleServer() as server:
         monkeypatch.setenv("BUB_API_BASE", server.base_url)
-        yield Session(tmp_path, server, capsys)
-    InteractiveShell.clear_instance()
+        with loaded_shell(capsys) as notebook:
+            yield Session(tmp_path, server, notebook)
 
 
 def test_no_api_key_reaches_any_file_under_bub_home_or_any_export(session: Session) -> None:
