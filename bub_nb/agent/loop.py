@@ -108,6 +108,7 @@ class Agent:
         self.chat_id: str | None = None  # the chat its envelopes name (the notebook's, in one); else its tape's name
         self.last_turn: Turn | None = None
         self._running: RunningTurn | None = None
+        self._handing_off: tuple[str, asyncio.Task[Any] | None] | None = None  # a prompt waiting on its handoff
 
     def __repr__(self) -> str:
         return f"Agent({f'name={self.name!r}, ' * bool(self.name)}tape={self.tape.name!r}, model={self.model.name!r})"
@@ -203,8 +204,28 @@ class Agent:
         for it and its task is cancelled (an arun then returns that Turn). ``None`` when no turn runs."""
         running, self._running = self._running, None
         if running is None:
-            return None
+            return self._abort_handoff_before()
         self.last_turn = running.abort()
+        return self.last_turn
+
+    def _abort_handoff_before(self) -> Turn | None:
+        """Stop a turn whose handoff before it is being summarised: recorded now as any interrupted turn is, its
+        prompt kept and no answer, saying that nothing of the handoff was written (it is one append, after its
+        summary). ``None`` when no turn waits on such a handoff."""
+        handing_off, self._handing_off = self._handing_off, None
+        if handing_off is None:
+            return None
+        prompt, task = handing_off
+        memory = memory_of(self.tape, ensure=True)
+        recorder = TurnRecorder(self.tape, self.model.name, self.meta, memory_version=memory.version or None)
+        recorder.start(self.system_prompt(prompt, memory), prompt)
+        said = (
+            f"The summarising handoff ({HANDOFF_AT_ANCHOR}) before this turn was interrupted: nothing of it was "
+            "written and the prompt was not sent; the next turn tries the handoff again"
+        )
+        recorder.error("handoff.interrupted", said)
+        recorder.notice(said)
+        self.last_turn = RunningTurn(recorder, task).abort()
         return self.last_turn
 
     async def ahandoff(self, name: str, /, *, summarize: bool = False, **state: Any) -> list[TapeEntry]:
@@ -304,7 +325,16 @@ class Agent:
         used = request_preview(self, prompt).window_tokens
         if used <= self.handoff_at * window:
             return []
-        await self.ahandoff(HANDOFF_AT_ANCHOR, summarize=True)
+        # An interrupt lands in the kernel between the loop's steps, before this task hears of it: abort() then
+        # records the turn at once, from what is kept here, so nothing of it is written later in another cell.
+        self._handing_off = (prompt, asyncio.current_task())
+        try:
+            await self.ahandoff(HANDOFF_AT_ANCHOR, summarize=True)
+        except (asyncio.CancelledError, KeyboardInterrupt, GeneratorExit):
+            self._abort_handoff_before()  # the interrupt reached this task first: recorded here, once
+            raise
+        finally:
+            self._handing_off = None
         return [
             f"A summarising handoff ({HANDOFF_AT_ANCHOR}) was written before this turn: its request would have taken "
             f"{used:,} of the window's {window:,} tokens, over handoff_at={self.handoff_at:g}"

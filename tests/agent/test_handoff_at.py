@@ -7,7 +7,7 @@ import pytest
 from bub_nb import Tape
 from bub_nb.agent import Agent
 from bub_nb.agent.loop import HANDOFF_AT_ANCHOR
-from bub_nb.agent.models import OfflineModel
+from bub_nb.agent.models import OfflineModel, ScriptedModel
 from bub_nb.errors import BubNbError
 from bub_nb.tape.stores.memory import MemoryTapeStore
 
@@ -30,3 +30,27 @@ def test_handoff_at_must_be_a_share_of_the_window() -> None:
     for bad in (0, 1.5, -0.2, True):
         with pytest.raises(BubNbError, match="share of the model's window"):
             Agent(tape, "offline", handoff_at=bad)
+
+
+def test_an_interrupt_while_the_handoff_is_summarised_keeps_the_prompt_writes_no_anchor_and_the_next_turn_tries() -> (
+    None
+):
+    tape = Tape("stopped", MemoryTapeStore())
+    tape.ensure_bootstrap_anchor()
+    first = tape.append_message({"role": "user", "content": "The sensors write sensors.csv every minute."}).id
+    summary = f"Summary:\nThe sensors write sensors.csv [#{first}]."
+    model = ScriptedModel([KeyboardInterrupt, summary, "Plotted."], context_window=4000)
+    agent = Agent(tape, model, handoff_at=0.05)
+    with pytest.raises(KeyboardInterrupt):
+        agent.run("Plot the temperature per hour.")
+    stopped = [entry for entry in tape.read() if entry.meta.get("run_id")]
+    assert [e.kind for e in stopped] == ["system", "message", "error", "error", "event"]  # no anchor, no summary
+    assert stopped[1].payload["content"] == "Plot the temperature per hour."
+    assert [e.payload["kind"] for e in stopped[2:4]] == ["handoff.interrupted", "interrupted"]
+    assert agent.last_turn is not None and agent.last_turn.status == "interrupted"
+    assert "nothing of it was written" in " ".join(agent.last_turn.notices)
+    assert HANDOFF_AT_ANCHOR not in tape.anchor_names()
+
+    turn = agent.run("Plot the temperature per hour.")
+    assert turn.ok and turn.text == "Plotted." and tape.anchor_names().count(HANDOFF_AT_ANCHOR) == 1
+    assert any(HANDOFF_AT_ANCHOR in notice for notice in turn.notices)
