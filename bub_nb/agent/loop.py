@@ -201,7 +201,8 @@ class Agent:
 
     def abort(self) -> Turn | None:
         """Stop the running turn now, recorded as interrupted with its partial answer kept; nothing more is written
-        for it and its task is cancelled (an arun then returns that Turn). ``None`` when no turn runs."""
+        for it and its task is cancelled (an arun then returns that Turn). A turn whose handoff before it is being
+        summarised stops too, its prompt kept. ``None`` when no turn runs."""
         running, self._running = self._running, None
         if running is None:
             return self._abort_handoff_before()
@@ -281,6 +282,8 @@ class Agent:
             yield self.last_turn.text
             return
         early = await self._handoff_before(prompt)
+        if early is None:
+            return  # abort() stopped the turn during its handoff, and recorded it
         memory = memory_of(self.tape, ensure=True)
         recorder = TurnRecorder(self.tape, self.model.name, self.meta, memory_version=memory.version or None)
         recorder.notices += early
@@ -314,9 +317,10 @@ class Agent:
             if self._running is running:
                 self._running = None
 
-    async def _handoff_before(self, prompt: str) -> list[str]:
+    async def _handoff_before(self, prompt: str) -> list[str] | None:
         """With ``handoff_at``: a summarising handoff written before a turn whose request would take more than that
-        share of the model's window, and the line that says so (the overflow retry stays the last resort)."""
+        share of the model's window, and the line that says so (the overflow retry stays the last resort); ``None``
+        when abort() stopped the turn meanwhile."""
         window = context_window_of(self.model)
         if self.handoff_at is None or window is None:
             return []
@@ -330,8 +334,13 @@ class Agent:
         self._handing_off = (prompt, asyncio.current_task())
         try:
             await self.ahandoff(HANDOFF_AT_ANCHOR, summarize=True)
-        except (asyncio.CancelledError, KeyboardInterrupt, GeneratorExit):
+        except (asyncio.CancelledError, KeyboardInterrupt, GeneratorExit) as stop:
+            aborted = self._handing_off is None
             self._abort_handoff_before()  # the interrupt reached this task first: recorded here, once
+            task = asyncio.current_task()
+            # abort() cancelled us to stop waiting on the summary: that ends the turn, not the caller's task.
+            if isinstance(stop, asyncio.CancelledError) and aborted and task is not None and task.uncancel() == 0:
+                return None
             raise
         finally:
             self._handing_off = None
