@@ -55,7 +55,7 @@ def raw_lines(path: Path) -> list[tuple[Any, ...]]:
         WITH lines AS (SELECT unnest(string_split(content, chr(10))) AS line FROM read_text(?))
         SELECT CAST(line ->> '$.id' AS BIGINT), line ->> '$.kind',
                coalesce(line ->> '$.payload.name', line ->> '$.payload.role'),
-               line ->> '$.payload.state.summary', line ->> '$.payload.data.status'
+               line ->> '$.payload.state.summary', line ->> '$.payload.data.status', line ->> '$.payload.content'
         FROM lines WHERE line <> '' ORDER BY 1
     """
     return duckdb.execute(sql, [str(path)]).fetchall()
@@ -104,8 +104,20 @@ def test_an_interrupted_early_handoff_writes_no_anchor_and_the_next_run_hands_of
     assert kernel.tape.anchor_names().count(HANDOFF_AT) == 1
     assert openai_server.last_request["messages"][-1] == {"role": "user", "content": "Plot the temperature per hour."}
 
-    # Run All: every turn of the notebook hands off first (the share is that low), each cell says so.
+    # Run All, and ■ while the first turn's handoff is summarised: Jupyter cancels the cells queued after it.
     cells = ["%config BubMagics.handoff_at = 0.05", cell, "%%bub\nAnd per day?"]
+    asked, written = len(openai_server.requests), kernel.tape.last_id
+    openai_server.reply(summary_of(kernel), delay=30)
+    sent_all = kernel.queue(cells)
+    wait_for_requests(openai_server, asked + 1)
+    kernel.interrupt()
+    replies = kernel.replies(sent_all, timeout=60)
+    assert [r["status"] for r in replies] == ["ok", "error", "aborted"], replies
+    assert STOPPED in shown_by(kernel, sent_all[1])
+    assert [e.kind for e in kernel.tape.read(written + 1)] == ["system", "message", "error", "error", "event"]
+    assert kernel.tape.anchor_names().count(HANDOFF_AT) == 1 and len(openai_server.requests) == asked + 1
+
+    # Run All again: every turn of the notebook hands off first (the share is that low), each cell says so.
     for answer in ("Hourly again.", "Daily now."):
         openai_server.reply(citing_what_comes(kernel)).reply(answer)
     sent_all = kernel.queue(cells)
@@ -136,7 +148,10 @@ def test_an_interrupted_early_handoff_writes_no_anchor_and_the_next_run_hands_of
     for i in at:
         assert raw[i - 1][1:3] == ("event", "summary") and raw[i + 1][1:3] == ("event", "handoff"), raw[i - 1 : i + 2]
         assert raw[i][3] and "[#" in raw[i][3]
-    prompts = [row for row in raw if row[1] == "message" and row[0] in {e.id for e in stopped}]
-    assert len(prompts) == 1
+    summaries = [i for i, row in enumerate(raw) if row[1:3] == ("event", "summary")]
+    assert all(raw[i + 1][1] == "anchor" for i in summaries)  # no summary without the anchor it was written for
+    asked_for = [row for row in raw if row[1:3] == ("message", "user") and row[5] == "Plot the temperature per hour."]
+    assert len(asked_for) == 4  # interrupted, run again, Run All stopped, Run All again: each prompt kept once
     statuses = [row[4] for row in raw if row[1] == "event" and row[2] == "run"]
-    assert statuses.count("interrupted") == 2 and statuses[-4:] == ["ok", "ok", "ok", "interrupted"]
+    # the first two turns, the interrupted one and its rerun, Run All stopped, Run All again, the streamed one
+    assert statuses == ["ok", "ok", "interrupted", "ok", "interrupted", "ok", "ok", "interrupted"]
