@@ -108,6 +108,7 @@ class Agent:
         self.chat_id: str | None = None  # the chat its envelopes name (the notebook's, in one); else its tape's name
         self.last_turn: Turn | None = None
         self._running: RunningTurn | None = None
+        self._handing_off: tuple[str, asyncio.Task[Any] | None] | None = None  # a prompt waiting on its handoff
 
     def __repr__(self) -> str:
         return f"Agent({f'name={self.name!r}, ' * bool(self.name)}tape={self.tape.name!r}, model={self.model.name!r})"
@@ -200,11 +201,32 @@ class Agent:
 
     def abort(self) -> Turn | None:
         """Stop the running turn now, recorded as interrupted with its partial answer kept; nothing more is written
-        for it and its task is cancelled (an arun then returns that Turn). ``None`` when no turn runs."""
+        for it and its task is cancelled (an arun then returns that Turn). A turn whose handoff before it is being
+        summarised stops too, its prompt kept. ``None`` when no turn runs."""
         running, self._running = self._running, None
         if running is None:
-            return None
+            return self._abort_handoff_before()
         self.last_turn = running.abort()
+        return self.last_turn
+
+    def _abort_handoff_before(self) -> Turn | None:
+        """Stop a turn whose handoff before it is being summarised: recorded now as any interrupted turn is, its
+        prompt kept and no answer, saying that nothing of the handoff was written (it is one append, after its
+        summary). ``None`` when no turn waits on such a handoff."""
+        handing_off, self._handing_off = self._handing_off, None
+        if handing_off is None:
+            return None
+        prompt, task = handing_off
+        memory = memory_of(self.tape, ensure=True)
+        recorder = TurnRecorder(self.tape, self.model.name, self.meta, memory_version=memory.version or None)
+        recorder.start(self.system_prompt(prompt, memory), prompt)
+        said = (
+            f"The summarising handoff ({HANDOFF_AT_ANCHOR}) before this turn was interrupted: nothing of it was "
+            "written and the prompt was not sent; the next turn tries the handoff again"
+        )
+        recorder.error("handoff.interrupted", said)
+        recorder.notice(said)
+        self.last_turn = RunningTurn(recorder, task).abort()
         return self.last_turn
 
     async def ahandoff(self, name: str, /, *, summarize: bool = False, **state: Any) -> list[TapeEntry]:
@@ -260,6 +282,8 @@ class Agent:
             yield self.last_turn.text
             return
         early = await self._handoff_before(prompt)
+        if early is None:
+            return  # abort() stopped the turn during its handoff, and recorded it
         memory = memory_of(self.tape, ensure=True)
         recorder = TurnRecorder(self.tape, self.model.name, self.meta, memory_version=memory.version or None)
         recorder.notices += early
@@ -293,9 +317,10 @@ class Agent:
             if self._running is running:
                 self._running = None
 
-    async def _handoff_before(self, prompt: str) -> list[str]:
+    async def _handoff_before(self, prompt: str) -> list[str] | None:
         """With ``handoff_at``: a summarising handoff written before a turn whose request would take more than that
-        share of the model's window, and the line that says so (the overflow retry stays the last resort)."""
+        share of the model's window, and the line that says so (the overflow retry stays the last resort); ``None``
+        when abort() stopped the turn meanwhile."""
         window = context_window_of(self.model)
         if self.handoff_at is None or window is None:
             return []
@@ -304,7 +329,21 @@ class Agent:
         used = request_preview(self, prompt).window_tokens
         if used <= self.handoff_at * window:
             return []
-        await self.ahandoff(HANDOFF_AT_ANCHOR, summarize=True)
+        # An interrupt lands in the kernel between the loop's steps, before this task hears of it: abort() then
+        # records the turn at once, from what is kept here, so nothing of it is written later in another cell.
+        self._handing_off = (prompt, asyncio.current_task())
+        try:
+            await self.ahandoff(HANDOFF_AT_ANCHOR, summarize=True)
+        except (asyncio.CancelledError, KeyboardInterrupt, GeneratorExit) as stop:
+            aborted = self._handing_off is None
+            self._abort_handoff_before()  # the interrupt reached this task first: recorded here, once
+            task = asyncio.current_task()
+            # abort() cancelled us to stop waiting on the summary: that ends the turn, not the caller's task.
+            if isinstance(stop, asyncio.CancelledError) and aborted and task is not None and task.uncancel() == 0:
+                return None
+            raise
+        finally:
+            self._handing_off = None
         return [
             f"A summarising handoff ({HANDOFF_AT_ANCHOR}) was written before this turn: its request would have taken "
             f"{used:,} of the window's {window:,} tokens, over handoff_at={self.handoff_at:g}"

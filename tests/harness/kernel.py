@@ -114,6 +114,24 @@ class Kernel:
             raise AssertionError(f"kernel cell failed: {content.get('ename')}: {content.get('evalue')}")
         return content
 
+    def shown_in(self, msg_id: str, words: str, timeout: float = 60) -> str:
+        """Until the queued cell ``msg_id`` shows ``words`` (a streamed answer has reached them); what it showed so
+        far, its messages kept in :attr:`seen`."""
+        deadline = time.monotonic() + timeout
+        outputs: list[dict[str, Any]] = []
+        while True:
+            try:
+                message = self.client.get_iopub_msg(timeout=max(0.1, deadline - time.monotonic()))
+            except queue.Empty:
+                pytest.fail(f"the cell never showed {words!r}: {shown_text(outputs)!r}")
+            self.seen.append(message)
+            if message["parent_header"].get("msg_id") != msg_id:
+                continue
+            if message["msg_type"] in ("display_data", "update_display_data", "stream", "execute_result", "error"):
+                outputs.append({"type": message["msg_type"], **message["content"]})
+                if words in (text := shown_text(outputs[-1:])):
+                    return text
+
     def send_from_lab(self, code: str, cell_id: str = "cell-1") -> str:
         """Queue a cell as JupyterLab sends it, naming the cell (``cellId``): a frontend a person answers in."""
         content = {"code": code, "silent": False, "store_history": True, "user_expressions": {}}

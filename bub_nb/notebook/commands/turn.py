@@ -95,6 +95,7 @@ class TurnCommand:
             user_ns.pop(args.output, None)  # a failed turn must not leave an earlier answer there
         before = self._before_this_kernel.setdefault(agent.tape.name, agent.tape.last_id)
         answer = AnswerDisplay(self._shell, stream=stream)
+        earlier_turn = agent.last_turn
         try:
             turn = self._session.run_turn(
                 agent, prompt, on_delta=answer.add if stream else None, commands=typed_command
@@ -102,6 +103,9 @@ class TurnCommand:
         except KeyboardInterrupt:
             agent.abort()
             answer.finish(interrupted(answer.text))
+            stopped = agent.last_turn
+            for notice in stopped.notices if stopped is not None and stopped is not earlier_turn else ():
+                show(f"Warning: {notice}")  # what the turn did on its own before the interrupt (a handoff, say)
             # Raised on, like any Python cell's, so Jupyter cancels the cells queued after this one; raised
             # afresh so the traceback ends in this cell, not in the event loop the turn happened to be in.
             raise KeyboardInterrupt from None
