@@ -210,7 +210,8 @@ def request_lines(request: NextRequest) -> list[str]:
         lines.append(f"  {'repeated':<14} {request.repeated.tokens:>6}  {repeated_detail(request.repeated)}")
     if request.view.recalled:
         found = ", ".join(f"#{entry} (score {score:.2f})" for entry, score in request.view.recalled)
-        lines.append(f"  recalled for the prompt, in the view: {found}")
+        by = f", ranked by {request.view.recalled_by}" if request.view.recalled_by else ""
+        lines.append(f"  recalled for the prompt, in the view: {found}{by}")
     return lines
 
 
