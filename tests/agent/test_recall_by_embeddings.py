@@ -163,6 +163,8 @@ def test_the_magics_setting_ranks_what_context_next_shows(
     pixel = next(e.id for e in nb.tape.read(kinds=("message",)) if "Pixel" in str(e.payload.get("content")))
     assert f"recalled for the prompt, in the view: #{pixel} (score " in text
     assert "ranked by embeddings test-embed" in text
+    html = str(nb.displays.outputs[-1]["data"]["text/html"])  # the widget marks them too
+    assert f'class="bub-recalled" data-recalled="{pixel}"' in html and "ranked by embeddings test-embed" in html
     assert len(nb.tape) == before
 
 
