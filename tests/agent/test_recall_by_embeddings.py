@@ -79,10 +79,12 @@ def test_embeddings_recall_what_bm25_cannot_and_the_view_says_what_ranked_it(
 def test_a_turn_embeds_only_the_entries_it_has_not_seen_and_its_prompt(
     tape: Tape, model: OpenAIModel, server: OpenAICompatibleServer
 ) -> None:
-    agent = Agent(tape, model, context="last+recall", embedding_model="test-embed", builtin_tools=False)
+    agent = Agent(tape, model, context="last+recall", embedding_model="test-embed")
+    server.reply_tool_calls([{"name": "tape_info", "arguments": {}}])  # a turn of two steps, two views
     assert agent.run(KITTEN).ok
     first = embedded_inputs(server)
     assert first[-1] == [KITTEN] and FACTS[2] in first[0]
+    assert sum(batch == [KITTEN] for batch in first) == 1, "each step recalls for the prompt; it is embedded once"
     tape.handoff("phase/5", {"summary": "Another phase."})
     assert agent.run("And the sister in Lisbon?").ok
     since = embedded_inputs(server)[len(first) :]

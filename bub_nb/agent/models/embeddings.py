@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Final
@@ -30,6 +31,8 @@ EMBEDDING_MODEL_VARIABLE: Final = "BUB_NB_EMBEDDING_MODEL"
 """Where ``Agent(embedding_model=None)`` and ``BubMagics.embedding_model`` read the embedding model by default."""
 BATCH: Final = 64
 """Texts per ``embeddings.create`` request."""
+PROMPTS_KEPT: Final = 16
+"""Prompt vectors kept: every step of a turn rebuilds its view, and embeds its prompt only the first time."""
 _KEYS: Final = ("BUB_API_KEY", "OPENAI_API_KEY")
 _BASES: Final = ("BUB_API_BASE", "OPENAI_BASE_URL")
 _LOCAL_KEY: Final = "no-key-needed-for-a-local-server"
@@ -67,6 +70,7 @@ class Embeddings:
         self._api_key = api_key or _LOCAL_KEY
         self._client: openai.OpenAI | None = None
         self._failing: str | None = None  # the failure already said, until the endpoint answers again
+        self._prompts: OrderedDict[str, Vector] = OrderedDict()
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -86,7 +90,7 @@ class Embeddings:
 
         try:
             vectors = self.entry_vectors(tape, entries, texts)
-            (prompt,) = self.embed([query])
+            prompt = self.prompt_vector(query)
         except openai.OpenAIError as exc:
             self._say_failure(exc)
             return self.fallback.scores(query, texts), f"{ranker_label(self.fallback)} (embeddings failed)"
@@ -120,6 +124,20 @@ class Embeddings:
             kept.update((entry, vector) for entry, _, vector in fresh)
         self.cache.keep_only(self.model, tape, (entry.id for entry in entries))
         return [kept[entry.id] for entry in entries]
+
+    def prompt_vector(self, query: str) -> Vector:
+        """The vector of a prompt, made once for the last :data:`PROMPTS_KEPT` prompts."""
+        with self._lock:
+            kept = self._prompts.get(query)
+            if kept is not None:
+                self._prompts.move_to_end(query)
+                return kept
+        (made,) = self.embed([query])
+        with self._lock:
+            self._prompts[query] = made
+            while len(self._prompts) > PROMPTS_KEPT:
+                self._prompts.popitem(last=False)
+        return made
 
     def embed(self, texts: Sequence[str]) -> list[Vector]:
         """The unit vectors of ``texts``, asked for in batches of ``batch``."""
