@@ -290,10 +290,10 @@ def test_recall_ranks_by_the_vectors_llama_server_makes_and_embeds_each_entry_on
     assert view.recalled and view.recalled_by == "embeddings tiny"
     assert all(-1 <= score <= 1 for _, score in view.recalled)
     made = ranker.requests
-    turn = agent.run("Which cell does the tape keep?")
+    turn = agent.run("And which anchor starts a view?")
     assert turn.ok, turn.error
     assert turn.view is not None and turn.view.recalled_by == "embeddings tiny"
-    assert ranker.requests == made + 1, "the entries' vectors were kept: only the prompt was embedded"
+    assert ranker.requests == made + 1, "the entries' vectors were kept: only the new prompt was embedded"
     run_sync(both.aclose())
 
 
