@@ -26,6 +26,7 @@ from bub_nb.agent.hooks.specs import Envelope, StreamEvent, default_session_id
 from bub_nb.agent.mcp.servers import mcp_servers_of, offer_mcp_tools
 from bub_nb.agent.models import Completion, Model, TextDelta, resolve_model
 from bub_nb.agent.models.base import context_window_of
+from bub_nb.agent.models.embeddings import embedding_ranker, embedding_setting, ranked_by
 from bub_nb.agent.overflow import hopeless_overflow, narrowed_phases
 from bub_nb.agent.phase_handoff import HandoffPreview, overflow_room, overflow_summary, preview_handoff, write_handoff
 from bub_nb.agent.preflight import check_recorded_prompt_fits, check_turn, request_preview
@@ -65,6 +66,8 @@ class Agent:
     result is redacted and cut to ``result_budget`` tokens (``None``: not cut), saying so when cut. With a
     ``name`` it is that agent of the notebook whose tape is ``tape``, and works on its own tape, ``<tape>~<name>``;
     ``mcp`` (an :class:`~bub_nb.agent.mcp.McpServers`, an ``mcpServers`` mapping or a ``.mcp.json``) adds MCP tools.
+    ``embedding_model`` (a name, else ``$BUB_NB_EMBEDDING_MODEL``; or a ranker) ranks a recall mode's entries by
+    embeddings from the model's endpoint instead of BM25; ``""`` keeps BM25.
     """
 
     def __init__(
@@ -84,6 +87,7 @@ class Agent:
         name: str | None = None,
         mcp: Any = None,
         handoff_at: float | None = None,
+        embedding_model: Any = None,
     ) -> None:
         if type(max_steps) is not int or max_steps < 1:
             raise BubNbError(f"max_steps must be a whole number of at least 1, got {max_steps!r}")
@@ -92,7 +96,8 @@ class Agent:
         self.tape = tape if name is None else Tape(agent_tape_name(tape.name, name), tape.base_store)
         self.model = resolve_model(model)
         self.max_steps = max_steps
-        self.context = context
+        self.embedding_model = embedding_setting() if embedding_model is None else embedding_model
+        self.context = ranked_by(context, embedding_ranker(self.embedding_model, self.model))
         self.instructions = instructions
         self.pipeline = pipeline if pipeline is not None else default_pipeline()
         self.meta = dict(meta or {})

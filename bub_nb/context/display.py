@@ -100,7 +100,9 @@ def summary_line(view: Shown) -> str:
         parts.append(f"last run reported prompt {view.usage.prompt_tokens}, completion {view.usage.completion_tokens}")
     recalled = getattr(view, "recalled", ())
     if recalled:
-        parts.append("recalled " + ", ".join(f"#{entry} ({score:.2f})" for entry, score in recalled))
+        by = getattr(view, "recalled_by", "")
+        found = ", ".join(f"#{entry} ({score:.2f})" for entry, score in recalled)
+        parts.append(f"recalled {found}" + (f", ranked by {by}" if by else ""))
     if view.dropped:
         parts.append(f"left out to stay valid: {', '.join(f'#{i}' for i in view.dropped)}")
     return " · ".join(parts)

@@ -7,7 +7,9 @@ default). The prompt is the newest user message of the current phase (what a tur
 one given to :func:`~bub_nb.context.build_view` (``prompt=``).
 
 Ranking is BM25 (``bm25s``: offline, no model) over each entry's readable text; a :class:`Ranker` of one's own
-(embeddings through an endpoint's ``/v1/embeddings``, say) may take its place. Each recalled entry becomes one
+may take its place, and an :class:`EntryRanker` is given the entries too, so it can keep what it worked out for
+each (an entry never changes): the agent's embeddings through an endpoint's ``/v1/embeddings`` are one
+(:mod:`bub_nb.agent.models.embeddings`). Each recalled entry becomes one
 plain assistant message that says what it is (``[Recalled #12 (score 3.41), user:] ...``), in tape order after
 the earlier phases and before the current phase, so the sequence stays valid for the API: tool calls and their
 results are recalled as text, never as a call whose answer is missing. Retracted entries, entries hidden from the
@@ -20,7 +22,7 @@ import re
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol, runtime_checkable
 
 from bub_nb.context.messages import Message, is_hidden, without_retracted
 from bub_nb.context.phases import PHASES
@@ -48,8 +50,25 @@ class Ranker(Protocol):
     def scores(self, query: str, texts: Sequence[str]) -> list[float]: ...
 
 
+@runtime_checkable
+class EntryRanker(Protocol):
+    """Scores a tape's entries for a query (``texts`` are their readable texts, aligned): higher is more relevant,
+    zero or less not relevant. It says what ranked them, which may be another ranker it fell back on."""
+
+    def rank(
+        self, query: str, tape: str, entries: Sequence[TapeEntry], texts: Sequence[str]
+    ) -> tuple[list[float], str]: ...
+
+
+def ranker_label(ranker: object) -> str:
+    """What a ranker is called where a view names it: its ``label``, else its class's name."""
+    return str(getattr(ranker, "label", "") or type(ranker).__name__.lower())
+
+
 class Bm25:
     """BM25 over the texts (``bm25s``, English stop words left out), its index kept for texts seen last."""
+
+    label: Final = "bm25"
 
     def __init__(self, cached: int = 8) -> None:
         self._cache: OrderedDict[int, Any] = OrderedDict()
@@ -87,7 +106,7 @@ class Recall:
     base: ContextStrategy = PHASES
     budget: int = RECALL_TOKENS
     prompt: str | None = None
-    ranker: Ranker = BM25
+    ranker: Ranker | EntryRanker = BM25
 
     @property
     def label(self) -> str:
@@ -107,8 +126,12 @@ class Recall:
             return chosen
         candidates = earlier_entries(tape, chosen.anchor.id)
         texts = [entry_text(entry) for entry in candidates]
+        if isinstance(self.ranker, EntryRanker):
+            scores, ranked_by = self.ranker.rank(prompt, tape.name, candidates, texts)
+        else:
+            scores, ranked_by = self.ranker.scores(prompt, texts), ranker_label(self.ranker)
         ranked = sorted(
-            ((score, entry) for score, entry in zip(self.ranker.scores(prompt, texts), candidates, strict=True)),
+            ((score, entry) for score, entry in zip(scores, candidates, strict=True)),
             key=lambda pair: (-pair[0], -pair[1].id),
         )
         picked: list[tuple[TapeEntry, float, Message]] = []
@@ -124,8 +147,8 @@ class Recall:
             used += cost
         picked.sort(key=lambda found: found[0].id)
         recalled = tuple((message, entry.id) for entry, _, message in picked)
-        scores = tuple((entry.id, round(score, 3)) for entry, score, _ in picked)
-        return replace(chosen, preamble=(*chosen.preamble, *recalled), recalled=scores)
+        picked_scores = tuple((entry.id, round(score, 3)) for entry, score, _ in picked)
+        return replace(chosen, preamble=(*chosen.preamble, *recalled), recalled=picked_scores, recalled_by=ranked_by)
 
 
 def newest_prompt(entries: Sequence[TapeEntry]) -> str:

@@ -209,9 +209,14 @@ def request_lines(request: NextRequest) -> list[str]:
     if request.repeated is not None:
         lines.append(f"  {'repeated':<14} {request.repeated.tokens:>6}  {repeated_detail(request.repeated)}")
     if request.view.recalled:
-        found = ", ".join(f"#{entry} (score {score:.2f})" for entry, score in request.view.recalled)
-        lines.append(f"  recalled for the prompt, in the view: {found}")
+        lines.append(f"  recalled for the prompt, in the view: {recalled_detail(request.view)}")
     return lines
+
+
+def recalled_detail(view: View) -> str:
+    """The entries a recall mode brought into ``view``, each with its score, and what ranked them."""
+    found = ", ".join(f"#{entry} (score {score:.2f})" for entry, score in view.recalled)
+    return found + (f", ranked by {view.recalled_by}" if view.recalled_by else "")
 
 
 def repeated_detail(repeated: RepeatedPrefix) -> str:

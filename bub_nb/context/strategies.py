@@ -23,7 +23,7 @@ class Selection:
     ``preamble`` holds messages the strategy wrote itself, each with the id of the entry it stands
     for, sent before the entries (the ``phases`` mode's earlier phases). They must be plain
     messages without tool calls, so the sequence stays valid for the API. ``recalled`` names the entries a
-    recall mode brought back into the preamble, each with its score.
+    recall mode brought back into the preamble, each with its score, and ``recalled_by`` what ranked them.
     """
 
     entries: tuple[TapeEntry, ...]
@@ -31,6 +31,7 @@ class Selection:
     last: int | None = None
     preamble: tuple[tuple[Message, int], ...] = ()
     recalled: tuple[tuple[int, float], ...] = ()
+    recalled_by: str = ""
 
 
 @runtime_checkable

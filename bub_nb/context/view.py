@@ -81,6 +81,8 @@ class View:
     """Entries of the view that no turn, magic or fork wrote: appended by hand (an exercise's check ignores them)."""
     recalled: tuple[tuple[int, float], ...] = ()
     """The entries a recall mode brought back for the prompt, each with its score (they are in ``sources``)."""
+    recalled_by: str = field(default="", compare=False)
+    """What ranked them: ``bm25``, or ``embeddings <model>`` (``bm25`` again when the endpoint failed)."""
     tape: str = field(default="", compare=False)
     """The tape the view was built from (``""`` when a strategy built it some other way); two views of the same
     entries compare equal whichever tape holds them."""
@@ -140,6 +142,7 @@ def view_from_selection(selection: Selection, mode: str = "custom") -> View:
         tokenizer=tokenizer_name(),
         retracted=retracted,
         recalled=selection.recalled,
+        recalled_by=selection.recalled_by,
         by_hand=tuple(entry.id for entry in kept if written_by_hand(entry) and entry.id in sent),
     )
 

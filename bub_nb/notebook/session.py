@@ -111,6 +111,7 @@ class AgentOptions:
     budget: int | None
     result_budget: int | None
     handoff_at: float | None = None
+    embedding_model: str = ""
 
 
 class NotebookSession:
@@ -250,6 +251,7 @@ class NotebookSession:
             budget=budget or None,
             result_budget=settings.tool_budget or None,
             handoff_at=getattr(settings, "handoff_at", 0.0) or None,
+            embedding_model=getattr(settings, "embedding_model", "") or "",
         )
 
     def agent(
@@ -291,6 +293,7 @@ class NotebookSession:
             budget=options.budget,
             result_budget=options.result_budget,
             handoff_at=options.handoff_at,
+            embedding_model=options.embedding_model,
         )
         if team is not None:
             team.add(agent)

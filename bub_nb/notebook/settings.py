@@ -8,6 +8,7 @@ from typing import Any, Protocol
 from traitlets import Bool, Dict, Enum, Float, Int, List, TraitError, Unicode, Union, default, validate
 from traitlets.config import Configurable
 
+from bub_nb.agent.models.embeddings import embedding_setting
 from bub_nb.agent.models.resolve import model_setting
 from bub_nb.errors import BubNbError
 from bub_nb.notebook.usage_errors import one_line
@@ -28,6 +29,7 @@ class Settings(Protocol):
     allow_code: bool | str
     tool_budget: int
     handoff_at: float
+    embedding_model: str
     mcp_servers: dict[str, Any]
     allow_mcp_json: bool
 
@@ -70,6 +72,10 @@ class MagicSettings(Configurable):
         help="Write a summarising handoff before a turn whose request would take more than this share of the model's "
         "window, e.g. 0.8 (0: only when it overflows).",
     ).tag(config=True)
+    embedding_model = Unicode(
+        help="Rank what the recall modes bring back by this embedding model, at the model's endpoint "
+        "(/v1/embeddings; env BUB_NB_EMBEDDING_MODEL); empty: BM25."
+    ).tag(config=True)
     mcp_servers = Dict(
         help='MCP servers in the mcpServers shape of a .mcp.json, e.g. {"time": {"command": "uvx", '
         '"args": ["mcp-server-time"]}}; their tools are mcp.<server>.<tool>.'
@@ -89,6 +95,10 @@ class MagicSettings(Configurable):
     @default("context")
     def _default_context(self) -> str:
         return os.environ.get("BUB_CONTEXT", "") or "last"
+
+    @default("embedding_model")
+    def _default_embedding_model(self) -> str:
+        return embedding_setting() or ""
 
     @default("home")
     def _default_home(self) -> str:

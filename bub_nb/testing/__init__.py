@@ -11,6 +11,9 @@ the wire runs for real. Each POST to ``/v1/chat/completions`` takes the next ite
         server.delay(2.0)                      # answers only after 2 s
         model = OpenAIModel("test", base_url=server.base_url, api_key="test")
 
+``/v1/embeddings`` answers every input with a bag-of-words vector (``embedding_aliases`` maps a word to another
+first); ``fail_embeddings(status)`` makes the next one fail, and ``embedding_requests`` holds what came.
+
 An empty script answers at once with a short default text, so the server doubles as an instant
 model. ``context_window=N`` refuses any prompt whose estimate exceeds N tokens with the 400 error
 OpenAI sends, before the script is consulted. Requests are checked the way OpenAI checks them (tool

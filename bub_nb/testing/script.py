@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import itertools
+import re
 import threading
 from collections import deque
 from collections.abc import Mapping
@@ -71,6 +73,21 @@ def usage_dict(usage: Any) -> dict[str, Any] | None:
     return out
 
 
+EMBEDDING_SIZE = 256
+"""Components of the vectors ``/v1/embeddings`` answers with."""
+_WORD = re.compile(r"[a-z0-9]{3,}")
+
+
+def embed_words(text: str, aliases: Mapping[str, str] | None = None) -> list[float]:
+    """A bag-of-words vector: each word of three letters or more (``aliases`` first mapping a word to another, as
+    a model knows ``kitten`` is near ``cat``) adds one to a component its hash picks."""
+    vector = [0.0] * EMBEDDING_SIZE
+    for word in _WORD.findall(text.lower()):
+        word = (aliases or {}).get(word, word)
+        vector[int.from_bytes(hashlib.sha256(word.encode()).digest()[:4], "big") % EMBEDDING_SIZE] += 1.0
+    return vector
+
+
 class ReplyScript:
     """A thread-safe FIFO of replies plus the log of every request; handler threads share one."""
 
@@ -86,6 +103,29 @@ class ReplyScript:
         self._requests: list[Any] = []
         self._completion_ids = itertools.count(1)
         self._call_ids = itertools.count(1)
+        self.embedding_aliases: dict[str, str] = {}
+        self._embedding_faults: deque[ScriptedReply] = deque()
+        self._embedding_requests: list[Any] = []
+
+    def embed(self, text: str) -> list[float]:
+        return embed_words(text, self.embedding_aliases)
+
+    def push_embedding_fault(self, fault: ScriptedReply) -> None:
+        with self._lock:
+            self._embedding_faults.append(fault)
+
+    def next_embedding_fault(self) -> ScriptedReply | None:
+        with self._lock:
+            return self._embedding_faults.popleft() if self._embedding_faults else None
+
+    def record_embedding(self, body: Any) -> None:
+        with self._lock:
+            self._embedding_requests.append(body)
+
+    @property
+    def embedding_requests(self) -> list[Any]:
+        with self._lock:
+            return list(self._embedding_requests)
 
     def push(self, reply: ScriptedReply) -> None:
         with self._lock:

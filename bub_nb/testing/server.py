@@ -112,6 +112,15 @@ class OpenAICompatibleServer:
         self._script.default_text = text
 
     @property
+    def embedding_aliases(self) -> dict[str, str]:
+        """Words ``/v1/embeddings`` reads as others (``{"kitten": "cat"}``): what a real model knows is near."""
+        return self._script.embedding_aliases
+
+    @embedding_aliases.setter
+    def embedding_aliases(self, aliases: Mapping[str, str]) -> None:
+        self._script.embedding_aliases = {word.lower(): other.lower() for word, other in aliases.items()}
+
+    @property
     def context_window(self) -> int | None:
         """Prompts estimated above this many tokens get OpenAI's 400 ``context_length_exceeded``."""
         return self._script.context_window
@@ -241,6 +250,17 @@ class OpenAICompatibleServer:
         """
         return self._push(ScriptedReply(text, drop_after=chunks))
 
+    def fail_embeddings(
+        self, status: int, message: str | None = None, *, code: str | None = None, times: int = 1
+    ) -> OpenAICompatibleServer:
+        """Answer the next ``times`` requests to ``/v1/embeddings`` with HTTP ``status`` (no retry headers), then
+        vectors again; chat replies are scripted apart."""
+        text = message or STATUS_MESSAGES.get(status, f"HTTP {status} from the local test endpoint")
+        kind = "server_error" if status >= 500 else "invalid_request_error"
+        for _ in range(times):
+            self._script.push_embedding_fault(ScriptedReply(status=status, error=error_body(text, kind, code)))
+        return self
+
     def _push(self, reply: ScriptedReply) -> OpenAICompatibleServer:
         self._script.push(reply)
         return self
@@ -260,6 +280,11 @@ class OpenAICompatibleServer:
     def requests(self) -> list[Any]:
         """A snapshot of every chat request body received, oldest first (refused ones included)."""
         return self._script.requests
+
+    @property
+    def embedding_requests(self) -> list[Any]:
+        """Every ``/v1/embeddings`` request body received, oldest first."""
+        return self._script.embedding_requests
 
     @property
     def last_request(self) -> Any:

@@ -102,13 +102,17 @@ class ChatHandler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
-        if self.path.rstrip("/") not in ("/v1/chat/completions", "/chat/completions"):
+        embeddings = self.path.rstrip("/") in ("/v1/embeddings", "/embeddings")
+        if not embeddings and self.path.rstrip("/") not in ("/v1/chat/completions", "/chat/completions"):
             self._send_json(404, error_body(f"Unknown path {self.path!r}", "invalid_request_error", "not_found"))
             return
         expected = self.server.script.api_key
         if expected is not None and self.headers.get("Authorization") != f"Bearer {expected}":
             # As OpenAI answers a wrong key: refused before the request is read or recorded.
             self._send_json(401, error_body(STATUS_MESSAGES[401], "invalid_request_error", "invalid_api_key"))
+            return
+        if embeddings:
+            self._embeddings(raw)
             return
         try:
             body = json.loads(raw or b"null")
@@ -128,6 +132,35 @@ class ChatHandler(BaseHTTPRequestHandler):
             self._answer(body, script.next_reply())
         except (_Dropped, ConnectionError, TimeoutError):
             self.close_connection = True  # the client gave up, the script cut the line, or the server stops
+
+    def _embeddings(self, raw: bytes) -> None:
+        """``/v1/embeddings``: each input's words hashed into a vector (:func:`~bub_nb.testing.script.embed_words`),
+        so texts that share words are near; a queued embedding fault answers instead."""
+        script = self.server.script
+        try:
+            body = json.loads(raw or b"null")
+        except ValueError:
+            body = None
+        if not isinstance(body, dict) or not isinstance(body.get("model"), str) or "input" not in body:
+            self._send_json(400, error_body("'model' and 'input' are required", "invalid_request_error"))
+            return
+        texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+        script.record_embedding(body)
+        fault = script.next_embedding_fault()
+        if fault is not None:
+            self._send_json(fault.status, dict(fault.error or {}), fault.headers)
+            return
+        if not all(isinstance(text, str) and text for text in texts):
+            self._send_json(400, error_body("every input must be a non-empty string", "invalid_request_error"))
+            return
+        data = [
+            {"object": "embedding", "index": index, "embedding": script.embed(text)} for index, text in enumerate(texts)
+        ]
+        from bub_nb.context.tokens import count_text_tokens
+
+        tokens = sum(count_text_tokens(text) for text in texts)
+        usage = {"prompt_tokens": tokens, "total_tokens": tokens}
+        self._send_json(200, {"object": "list", "data": data, "model": body["model"], "usage": usage})
 
     # -- answering -------------------------------------------------------------------------------
 

@@ -55,16 +55,17 @@ class Executed:
         return [entry for entry in self.tape.read(kinds=(kind,)) if name is None or entry.name == name]
 
 
-def execute(name: str, tmp_path: Path) -> Executed:
+def execute(name: str, tmp_path: Path, **settings: str) -> Executed:
     """Run the notebook ``name`` on a copy of ``examples/`` under ``tmp_path``; run again, it reuses that copy
-    and its home, as a second Run All of the same notebook does."""
+    and its home, as a second Run All of the same notebook does. ``settings`` are environment variables over the
+    offline defaults (``BUB_MODEL``, ``BUB_API_BASE``: a real endpoint)."""
     folder = tmp_path / "examples"
     if not folder.exists():
         shutil.copytree(EXAMPLES, folder, ignore=shutil.ignore_patterns(".ipynb_checkpoints", "*.idx", "*.lock"))
     path = folder / name
     home = tmp_path / "home"
     env = {key: value for key, value in os.environ.items() if key not in UNSET}
-    env.update({"BUB_HOME": str(home), "BUB_MODEL": "offline", "JPY_SESSION_NAME": str(path)})
+    env.update({"BUB_HOME": str(home), "BUB_MODEL": "offline", "JPY_SESSION_NAME": str(path), **settings})
     notebook = nbformat.read(path, as_version=4)
     client = NotebookClient(
         notebook, timeout=CELL_TIMEOUT, kernel_name="python3", resources={"metadata": {"path": str(folder)}}

@@ -65,7 +65,8 @@ def test_a_class_sees_the_gauge_the_echo_after_an_overflow_and_the_next_request_
                 assert tape.find_anchor("auto_handoff/context_overflow")
 
                 # %context --next: every part with its tokens, and the gauge's used / limit, readable.
-                request = page.locator(NEXT_REQUEST)
+                # The first one, on the echo model's 800 tokens (the prompt cache's section shows two more).
+                request = page.locator(NEXT_REQUEST).filter(has_text="/ 800 tokens")
                 assert request.count() == 1, "no live %context --next widget"
                 request.scroll_into_view_if_needed()
                 gauge = request.locator(".bub-gauge-text")

@@ -260,6 +260,13 @@ def check_lesson_context(run: Executed) -> None:
     fork = open_tape("lesson-context-plane", home=run.folder.parent / "home")
     assert fork.view().anchor is not None and fork.view().anchor.name == "intention"
     assert "we chose the train" in run.text("%%bub -m offline:echo\nHow do we travel?")
+    # The prompt cache's section: within a phase the next request repeats the whole last one, after the handoff
+    # only its system prompt (offline there is no cache to report; test_llama_server runs it on llama-server).
+    (before_handoff,) = [cell for cell in run.code_cells if cell.source == "%context --next"]
+    assert "100% of its" in "".join(o.get("data", {}).get("text/plain", "") for o in before_handoff.outputs)
+    assert "the first 1 messages of turn" in run.text("%handoff trip/cached")
+    cache = open_tape("lesson-context-cache", home=run.folder.parent / "home")
+    assert cache.to_frame().tape.runs()["phase"].tolist() == ["session/start"] * 3 + ["trip/cached"]
     # The exercises ship empty: each says "Not done yet" without stopping Run All, and the attempt is recorded.
     checks = [text for text in (run.text("# Exercise 1"), run.text("# Exercise 2"), run.text("fork = ")) if text]
     assert len(checks) == 3 and all(text.startswith("Not done yet") for text in checks), checks

@@ -6,6 +6,8 @@ with the reason, and fail under ``CI=true``.
 
 from __future__ import annotations
 
+import json
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,13 +17,15 @@ from harness.gguf_model import write_tiny_gguf
 from harness.kernel import kernel_environment, running_kernel
 from harness.llama import llama_binary
 from harness.llama_server import LlamaServer
+from harness.notebooks import execute
 
 from bub_nb.agent import Agent
 from bub_nb.agent.eventloop import run_sync
 from bub_nb.agent.models import OpenAIModel
+from bub_nb.agent.models.embeddings import Embeddings
 from bub_nb.context.tokens import count_messages_tokens
 from bub_nb.errors import BubNbError, ContextLengthError, ModelError
-from bub_nb.tape import MemoryTapeStore, Tape
+from bub_nb.tape import MemoryTapeStore, Tape, open_tape
 
 pytestmark = pytest.mark.llama_server
 
@@ -212,3 +216,94 @@ def test_a_second_turn_reads_its_prefix_from_the_cache_and_a_handoff_starts_a_ne
     )
     runs = tape.to_frame().tape.runs()  # the first turn's 0 is a count the server reported, not a missing one
     assert runs["cached_tokens"].tolist() == [u.cached_tokens for u in (first.usage, second.usage, third.usage)]
+
+
+def server_call(server: LlamaServer, path: str, body: dict[str, Any]) -> Any:
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{server.port}{path}", json.dumps(body).encode(), {"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(request, timeout=30) as answer:
+        return json.load(answer)
+
+
+def rendered(server: LlamaServer, messages: Any) -> str:
+    """The text ``server`` makes of ``messages`` with its chat template (the answer's opening included)."""
+    return str(server_call(server, "/apply-template", {"messages": list(messages)})["prompt"])
+
+
+def test_the_lessons_cached_tokens_fall_to_the_system_prompt_at_the_handoff(llama: LlamaServer, tmp_path: Path) -> None:
+    run = execute(
+        "lesson-context.ipynb",
+        tmp_path,
+        BUB_MODEL="openai:tiny",
+        BUB_NB_MODEL="openai:tiny",
+        BUB_API_BASE=llama.base_url,
+        BUB_API_KEY="sk-local",
+    )
+    tape = open_tape("lesson-context-cache", home=tmp_path / "home")
+    runs = tape.to_frame().tape.runs()
+    prompt, cached = runs["input_tokens"].tolist(), runs["cached_tokens"].tolist()
+    assert runs["status"].tolist() == ["ok"] * 4 and runs["model"].tolist() == ["openai:tiny"] * 4
+    # Within the phase each request starts with the whole last one (and its answer): all of it comes from the cache.
+    assert cached[0] < prompt[0]
+    assert cached[1] >= prompt[0] and cached[2] >= prompt[1]
+    # After the handoff the request shares with the last one the system prompt and the opening of the anchor's
+    # line that both views start with (their first message says which anchor): the cache reads that, no more.
+    before, after = (rendered(llama, tape.view_of_turn(turn).messages) for turn in (-2, -1))
+    shared = before[: next((at for at, pair in enumerate(zip(before, after, strict=False)) if pair[0] != pair[1]), 0)]
+    system = rendered(llama, tape.view_of_turn(-1).messages[:1])  # the system prompt, then the answer's opening
+    assert shared.startswith(system) and shared[len(system) :] == "[Anchor created: "
+    tokens = server_call(llama, "/tokenize", {"content": shared, "add_special": True, "parse_special": True})
+    assert abs(cached[3] - len(tokens["tokens"])) <= 2 and cached[3] < cached[2] - 200
+    shown = run.text("cache_tape = ")
+    assert "cached_tokens" in shown and "trip/cached" in shown
+    assert "the first 1 messages" in run.text("%handoff trip/cached")
+
+
+# -- recall ranked by llama-server's embeddings ----------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def embedder(gguf: Path) -> Iterator[LlamaServer]:
+    """A server with ``/v1/embeddings``: ``--embeddings``, with a pooling (the OpenAI form refuses ``none``, this
+    model's own) and a batch that holds a whole entry. It serves chat too, so one endpoint does both."""
+    args = ("--jinja", "--embeddings", "--pooling", "mean", "--ubatch-size", str(WINDOW), "--batch-size", str(WINDOW))
+    with LlamaServer(gguf, context=WINDOW, binary=llama_binary(), args=args) as server:
+        yield server
+
+
+def recall_tape() -> Tape:
+    tape = fresh_tape()
+    for fact in ("the tape keeps every cell", "the anchor starts a view", "one model per turn"):
+        tape.append_message({"role": "user", "content": fact})
+        tape.append_message({"role": "assistant", "content": "Noted."})
+    tape.handoff("phase/next", {"summary": "Three facts."})
+    return tape
+
+
+def test_recall_ranks_by_the_vectors_llama_server_makes_and_embeds_each_entry_once(embedder: LlamaServer) -> None:
+    both = OpenAIModel("tiny", base_url=embedder.base_url, api_key="sk-local", timeout=60, max_retries=2)
+    agent = Agent(recall_tape(), both, context="last+recall", embedding_model="tiny", builtin_tools=False)
+    ranker = agent.context.ranker
+    assert isinstance(ranker, Embeddings) and ranker.base_url == embedder.base_url  # the chat model's endpoint
+    view = agent.view(prompt="Which cell does the tape keep?")
+    assert view.recalled and view.recalled_by == "embeddings tiny"
+    assert all(-1 <= score <= 1 for _, score in view.recalled)
+    made = ranker.requests
+    turn = agent.run("And which anchor starts a view?")
+    assert turn.ok, turn.error
+    assert turn.view is not None and turn.view.recalled_by == "embeddings tiny"
+    assert ranker.requests == made + 1, "the entries' vectors were kept: only the new prompt was embedded"
+    run_sync(both.aclose())
+
+
+def test_a_chat_server_without_embeddings_leaves_recall_to_bm25_in_one_line(
+    model: OpenAIModel, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tape = recall_tape()
+    agent = Agent(tape, model, context="last+recall", embedding_model="tiny", builtin_tools=False)
+    view = agent.view(prompt="Which cell does the tape keep?")
+    again = agent.view(prompt="Which cell does the tape keep?")
+    err = capsys.readouterr().err
+    assert view.recalled_by == again.recalled_by == "bm25 (embeddings failed)" and view.recalled
+    assert err.count("\n") == 1 and "Start it with `--embeddings`" in err and "Traceback" not in err

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
-from bub_nb.context.request import NextRequest, gauge_text, repeated_detail, request_lines
+from bub_nb.context.request import NextRequest, gauge_text, recalled_detail, repeated_detail, request_lines
 from bub_nb.notebook.widgets._style import ERROR_COLOR, PROMPT_COLOR, bar, colors, esc
 from bub_nb.tape.reports.prices import format_cost
 
@@ -111,6 +111,17 @@ def request_html(request: NextRequest) -> str:
             f'<tr class="bub-repeated" data-repeated-tokens="{request.repeated.tokens}" '
             f'data-repeated-messages="{request.repeated.messages}"><td>repeated</td>'
             f'<td class="bub-num">{request.repeated.tokens}</td><td>{esc(repeated_detail(request.repeated))}</td></tr>'
+        )
+    recalled = request.view.recalled
+    if recalled:
+        ids = {entry for entry, _ in recalled}
+        tokens = sum(
+            count for count, source in zip(request.view.tokens, request.view.sources, strict=True) if source in ids
+        )
+        rows += (
+            f'<tr class="bub-recalled" data-recalled="{esc(" ".join(str(entry) for entry, _ in recalled))}">'
+            f'<td>recalled</td><td class="bub-num">{tokens}</td>'
+            f"<td>{esc('for the prompt, in the view: ' + recalled_detail(request.view))}</td></tr>"
         )
     model = f" to <code>{esc(request.model)}</code>" if request.model else ""
     priced = "" if cost is None else f" (input cost {format_cost(cost)})"
