@@ -339,6 +339,23 @@ class NotebookMachine(RuleBasedStateMachine):
         self.script(plan)
         self.cell(f"%%bub --context {mode}\nplease go on, as before {self.marker()}")
 
+    @rule(plan=st.lists(st.builds(Reply, st.sampled_from(["fine.", *ODD_TEXTS])), max_size=2))
+    def bub_fresh(self, plan: list[Reply]) -> None:
+        """``%%bub --fresh``, as a notebook run again from the top starts a turn over: its first request holds none
+        of the prompts before it (their markers), though every one of them stays on the tape."""
+        self.script(plan)
+        before = len(self.server.requests)
+        prompt = self.marker()
+        earlier = sorted(m for m in self.markers if m.startswith("tok") and m != prompt)
+        if not self.cell(f"%%bub --fresh\nstart over {prompt}"):
+            return
+        asked = [body for body in self.server.requests[before:] if prompt in texts_in(body)]
+        check("fresh_turn_asked", bool(asked), f"the --fresh turn {prompt} sent no request")
+        if asked:
+            text = texts_in(asked[0])
+            carried = [m for m in earlier if m in text]
+            check("fresh_turn_starts_clean", not carried, f"the first request after --fresh holds {carried[:5]}")
+
     @rule(share=st.sampled_from([0.0, 0.3, 0.8]), plan=st.lists(replies, max_size=2))
     def handoff_at(self, share: float, plan: list[Reply]) -> None:
         # A handoff before a turn that would pass the share of the window; the invariants hold either way.
