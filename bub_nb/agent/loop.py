@@ -43,9 +43,9 @@ from bub_nb.agent.state import TurnState
 from bub_nb.agent.tools import Tool, ToolCallError, ToolContext, ToolRegistry, agent_registry
 from bub_nb.agent.turn import RunningTurn, Turn, TurnRecorder
 from bub_nb.context.messages import result_text
-from bub_nb.context.modes import as_strategy
 from bub_nb.context.phases import EARLIER_PHASE, Phases
 from bub_nb.context.tokens import count_message_tokens, count_messages_tokens
+from bub_nb.context.view import as_strategy
 from bub_nb.errors import BubNbError, ContextLengthError, ModelError, PipelineError
 from bub_nb.memory.cache import memory_of
 from bub_nb.tape import LAST_ANCHOR, Tape

@@ -30,7 +30,7 @@ from bub_nb.tape.names import MAIN_AGENT, owner_qualified
 from bub_nb.tape.stores.archive import is_archive_name
 
 if TYPE_CHECKING:
-    from bub_nb.context.modes import Mode
+    from bub_nb.context.view import Mode
     from bub_nb.notebook.settings import Settings
     from bub_nb.tape.locations import NotebookLocation
 
