@@ -12,7 +12,9 @@ bub_nb module up the stack (the caller, skipping pluggy, asyncio and the standar
 
 Fewer of each means a turn that reads top to bottom. No timing is taken.
 
-    python benchmarks/trace.py [--edges]
+``--pairs`` lists the module pairs that carry the most moves, each with the functions behind its moves.
+
+    python benchmarks/trace.py [--edges] [--pairs]
 """
 
 from __future__ import annotations
@@ -62,6 +64,13 @@ class Trace:
         entered = len(self.entered)
         return f"{label:<24} {entered:>3} modules entered {moves:>4} moves ({back} back again) {calls:>5} calls across"
 
+    def pairs(self) -> list[tuple[tuple[str, str], list[tuple[str, str]]]]:
+        """The module pairs, those carrying the most moves first, each with its moves' caller and callee."""
+        by_pair: dict[tuple[str, str], list[tuple[str, str]]] = {}
+        for source, caller, module, callee in self.steps:
+            by_pair.setdefault((source, module), []).append((caller, callee))
+        return sorted(by_pair.items(), key=lambda item: -len(item[1]))
+
 
 def _bub_module(frame: FrameType) -> str | None:
     name = frame.f_globals.get("__name__", "")
@@ -81,6 +90,7 @@ def traced(call: Callable[[], Any]) -> Trace:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--edges", action="store_true", help="also list every move between two modules, most first")
+    parser.add_argument("--pairs", action="store_true", help="also list the module pairs carrying the most moves")
     args = parser.parse_args()
     started_in = os.getcwd()
     with tempfile.TemporaryDirectory() as home:
@@ -113,6 +123,17 @@ def main() -> None:
             print(f"\n{label}: moves")
             for (source, target), count in trace.moves.most_common():
                 print(f"  {count:>5}  {source} -> {target}")
+    if args.pairs:
+        for label, trace in (("%%bub", turn), ("--summarize", handoff)):
+            print(f"\n{label}: moves per module pair, most first")
+            for (source, target), steps in trace.pairs():
+                print(f"  {len(steps):>3}  {_short(source)} -> {_short(target)}")
+                for caller, callee in steps:
+                    print(f"         {caller} -> {callee}")
+
+
+def _short(module: str) -> str:
+    return module.removeprefix("bub_nb.")
 
 
 if __name__ == "__main__":

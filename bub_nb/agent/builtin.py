@@ -6,12 +6,12 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator
 from datetime import date
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from bub_nb.agent.hooks.specs import StreamEvent, field_of, hookimpl
 from bub_nb.agent.loop import Agent
 from bub_nb.agent.registry import default_pipeline
-from bub_nb.agent.state import META_KEYS, TurnAgent, turn_state
+from bub_nb.agent.state import META_KEYS, TurnAgent, TurnState
 from bub_nb.errors import PipelineError
 from bub_nb.memory.cache import memory_of
 from bub_nb.tape import Tape, session_tape_name, tapes_home
@@ -65,7 +65,7 @@ class BuiltinPlugin:
 
     @hookimpl
     def system_prompt(self, prompt: Any, state: dict[str, Any]) -> str:
-        turn = turn_state(state)
+        turn = cast(TurnState, state)
         parts = [DEFAULT_INSTRUCTIONS]
         tape = turn.get("tape")
         if tape is not None:
@@ -101,7 +101,7 @@ class BuiltinPlugin:
                     async for _ in deltas:
                         pass
             finally:
-                turn_state(state)["turn"] = agent.last_turn
+                state["turn"] = agent.last_turn
             assert agent.last_turn is not None
             return agent.last_turn.text
 
@@ -119,13 +119,13 @@ class BuiltinPlugin:
                     async for delta in deltas:
                         yield StreamEvent.text(delta)
             finally:
-                turn_state(state)["turn"] = agent.last_turn
+                state["turn"] = agent.last_turn
 
         return events()
 
     def _agent_for(self, session_id: str, state: dict[str, Any]) -> TurnAgent:
         """The turn's agent: given by the caller, else one for the session's tape in the provided store."""
-        turn = turn_state(state)
+        turn = cast(TurnState, state)
         agent = turn.get("agent")
         if agent is not None:
             return agent
@@ -142,7 +142,7 @@ class BuiltinPlugin:
 
 def _commands(state: dict[str, Any]) -> bool:
     """``False`` for a prompt a program made, so its leading ``,`` stays text."""
-    return turn_state(state).get("commands", True) is not False
+    return state.get("commands", True) is not False
 
 
 def _prompt_text(prompt: Any) -> str:

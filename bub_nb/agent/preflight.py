@@ -12,11 +12,11 @@ from bub_nb.agent.commands import check_command, is_command
 from bub_nb.agent.models.base import context_window_of
 from bub_nb.agent.models.calibration import estimate_request
 from bub_nb.agent.tools import builtin_registry
-from bub_nb.context.modes import as_strategy
 from bub_nb.context.request import PROMPT_PLACEHOLDER, NextRequest, RepeatedPrefix, next_request, repeated_prefix
 from bub_nb.context.strategies import NamedAnchor
 from bub_nb.context.tokens import count_messages_tokens
 from bub_nb.context.turns import view_of_turn
+from bub_nb.context.view import as_strategy
 from bub_nb.errors import BubNbError, BudgetError, ContextError, ContextLengthError, PromptTooLongError
 from bub_nb.memory.cache import memory_of
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from bub_nb.agent.loop import DEFAULT_MAX_STEPS, Agent
 from bub_nb.agent.models import Model, resolve_model
 from bub_nb.agent.tools import Tool, ToolRegistry
-from bub_nb.context.modes import Mode, as_strategy, parse_mode
+from bub_nb.context.view import Mode, as_strategy, parse_mode
 from bub_nb.errors import BubNbError, ReplayError
 from bub_nb.tape import LAST_ANCHOR
 from bub_nb.tape.entries import TapeEntry

@@ -5,7 +5,6 @@ from __future__ import annotations
 from bub_nb.context.check import CheckFailed, CheckPassed, CheckRefused, NotDone, check
 from bub_nb.context.diff import SOURCES, ContextDiff, diff_views, tokens_by_source
 from bub_nb.context.messages import Rendering, anchor_message, entries_to_messages, render_entries
-from bub_nb.context.modes import Mode, as_strategy, parse_mode
 from bub_nb.context.phases import PHASES, Phases
 from bub_nb.context.recall import RECALL_TOKENS, Bm25, Ranker, Recall
 from bub_nb.context.strategies import (
@@ -19,7 +18,16 @@ from bub_nb.context.strategies import (
     window,
 )
 from bub_nb.context.turns import RunSpec, TurnOf, TurnView, find_run, parse_run, student_turn, view_of_turn
-from bub_nb.context.view import RunUsage, View, build_view, last_run_usage, view_from_selection
+from bub_nb.context.view import (
+    Mode,
+    RunUsage,
+    View,
+    as_strategy,
+    build_view,
+    last_run_usage,
+    parse_mode,
+    view_from_selection,
+)
 from bub_nb.tape import seams
 from bub_nb.tape.anchors import LAST_ANCHOR
 

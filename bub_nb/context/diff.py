@@ -8,10 +8,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 from bub_nb.context.messages import Message
-from bub_nb.context.modes import parse_mode
 from bub_nb.context.tokens import REPLY_PRIMING, count_text_tokens
 from bub_nb.context.turns import TurnView, parse_run, view_of_turn
-from bub_nb.context.view import View, build_view
+from bub_nb.context.view import View, build_view, parse_mode
 from bub_nb.errors import ContextError
 from bub_nb.markup import clean_html, markdown_text
 from bub_nb.tape.events import id_ranges

@@ -1,4 +1,5 @@
-"""The view: what the model receives, built fresh from a tape on every turn."""
+"""The view: what the model receives, built fresh from a tape on every turn, and the modes a caller may ask for it
+in (a sentinel, a strategy, text), each turned into a strategy."""
 
 from __future__ import annotations
 
@@ -7,14 +8,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from bub_nb.context.cells import NotebookCells
 from bub_nb.context.display import view_html, view_markdown, view_text
 from bub_nb.context.messages import Message, render_entries, without_refused_prompts, without_retracted
-from bub_nb.context.modes import Mode, as_strategy
-from bub_nb.context.recall import with_prompt
-from bub_nb.context.strategies import Selection
+from bub_nb.context.phases import PHASES
+from bub_nb.context.recall import parse_recall, with_prompt
+from bub_nb.context.strategies import FULL, ContextStrategy, LastAnchor, NamedAnchor, Selection, Window
 from bub_nb.context.tokens import REPLY_PRIMING, count_message_tokens, tokenizer_name
+from bub_nb.errors import ContextError
 from bub_nb.markup import clean_html
-from bub_nb.tape.anchors import LAST_ANCHOR
+from bub_nb.tape.anchors import LAST_ANCHOR, _LastAnchor
 from bub_nb.tape.entries import TapeEntry
 from bub_nb.tape.events import RUN, run_data, run_usage, run_view, written_by_hand
 
@@ -185,3 +188,70 @@ def _detail(usage: dict[str, Any], group: str, name: str) -> int:
     details = usage.get(group)
     value = details.get(name) if isinstance(details, dict) else None
     return value if type(value) is int else 0
+
+
+#: What a view mode may be: the ``LAST_ANCHOR`` sentinel, ``None`` (the full tape), a strategy, or text
+#: (a mode word or an anchor name).
+Mode = ContextStrategy | str | _LastAnchor | None
+
+_LAST = LastAnchor()
+
+
+def as_strategy(mode: Mode) -> ContextStrategy:
+    """Turn a view mode into a strategy.
+
+    ``LAST_ANCHOR`` (the tape layer's sentinel, re-exported here) is :class:`LastAnchor`, ``None``
+    is the full tape, a strategy stays as it is, and text is read by :func:`parse_mode`, the same
+    words the magics take (``full``, ``phases``, ``window:3``, ``anchor:<name>`` or an anchor name).
+    """
+    if mode is LAST_ANCHOR:
+        return _LAST
+    if mode is None:
+        return FULL
+    if isinstance(mode, str):
+        return parse_mode(mode)
+    if isinstance(mode, ContextStrategy):
+        return mode
+    raise ContextError(
+        f"Context mode {mode!r} is not a strategy, an anchor name or None; "
+        "use LAST_ANCHOR, window(n), an anchor name or None"
+    )
+
+
+_LAST_WORDS = frozenset({"last", "last-anchor", "last_anchor"})
+_FULL_WORDS = frozenset({"full", "all", "none"})
+
+
+def parse_mode(text: str) -> ContextStrategy:
+    """Read a mode as people type it: ``last``, ``full``, ``phases``, ``recall[:N]``, ``last+recall[:N]``,
+    ``window:20``, ``notebook[:N]``, ``anchor:<name>`` or ``<name>``.
+
+    The ``anchor:`` prefix reaches anchors whose names are also mode words.
+    """
+    if not isinstance(text, str):
+        raise ContextError(f"Context mode {text!r} is not text")
+    spelled = text.strip()
+    word = spelled.lower()
+    if not spelled:
+        raise ContextError(f"Context mode {text!r} is empty; use last, full, phases, window:N or an anchor name")
+    if word in _LAST_WORDS:
+        return _LAST
+    if word in _FULL_WORDS:
+        return FULL
+    if word == "phases":
+        return PHASES
+    if (recall := parse_recall(word)) is not None:
+        return recall
+    if word.startswith("window:") or word == "window":
+        count = word.partition(":")[2].strip()
+        if not (count.isascii() and count.isdigit()) or int(count) < 1:
+            raise ContextError(f"Context mode {text!r} needs a positive message count, as in 'window:20'")
+        return Window(int(count))
+    if word == "notebook" or word.startswith("notebook:"):
+        count = word.partition(":")[2].strip() or "10"
+        if not (count.isascii() and count.isdigit()) or int(count) < 1:
+            raise ContextError(f"Context mode {text!r} needs a positive cell count, as in 'notebook:5'")
+        return NotebookCells(int(count))
+    if word.startswith("anchor:"):
+        return NamedAnchor(spelled.partition(":")[2].strip())
+    return NamedAnchor(spelled)

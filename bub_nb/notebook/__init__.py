@@ -15,7 +15,7 @@ def load_ipython_extension(ipython: Any) -> None:
     """
     from bub_nb.errors import BubNbError
     from bub_nb.notebook.magics import BubMagics
-    from bub_nb.notebook.parsing import comma_cells, questions
+    from bub_nb.notebook.parsing import transformers
     from bub_nb.notebook.usage_errors import one_line
     from bub_nb.tape.locations import tell_cells_run
 
@@ -26,8 +26,7 @@ def load_ipython_extension(ipython: Any) -> None:
     magics.kernel.start()
     if magics not in ipython.configurables:
         ipython.configurables.append(magics)
-    comma_cells.install(ipython)
-    questions.install(ipython)
+    transformers.install(ipython)
     _start_plugins()
     if magics.record:
         try:
@@ -39,10 +38,9 @@ def load_ipython_extension(ipython: Any) -> None:
 
 def unload_ipython_extension(ipython: Any) -> None:
     """``%unload_ext bub_nb``: comma cells, ``%bub`` questions, the cell recorder and every bub_nb magic go."""
-    from bub_nb.notebook.parsing import comma_cells, questions
+    from bub_nb.notebook.parsing import transformers
 
-    comma_cells.uninstall(ipython)
-    questions.uninstall(ipython)
+    transformers.uninstall(ipython)
     _close_plugins()
     for configurable in list(ipython.configurables):
         if type(configurable).__name__ == "BubMagics":

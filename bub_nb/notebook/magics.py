@@ -26,12 +26,11 @@ from bub_nb.notebook.commands.mcp import MCP, McpCommands
 from bub_nb.notebook.commands.memory import MemoryCommands
 from bub_nb.notebook.commands.tape import TAPE, TapeCommands
 from bub_nb.notebook.commands.turn import TurnCommand
-from bub_nb.notebook.identity import NotebookIdentity
+from bub_nb.notebook.identity import NotebookIdentity, RenameNotice
 from bub_nb.notebook.kernel import NotebookKernel
 from bub_nb.notebook.origin import NotebookOrigin
 from bub_nb.notebook.parsing.magic_line import parse_line, parser_of, split_line_prompt, split_words
 from bub_nb.notebook.recording import CellRecorder
-from bub_nb.notebook.renamed import RenameNotice
 from bub_nb.notebook.session import NotebookSession
 from bub_nb.notebook.settings import MagicSettings
 from bub_nb.notebook.usage_errors import one_line, usage_errors

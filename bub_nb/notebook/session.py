@@ -1,7 +1,9 @@
-"""The notebook's side of bub_nb: which tape the magics work on, and the agent for each turn."""
+"""The notebook's side of bub_nb: which tape the magics work on, the model ``-m NAME`` means, and the agent for
+each turn."""
 
 from __future__ import annotations
 
+import difflib
 import fnmatch
 import os
 from collections.abc import Callable, Iterable, Mapping
@@ -12,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from bub_nb.agent import Agent
 from bub_nb.agent.kernel_tools import RUNNING, Kernel, Limits, kernel_tools
 from bub_nb.agent.mcp.servers import Ask
-from bub_nb.agent.models import Model
+from bub_nb.agent.models import Model, resolve_model
 from bub_nb.agent.phase_handoff import PhaseHandoff
 from bub_nb.agent.registry import default_pipeline
 from bub_nb.agent.team import Team
@@ -20,16 +22,15 @@ from bub_nb.agent.tools import Tool, tool
 from bub_nb.agent.tools.builtin import builtin_registry
 from bub_nb.agent.turn import Turn
 from bub_nb.context import parse_mode
-from bub_nb.errors import ToolError
+from bub_nb.errors import ModelConfigError, ToolError
 from bub_nb.notebook.agents import NotebookAgents
 from bub_nb.notebook.mcp import NotebookMcp
-from bub_nb.notebook.model_names import notebook_model
 from bub_nb.tape import Tape, current_notebook, open_tape
 from bub_nb.tape.names import MAIN_AGENT, owner_qualified
 from bub_nb.tape.stores.archive import is_archive_name
 
 if TYPE_CHECKING:
-    from bub_nb.context.modes import Mode
+    from bub_nb.context.view import Mode
     from bub_nb.notebook.settings import Settings
     from bub_nb.tape.locations import NotebookLocation
 
@@ -353,3 +354,34 @@ class NotebookSession:
 
 def _joined(*parts: str | None) -> str | None:
     return "\n\n".join(part for part in parts if part) or None
+
+
+def notebook_model(spec: str | None, namespace: Mapping[str, Any]) -> Model:
+    """A model by spec (``offline``, ``openai:<model>``), or a model object named in the notebook.
+
+    A bare name that is no notebook variable holding a model is most often a typo or a variable a
+    restart lost: a name near a model variable is refused naming it, and one that cannot reach an
+    endpoint is refused naming the notebook's models, instead of asking for an API key.
+    """
+    if not spec or not spec.isidentifier() or spec == "offline":
+        return resolve_model(spec)
+    named = namespace.get(spec)
+    if isinstance(named, Model):
+        return named
+    variables = sorted(
+        k for k, v in namespace.items() if isinstance(v, Model) and not isinstance(v, type) and not k.startswith("_")
+    )
+    near = difflib.get_close_matches(spec, variables, n=3, cutoff=0.6)
+    if near:
+        raise ModelConfigError(f"{_no_model(spec, variables)}; did you mean {', '.join(near)}?")
+    try:
+        # resolve_model keeps one model per model, endpoint, key fingerprint and options, so a changed
+        # BUB_API_BASE / OPENAI_BASE_URL or key reaches the next turn while the client is still reused.
+        return resolve_model(spec)
+    except ModelConfigError as exc:
+        raise ModelConfigError(f"{_no_model(spec, variables)}; as an endpoint's model: {exc}") from None
+
+
+def _no_model(spec: str, variables: list[str]) -> str:
+    known = ", ".join([*variables, "offline"])
+    return f"No notebook variable or known model is named {spec!r} (models: {known})"

@@ -13,7 +13,7 @@ from harness.tapes import bub_read
 from bub_nb.agent import Agent, ScriptedModel
 from bub_nb.agent.replay import replay
 from bub_nb.errors import CitationError
-from bub_nb.notebook.outcome import footer
+from bub_nb.notebook.display import footer
 from bub_nb.tape import FileTapeStore, Tape
 from bub_nb.tape.citations import cited_ids, state_sources
 from bub_nb.tape.events import handoff_entries

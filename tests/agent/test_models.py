@@ -554,7 +554,7 @@ def test_scripted_usage_is_reported_when_given():
 
 
 def test_the_local_model_base_cannot_be_made_without_an_answer() -> None:
-    from bub_nb.agent.models._local import LocalModel
+    from bub_nb.agent.models.base import LocalModel
 
     with pytest.raises(TypeError, match=r"abstract methods? '?answer"):
         LocalModel()  # type: ignore[abstract]

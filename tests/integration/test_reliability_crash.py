@@ -17,7 +17,7 @@ import orjson
 import pytest
 
 from bub_nb.tape import FileTapeStore, TapeEntry, open_tape
-from bub_nb.tape.stores._index_file import IndexFile
+from bub_nb.tape.stores._tape_file import IndexFile
 
 ROOT = Path(__file__).resolve().parents[2]
 CRASH_SCRIPT = ROOT / "benchmarks" / "crash.py"

@@ -11,7 +11,7 @@ import pytest
 from harness.shell import Notebook
 from IPython.core.error import UsageError
 
-from bub_nb.notebook.parsing.comma_cells import comma_cell
+from bub_nb.notebook.parsing.transformers import comma_cell
 
 
 def user_messages(nb: Notebook) -> list[str]:

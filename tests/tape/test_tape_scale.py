@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 from bub_nb.errors import TapeError
 from bub_nb.tape import FileTapeStore, TapeEntry, open_tape, read_tapes
 from bub_nb.tape._lines import decode_record
-from bub_nb.tape.stores._index import IndexState
 from bub_nb.tape.stores._scan import scan_block
+from bub_nb.tape.stores._tape_file import IndexState
 from bub_nb.tape.stores.search import candidate_lines, needles
 from bub_nb.tape.text import entry_text
 

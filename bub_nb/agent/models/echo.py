@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 import re
 
-from bub_nb.agent.models._local import message_text
-from bub_nb.agent.models.base import Message
+from bub_nb.agent.models.base import Message, message_text
 
 ECHO_CHARS = 60
 _ANCHOR = re.compile(r"^\[Anchor created: (?P<name>[^\]]*)\]:\s*(?P<state>.*)$", re.DOTALL)

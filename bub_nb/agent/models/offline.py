@@ -19,8 +19,7 @@ import re
 from collections import Counter
 from typing import Any
 
-from bub_nb.agent.models._local import LocalModel, message_text
-from bub_nb.agent.models.base import Completion, Message, ToolCall, ToolSchema
+from bub_nb.agent.models.base import Completion, LocalModel, Message, ToolCall, ToolSchema, message_text
 from bub_nb.agent.models.echo import echo_lines
 from bub_nb.agent.summaries.extractive import extractive_summary, is_summary_request, parse_items, reply_text
 from bub_nb.context.phases import EARLIER_PHASE

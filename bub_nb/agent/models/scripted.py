@@ -8,8 +8,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bub_nb.agent.models._local import LocalModel
-from bub_nb.agent.models.base import Completion, Message, ToolCall, ToolSchema, Usage
+from bub_nb.agent.models.base import Completion, LocalModel, Message, ToolCall, ToolSchema, Usage
 from bub_nb.errors import ModelError
 
 __all__ = ["ModelRequest", "Reply", "ScriptedModel"]

@@ -11,8 +11,7 @@ from IPython.core.error import UsageError
 
 from bub_nb.agent.commands import is_command
 from bub_nb.errors import BubNbError
-from bub_nb.notebook.display import AnswerDisplay, show
-from bub_nb.notebook.outcome import CUT_SHORT, footer, interrupted
+from bub_nb.notebook.display import CUT_SHORT, AnswerDisplay, footer, interrupted, show
 from bub_nb.notebook.parsing.interpolate import interpolate
 from bub_nb.notebook.usage_errors import one_line
 from bub_nb.tape.locations import readable_tape_name
@@ -20,8 +19,7 @@ from bub_nb.tape.locations import readable_tape_name
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from bub_nb.notebook.identity import NotebookIdentity
-    from bub_nb.notebook.renamed import RenameNotice
+    from bub_nb.notebook.identity import NotebookIdentity, RenameNotice
     from bub_nb.notebook.session import NotebookSession
 
 

@@ -11,7 +11,7 @@ import orjson
 
 from bub_nb.tape.entries import utc_now
 from bub_nb.tape.names import LINEAGE_FILE
-from bub_nb.tape.stores._nofollow import open_binary, open_fd
+from bub_nb.tape.stores._tape_file import open_binary, open_fd
 from bub_nb.tape.stores.protocol import FileBacked, KeepsLineage, TapeStore
 
 

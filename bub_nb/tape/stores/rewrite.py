@@ -16,7 +16,7 @@ from filelock import FileLock
 
 from bub_nb.errors import TapeError
 from bub_nb.tape._lines import Record, decode_record, dumps, load_json
-from bub_nb.tape.stores._nofollow import open_fd, read_bytes
+from bub_nb.tape.stores._tape_file import open_fd, read_bytes
 
 #: Given a decoded line, its replacement, or ``None`` to keep the line as it is.
 LineChange = Callable[[Record], Record | None]
