@@ -18,8 +18,8 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Final
 
 from bub_nb.agent.models.vectors import Vector, VectorCache, text_digest, unit
-from bub_nb.context.view import as_strategy
 from bub_nb.context.recall import BM25, ENTRY_CHARS, Ranker, Recall, ranker_label
+from bub_nb.context.view import as_strategy
 from bub_nb.errors import ContextError, ModelConfigError
 
 if TYPE_CHECKING:
