@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import random
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +10,7 @@ import duckdb
 import pandas as pd
 import polars as pl
 import pytest
-from harness.homes import STYLES, write_home
+from harness.homes import generated_home
 
 from bub_nb.cli import main
 from bub_nb.errors import ExportError, TapeError
@@ -20,42 +19,6 @@ from bub_nb.tape.frames import COLUMNS
 from bub_nb.tape.frames.dataset import STATE, export_dataset
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*not UTF-8")  # the generated homes hold a bad byte on purpose
-
-OUTCOMES = ("ok", "ok", "bub_failed", "bub_nb_failed", "error_key", "unanswered")
-
-
-def generated_home(folder: Path, tapes: int = 6, steps: int = 30, seed: int = 3) -> Path:
-    """Tapes as Bub and bub_nb write them: turns whose calls fail in each writer's shape, retractions, bad bytes,
-    forks, torn last lines and every spelling of a date."""
-    pick = random.Random(seed)
-
-    def step() -> tuple[Any, ...]:
-        roll = pick.random()
-        if roll < 0.1:
-            return ("anchor", pick.choice(("phase/plan", "phase/build", "memory/open")))
-        if roll < 0.2:
-            return ("user", "a question")
-        if roll < 0.25:
-            return ("retract", pick.randrange(30), pick.randrange(3))
-        if roll < 0.27:
-            return ("bad_byte",)
-        calls = [(pick.choice(("bash", "fs.read")), pick.choice(OUTCOMES)) for _ in range(pick.randrange(3))]
-        return ("turn", pick.choice(STYLES), calls, (pick.randrange(9000), pick.randrange(900)))
-
-    specs = [
-        {
-            "steps": [("anchor", "session/start"), *(step() for _ in range(steps))],
-            "bub": number % 2 == 0,
-            "dates": ("plain", "zulu", "naive", "offset", "timestamp", "plain")[number % 6],
-            "agent": False,
-            "reset": False,
-            "torn": number == 1,
-            "fork": 0 if number == 2 else None,
-        }
-        for number in range(tapes)
-    ]
-    write_home(folder, specs)
-    return folder
 
 
 def comparable(frame: pd.DataFrame) -> pd.DataFrame:
