@@ -187,3 +187,15 @@ def test_an_export_that_stopped_midway_is_undone_by_the_next(tmp_path: Path) -> 
     assert len(read_tapes(dataset=out)) == len(read_tapes(home))  # a reader sees only what was committed
     export_dataset(out, home)
     assert not stray.exists()
+
+
+def test_a_dataset_reads_lean_and_in_every_form_a_home_does(tmp_path: Path) -> None:
+    home, out = generated_home(tmp_path / "home", tapes=3), tmp_path / "dataset"
+    export_dataset(out, home)
+    lean = read_tapes(dataset=out, kinds=["anchor"], columns=["tape_name", "id", "phase"])
+    assert list(lean.columns) == ["tape_name", "id", "phase"]
+    pd.testing.assert_frame_equal(lean, read_tapes(home, kinds=["anchor"], columns=["tape_name", "id", "phase"]))
+    polar = read_tapes(dataset=out, as_="polars")
+    assert polar.height == len(read_tapes(home)) and "notebook" in polar.columns
+    with pytest.raises(TapeError, match="dataset alone"):
+        read_tapes(home, dataset=out)
