@@ -199,3 +199,19 @@ def test_a_dataset_reads_lean_and_in_every_form_a_home_does(tmp_path: Path) -> N
     assert polar.height == len(read_tapes(home)) and "notebook" in polar.columns
     with pytest.raises(TapeError, match="dataset alone"):
         read_tapes(home, dataset=out)
+
+
+def test_a_redacted_secret_leaves_the_dataset_with_the_next_export(tmp_path: Path) -> None:
+    home, out = tmp_path / "home", tmp_path / "dataset"
+    tape = open_tape("notes", home=home)
+    tape.append_message({"role": "user", "content": "hello"})
+    pasted = tape.append_message({"role": "user", "content": "the door code is Biscuit-Thirty-Three"})
+    holding = f"""SELECT count(*) FROM read_parquet('{out}/**/*.parquet')
+                   WHERE content LIKE '%Biscuit-Thirty%' OR payload LIKE '%Biscuit-Thirty%'"""  # any file
+    export_dataset(out, home)
+    assert duckdb.sql(holding).fetchall() == [(1,)]
+    tape.redact(pasted.id)
+    done = export_dataset(out, home)
+    assert done.rewritten == ("notes",)
+    assert duckdb.sql(holding).fetchall() == [(0,)]
+    assert sorted(read_tapes(dataset=out).id) == [entry.id for entry in tape.read()]
