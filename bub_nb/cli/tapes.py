@@ -33,10 +33,17 @@ def add_export(moves: Any) -> None:
     export = moves.add_parser(
         "export", help="send tapes to an OpenTelemetry receiver (a trace a turn), or write them as Parquet files"
     )
-    export.add_argument("names", nargs="*", metavar="NAME", help="tape names (or .jsonl paths); --parquet: all if none")
+    export.add_argument(
+        "names", nargs="*", metavar="NAME", help="tape names (or .jsonl paths); --parquet, --dataset: all if none"
+    )
     target = export.add_mutually_exclusive_group(required=True)
     target.add_argument("--otlp", metavar="URL", help="OTLP/HTTP endpoint, e.g. http://127.0.0.1:6006")
     target.add_argument("--parquet", metavar="DIR", help="write DIR/<tape>.parquet per tape, the columns of to_frame()")
+    target.add_argument(
+        "--dataset",
+        metavar="DIR",
+        help="add what is new since the last export to a Parquet dataset at DIR, by day and tape (day=/tape=)",
+    )
     export.add_argument("--home", help="Bub home (default: $BUB_HOME, else ~/.bub)")
     export.add_argument("--content", action="store_true", help="include messages, tool arguments and results")
     export.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for the receiver (default 10)")
@@ -147,6 +154,11 @@ def _pull(args: argparse.Namespace) -> int:
 def _export(args: argparse.Namespace) -> int:
     from bub_nb.tape.open import open_tape
 
+    if args.dataset is not None:
+        from bub_nb.tape.frames.dataset import export_dataset
+
+        print(export_dataset(args.dataset, args.home, args.names).describe())
+        return 0
     if args.parquet is not None:
         from bub_nb.tape.frames.saved import write_parquet
         from bub_nb.tape.locations import tapes_home

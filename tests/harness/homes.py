@@ -7,6 +7,7 @@ writers put down, not against what bub_nb's own writer would.
 from __future__ import annotations
 
 import json
+import random
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -149,3 +150,49 @@ def write_home(folder: Path, tapes: list[dict[str, Any]]) -> None:
         text = tape.text() + (b'{"id": 999, "kind": "mess' if spec["torn"] else b"")
         (tapes_dir / f"{name}.jsonl").write_bytes(text)
         written.append(tape)
+
+
+OUTCOMES = ("ok", "ok", "bub_failed", "bub_nb_failed", "error_key", "unanswered")
+
+
+def generated_home(
+    folder: Path,
+    tapes: int = 6,
+    steps: int = 30,
+    seed: int = 3,
+    *,
+    styles: tuple[str, ...] = STYLES,
+    outcomes: tuple[str, ...] = OUTCOMES,
+    odd: bool = True,
+) -> Path:
+    """A home of ``tapes`` tapes as Bub and bub_nb write them: turns whose calls fail in each writer's shape, with
+    every spelling of a date; ``odd`` adds retractions, bad bytes, a fork and a torn last line."""
+    pick = random.Random(seed)
+
+    def step() -> tuple[Any, ...]:
+        roll = pick.random()
+        if roll < 0.1:
+            return ("anchor", pick.choice(("phase/plan", "phase/build", "memory/open")))
+        if roll < 0.2:
+            return ("user", "a question")
+        if odd and roll < 0.25:
+            return ("retract", pick.randrange(30), pick.randrange(3))
+        if odd and roll < 0.27:
+            return ("bad_byte",)
+        calls = [(pick.choice(("bash", "fs.read")), pick.choice(outcomes)) for _ in range(pick.randrange(3))]
+        return ("turn", pick.choice(styles), calls, (pick.randrange(9000), pick.randrange(900)))
+
+    specs = [
+        {
+            "steps": [("anchor", "session/start"), *(step() for _ in range(steps))],
+            "bub": number % 2 == 0,
+            "dates": ("plain", "zulu", "naive", "offset", "timestamp", "plain")[number % 6],
+            "agent": False,
+            "reset": False,
+            "torn": odd and number == 1,
+            "fork": 0 if odd and number == 2 else None,
+        }
+        for number in range(tapes)
+    ]
+    write_home(folder, specs)
+    return folder

@@ -42,6 +42,7 @@ def read_tapes(
     since: Any = None,
     columns: Sequence[str] | None = None,
     as_: str = "pandas",
+    dataset: str | Path | None = None,
 ) -> Any:
     """Every tape under ``<home>/tapes`` in one frame, with a ``tape_name`` column first.
 
@@ -57,6 +58,10 @@ def read_tapes(
     then on, ``columns`` only those columns (phases are worked out on the whole tapes first, so every
     row keeps its phase). ``as_="arrow"`` gives a ``pyarrow.Table`` and ``as_="polars"`` a polars
     DataFrame, decoded without pandas, ``payload`` and ``meta`` as JSON text (the ``arrow`` extra).
+
+    With ``dataset`` (a folder ``bub-nb tapes export --dataset`` wrote) the rows come from that Parquet dataset
+    instead: the files its last export committed, tape by tape and by id, with the columns of ``to_arrow()`` and
+    ``notebook``, ``retracted`` as the tapes' retractions leave it now.
     """
     if as_ not in ("pandas", "arrow", "polars"):
         raise TapeError(f"read_tapes(as_={as_!r}): give 'pandas', 'arrow' or 'polars'")
@@ -67,6 +72,10 @@ def read_tapes(
             raise TapeError(
                 f"read_tapes(columns=...) names no such columns: {unknown}; the columns are {list(COLUMNS)}"
             )
+    if dataset is not None:
+        if home is not None or store is not None or include_archives:
+            raise TapeError("read_tapes(dataset=...) reads the dataset alone: give no home, store or archives")
+        return _from_dataset(dataset, kinds, since, columns, as_)
     if as_ != "pandas":
         if store is not None or include_archives:
             raise TapeError(f"read_tapes(as_={as_!r}) reads a Bub home's files, without archives")
@@ -108,6 +117,21 @@ def read_tapes(
             frame["kind"] = frame["kind"].astype("category")  # categories differ per part; concat drops them
     _warn_bad_bytes(frame)
     return _lean(_under_owners(frame, store), kinds, since, columns, as_)
+
+
+def _from_dataset(folder: str | Path, kinds: Sequence[str], since: Any, columns: Sequence[str] | None, as_: str) -> Any:
+    """The rows of an exported dataset, with each tape's ``notebook``, in the form asked for."""
+    from bub_nb.tape.frames.dataset import read_dataset
+    from bub_nb.tape.frames.saved import arrow_to_frame
+
+    table = read_dataset(folder)
+    table = table.append_column("notebook", _native_notebooks(table) if table.num_rows else _pa().nulls(0))
+    if as_ != "pandas":
+        return _lean(table, kinds, since, columns, as_)
+    frame = arrow_to_frame(table)
+    for column in ("role", "name", "content", "phase", "run_id", "forked_from", "notebook"):
+        frame[column] = text_series([value if isinstance(value, str) else None for value in frame[column].tolist()])
+    return _lean(frame, kinds, since, columns, as_)
 
 
 def _with_cloudevents_tapes(frame: pd.DataFrame, folder: Path, names: Sequence[str]) -> pd.DataFrame:
