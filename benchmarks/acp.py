@@ -29,11 +29,13 @@ sys.path[:] = [entry for entry in sys.path if Path(entry or ".").resolve() != Pa
 import acp
 from acp import schema
 
+import bub_nb
 from bub_nb.agent import Agent, OpenAIModel
 from bub_nb.tape import open_tape
 from bub_nb.testing import OpenAICompatibleServer
 
 TARGET_RATIO = 1.2
+PACKAGE_ROOT = str(Path(bub_nb.__file__).resolve().parents[1])
 REPLY = "The kettle boiled at seven and the tea steeped for four minutes before anyone noticed it"
 
 
@@ -60,12 +62,13 @@ async def measure(turns: int) -> dict[str, list[float]]:
     with OpenAICompatibleServer() as server:
         server.default_text = REPLY
         env = {"BUB_HOME": str(home), "BUB_API_BASE": server.base_url, "BUB_API_KEY": "test", "HOME": str(home)}
-        bub_nb = str(Path(sys.executable).with_name("bub-nb"))
+        env["PYTHONPATH"] = PACKAGE_ROOT  # the server runs the bub_nb measured in process, not an installed copy
+        command = str(Path(sys.executable).with_name("bub-nb"))
         listener = Listener()
         model = OpenAIModel("bench", base_url=server.base_url, api_key="test")
         agent = Agent(open_tape("in-process", home=home), model)
         args = ("acp", "serve", "--home", str(home), "--model", "openai:bench")
-        async with acp.spawn_agent_process(listener, bub_nb, *args, env=env) as (conn, _):
+        async with acp.spawn_agent_process(listener, command, *args, env=env) as (conn, _):
             await conn.initialize(
                 protocol_version=acp.PROTOCOL_VERSION, client_capabilities=schema.ClientCapabilities()
             )
