@@ -298,8 +298,14 @@ def _chunk(kind: str, text: str) -> Any:
 
 
 def _compaction(tape: Tape, before: int) -> dict[str, Any] | None:
-    """The last summarising handoff written since entry ``before``: its anchor and the summary it kept."""
-    for entry in reversed(tape.read(before + 1, kinds=("anchor",))):
+    """The last summarising handoff written since entry ``before``: its anchor and the summary it kept.
+
+    The anchors are found in the tape's anchor index and only theirs are read: reading the turn's entries would
+    decode the tape back to its last anchor, which is the whole tape for a session that never handed off."""
+    for ref in reversed(tape.store.anchors(tape.name)):
+        if ref.id <= before:
+            break
+        entry = tape.get(ref.id)
         state = entry.payload.get("state") or {}
         if isinstance(state, dict) and isinstance(state.get("summary"), str) and state["summary"]:
             return {
