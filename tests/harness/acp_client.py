@@ -19,7 +19,11 @@ from typing import Any
 import acp
 from acp import schema
 
+import bub_nb
+
 BUB_NB = str(Path(sys.executable).with_name("bub-nb"))
+PACKAGE_ROOT = str(Path(bub_nb.__file__).resolve().parents[1])
+"""The folder holding the bub_nb under test: the server imports it, not whatever copy the environment installed."""
 
 
 @dataclass
@@ -52,8 +56,9 @@ class RecordingClient:
 
 
 def server_environment(home: Path, base_url: str | None = None, **more: str) -> dict[str, str]:
-    """The server's environment: the Bub home, the model endpoint when given, nothing from the developer's shell."""
-    env = {"BUB_HOME": str(home), "PATH": os.environ.get("PATH", ""), "HOME": str(home)}
+    """The server's environment: the Bub home, the model endpoint when given, the bub_nb under test, nothing from
+    the developer's shell."""
+    env = {"BUB_HOME": str(home), "PATH": os.environ.get("PATH", ""), "HOME": str(home), "PYTHONPATH": PACKAGE_ROOT}
     if base_url is not None:
         env |= {"BUB_API_BASE": base_url, "BUB_API_KEY": "test"}
     return env | more

@@ -1,8 +1,9 @@
 """One ACP session: its tape, the agent whose turns it runs, and what each turn tells the client.
 
-Text goes out as agent message chunks, as soon as the pipe is free; each tool call as a tool call and then its
-result, as the tape records it; ``python.run``'s consent as the client's permission request; after the turn a
-usage update, carrying a summarising handoff the turn wrote as ``_meta.bub_nb.compaction``.
+Text goes out as agent message chunks, the turn's first at once and the rest as soon as the pipe is free; each
+tool call as a tool call and then its result, as the tape records it; ``python.run``'s consent as the client's
+permission request; after the turn a usage update, carrying a summarising handoff the turn wrote as
+``_meta.bub_nb.compaction``.
 """
 
 from __future__ import annotations
@@ -102,12 +103,18 @@ class Session:
         await self.flush()
         await self.server.send(self.id, update)
 
-    def say(self, text: str) -> None:
+    async def say(self, text: str, *, first: bool = False) -> None:
         """Queue streamed text; it goes out as soon as the pipe is free, the pieces that waited joined in one
-        chunk, so a slow client never holds the turn up and a fast one gets every delta as it came."""
+        chunk, so a slow client never holds the turn up and a fast one gets every delta as it came.
+
+        The turn's ``first`` text is written before the turn goes on: a model's stream often hands over a burst
+        of deltas it had buffered without ever yielding to the event loop, and the first chunk would otherwise
+        wait for the burst's end, often the turn's."""
         self.pending.append(text)
         if self.sender is None or self.sender.done():
             self.sender = asyncio.ensure_future(self._send_pending())
+        if first:
+            await self.flush()
 
     async def flush(self) -> None:
         while self.sender is not None and not self.sender.done():
@@ -196,10 +203,12 @@ class Session:
         self.cancelled = False
         before = self.tape.last_id
         deltas: AsyncIterator[str] = self.agent.astream(prompt)
+        spoke = False
         try:
             async for delta in deltas:
                 if delta and not self.server.gone:
-                    self.say(delta)
+                    await self.say(delta, first=not spoke)
+                    spoke = True
         except asyncio.CancelledError:
             task = asyncio.current_task()
             if not (self.cancelled and task is not None and task.uncancel() == 0):
@@ -298,8 +307,14 @@ def _chunk(kind: str, text: str) -> Any:
 
 
 def _compaction(tape: Tape, before: int) -> dict[str, Any] | None:
-    """The last summarising handoff written since entry ``before``: its anchor and the summary it kept."""
-    for entry in reversed(tape.read(before + 1, kinds=("anchor",))):
+    """The last summarising handoff written since entry ``before``: its anchor and the summary it kept.
+
+    The anchors are found in the tape's anchor index and only theirs are read: reading the turn's entries would
+    decode the tape back to its last anchor, which is the whole tape for a session that never handed off."""
+    for ref in reversed(tape.store.anchors(tape.name)):
+        if ref.id <= before:
+            break
+        entry = tape.get(ref.id)
         state = entry.payload.get("state") or {}
         if isinstance(state, dict) and isinstance(state.get("summary"), str) and state["summary"]:
             return {
