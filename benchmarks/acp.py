@@ -3,6 +3,7 @@ turn through ``Agent.run`` in process; the first chunk's latency beside each.
 
     python benchmarks/acp.py --turns 40
 
+Each side's agent is offered the same tools (the kernel tools an ACP session offers), so each sends the same request.
 Both sides talk to the same local OpenAI-compatible server (``bub_nb.testing``), which streams the same reply word
 by word, and write to a file tape; the server is started once and a session opened before timing, so what is timed
 is the turn: the prompt crossing the pipe, the turn, every chunk and the usage update coming back. The figure is
@@ -35,6 +36,7 @@ from acp import schema
 
 import bub_nb
 from bub_nb.agent import Agent, OpenAIModel
+from bub_nb.agent.kernel_tools import NamespaceKernel, kernel_tools
 from bub_nb.tape import open_tape
 from bub_nb.testing import OpenAICompatibleServer
 
@@ -46,11 +48,13 @@ REPLY = "The kettle boiled at seven and the tea steeped for four minutes before 
 CHILD = """
 import asyncio, os, sys
 from bub_nb.agent import Agent, OpenAIModel
+from bub_nb.agent.kernel_tools import NamespaceKernel, kernel_tools
 from bub_nb.tape import open_tape
 
 async def main():
     model = OpenAIModel("bench", base_url=os.environ["BUB_API_BASE"], api_key="test")
-    agent = Agent(open_tape("child-process", home=os.environ["BUB_HOME"]), model)
+    tools = kernel_tools(NamespaceKernel({}))
+    agent = Agent(open_tape("child-process", home=os.environ["BUB_HOME"]), model, tools=tools)
     for _ in sys.stdin:
         deltas = []
         def on_delta(delta):
@@ -93,7 +97,8 @@ async def measure(turns: int) -> dict[str, list[float]]:
         command = str(Path(sys.executable).with_name("bub-nb"))
         listener = Listener()
         model = OpenAIModel("bench", base_url=server.base_url, api_key="test")
-        agent = Agent(open_tape("in-process", home=home), model)
+        # the tools an ACP session's agent is offered (bub_nb/agent/acp/server.py), so each side sends one request
+        agent = Agent(open_tape("in-process", home=home), model, tools=kernel_tools(NamespaceKernel({})))
         args = ("acp", "serve", "--home", str(home), "--model", "openai:bench")
         child = await asyncio.create_subprocess_exec(
             sys.executable, "-c", CHILD, env={**env, "PATH": os.environ.get("PATH", "")},
