@@ -68,6 +68,8 @@ class Retention:
     anchor_id: int
     range: tuple[int, int]
     found: tuple[Found, ...]
+    unsupported_citations: int = 0
+    """Citations the summary's model gave for claims the cited entries do not hold, which the handoff dropped."""
 
     def counts(self) -> dict[str, tuple[int, int]]:
         """``kind -> (kept, total)`` for every kind, zeros included."""
@@ -85,7 +87,9 @@ class Retention:
     def short(self) -> str:
         """One line for a table: ``number 3/4 · path 1/1 ...``, kinds the phase has none of left out."""
         parts = [f"{kind} {kept}/{total}" for kind, (kept, total) in self.counts().items() if total]
-        return " · ".join(parts) or "nothing to keep"
+        dropped = self.unsupported_citations
+        unsupported = [f"{dropped} unsupported citation{'s' if dropped != 1 else ''} dropped"] if dropped else []
+        return " · ".join(parts + unsupported) or "nothing to keep"
 
     def frame(self) -> pd.DataFrame:
         """One row per artifact: ``kind``, ``artifact`` (as written), ``kept``, ``entry`` (where it lived)."""
@@ -95,6 +99,7 @@ class Retention:
         frame = pd.DataFrame(rows, columns=["kind", "artifact", "kept", "entry"])
         frame.attrs["counts"] = self.counts()
         frame.attrs["anchor"] = self.anchor
+        frame.attrs["unsupported_citations"] = self.unsupported_citations
         return frame
 
 
@@ -205,7 +210,9 @@ def anchor_retention(
     result = report(
         tape.read(first, last + 1), found.state, anchor=found.name, anchor_id=found.id, carried_in=carried_in
     )
-    return Retention(found.name, found.id, (first, last), result.found)
+    dropped = found.state.get("unsupported_citations")
+    unsupported = dropped if type(dropped) is int and dropped >= 0 else 0
+    return Retention(found.name, found.id, (first, last), result.found, unsupported)
 
 
 def retention(tape: Tape, anchor: str | int | AnchorSummary) -> pd.DataFrame:

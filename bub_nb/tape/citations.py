@@ -250,7 +250,9 @@ CITING_TITLES: Final = {"summary": "Summary", "next_steps": "Next steps"}
 
 CITING_KEYS: Final = tuple(CITING_TITLES)
 
-BOOKKEEPING_KEYS: Final = ("sources", "range", "summarized_by", "uncited", "removed_citations")
+BOOKKEEPING_KEYS: Final = (
+    "sources", "range", "summarized_by", "uncited", "removed_citations", "unsupported_citations",
+)  # fmt: skip
 """What a summarising handoff adds beside its text, for readers and tools rather than the model."""
 
 SUMMARY_KEYS: Final = (*CITING_KEYS, *BOOKKEEPING_KEYS)

@@ -26,6 +26,7 @@ from bub_nb.agent.summaries.extractive import (
     request_text,
     split_reply,
 )
+from bub_nb.agent.summaries.support import supported_citations
 from bub_nb.context.messages import is_hidden
 from bub_nb.context.tokens import count_messages_tokens, count_text_tokens
 from bub_nb.errors import BubNbError, ContextLengthError
@@ -69,6 +70,8 @@ class Summary:
     requests: tuple[dict[str, Any], ...] = ()
     usage: Usage | None = None
     error: str | None = None
+    unsupported_citations: int = 0
+    """Citations the model gave for a claim the cited entry does not hold, taken out (see ``support``)."""
 
     def state(self) -> dict[str, Any]:
         """The anchor state of the contract: summary, next steps, sources, range, model, uncited, removed."""
@@ -80,6 +83,7 @@ class Summary:
             "summarized_by": self.summarized_by,
             "uncited": list(self.uncited),
             "removed_citations": self.removed_citations,
+            "unsupported_citations": self.unsupported_citations,
         }
 
     def event_data(self, anchor: str) -> dict[str, Any]:
@@ -222,7 +226,12 @@ async def summarise_phase(model: Model, phase: Phase) -> Summary:
     summary, next_steps = split_reply(text)
     if not summary:
         raise BubNbError(f"Model {model.name!r} answered the summarising request with no summary")
+    said = {item.first: item.text for item in phase.items if item.first == item.last}
+    quoted = getattr(model, "quotes_summaries", False) is True  # the offline model's, extractive by construction
+    supported = [supported_citations(part, {} if quoted else said) for part in (summary, next_steps)]
+    summary, next_steps = (part.text for part in supported)
     checked = _checked(summary, next_steps, phase, model.name, run.removed, parts, run.requests, run.usage)
+    checked = replace(checked, unsupported_citations=sum(len(part.dropped) for part in supported))
     if not checked.sources:
         raise BubNbError(
             f"Model {model.name!r} answered the summarising request with a summary that cites no entry of "
