@@ -44,7 +44,7 @@ class Supported:
 
 
 @dataclass(frozen=True, slots=True)
-class _Said:
+class Said:
     """What one entry says, as a claim is checked against it: its text, content words and exact artifacts."""
 
     text: str
@@ -52,12 +52,12 @@ class _Said:
     exact: frozenset[tuple[str, str]]
 
     @classmethod
-    def of(cls, text: str) -> _Said:
+    def of(cls, text: str) -> Said:
         exact = frozenset((a.kind, a.key) for _, a in located(text) if a.kind in EXACT_KINDS)
         return cls(text, content_words(text), exact)
 
 
-def supports(claim: str, said: list[_Said]) -> bool:
+def supports(claim: str, said: list[Said]) -> bool:
     """Whether the entries ``said`` hold ``claim``: half its key words at least, and every number and path."""
     key = content_words(claim)
     words = frozenset().union(*(entry.words for entry in said))
@@ -87,7 +87,7 @@ def claims(text: str) -> Iterator[tuple[Citation, str]]:
 
 def supported_citations(text: str, entries: Mapping[int, str]) -> Supported:
     """``text`` without the citations whose cited ``entries`` (id to text) do not hold the claim (:func:`supports`)."""
-    said: dict[int, _Said] = {}
+    said: dict[int, Said] = {}
     kept: list[str] = []
     dropped: list[tuple[str, str]] = []
     position = 0
@@ -98,7 +98,7 @@ def supported_citations(text: str, entries: Mapping[int, str]) -> Supported:
             continue
         for entry_id in named:
             if entry_id not in said:
-                said[entry_id] = _Said.of(entries[entry_id])
+                said[entry_id] = Said.of(entries[entry_id])
         if supports(claim, [said[i] for i in named]):
             continue
         kept.append(text[position : citation.start].rstrip(" "))
