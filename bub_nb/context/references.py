@@ -1,5 +1,8 @@
 """The ``tape://`` references a view's handoff anchor carries from another agent, and the entries they name.
 
+A summary's carried lines cite entries of other tapes the same way (``[tape://<tape>/entry/<id>]``); the retention
+report follows them with :func:`follow_reference`.
+
 A handoff between agents hands the receiver references, not copies: its view holds the anchor, whose state
 names the sender's entries. Expanding them is for people reading the view (``%context --expand-refs``); the
 model is sent the addresses only, so no entry reaches a view twice.
@@ -55,13 +58,15 @@ def expand_references(tape: Tape, view: View) -> list[Reference]:
 
     A reference that cannot be read (another role's tape, an entry gone with a reset) says why in one line.
     """
-    expanded = []
-    for address in view_references(view):
-        try:
-            expanded.append(Reference(address, tape.resolve(address)))
-        except BubNbError as exc:
-            expanded.append(Reference(address, error=str(exc)))
-    return expanded
+    return [follow_reference(tape, address) for address in view_references(view)]
+
+
+def follow_reference(tape: Tape, address: str) -> Reference:
+    """The entry ``address`` names, read where ``tape`` is stored, or why it cannot be read, in one line."""
+    try:
+        return Reference(address, tape.resolve(address))
+    except BubNbError as exc:
+        return Reference(address, error=str(exc))
 
 
 def references_markdown(references: list[Reference]) -> str:

@@ -31,9 +31,10 @@ from bub_nb.context.artifacts import (
     is_kept,
     located,
 )
+from bub_nb.context.references import Reference, follow_reference
 from bub_nb.errors import BubNbError
 from bub_nb.tape.anchors import AnchorSummary
-from bub_nb.tape.citations import BOOKKEEPING_KEYS, sentences
+from bub_nb.tape.citations import BOOKKEEPING_KEYS, sentences, state_references
 from bub_nb.tape.entries import TapeEntry
 from bub_nb.tape.text import payload_text
 
@@ -68,6 +69,11 @@ class Retention:
     anchor_id: int
     range: tuple[int, int]
     found: tuple[Found, ...]
+    unsupported_citations: int = 0
+    """Citations the summary's model gave for claims the cited entries do not hold, which the handoff dropped."""
+    references: tuple[Reference, ...] = ()
+    """The ``tape://`` citations of the summary (carried lines whose source lies on another tape), each followed
+    to the entry it names, or with why it could not be read."""
 
     def counts(self) -> dict[str, tuple[int, int]]:
         """``kind -> (kept, total)`` for every kind, zeros included."""
@@ -85,7 +91,13 @@ class Retention:
     def short(self) -> str:
         """One line for a table: ``number 3/4 · path 1/1 ...``, kinds the phase has none of left out."""
         parts = [f"{kind} {kept}/{total}" for kind, (kept, total) in self.counts().items() if total]
-        return " · ".join(parts) or "nothing to keep"
+        dropped = self.unsupported_citations
+        unsupported = [f"{dropped} unsupported citation{'s' if dropped != 1 else ''} dropped"] if dropped else []
+        elsewhere = []
+        if self.references:
+            unread = sum(1 for ref in self.references if ref.entry is None)
+            elsewhere = [f"{len(self.references)} cited on other tapes" + (f", {unread} not found" if unread else "")]
+        return " · ".join(parts + unsupported + elsewhere) or "nothing to keep"
 
     def frame(self) -> pd.DataFrame:
         """One row per artifact: ``kind``, ``artifact`` (as written), ``kept``, ``entry`` (where it lived)."""
@@ -95,6 +107,10 @@ class Retention:
         frame = pd.DataFrame(rows, columns=["kind", "artifact", "kept", "entry"])
         frame.attrs["counts"] = self.counts()
         frame.attrs["anchor"] = self.anchor
+        frame.attrs["unsupported_citations"] = self.unsupported_citations
+        frame.attrs["references"] = {
+            ref.address: (ref.entry.id if ref.entry is not None else None) for ref in self.references
+        }
         return frame
 
 
@@ -205,7 +221,10 @@ def anchor_retention(
     result = report(
         tape.read(first, last + 1), found.state, anchor=found.name, anchor_id=found.id, carried_in=carried_in
     )
-    return Retention(found.name, found.id, (first, last), result.found)
+    dropped = found.state.get("unsupported_citations")
+    unsupported = dropped if type(dropped) is int and dropped >= 0 else 0
+    references = tuple(follow_reference(tape, address) for address in state_references(found.state))
+    return Retention(found.name, found.id, (first, last), result.found, unsupported, references)
 
 
 def retention(tape: Tape, anchor: str | int | AnchorSummary) -> pd.DataFrame:

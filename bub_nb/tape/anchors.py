@@ -14,7 +14,7 @@ from typing import Any, Final, Protocol
 from bub_nb.errors import AnchorNotFoundError, TapeError
 from bub_nb.markup import clean_html, code_span, markdown_text
 from bub_nb.tape._lines import dumps
-from bub_nb.tape.citations import state_sources, state_uncited
+from bub_nb.tape.citations import state_references, state_sources, state_uncited
 from bub_nb.tape.entries import KINDS, TapeEntry, is_phase_anchor
 from bub_nb.tape.stores.protocol import AnchorRef, TapeStore
 
@@ -124,6 +124,11 @@ class AnchorSummary:
     def sources(self) -> tuple[int, ...]:
         """The entries this anchor's summary cites (``()`` for a plain handoff), only those before the anchor."""
         return state_sources(self.state, self.id - 1)
+
+    @property
+    def references(self) -> tuple[str, ...]:
+        """The ``tape://`` addresses its summary cites: entries of other tapes its carried lines came from."""
+        return state_references(self.state)
 
     @property
     def uncited(self) -> tuple[str, ...] | None:

@@ -3,6 +3,9 @@
 A summary that cites the entries it stands on can be checked against the tape. This module finds
 citations, keeps those that fall inside a range of ids, says which sentences cite nothing, and reads
 what a summarising handoff's anchor state cites (defensively: a plain or hand-written state is no error).
+
+An entry of another tape is cited by its address in brackets, ``[tape://<tape>/entry/<id>]``: what a line carried
+from a fork's parent, from another agent's tape or from the tape a copy was made of cites, handoff after handoff.
 """
 
 from __future__ import annotations
@@ -18,6 +21,9 @@ CITATION: Final = re.compile(r"\[#(\d{1,19})(?:\s*[-\u2013]\s*#?(\d{1,19}))?\]")
 """``[#12]`` or ``[#12-#15]`` (an en dash and a missing second ``#`` are read too)."""
 
 _LIST_MARK: Final = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s+")
+
+REFERENCE: Final = re.compile(r"\[(tape://[^\s\[\]]+?/entry/\d{1,19})\]")
+"""``[tape://<tape>/entry/<id>]``: a citation of an entry of another tape (a name without spaces or brackets)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +73,16 @@ def find_citations(text: str) -> list[Citation]:
 RUN_LIMIT: Final = 100_000
 """The most ids one citation is read as naming when no bound is given: ``[#1-#99999999999]`` never
 allocates per id it claims."""
+
+
+def find_references(text: str) -> list[str]:
+    """The ``tape://`` addresses ``text`` cites in brackets (:data:`REFERENCE`), in order, each once."""
+    return list(dict.fromkeys(match.group(1) for match in REFERENCE.finditer(text)))
+
+
+def cites_something(text: str) -> bool:
+    """Whether ``text`` holds a citation of this tape's entries or of another tape's."""
+    return CITATION.search(text) is not None or REFERENCE.search(text) is not None
 
 
 def cited_ids(text: str, last: int | None = None) -> list[int]:
@@ -203,6 +219,25 @@ def without_unseen_citations(texts: tuple[str, ...], seen: frozenset[int]) -> tu
     return tuple(cleaned), removed
 
 
+def without_unknown_references(texts: tuple[str, ...], known: Collection[str]) -> tuple[tuple[str, ...], int]:
+    """``texts`` without the ``tape://`` citations that are not ``known`` (what the lines carried into a phase
+    cite: a model may repeat those, not make up others), and how many were taken out."""
+    removed = 0
+
+    def keep(match: re.Match[str]) -> str:
+        nonlocal removed
+        if match.group(1) in known:
+            return match.group(0)
+        removed += 1
+        return ""
+
+    cleaned = []
+    for text in texts:
+        kept = REFERENCE.sub(keep, text) if "tape://" in text else text
+        cleaned.append(re.sub(r" +(?=[.,;:!?)]|$)", "", kept, flags=re.MULTILINE) if kept != text else kept)
+    return tuple(cleaned), removed
+
+
 def own_words_state(summarised: dict[str, Any], state: Mapping[str, Any]) -> dict[str, Any]:
     """A summarising handoff's state (``summarised``) with the user's ``state`` over it.
 
@@ -231,9 +266,9 @@ def sentences(text: str) -> list[str]:
     """
     found: list[str] = []
     for part in (_LIST_MARK.sub("", part).strip() for part in _split_sentences(text)):
-        if not any(char.isalnum() for char in CITATION.sub("", part)):
+        if not any(char.isalnum() for char in REFERENCE.sub("", CITATION.sub("", part))):
             # "It was decided. [#12]" cites for the sentence before it.
-            if found and CITATION.search(part):
+            if found and cites_something(part):
                 found[-1] = f"{found[-1]} {part}"
             continue
         found.append(part)
@@ -242,7 +277,7 @@ def sentences(text: str) -> list[str]:
 
 def uncited_sentences(text: str) -> list[str]:
     """The sentences of ``text`` that hold no citation."""
-    return [sentence for sentence in sentences(text) if not CITATION.search(sentence)]
+    return [sentence for sentence in sentences(text) if not cites_something(sentence)]
 
 
 CITING_TITLES: Final = {"summary": "Summary", "next_steps": "Next steps"}
@@ -250,7 +285,9 @@ CITING_TITLES: Final = {"summary": "Summary", "next_steps": "Next steps"}
 
 CITING_KEYS: Final = tuple(CITING_TITLES)
 
-BOOKKEEPING_KEYS: Final = ("sources", "range", "summarized_by", "uncited", "removed_citations")
+BOOKKEEPING_KEYS: Final = (
+    "sources", "range", "summarized_by", "uncited", "removed_citations", "unsupported_citations",
+)  # fmt: skip
 """What a summarising handoff adds beside its text, for readers and tools rather than the model."""
 
 SUMMARY_KEYS: Final = (*CITING_KEYS, *BOOKKEEPING_KEYS)
@@ -275,6 +312,11 @@ def state_sources(state: Any, last: int | None = None) -> tuple[int, ...]:
         top = last if last is not None else float("inf")
         return tuple(sorted({value for value in listed if type(value) is int and 0 < value <= top}))
     return tuple(cited_ids(citing_text(state), last))
+
+
+def state_references(state: Any) -> tuple[str, ...]:
+    """The ``tape://`` addresses an anchor state's text cites: entries of other tapes its carried lines name."""
+    return tuple(find_references(citing_text(state))) if isinstance(state, dict) else ()
 
 
 def state_uncited(state: Any) -> tuple[str, ...] | None:

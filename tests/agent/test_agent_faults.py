@@ -137,7 +137,8 @@ def test_overflow_recovery_a_context_overflow_from_the_server_produces_the_auto_
     for number in range(6):
         agent.run(f"Part {number}: " + "a long paragraph about tapes " * 60)
     openai_server.context_window = 1500  # the history no longer fits; one prompt after an anchor does
-    openai_server.default_text = "Summary:\nSix parts were about tapes [#6]."  # cites the first part, which it saw
+    # Cites the first part, which it saw, for what that part says.
+    openai_server.default_text = "Summary:\nPart 0 was a long paragraph about tapes [#6]."
     before = len(openai_server.requests)
     turn = agent.run("What next?")
 

@@ -148,7 +148,11 @@ def test_a_handoff_failing_between_its_two_writes_is_marked_and_never_reads_as_c
 
 def test_a_summarised_handoff_cites_the_senders_entries() -> None:
     tape = Tape("nb", MemoryTapeStore())
-    analyst = Agent(tape, ScriptedModel(["The mean is 2.", "The user asked for a mean [#6]; it is 2 [#7]."]), name="a")
+    analyst = Agent(
+        tape,
+        ScriptedModel(["The mean is 2.", "The user asked what the mean of 1, 2 and 3 is [#6]; it is 2 [#7]."]),
+        name="a",
+    )
     team = Team(tape, [analyst, "b"])
     analyst.run("What is the mean of 1, 2 and 3?")
     done = team.handoff("review", sender="a", to="b", summarize=True)

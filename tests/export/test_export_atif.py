@@ -40,7 +40,7 @@ def working_tape(tape: Tape) -> None:
         {"content": "5", "usage": {"prompt_tokens": 50, "completion_tokens": 1}},
     ]
     Agent(tape, model=ScriptedModel(replies), tools=[add]).run("What is 2 + 3?")
-    Agent(tape, model=ScriptedModel(['{"summary": "sums done [#6]"}'])).handoff("phase/two", summarize=True)
+    Agent(tape, model=ScriptedModel(['{"summary": "what is 2 + 3 [#6]"}'])).handoff("phase/two", summarize=True)
     with pytest.raises(ModelError):
         Agent(tape, model=ScriptedModel([ModelError("endpoint down")])).run("Still there?")
     Agent(tape, model="offline").run("Hello again")
@@ -82,7 +82,7 @@ def test_anchors_handoffs_summaries_and_errors_are_bub_extensions(tape: Tape, ha
     assert [a["anchor"]["name"] for a in anchors] == ["session/start", "phase/two"]
     phase_two = anchors[-1]
     assert phase_two["handoff"]["name"] == "phase/two" and len(phase_two["entries"]) == 2
-    assert phase_two["anchor"]["state"]["summary"] == '{"summary": "sums done [#6]"}'
+    assert phase_two["anchor"]["state"]["summary"] == '{"summary": "what is 2 + 3 [#6]"}'
     assert any(e.get("summary", {}).get("anchor") == "phase/two" for e in extras)
     errors = [e["error"]["kind"] for e in extras if "error" in e]
     assert errors == ["tool.not_found", "model_error"]

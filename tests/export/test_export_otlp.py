@@ -247,7 +247,7 @@ def test_turns_exported_live_are_the_spans_a_whole_tape_export_gives(tape: Tape)
         pipeline.process_inbound_sync(Envelope("notebook", "n.ipynb", prompt, meta={"tape": tape, "agent": agent}))
 
     turn("One")
-    Agent(tape, model=ScriptedModel(['{"summary": "one done [#6]"}'])).handoff("phase/two", summarize=True)
+    Agent(tape, model=ScriptedModel(['{"summary": "One [#6]"}'])).handoff("phase/two", summarize=True)
     turn("Two")
     turn("Three")
     tape.handoff("phase/three", {"summary": "by hand"})

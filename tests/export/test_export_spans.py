@@ -132,7 +132,7 @@ def test_content_is_exported_only_when_asked_for(tape: Tape) -> None:
 
 def test_anchors_between_turns_are_events_of_the_next_turn_and_a_summary_marks_compaction(tape: Tape) -> None:
     Agent(tape, model="offline").run("First phase")
-    Agent(tape, model=ScriptedModel(['{"summary": "phase one [#6]"}'])).handoff("phase/two", summarize=True)
+    Agent(tape, model=ScriptedModel(['{"summary": "first phase [#6]"}'])).handoff("phase/two", summarize=True)
     Agent(tape, model="offline").run("Second phase")
 
     first_root, first_chat, second_root, second_chat = tape_spans(tape.name, tape.read()).spans

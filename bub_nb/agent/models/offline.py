@@ -72,6 +72,9 @@ def _failure(text: str) -> tuple[str, str] | None:
 class OfflineModel(LocalModel):
     """A deterministic local model for teaching; ``context_window`` makes long prompts fail as APIs do."""
 
+    quotes_summaries = True
+    """Its summaries quote the entries they cite, or say what the phase holds: no claim to check against them."""
+
     def __init__(self, context_window: int | None = None, *, echo: bool = False, show_tools: bool = False) -> None:
         self.name = "offline:echo" if echo else "offline"  # what `-m` takes to get this very model back
         self.context_window = context_window

@@ -18,7 +18,16 @@ from typing import Final
 from bub_nb.agent.summaries.gist import gist, quote
 from bub_nb.agent.summaries.salience import line_weight
 from bub_nb.context.tokens import count_text_tokens
-from bub_nb.tape.citations import CITATION, cited_ids, format_citation, sentences
+from bub_nb.tape.citations import (
+    CITATION,
+    REFERENCE,
+    cited_ids,
+    cites_something,
+    find_references,
+    format_citation,
+    sentences,
+)
+from bub_nb.tape.events import CONTEXT_HANDOFF
 
 _LIST_MARK: Final = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s+")
 
@@ -110,13 +119,18 @@ _CARRIED_LIMIT: Final = 12
 
 
 def _carried_summary(text: str) -> str:
-    """The summary an earlier anchor's state carried (its line reads ``name {state}``), or ``""``."""
+    """The summary an earlier anchor's state carried (its line reads ``name {state}``), or ``""``: a summarising
+    handoff's ``summary``, or the summary another agent handed over (its citations already ``tape://`` addresses
+    of the sender's entries)."""
     _, _, state_text = text.partition(" ")
     try:
         state = json.loads(state_text) if state_text else None
     except ValueError:
         return ""
     summary = state.get("summary") if isinstance(state, dict) else None
+    if summary is None and isinstance(state, dict) and isinstance(handed := state.get(CONTEXT_HANDOFF), dict):
+        content = handed.get("content")
+        summary = content.get("summary") if isinstance(content, dict) else None
     return summary if isinstance(summary, str) else ""
 
 
@@ -133,12 +147,13 @@ def carried_lines(anchor: Item) -> list[str]:
         text = " ".join(_LIST_MARK.sub("", line).split())
         while text.startswith(_CARRIED):
             text = text[len(_CARRIED) :].strip()
-        if not any(char.isalnum() for char in CITATION.sub("", text)):
+        if not any(char.isalnum() for char in REFERENCE.sub("", CITATION.sub("", text))):
             continue
-        # Only citations of entries before the anchor can be where a line came from; others go.
+        # Only citations of entries before the anchor can be where a line came from; others go. An entry of
+        # another tape (a fork's parent, another agent's) is cited by its address, which the line keeps.
         text = CITATION.sub(lambda found: found.group(0) if _before(found.group(0), anchor.first) else "", text)
         text = " ".join(text.split()).replace(" .", ".")
-        text = text if CITATION.search(text) else f"{text.rstrip('.')} {cite}."
+        text = text if cites_something(text) else f"{text.rstrip('.')} {cite}."
         lines.append(f"{_CARRIED} {text}")
     # The heaviest lines (what they hold: see salience.line_weight), newest first among equals, in their order.
     heaviest = sorted(range(len(lines)), key=lambda i: (-line_weight(lines[i]), -i))[:_CARRIED_LIMIT]
@@ -158,6 +173,17 @@ def carried_sources(items: Sequence[Item]) -> frozenset[int]:
         if anchor.role == "anchor"
         for line in carried_lines(anchor)
         for entry_id in cited_ids(line)
+    )
+
+
+def carried_references(items: Sequence[Item]) -> frozenset[str]:
+    """The ``tape://`` addresses the lines carried into a phase cite: entries of other tapes a summary may cite."""
+    return frozenset(
+        address
+        for anchor in items
+        if anchor.role == "anchor"
+        for line in carried_lines(anchor)
+        for address in find_references(line)
     )
 
 
@@ -186,7 +212,7 @@ def extractive_summary(items: list[Item]) -> tuple[str, str]:
             kept = [" ".join(_LIST_MARK.sub("", line).split()) for line in split_reply(part.text)[0].splitlines()]
             kept = [line for line in kept if any(char.isalnum() for char in line)][-_PART_LINES:] or ["(an empty part)"]
             for line in kept:
-                cited = CITATION.search(line) is not None
+                cited = cites_something(line)
                 lines.append(f"- {line}" if cited else f"- {line} {format_citation(part.first, part.last)}")
         last_steps = (split_reply(part.text)[1] for part in reversed(parts) if _NEXT_STEPS.search(part.text))
         return "\n".join(lines), next(last_steps, "")

@@ -20,16 +20,24 @@ from bub_nb.agent.models.calibration import scale_of
 from bub_nb.agent.summaries.extractive import (
     SUMMARY_INSTRUCTIONS,
     Item,
+    carried_references,
     carried_sources,
     clipped,
     extractive_summary,
     request_text,
     split_reply,
 )
+from bub_nb.agent.summaries.sources import to_sources
+from bub_nb.agent.summaries.support import supported_citations
 from bub_nb.context.messages import is_hidden
 from bub_nb.context.tokens import count_messages_tokens, count_text_tokens
 from bub_nb.errors import BubNbError, ContextLengthError
-from bub_nb.tape.citations import check_citations, without_unseen_citations
+from bub_nb.tape.citations import (
+    check_citations,
+    find_references,
+    without_unknown_references,
+    without_unseen_citations,
+)
 from bub_nb.tape.events import retracted_ids
 from bub_nb.tape.text import payload_role, payload_text
 
@@ -69,6 +77,8 @@ class Summary:
     requests: tuple[dict[str, Any], ...] = ()
     usage: Usage | None = None
     error: str | None = None
+    unsupported_citations: int = 0
+    """Citations the model gave for a claim the cited entry does not hold, taken out (see ``support``)."""
 
     def state(self) -> dict[str, Any]:
         """The anchor state of the contract: summary, next steps, sources, range, model, uncited, removed."""
@@ -80,6 +90,7 @@ class Summary:
             "summarized_by": self.summarized_by,
             "uncited": list(self.uncited),
             "removed_citations": self.removed_citations,
+            "unsupported_citations": self.unsupported_citations,
         }
 
     def event_data(self, anchor: str) -> dict[str, Any]:
@@ -222,8 +233,16 @@ async def summarise_phase(model: Model, phase: Phase) -> Summary:
     summary, next_steps = split_reply(text)
     if not summary:
         raise BubNbError(f"Model {model.name!r} answered the summarising request with no summary")
+    # A carried claim cites where it was said, not the anchor it came through.
+    summary, next_steps = (to_sources(part, phase.items) for part in (summary, next_steps))
+    said = {item.first: item.text for item in phase.items if item.first == item.last}
+    quoted = getattr(model, "quotes_summaries", False) is True  # the offline model's, extractive by construction
+    supported = [supported_citations(part, {} if quoted else said) for part in (summary, next_steps)]
+    summary, next_steps = (part.text for part in supported)
     checked = _checked(summary, next_steps, phase, model.name, run.removed, parts, run.requests, run.usage)
-    if not checked.sources:
+    checked = replace(checked, unsupported_citations=sum(len(part.dropped) for part in supported))
+    # A summary whose only citations are the other tapes' entries its carried lines name cites something too.
+    if not checked.sources and not find_references(f"{checked.summary}\n{checked.next_steps}"):
         raise BubNbError(
             f"Model {model.name!r} answered the summarising request with a summary that cites no entry of "
             f"#{phase.range[0]}-#{phase.range[1]} ({shorten(summary, 60, placeholder=' …')!r}); nothing was written"
@@ -252,7 +271,8 @@ def _checked(
     carried = carried_sources(phase.items)  # the lines carried over keep citing where they came from
     seen = frozenset(i for item in phase.items for i in range(item.first, item.last + 1)) | carried
     (summary, next_steps), unseen = without_unseen_citations((summary, next_steps), seen)
-    removed += unseen
+    (summary, next_steps), unknown = without_unknown_references((summary, next_steps), carried_references(phase.items))
+    removed += unseen + unknown
     checked_summary = check_citations(summary, first, last, carried)
     checked_steps = check_citations(next_steps, first, last, carried)
     return Summary(

@@ -152,8 +152,9 @@ def budget_markdown(phases: list[PhaseUsage]) -> list[str]:
 def anchors_frame(tape: TranscribedTape) -> pd.DataFrame:
     """Every anchor with its id, date, state, the entries written since it and up to the next phase anchor
     (``entries_until_next``: for a phase anchor, the entries of its phase), and what its
-    summary cites: ``sources`` (the cited ids) and ``uncited`` (how many sentences cite nothing; empty
-    when the state does not say, as for a plain handoff)."""
+    summary cites: ``sources`` (the cited ids), ``references`` (the ``tape://`` addresses of other tapes' entries
+    its carried lines cite) and ``uncited`` (how many sentences cite nothing; empty when the state does not say,
+    as for a plain handoff)."""
     import pandas as pd
 
     anchors = tape.anchors(limit=None)
@@ -175,10 +176,11 @@ def anchors_frame(tape: TranscribedTape) -> pd.DataFrame:
                 "entries_since": last_id - anchor.id,
                 "entries_until_next": next_id - anchor.id - 1,
                 "sources": list(anchor.sources),
+                "references": list(anchor.references),
                 "uncited": None if anchor.uncited is None else len(anchor.uncited),
             }
         )
-    columns = ["name", "id", "date", "state", "entries_since", "entries_until_next", "sources", "uncited"]
+    columns = ["name", "id", "date", "state", "entries_since", "entries_until_next", "sources", "references", "uncited"]
     frame = pd.DataFrame(rows, columns=columns)
     frame["date"] = pd.to_datetime(frame["date"], utc=True, format="ISO8601")
     frame["uncited"] = frame["uncited"].astype("Int64")
