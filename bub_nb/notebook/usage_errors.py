@@ -9,7 +9,9 @@ from typing import Any, TypeVar, cast
 from IPython.core.error import UsageError
 
 from bub_nb.errors import BubNbError
-from bub_nb.tape.redact import redact_text
+from bub_nb.tape.redact import error_line as one_line
+
+__all__ = ["one_line", "usage_errors"]
 
 Method = TypeVar("Method", bound=Callable[..., Any])
 
@@ -29,9 +31,3 @@ def usage_errors(method: Method) -> Method:
             raise UsageError(one_line(exc)) from None
 
     return cast(Method, wrapper)
-
-
-def one_line(exc: BaseException) -> str:
-    """The first line of an error, with any API key an endpoint echoed scrubbed out (outputs are saved)."""
-    text = str(exc).strip()
-    return redact_text(text.splitlines()[0] if text else type(exc).__name__)

@@ -61,6 +61,13 @@ def _environment_secrets() -> frozenset[str]:
     return _environment_seen[1]  # type: ignore[no-any-return]
 
 
+def error_line(exc: BaseException) -> str:
+    """The first line of an error, with any API key an endpoint echoed in it scrubbed out: what a magic's refusal
+    or a protocol's error message shows, both of which are saved where keys must not be."""
+    text = str(exc).strip()
+    return redact_text(text.splitlines()[0] if text else type(exc).__name__)
+
+
 def redact_text(text: str, keys: list[str] | None = None) -> str:
     """``text`` with API keys (the configured ones and anything shaped like ``sk-…``) replaced."""
     for key in _known_keys() if keys is None else keys:

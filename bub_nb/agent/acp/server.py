@@ -13,7 +13,7 @@ import contextlib
 import json
 from typing import Any
 
-from bub_nb.agent.acp.session import SOURCE, Session, WatchedTools, one_line, sdk_schema, tape_cost
+from bub_nb.agent.acp.session import SOURCE, Session, WatchedTools, sdk_schema, tape_cost
 from bub_nb.agent.acp.tapes import Place, SessionRefused, check_cwd, check_session_id, new_session_name, session_rows
 from bub_nb.agent.kernel_tools import Decision, NamespaceKernel, kernel_tools
 from bub_nb.agent.loop import Agent
@@ -21,6 +21,7 @@ from bub_nb.agent.models import Model, resolve_model
 from bub_nb.agent.team import Team
 from bub_nb.errors import BubNbError, NotHoldingError
 from bub_nb.tape.names import MAIN_AGENT, agent_of_tape, agent_tape_name
+from bub_nb.tape.redact import error_line
 
 
 class AcpServer:
@@ -129,7 +130,7 @@ class AcpServer:
                 await session.task
             raise
         except BubNbError as exc:
-            raise RequestError.invalid_request({"message": one_line(exc)}) from None
+            raise RequestError.invalid_request({"message": error_line(exc)}) from None
         reasons = {"interrupted": "cancelled", "max_steps": "max_turn_requests"}
         usage = None
         if turn.usage is not None:
@@ -188,7 +189,7 @@ class AcpServer:
         except BubNbError as exc:
             from acp import RequestError
 
-            raise RequestError.invalid_params({"message": one_line(exc)}) from None
+            raise RequestError.invalid_params({"message": error_line(exc)}) from None
         opened: list[Session] = []
 
         async def consent(code: str) -> Decision:
@@ -244,7 +245,7 @@ def _check_holding(session: Session) -> None:
     except NotHoldingError as exc:
         holder = team.holder() or MAIN_AGENT
         where = agent_tape_name(team.tape.name, holder)
-        message = f"{one_line(exc)}; over ACP, session/load {where!r} continues as {holder!r}"
+        message = f"{error_line(exc)}; over ACP, session/load {where!r} continues as {holder!r}"
         raise RequestError.invalid_request({"message": message, "holder": holder, "holderSession": where}) from None
 
 
@@ -254,7 +255,7 @@ def _checked(check: Any, value: Any) -> Any:
     try:
         return check(value)
     except SessionRefused as exc:
-        raise RequestError.invalid_params({"message": one_line(exc)}) from None
+        raise RequestError.invalid_params({"message": error_line(exc)}) from None
 
 
 def _mcp(servers: Any) -> Any:

@@ -28,6 +28,7 @@ from bub_nb.context.messages import result_text
 from bub_nb.context.tokens import count_message_tokens
 from bub_nb.errors import BubNbError
 from bub_nb.tape import Tape
+from bub_nb.tape.redact import error_line
 from bub_nb.tape.reports.prices import cost_of, current_prices
 
 
@@ -188,7 +189,7 @@ class Session:
             await self.flush()
             answer = await self.server.ask(self.id, tool_call, options)
         except Exception as exc:  # no client, or one that cannot ask: nothing runs
-            return Decision("refused", f"The ACP client could not be asked to run code ({one_line(exc)})")
+            return Decision("refused", f"The ACP client could not be asked to run code ({error_line(exc)})")
         outcome = answer.outcome
         if getattr(outcome, "outcome", None) == "selected" and outcome.option_id == "allow":
             return Decision("approved", "approved in the ACP client")
@@ -360,7 +361,3 @@ def _kind(name: str) -> str:
     if name.startswith("notebook.") or name in ("tape.info", "tape.anchors"):
         return "read"
     return "other"
-
-
-def one_line(exc: BaseException) -> str:
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
