@@ -2,10 +2,10 @@
 
 A 200-turn session on the offline model, in two shapes:
 
-- with a summarising handoff every 10 turns: the view the next turn sends (system prompt, the last anchor
+- with a summarizing handoff every 10 turns: the view the next turn sends (system prompt, the last anchor
   with its summary, the current phase) and the ``phases`` view (every earlier phase's summary, then the
   current phase) against the full history (system prompt and every message); and
-  one phase's summary (the anchor's state) against the phase it replaces; and what summarising cost
+  one phase's summary (the anchor's state) against the phase it replaces; and what summarizing cost
   (the ``summary`` events' tokens) against what the turns cost (the ``run`` events');
 - with no handoff and a small context window, so the session overflows again and again: each retried
   request (system prompt, the overflow anchor with its summary, the prompt) against the full history at
@@ -59,7 +59,7 @@ def request_tokens(agent: Agent, mode: object) -> int:
     return count_messages_tokens([{"role": "system", "content": agent.system_prompt()}, *view.messages])
 
 
-def summarised_session(turns: int, every: int, home: str) -> dict[str, float]:
+def summarized_session(turns: int, every: int, home: str) -> dict[str, float]:
     tape = open_tape("compression-handoffs", home=home)
     agent = Agent(tape, model="offline")
     state_tokens: list[int] = []
@@ -137,19 +137,19 @@ def _usage(tape: Tape, name: str) -> int:
 
 def rows(turns: int = 200, every: int = 10, window: int = 1500) -> list[list[str]]:
     with tempfile.TemporaryDirectory() as home:
-        kept = summarised_session(turns, every, home)
+        kept = summarized_session(turns, every, home)
         overflow = overflowing_session(turns, window, home)
         report_s, frame_s = retention_timing(1000, home)
     return [
         [
-            f"{turns} turns, summarising handoff every {every}: next request",
+            f"{turns} turns, summarizing handoff every {every}: next request",
             f"{kept['view']:.0f} tok",
             f"{kept['full']:.0f} tok (full history)",
             f"{kept['view'] / kept['full']:.3f}x",
             "",
         ],
         [
-            f"{turns} turns, summarising handoff every {every}: phases view",
+            f"{turns} turns, summarizing handoff every {every}: phases view",
             f"{kept['phases']:.0f} tok",
             f"{kept['full']:.0f} tok (full history)",
             f"{kept['phases'] / kept['full']:.3f}x",
@@ -163,14 +163,14 @@ def rows(turns: int = 200, every: int = 10, window: int = 1500) -> list[list[str
             "",
         ],
         [
-            f"{turns} turns: summarising cost",
+            f"{turns} turns: summarizing cost",
             f"{kept['summary_cost']:.0f} tok",
             f"{kept['run_cost']:.0f} tok (the turns)",
             f"{kept['summary_cost'] / kept['run_cost']:.3f}x",
             "",
         ],
         [
-            f"{turns} turns, window {window}: summarised retry ({overflow['overflows']:.0f} overflows)",
+            f"{turns} turns, window {window}: summarized retry ({overflow['overflows']:.0f} overflows)",
             f"{overflow['retry']:.0f} tok",
             f"{overflow['full']:.0f} tok (full history)",
             f"{overflow['retry'] / overflow['full']:.3f}x (median {overflow['median_ratio']:.3f}x)",
@@ -208,7 +208,7 @@ def rows(turns: int = 200, every: int = 10, window: int = 1500) -> list[list[str
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=200)
-    parser.add_argument("--every", type=int, default=10, help="turns between summarising handoffs")
+    parser.add_argument("--every", type=int, default=10, help="turns between summarizing handoffs")
     parser.add_argument("--window", type=int, default=1500, help="the offline model's window in the overflow run")
     args = parser.parse_args(argv)
     print_table(["figure", "bub_nb", "baseline", "ratio", "target"], rows(args.turns, args.every, args.window))

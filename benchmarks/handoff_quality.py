@@ -4,7 +4,7 @@ A multi-session dialogue set whose questions name their evidence turns (LoCoMo's
 ``speaker_b``, ``session_N`` with turns ``{speaker, dia_id, text}``, ``session_N_date_time`` and ``qa`` with
 ``question``, ``answer``, ``category`` and ``evidence``) is replayed onto one tape per conversation: each session
 is a phase (a line with its date, then every turn, the first speaker as ``user`` and the second as ``assistant``,
-each turn's text after its speaker's name), closed by a summarising handoff on the offline model
+each turn's text after its speaker's name), closed by a summarizing handoff on the offline model
 (``Agent.handoff("session/N", summarize=True)``). After the last handoff, for every question (all but category 5,
 whose answers are by design absent from the dialogue), the view the next turn would send is built in each mode,
 with the question as the turn's prompt, and asked:
@@ -112,7 +112,7 @@ def _sessions(data: dict[str, Any]) -> list[int]:
 
 
 def replay(name: str, data: dict[str, Any], home: str) -> Replayed:
-    """Write the conversation onto a tape, one phase per session, each closed by a summarising handoff."""
+    """Write the conversation onto a tape, one phase per session, each closed by a summarizing handoff."""
     tape = open_tape(f"dialogue-{name}", home=home)
     agent = Agent(tape, model="offline")
     tape.ensure_bootstrap_anchor()

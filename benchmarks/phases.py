@@ -4,7 +4,7 @@ Build time of the ``phases`` view on the benchmark corpus (a phase handoff about
 the baseline is the ``full`` view of the same tape. It reads one entry per earlier phase anchor, so it
 grows with the number of phases, not with the tape; the ``LAST_ANCHOR`` view's time is shown beside it.
 What the view *sends*, in tokens, against the full history is in ``compression.py``, on a session whose
-phases were closed by summarising handoffs.
+phases were closed by summarizing handoffs.
 
     python benchmarks/phases.py [--sizes 10000,100000]
 """

@@ -149,7 +149,7 @@ def run_command(
     """Run one comma command on ``tape`` with the builtin tools (or ``tools``) and log it there.
 
     ``meta`` goes on the ``command`` event (a notebook passes the cell it came from); ``state`` is the
-    tools' (an agent passes itself, so ``,handoff summarize=true`` has a model to summarise with).
+    tools' (an agent passes itself, so ``,handoff summarize=true`` has a model to summarize with).
     """
     registry = tools if tools is not None else builtin_registry()
     parsed = parse_command(text)

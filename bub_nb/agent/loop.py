@@ -217,7 +217,7 @@ class Agent:
     def abort(self) -> Turn | None:
         """Stop the running turn now, recorded as interrupted with its partial answer kept; nothing more is written
         for it and its task is cancelled (an arun then returns that Turn). A turn whose handoff before it is being
-        summarised stops too, its prompt kept. ``None`` when no turn runs."""
+        summarized stops too, its prompt kept. ``None`` when no turn runs."""
         running, self._running = self._running, None
         if running is None:
             return self._abort_handoff_before()
@@ -225,7 +225,7 @@ class Agent:
         return self.last_turn
 
     def _abort_handoff_before(self) -> Turn | None:
-        """Stop a turn whose handoff before it is being summarised: recorded now as any interrupted turn is, its
+        """Stop a turn whose handoff before it is being summarized: recorded now as any interrupted turn is, its
         prompt kept and no answer, saying that nothing of the handoff was written (it is one append, after its
         summary). ``None`` when no turn waits on such a handoff."""
         handing_off, self._handing_off = self._handing_off, None
@@ -236,7 +236,7 @@ class Agent:
         recorder = TurnRecorder(self.tape, self.model.name, self.meta, memory_version=memory.version or None)
         recorder.start(self.system_prompt(prompt, memory), prompt)
         said = (
-            f"The summarising handoff ({HANDOFF_AT_ANCHOR}) before this turn was interrupted: nothing of it was "
+            f"The summarizing handoff ({HANDOFF_AT_ANCHOR}) before this turn was interrupted: nothing of it was "
             "written and the prompt was not sent; the next turn tries the handoff again"
         )
         recorder.error("handoff.interrupted", said)
@@ -245,7 +245,7 @@ class Agent:
         return self.last_turn
 
     async def ahandoff(self, name: str, /, *, summarize: bool = False, **state: Any) -> list[TapeEntry]:
-        """Write the anchor ``name`` carrying ``state``; with ``summarize`` the model first summarises the phase. The
+        """Write the anchor ``name`` carrying ``state``; with ``summarize`` the model first summarizes the phase. The
         summary cites the phase's entries (``[#12]``) and goes in the state with ``next_steps``, ``sources``,
         ``range``, ``summarized_by``, ``uncited`` and ``removed_citations``; ``state`` wins over those keys. A
         summary that fails writes nothing. Returns the entries written."""
@@ -255,7 +255,7 @@ class Agent:
         return run_sync(self.ahandoff(name, summarize=summarize, **state))  # ahandoff from synchronous code
 
     def preview_handoff(self, name: str, /, *, summarize: bool = True, **state: Any) -> HandoffPreview:
-        """What :meth:`handoff` would write (summarised unless ``summarize=False``); nothing until ``accept()``."""
+        """What :meth:`handoff` would write (summarized unless ``summarize=False``); nothing until ``accept()``."""
         meta, view = self.meta, self.view
         return run_sync(preview_handoff(self.tape, self.model, name, state, summarize=summarize, meta=meta, view=view))
 
@@ -333,7 +333,7 @@ class Agent:
                 self._running = None
 
     async def _handoff_before(self, prompt: str) -> list[str] | None:
-        """With ``handoff_at``: a summarising handoff written before a turn whose request would take more than that
+        """With ``handoff_at``: a summarizing handoff written before a turn whose request would take more than that
         share of the model's window, and the line that says so (the overflow retry stays the last resort); ``None``
         when abort() stopped the turn meanwhile."""
         window = context_window_of(self.model)
@@ -360,7 +360,7 @@ class Agent:
         finally:
             self._handing_off = None
         return [
-            f"A summarising handoff ({HANDOFF_AT_ANCHOR}) was written before this turn: its request would have taken "
+            f"A summarizing handoff ({HANDOFF_AT_ANCHOR}) was written before this turn: its request would have taken "
             f"{used:,} of the window's {window:,} tokens, over handoff_at={self.handoff_at:g}"
         ]
 

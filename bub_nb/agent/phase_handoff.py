@@ -1,7 +1,7 @@
-"""Handoffs from the agent: a plain anchor, or one whose state summarises the phase it closes, citing it.
+"""Handoffs from the agent: a plain anchor, or one whose state summarizes the phase it closes, citing it.
 
-Everything is checked and summarised before the first write: a failed summary writes nothing. A
-summarising handoff writes a ``summary`` event (what the summary cost), then the anchor and its
+Everything is checked and summarized before the first write: a failed summary writes nothing. A
+summarizing handoff writes a ``summary`` event (what the summary cost), then the anchor and its
 ``handoff`` event, in one append. A preview does all of that but the append, which accepting it does.
 """
 
@@ -24,7 +24,7 @@ from bub_nb.agent.summaries.summarize import (
     closing_phase,
     extractive_phase_summary,
     fitted,
-    summarise_phase,
+    summarize_phase,
 )
 from bub_nb.context.messages import anchor_message
 from bub_nb.context.retention import Retention, has_summary, report
@@ -50,7 +50,7 @@ async def write_handoff(
 ) -> list[TapeEntry]:
     """Write the anchor ``name`` with ``state``; with ``summarize`` the model's summary of the phase goes first.
 
-    Returns what was written: the ``summary`` event (when summarising), the anchor, the ``handoff`` event.
+    Returns what was written: the ``summary`` event (when summarizing), the anchor, the ``handoff`` event.
     """
     return tape.extend(await handoff_to_write(tape, model, name, state, summarize=summarize, meta=meta))
 
@@ -58,19 +58,19 @@ async def write_handoff(
 async def handoff_to_write(
     tape: Tape, model: Model, name: str, state: Mapping[str, Any], *, summarize: bool, meta: Mapping[str, Any]
 ) -> list[TapeEntry]:
-    """The entries :func:`write_handoff` writes, checked (and summarised) but not written."""
+    """The entries :func:`write_handoff` writes, checked (and summarized) but not written."""
     check_handoff_name(name)
     plain_json(dict(state))  # a state the tape cannot hold is refused before the model is asked
     check_state_citations(dict(state), tape.last_id)  # the user's own summary= is bounded by the tape too
     if not summarize:
         return handoff_entries(name, dict(state) or None, **meta)
-    summary = await summarise_phase(model, closing_phase(tape))
+    summary = await summarize_phase(model, closing_phase(tape))
     return summary_entries(name, summary, state, meta)
 
 
 @dataclass(frozen=True)
 class HandoffPreview:
-    """A handoff checked and summarised but not written: what :meth:`accept` writes, exactly, with no model call.
+    """A handoff checked and summarized but not written: what :meth:`accept` writes, exactly, with no model call.
 
     ``state`` is the anchor's state (its ``summary`` cites the phase), ``retention`` what the summary keeps of
     the phase (``None`` without a summary), and ``tokens_before`` / ``tokens_after`` what the next view costs
@@ -173,7 +173,7 @@ async def overflow_summary(model: Model, tape: Tape, room: int | None = None) ->
     """
     phase = closing_phase(tape)
     try:
-        summary = with_carried(await summarise_phase(model, phase), phase)
+        summary = with_carried(await summarize_phase(model, phase), phase)
     except Exception as exc:  # any failure of the model: the retry must still carry what came before
         summary = extractive_phase_summary(phase, error=f"{type(exc).__name__}: {exc}")
     return fitted(summary, room, overflow_summary_state)
@@ -278,7 +278,7 @@ when_redacted(drop_previews_holding)
 
 @dataclass(frozen=True)
 class PhaseHandoff:
-    """What a handoff on one tape needs, and nothing more: the tape, the model that summarises, the meta its entries
+    """What a handoff on one tape needs, and nothing more: the tape, the model that summarizes, the meta its entries
     carry and how the next view is built (for a preview's tokens). An :class:`~bub_nb.agent.Agent` hands off with
     its own; ``%handoff NAME --summarize`` makes one of these rather than a whole agent with tools and servers."""
 

@@ -5,7 +5,7 @@ as for ``LAST_ANCHOR``: the bootstrap ``session/start``, a user's handoff, ``aut
 and runs to the next one. The current phase is sent in full, exactly as ``LAST_ANCHOR`` sends it; each
 earlier phase becomes one assistant message made from its anchor: the name and the ids the phase covered,
 then ``summary`` and ``next_steps`` with their ``[#id]`` citations, then the rest of the state as JSON.
-The bookkeeping a summarising handoff adds (``sources``, ``range``, ``summarized_by``, ``uncited``,
+The bookkeeping a summarizing handoff adds (``sources``, ``range``, ``summarized_by``, ``uncited``,
 ``removed_citations``) stays on the tape and out of the message.
 """
 
@@ -25,7 +25,7 @@ from bub_nb.tape.entries import TapeEntry, is_phase_anchor
 if TYPE_CHECKING:
     from bub_nb.tape import Tape
 
-#: State keys a summarising handoff writes for readers and tools, not for the model.
+#: State keys a summarizing handoff writes for readers and tools, not for the model.
 BOOKKEEPING: Final = frozenset(BOOKKEEPING_KEYS)
 #: Text keys shown first, in this order, under these headings.
 LEADING: Final = tuple(CITING_TITLES.items())

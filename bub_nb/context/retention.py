@@ -1,4 +1,4 @@
-"""What a summarising handoff kept: the artifacts of the phase it closed, each kept in its state or lost.
+"""What a summarizing handoff kept: the artifacts of the phase it closed, each kept in its state or lost.
 
 The phase is the ``range`` the anchor's state records (else the entries between the anchor before it and
 this one). Its entries' text and the state's text (every key but the bookkeeping ones: ``sources``,
@@ -212,7 +212,7 @@ def anchor_retention(
     anchors = tape.anchors(limit=None) if anchors is None else anchors
     found = _resolve(anchors, anchor, tape.name)
     if not has_summary(found.state):
-        raise BubNbError(f"Anchor {found.name!r} (#{found.id}) has no summary; only a summarising handoff has one")
+        raise BubNbError(f"Anchor {found.name!r} (#{found.id}) has no summary; only a summarizing handoff has one")
     assert found.state is not None
     first, last = _phase_range(tape, found, anchors)
     # The anchor the phase opened with (at its first id, or just before it), whose state the phase inherited.

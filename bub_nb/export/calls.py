@@ -29,7 +29,7 @@ class TurnCalls:
 
     tape: str
     turn: TapeTurn
-    summarised: frozenset[int]
+    summarized: frozenset[int]
     content: bool
     provider: str
     model: str
@@ -164,7 +164,7 @@ class TurnCalls:
 def read_entry(state: TurnCalls, entry: TapeEntry, events: list[SpanEvent]) -> None:
     kind, payload = entry.kind, entry.payload
     if is_mark(entry):
-        events.append(mark_event(entry, state.summarised, state.content, state.boundary))
+        events.append(mark_event(entry, state.summarized, state.content, state.boundary))
     elif kind == "system":
         state.system = str(payload.get("content", ""))
     elif kind == "message" and payload.get("role") == "user":

@@ -1,4 +1,4 @@
-"""Anchors, handoffs and summaries as span events, and which anchors a summarising handoff wrote."""
+"""Anchors, handoffs and summaries as span events, and which anchors a summarizing handoff wrote."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from bub_nb.tape.entries import TapeEntry
 from bub_nb.tape.events import SUMMARY
 
 
-def summarised_anchors(entries: Iterable[TapeEntry]) -> frozenset[int]:
-    """The ids of the anchors a summarising handoff wrote: each follows a ``summary`` event naming it."""
+def summarized_anchors(entries: Iterable[TapeEntry]) -> frozenset[int]:
+    """The ids of the anchors a summarizing handoff wrote: each follows a ``summary`` event naming it."""
     found: set[int] = set()
     summary_for: str | None = None
     for entry in entries:
@@ -26,8 +26,8 @@ def summarised_anchors(entries: Iterable[TapeEntry]) -> frozenset[int]:
     return frozenset(found)
 
 
-def mark_event(entry: TapeEntry, summarised: Collection[int], content: bool, fallback: int = 0) -> SpanEvent:
-    """``bub.anchor``, ``bub.handoff`` or ``bub.summary``; a summarising handoff marks the conversation compacted.
+def mark_event(entry: TapeEntry, summarized: Collection[int], content: bool, fallback: int = 0) -> SpanEvent:
+    """``bub.anchor``, ``bub.handoff`` or ``bub.summary``; a summarizing handoff marks the conversation compacted.
 
     ``fallback`` is the event's time when the entry's date is not one. An anchor's state is content (a
     summary of the conversation): its JSON is kept only with ``content``, its keys always.
@@ -37,7 +37,7 @@ def mark_event(entry: TapeEntry, summarised: Collection[int], content: bool, fal
     if entry.kind == "anchor":
         name = "bub.anchor"
         attributes["bub.anchor.name"] = str(payload.get("name", ""))
-        attributes["bub.anchor.summarised"] = entry.id in summarised
+        attributes["bub.anchor.summarized"] = entry.id in summarized
         state = payload.get("state")
         if isinstance(state, Mapping):
             attributes["bub.anchor.state_keys"] = tuple(str(key) for key in state)
@@ -55,6 +55,6 @@ def mark_event(entry: TapeEntry, summarised: Collection[int], content: bool, fal
             for key, attribute in (("prompt_tokens", "input_tokens"), ("completion_tokens", "output_tokens")):
                 if type(usage.get(key)) is int:
                     attributes[f"bub.summary.{attribute}"] = usage[key]
-        elif entry.id - 1 in summarised:  # the handoff event follows its anchor
+        elif entry.id - 1 in summarized:  # the handoff event follows its anchor
             attributes[g.COMPACTED] = True
     return SpanEvent(name, g.nanos(entry.date, fallback), attributes)

@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 
 from bub_nb.errors import ExportError
 from bub_nb.export.genai import SCHEMA_URL, producer_version
-from bub_nb.export.marks import summarised_anchors
+from bub_nb.export.marks import summarized_anchors
 from bub_nb.export.records import AttributeValue, SpanRecord
 from bub_nb.export.spans import tape_spans
 from bub_nb.tape.entries import TapeEntry
@@ -108,7 +108,7 @@ def otel(
         content=content_opted_in() if content is None else content,
         provider=provider,
         run_ids=run_ids,
-        summarised=earlier_summarised_anchors(tape, entries, start),
+        summarized=earlier_summarized_anchors(tape, entries, start),
     )
     own = exporter is None
     target = otlp_exporter(endpoint, timeout=timeout) if exporter is None else exporter
@@ -122,8 +122,8 @@ def otel(
     return OtelExport(tape.name, projection.turns, len(projection.spans), projection.pending, where, traces)
 
 
-def earlier_summarised_anchors(tape: Tape, entries: Sequence[TapeEntry], start: int) -> frozenset[int]:
-    """The anchors before ``start`` that views in ``entries`` start at and a summarising handoff wrote.
+def earlier_summarized_anchors(tape: Tape, entries: Sequence[TapeEntry], start: int) -> frozenset[int]:
+    """The anchors before ``start`` that views in ``entries`` start at and a summarizing handoff wrote.
 
     Only those anchors and the entry before each are read, so a turn exported on its own is marked compacted
     exactly as it is in a whole-tape export.
@@ -132,7 +132,7 @@ def earlier_summarised_anchors(tape: Tape, entries: Sequence[TapeEntry], start: 
     for entry in entries:
         view = run_view(entry) if entry.kind == "event" else None
         if view is not None and view.anchor is not None and view.anchor < start:
-            found |= summarised_anchors(tape.read(max(1, view.anchor - 1), view.anchor + 1))
+            found |= summarized_anchors(tape.read(max(1, view.anchor - 1), view.anchor + 1))
     return frozenset(found)
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from bub_nb.export import genai as g
 from bub_nb.export.calls import TurnCalls, read_entry
-from bub_nb.export.marks import mark_event, summarised_anchors
+from bub_nb.export.marks import mark_event, summarized_anchors
 from bub_nb.export.records import AttributeValue, SpanProjection, SpanRecord
 from bub_nb.export.turns import TapeTurn, split_turns
 from bub_nb.tape.entries import TapeEntry
@@ -25,24 +25,24 @@ def tape_spans(
     content: bool = False,
     provider: str | None = None,
     run_ids: Collection[str] | None = None,
-    summarised: Collection[int] = (),
+    summarized: Collection[int] = (),
 ) -> SpanProjection:
     """The spans of every closed turn of ``entries``; with ``run_ids`` only of the turns with those run ids.
 
     ``content`` adds the messages, tool arguments and results (the conventions' opt-in); ``provider``
-    replaces the ``gen_ai.provider.name`` read from the model. ``summarised`` names anchors a summarising
+    replaces the ``gen_ai.provider.name`` read from the model. ``summarized`` names anchors a summarizing
     handoff wrote before ``entries`` begin (those within them are found).
     """
     entries = list(entries)
     split = split_turns(entries)
-    summarised = summarised_anchors(entries) | frozenset(summarised)
+    summarized = summarized_anchors(entries) | frozenset(summarized)
     spans: list[SpanRecord] = []
     turns = 0
     for turn in split.turns:
         if run_ids is not None and turn.run_id not in run_ids:
             continue
         turns += 1
-        spans.extend(turn_spans(tape, turn, summarised, content=content, provider=provider))
+        spans.extend(turn_spans(tape, turn, summarized, content=content, provider=provider))
     return SpanProjection(tuple(spans), turns, len(split.pending))
 
 
@@ -102,7 +102,7 @@ def _count_at(usage: Any, path: tuple[str, ...]) -> int | None:
 
 
 def turn_spans(
-    tape: str, turn: TapeTurn, summarised: Collection[int] = (), *, content: bool = False, provider: str | None = None
+    tape: str, turn: TapeTurn, summarized: Collection[int] = (), *, content: bool = False, provider: str | None = None
 ) -> list[SpanRecord]:
     """One turn's spans: the ``invoke_agent`` span first, then its ``chat`` and ``execute_tool`` spans."""
     data = turn.data
@@ -113,7 +113,7 @@ def turn_spans(
     state = TurnCalls(
         tape,
         turn,
-        frozenset(summarised),
+        frozenset(summarized),
         content,
         provider or found_provider,
         model,
@@ -122,9 +122,9 @@ def turn_spans(
         start,
         first.id,
         view.anchor if view is not None else None,
-        view is not None and view.anchor in summarised,
+        view is not None and view.anchor in summarized,
     )
-    events = [mark_event(entry, summarised, content, start) for entry in turn.marks]
+    events = [mark_event(entry, summarized, content, start) for entry in turn.marks]
     for entry in turn.entries[:-1]:
         read_entry(state, entry, events)
     if state.failed is not None:

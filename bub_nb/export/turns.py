@@ -10,7 +10,7 @@ from bub_nb.tape.entries import TapeEntry
 from bub_nb.tape.events import HANDOFF, RUN, SUMMARY, run_data
 
 MARK_EVENTS = (HANDOFF, SUMMARY)
-"""The events an export keeps beside anchors: a handoff, and what a summarising handoff cost."""
+"""The events an export keeps beside anchors: a handoff, and what a summarizing handoff cost."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,7 +3,7 @@
 The session keeps ``agent_sessions`` (one row per session) and ``agent_messages`` (one Responses-API
 item per row, as JSON, in order): user and assistant messages, function calls and their outputs,
 reasoning. Each session becomes a phase, an anchor ``session`` with its id; a ``compaction`` item
-(what a compacting session writes in place of the history it summarised) becomes an anchor
+(what a compacting session writes in place of the history it summarized) becomes an anchor
 ``compaction``. ``SQLiteSession`` keeps no token counts, so its tape has no ``run`` events;
 ``AdvancedSQLiteSession`` keeps one ``turn_usage`` row per user turn (what ``store_run_usage`` stored, with its
 ``input_tokens_details`` and ``output_tokens_details``), which becomes the ``run`` event after the turn's last

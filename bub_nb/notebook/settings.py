@@ -69,7 +69,7 @@ class MagicSettings(Configurable):
     tool_budget = Int(2000, help="Cut every tool result to about this many tokens (0: no limit).").tag(config=True)
     handoff_at = Float(
         0.0,
-        help="Write a summarising handoff before a turn whose request would take more than this share of the model's "
+        help="Write a summarizing handoff before a turn whose request would take more than this share of the model's "
         "window, e.g. 0.8 (0: only when it overflows).",
     ).tag(config=True)
     embedding_model = Unicode(

@@ -2,7 +2,7 @@
 
 A summary that cites the entries it stands on can be checked against the tape. This module finds
 citations, keeps those that fall inside a range of ids, says which sentences cite nothing, and reads
-what a summarising handoff's anchor state cites (defensively: a plain or hand-written state is no error).
+what a summarizing handoff's anchor state cites (defensively: a plain or hand-written state is no error).
 
 An entry of another tape is cited by its address in brackets, ``[tape://<tape>/entry/<id>]``: what a line carried
 from a fork's parent, from another agent's tape or from the tape a copy was made of cites, handoff after handoff.
@@ -238,23 +238,23 @@ def without_unknown_references(texts: tuple[str, ...], known: Collection[str]) -
     return tuple(cleaned), removed
 
 
-def own_words_state(summarised: dict[str, Any], state: Mapping[str, Any]) -> dict[str, Any]:
-    """A summarising handoff's state (``summarised``) with the user's ``state`` over it.
+def own_words_state(summarized: dict[str, Any], state: Mapping[str, Any]) -> dict[str, Any]:
+    """A summarizing handoff's state (``summarized``) with the user's ``state`` over it.
 
     When the user's own ``summary`` or ``next_steps`` replaces the model's text, ``sources``, ``uncited`` and
     ``summarized_by`` describe the text kept, not the text thrown away.
     """
     own = {key: state[key] for key in CITING_KEYS if isinstance(state.get(key), str)}
     if not own:
-        return {**summarised, **state}
-    first, last = summarised["range"]
-    kept = {**summarised, **own}
+        return {**summarized, **state}
+    first, last = summarized["range"]
+    kept = {**summarized, **own}
     checked = [check_citations(kept[key], first, last) for key in CITING_KEYS if isinstance(kept.get(key), str)]
     return {
-        **summarised,
+        **summarized,
         "sources": sorted({i for text in checked for i in text.sources}),
         "uncited": [sentence for text in checked for sentence in text.uncited],
-        "summarized_by": "user" if "summary" in own else f"{summarised.get('summarized_by')} and user",
+        "summarized_by": "user" if "summary" in own else f"{summarized.get('summarized_by')} and user",
         **state,
     }
 
@@ -288,10 +288,10 @@ CITING_KEYS: Final = tuple(CITING_TITLES)
 BOOKKEEPING_KEYS: Final = (
     "sources", "range", "summarized_by", "uncited", "removed_citations", "unsupported_citations",
 )  # fmt: skip
-"""What a summarising handoff adds beside its text, for readers and tools rather than the model."""
+"""What a summarizing handoff adds beside its text, for readers and tools rather than the model."""
 
 SUMMARY_KEYS: Final = (*CITING_KEYS, *BOOKKEEPING_KEYS)
-"""Every key a summarising handoff adds to its anchor's state."""
+"""Every key a summarizing handoff adds to its anchor's state."""
 
 
 def citing_text(state: dict[str, Any]) -> str:

@@ -45,7 +45,7 @@ LOOP_STEP: Final = "loop.step"
 """A step of the agent loop worth keeping, such as an automatic handoff."""
 
 SUMMARY: Final = "summary"
-"""A summarising handoff's model calls, written just before its anchor: ``{"anchor", "model", "range", "parts",
+"""A summarizing handoff's model calls, written just before its anchor: ``{"anchor", "model", "range", "parts",
 "requests", "usage"}``. Like every event it never enters a view; its ``usage`` shows in frames."""
 
 PROMPT_TOO_LONG: Final = PromptTooLongError.kind

@@ -96,13 +96,13 @@ def test_no_lost_prompts_a_500_loses_no_prompt(
     agent = Agent(tape, endpoint())
     openai_server.fail(500)
     with pytest.raises(ModelError):
-        agent.run("Summarise chapter 3")
-    assert_failed_turn_on_tape(tape, "Summarise chapter 3", "model_error")
+        agent.run("Summarize chapter 3")
+    assert_failed_turn_on_tape(tape, "Summarize chapter 3", "model_error")
 
     openai_server.reply("Chapter 3 is about anchors.")
     assert agent.run("Did you get my question?").ok
     users = [m["content"] for m in openai_server.last_request["messages"] if m["role"] == "user"]
-    assert users == ["Summarise chapter 3", "Did you get my question?"]
+    assert users == ["Summarize chapter 3", "Did you get my question?"]
 
 
 def test_a_timeout_ends_the_turn_with_an_error(

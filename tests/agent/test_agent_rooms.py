@@ -7,7 +7,7 @@ from test_import_graph import graph
 ROOMS = ("hooks", "tools", "models", "summaries")
 #: What every room may use from the top of agent/: running coroutines from synchronous code.
 SHARED = {"bub_nb.agent.eventloop"}
-#: The doors between rooms: the summariser asks a model (its protocol and calibration), and the offline model
+#: The doors between rooms: the summarizer asks a model (its protocol and calibration), and the offline model
 #: answers a summary request with the extractive summary.
 DOORS = {
     "bub_nb.agent.summaries.summarize": {"bub_nb.agent.models.base", "bub_nb.agent.models.calibration"},

@@ -20,7 +20,7 @@ def say(tape: Tape, user: str, answer: str) -> int:
     return said
 
 
-def summarise(tape: Tape, name: str, reply: str) -> dict:
+def summarize(tape: Tape, name: str, reply: str) -> dict:
     return Agent(tape, ScriptedModel([reply])).handoff(name, summarize=True)[1].payload["state"]
 
 
@@ -32,18 +32,18 @@ def test_a_carried_line_cites_its_source_after_three_handoffs() -> None:
     tape = Tape("chain", MemoryTapeStore())
     tape.ensure_bootstrap_anchor()
     budget = say(tape, "The budget is 400 euros for the trip.", "Noted: 400 euros.")
-    first = summarise(tape, "phase/1", f"Summary:\nThe budget is 400 euros [#{budget}].")
+    first = summarize(tape, "phase/1", f"Summary:\nThe budget is 400 euros [#{budget}].")
     one = tape.find_anchor("phase/1").id
 
     room = say(tape, "The class meets on Thursdays in room 12.", "Thursdays in room 12.")
     # The model repeats the carried line and cites the anchor it read it in.
-    second = summarise(
+    second = summarize(
         tape, "phase/2", f"Summary:\n- The budget is 400 euros [#{one}].\n- The class meets in room 12 [#{room}]."
     )
     two = tape.find_anchor("phase/2").id
 
     train = say(tape, "The train leaves at 07:45 from platform 3.", "07:45, platform 3.")
-    third = summarise(
+    third = summarize(
         tape,
         "phase/3",
         f"Summary:\n- Budget: 400 euros [#{two}].\n- Room 12 on Thursdays [#{two}].\n"
@@ -51,7 +51,7 @@ def test_a_carried_line_cites_its_source_after_three_handoffs() -> None:
     )
     three = tape.find_anchor("phase/3").id
 
-    fourth = summarise(tape, "phase/4", f"Summary:\n- The budget is 400 euros for the trip [#{three}].")
+    fourth = summarize(tape, "phase/4", f"Summary:\n- The budget is 400 euros for the trip [#{three}].")
 
     assert cited(first["summary"]) == [budget]
     assert cited(second["summary"]) == [budget, room]
@@ -81,7 +81,7 @@ def test_a_citation_of_the_anchor_for_what_it_did_not_carry_stays() -> None:
     tape.handoff("phase/1", {"goal": "plan the class trip"})
     anchor = tape.last_id - 1
     said = say(tape, "The budget is 400 euros.", "Noted.")
-    state = summarise(
+    state = summarize(
         tape, "phase/2", f"Summary:\nThe goal: plan the class trip [#{anchor}]. Budget 400 euros [#{said}]."
     )
     assert cited(state["summary"]) == [anchor, said]
@@ -91,10 +91,10 @@ def test_a_carried_claim_with_another_figure_is_not_pointed_at_the_line_it_diffe
     tape = Tape("figures", MemoryTapeStore())
     tape.ensure_bootstrap_anchor()
     budget = say(tape, "The budget is 400 euros for the trip.", "Noted: 400 euros.")
-    summarise(tape, "phase/1", f"Summary:\nThe budget is 400 euros [#{budget}].")
+    summarize(tape, "phase/1", f"Summary:\nThe budget is 400 euros [#{budget}].")
     one = tape.find_anchor("phase/1").id
     room = say(tape, "The class meets in room 12.", "Room 12.")
-    state = summarise(tape, "phase/2", f"Summary:\n- The budget is 500 euros [#{one}].\n- Room 12 [#{room}].")
+    state = summarize(tape, "phase/2", f"Summary:\n- The budget is 500 euros [#{one}].\n- Room 12 [#{room}].")
     assert "The budget is 500 euros." in state["summary"] and cited(state["summary"]) == [room]
     assert state["unsupported_citations"] == 1
 
@@ -104,7 +104,7 @@ def test_a_line_carried_from_a_forks_parent_cites_the_parents_entry() -> None:
     parent = Tape("parent", store)
     parent.ensure_bootstrap_anchor()
     budget = say(parent, "The budget is 400 euros for the trip.", "Noted: 400 euros.")
-    summarise(parent, "phase/1", f"Summary:\nThe budget is 400 euros [#{budget}].")
+    summarize(parent, "phase/1", f"Summary:\nThe budget is 400 euros [#{budget}].")
 
     child = parent.fork_session("child", from_anchor="phase/1", intention="plan the day")
     address = f"tape://parent/entry/{budget}"
@@ -112,7 +112,7 @@ def test_a_line_carried_from_a_forks_parent_cites_the_parents_entry() -> None:
     assert opening is not None and address in str(opening.state)
 
     room = say(child, "The class meets in room 12.", "Room 12.")
-    state = summarise(
+    state = summarize(
         child, "phase/2", f"Summary:\n- The budget is 400 euros [#{opening.id}].\n- They meet in room 12 [#{room}]."
     )
     assert f"The budget is 400 euros [{address}]." in state["summary"]
@@ -121,7 +121,7 @@ def test_a_line_carried_from_a_forks_parent_cites_the_parents_entry() -> None:
     # A third handoff on the fork still names the parent's entry.
     say(child, "Lunch is at noon.", "Noon.")
     second = child.find_anchor("phase/2").id
-    state = summarise(
+    state = summarize(
         child, "phase/3", f"Summary:\n- Budget of 400 euros [#{second}].\n- Lunch at noon [#{second + 3}]."
     )
     assert find_references(state["summary"]) == [address]
@@ -141,7 +141,7 @@ def test_a_model_cannot_cite_a_tape_address_no_carried_line_names() -> None:
     tape.ensure_bootstrap_anchor()
     said = say(tape, "The budget is 400 euros.", "Noted.")
     before = len(tape)
-    state = summarise(tape, "phase/1", f"Summary:\nBudget 400 euros [#{said}] [tape://other/entry/3].")
+    state = summarize(tape, "phase/1", f"Summary:\nBudget 400 euros [#{said}] [tape://other/entry/3].")
     assert "tape://" not in state["summary"] and state["removed_citations"] == 1
     assert len(tape) == before + 3
 
@@ -157,7 +157,7 @@ def test_the_retention_report_says_when_a_tape_reference_cannot_be_followed(unre
     tape.handoff("phase/1", {"summary": f"The budget is 400 euros [{unreadable}]."})
     said = say(tape, "Room 12.", "Room 12.")
     opening = tape.find_anchor("phase/1").id
-    summarise(tape, "phase/2", f"Summary:\n- The budget is 400 euros [#{opening}].\n- Room 12 [#{said}].")
+    summarize(tape, "phase/2", f"Summary:\n- The budget is 400 euros [#{opening}].\n- Room 12 [#{said}].")
     report = anchor_retention(tape, "phase/2")
     (reference,) = report.references
     assert reference.entry is None and reference.error
@@ -180,13 +180,13 @@ def test_a_line_another_agent_handed_over_cites_the_senders_entry_after_two_hand
     opening = own.last_anchor()
     assert opening is not None
     said = say(own, "The mean is 115.", "115, checked.")
-    state = summarise(
+    state = summarize(
         own, "phase/2", f"Summary:\n- March sales: 120, 95 and 130 [#{opening.id}].\n- The mean is 115 [#{said}]."
     )
     assert f"March sales: 120, 95 and 130 [{address}]." in state["summary"]
     second = own.find_anchor("phase/2").id
     say(own, "Report it.", "Reported.")
-    state = summarise(own, "phase/3", f"Summary:\n- Sales 120, 95 and 130 in March [#{second}].")
+    state = summarize(own, "phase/3", f"Summary:\n- Sales 120, 95 and 130 in March [#{second}].")
     assert find_references(state["summary"]) == [address]
     (reference,) = anchor_retention(own, "phase/3").references
     assert reference.entry is not None and "120, 95 and 130" in str(reference.entry.payload)

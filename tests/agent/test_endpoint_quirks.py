@@ -218,7 +218,7 @@ def test_an_overflow_summary_that_cites_nothing_gives_way_to_the_extractive_one(
 ) -> None:
     tape = long_tape()
     openai_server.refuse(400, OPENAI_OVERFLOW)
-    openai_server.default_text = "6x/opQr"  # every summarising request, in parts or whole, and then the answer
+    openai_server.default_text = "6x/opQr"  # every summarizing request, in parts or whole, and then the answer
     turn = Agent(tape, endpoint).run("What next?")
     assert turn.ok
     state = tape.find_anchor("auto_handoff/context_overflow").state

@@ -1,4 +1,4 @@
-"""``handoff_at``: a summarising handoff before the turn whose request would pass that share of the window."""
+"""``handoff_at``: a summarizing handoff before the turn whose request would pass that share of the window."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from bub_nb.tape.stores.memory import MemoryTapeStore
 from bub_nb.testing import OpenAICompatibleServer
 
 
-def test_a_turn_that_would_pass_handoff_at_is_preceded_by_a_summarising_handoff_said_in_its_notices() -> None:
+def test_a_turn_that_would_pass_handoff_at_is_preceded_by_a_summarizing_handoff_said_in_its_notices() -> None:
     tape = Tape("early", MemoryTapeStore())
     agent = Agent(tape, OfflineModel(context_window=2000), handoff_at=0.5)
     turns = [agent.run(f"Fact {n}: the sensor in room {n} reads {n * 7} degrees. " * 3) for n in range(1, 12)]
@@ -35,7 +35,7 @@ def test_handoff_at_must_be_a_share_of_the_window() -> None:
             Agent(tape, "offline", handoff_at=bad)
 
 
-def test_an_interrupt_while_the_handoff_is_summarised_keeps_the_prompt_writes_no_anchor_and_the_next_turn_tries() -> (
+def test_an_interrupt_while_the_handoff_is_summarized_keeps_the_prompt_writes_no_anchor_and_the_next_turn_tries() -> (
     None
 ):
     tape = Tape("stopped", MemoryTapeStore())
@@ -59,7 +59,7 @@ def test_an_interrupt_while_the_handoff_is_summarised_keeps_the_prompt_writes_no
     assert any(HANDOFF_AT_ANCHOR in notice for notice in turn.notices)
 
 
-def test_abort_while_the_handoff_is_summarised_returns_the_interrupted_turn(
+def test_abort_while_the_handoff_is_summarized_returns_the_interrupted_turn(
     openai_server: OpenAICompatibleServer, model: OpenAIModel
 ) -> None:
     async def scenario() -> None:

@@ -52,7 +52,7 @@ FAILURES = (BubNbError, ValueError, RuntimeError, TimeoutError)
 
 
 def seeded(home: Path) -> Tape:
-    """A tape with history: two turns, a memory zone and a summarised handoff citing the first prompt."""
+    """A tape with history: two turns, a memory zone and a summarized handoff citing the first prompt."""
     tape = Tape("hostile", FileTapeStore(home / "tapes"))
     model = ScriptedModel(
         [

@@ -88,7 +88,7 @@ def test_a_handoff_citing_past_the_tape_is_refused_and_writes_nothing(tape: Tape
 
 def test_the_models_handoff_citing_everything_is_an_error_result(tape: Tape) -> None:
     call = {"tool_calls": [{"name": "tape_handoff", "arguments": {"name": "phase/all", "summary": HUGE}}]}
-    turn = Agent(tape, ScriptedModel([call, "ok"])).run("summarise everything")
+    turn = Agent(tape, ScriptedModel([call, "ok"])).run("summarize everything")
     assert turn.ok and "phase/all" not in tape.anchor_names()
     (result,) = tape.read(kinds=("tool_result",))
     assert "beyond the tape's entries" in str(result.payload)

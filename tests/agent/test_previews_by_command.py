@@ -1,6 +1,6 @@
 """A handoff previewed and accepted from a comma cell: ``,handoff name=N preview=true``, then ``accept=true``.
 
-(Run from plain Python, a comma command that asks the model nests the event loop as the summarising
+(Run from plain Python, a comma command that asks the model nests the event loop as the summarizing
 ``,handoff`` does; the model tests that count a loop's connections run before this file.)
 """
 

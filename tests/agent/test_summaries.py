@@ -1,4 +1,4 @@
-"""Summarising handoffs: the model summarises the phase it closes, citing its entries, and every citation is checked."""
+"""Summarizing handoffs: the model summarizes the phase it closes, citing its entries, and every citation is checked."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def citations_in(text: str) -> list[int]:
 
 
 def request_ids(request: dict[str, Any]) -> list[int]:
-    """The ids labelling the entries a summarising request sent."""
+    """The ids labelling the entries a summarizing request sent."""
     (user,) = [m["content"] for m in request["messages"] if m["role"] == "user"]
     return [item.first for item in parse_items(user)]
 
@@ -107,7 +107,7 @@ def test_failed_summary_writes_nothing(tape: Tape) -> None:
     assert len(tape) == before
 
 
-def test_comma_handoff_summarises_with_the_agents_model(tape: Tape) -> None:
+def test_comma_handoff_summarizes_with_the_agents_model(tape: Tape) -> None:
     agent = Agent(tape, model="offline")
     talk(agent, ["We chose pandas for the analysis."])
     turn = agent.run(",handoff name=phase/2 summarize=true")
@@ -168,7 +168,7 @@ def test_offline_summary_is_deterministic_and_every_citation_is_valid(
 # -- against the local OpenAI-compatible endpoint ---------------------------------------------------------
 
 
-def test_summarising_request_holds_exactly_the_phase_entries(tape: Tape, openai_server: Any, model: Any) -> None:
+def test_summarizing_request_holds_exactly_the_phase_entries(tape: Tape, openai_server: Any, model: Any) -> None:
     agent = Agent(tape, model=model)
     openai_server.reply("Noted.").reply("Fine.")
     talk(agent, ["Old phase.", "Still old."])
@@ -209,7 +209,7 @@ def test_a_citation_outside_the_phase_is_removed_and_counted(tape: Tape, openai_
     assert state["uncited"] == ["The data came from.", "Ship it."]
 
 
-def test_a_phase_longer_than_the_window_is_summarised_in_parts(tmp_path: Any) -> None:
+def test_a_phase_longer_than_the_window_is_summarized_in_parts(tmp_path: Any) -> None:
     with OpenAICompatibleServer(
         context_window=900, default_text="Summary:\nSales figures: the north grew [#4-#5]."
     ) as server:

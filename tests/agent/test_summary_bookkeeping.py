@@ -87,7 +87,7 @@ def test_summarize_with_my_own_words_keeps_no_bookkeeping_of_the_text_thrown_awa
     assert set(state["sources"]) <= set(cited_ids(state["next_steps"]))
 
 
-def test_resummarising_an_anchor_only_phase_never_nests_carried_over(tape: Tape) -> None:
+def test_resummarizing_an_anchor_only_phase_never_nests_carried_over(tape: Tape) -> None:
     agent = Agent(tape, model="offline")
     agent.run("Fact: the owner is Mira.")
     for number in range(4):

@@ -146,7 +146,7 @@ def test_a_handoff_failing_between_its_two_writes_is_marked_and_never_reads_as_c
     agents["analyst"].run("still mine")  # the sender was never refused: the conversation did not move
 
 
-def test_a_summarised_handoff_cites_the_senders_entries() -> None:
+def test_a_summarized_handoff_cites_the_senders_entries() -> None:
     tape = Tape("nb", MemoryTapeStore())
     analyst = Agent(
         tape,

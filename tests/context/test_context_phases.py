@@ -18,7 +18,7 @@ from bub_nb.tape.citations import cited_ids
 
 
 def summary_state(tape: Tape, text: str, **extra: Any) -> dict[str, Any]:
-    """A summarising handoff's state as the summary contract shapes it, written by hand for these tests."""
+    """A summarizing handoff's state as the summary contract shapes it, written by hand for these tests."""
     first = (tape.last_anchor().id if tape.last_anchor() else 0) + 1  # type: ignore[union-attr]
     sources = cited_ids(text)
     return {
@@ -43,7 +43,7 @@ def talk(tape: Tape, *texts: str) -> list[int]:
 
 @pytest.fixture
 def session(tmp_path: Path) -> Tape:
-    """Three closed phases, each summarised with citations into the next anchor, and a current phase."""
+    """Three closed phases, each summarized with citations into the next anchor, and a current phase."""
     tape = open_tape("phases", home=tmp_path)
     tape.ensure_bootstrap_anchor()
     for number, topic in enumerate(("parsing", "plotting", "testing"), start=1):

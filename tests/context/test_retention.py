@@ -1,4 +1,4 @@
-"""Retention reports: which artifacts of a phase a summarising handoff's state kept, and where the lost ones lived."""
+"""Retention reports: which artifacts of a phase a summarizing handoff's state kept, and where the lost ones lived."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ def test_a_number_is_kept_only_with_its_unit_and_not_inside_a_longer_number() ->
     assert report(entries, {"summary": "42ms, 70 tokens"}).counts()["number"] == (2, 2)
 
 
-def summarised(tape: Tape) -> Agent:
+def summarized(tape: Tape) -> Agent:
     agent = Agent(tape, model="offline")
     agent.run("Load data/sales.csv: 1,200 rows in 42 ms. We decided to keep the outliers. See https://example.com/doc.")
     agent.run("Then write out/report.parquet with write_report and run `make report`.")
@@ -53,8 +53,8 @@ def summarised(tape: Tape) -> Agent:
     return agent
 
 
-def test_a_summarising_handoff_reports_kept_and_lost_with_the_entry_each_lived_in(tape: Tape) -> None:
-    summarised(tape)
+def test_a_summarizing_handoff_reports_kept_and_lost_with_the_entry_each_lived_in(tape: Tape) -> None:
+    summarized(tape)
     frame = bub_nb.retention(tape, "phase/1")
     assert list(frame.columns) == ["kind", "artifact", "kept", "entry"]
     counts = frame.attrs["counts"]
@@ -80,7 +80,7 @@ def test_an_anchor_without_a_summary_or_unknown_is_a_one_line_error(tape: Tape) 
 
 
 def test_retention_lines_cover_every_summary_by_anchor_id(tape: Tape) -> None:
-    summarised(tape)
+    summarized(tape)
     anchor = tape.find_anchor("phase/1")
     lines = retention_lines(tape)
     assert list(lines) == [anchor.id]

@@ -138,7 +138,7 @@ def test_a_past_turn_still_shows_what_it_sent_and_the_diff_shows_the_tokens_free
     assert "turned out wrong" not in json.dumps(openai_server.requests[-1]["messages"])
 
 
-def test_a_summarising_handoff_leaves_retracted_entries_out_of_its_summary(tape: Tape) -> None:
+def test_a_summarizing_handoff_leaves_retracted_entries_out_of_its_summary(tape: Tape) -> None:
     tape.ensure_bootstrap_anchor()
     tape.append_message({"role": "user", "content": "We measured 42 widgets in plant A."})
     wrong = tape.append_message({"role": "user", "content": "Also 999999 gadgets in /tmp/wrong.csv"})

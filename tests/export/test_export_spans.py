@@ -138,7 +138,7 @@ def test_anchors_between_turns_are_events_of_the_next_turn_and_a_summary_marks_c
     first_root, first_chat, second_root, second_chat = tape_spans(tape.name, tape.read()).spans
     assert [e.name for e in second_root.events] == ["bub.summary", "bub.anchor", "bub.handoff"]
     summary, anchor, handoff = second_root.events
-    assert anchor.attributes["bub.anchor.name"] == "phase/two" and anchor.attributes["bub.anchor.summarised"] is True
+    assert anchor.attributes["bub.anchor.name"] == "phase/two" and anchor.attributes["bub.anchor.summarized"] is True
     assert handoff.attributes[g.COMPACTED] is True
     assert summary.attributes["bub.summary.model"] == "scripted"
     assert anchor.time_ns <= second_root.start_ns, "an event keeps its own entry's time"

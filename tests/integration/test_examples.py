@@ -65,7 +65,7 @@ def check_context_and_handoff(run: Executed) -> None:
     step = next(entry for entry in after if entry.name == "loop.step")
     assert step.payload["data"]["status"] == "auto_handoff"
     retry = next(entry for entry in after if entry.kind == "message" and entry.meta.get("retry"))
-    assert retry.payload == {"role": "user", "content": "Summarise where we are."}
+    assert retry.payload == {"role": "user", "content": "Summarize where we are."}
     run_event = next(entry for entry in after if entry.name == "run")
     assert run_event.name == "run" and run_event.payload["data"]["status"] == "ok"
     assert "starts at anchor `auto_handoff/context_overflow`" in run.text("%%bub -m small")

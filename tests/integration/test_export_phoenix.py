@@ -123,7 +123,7 @@ def test_each_tape_reads_back_as_one_session_with_its_run_events_token_counts(
     assert genai[tool.name]["gen_ai.tool.name"] == "add" and genai[tool.name]["gen_ai.tool.call.id"] == "call_1"
     assert "gen_ai.tool.call.arguments" not in genai[tool.name], "content stays out unless asked for"
     compacted = [g.get("gen_ai.conversation.compacted") for g in genai.values() if g["gen_ai.operation.name"] == "chat"]
-    assert compacted.count(True) == 1, "only the call after the summarising handoff saw a compacted view"
+    assert compacted.count(True) == 1, "only the call after the summarizing handoff saw a compacted view"
     events = [event["name"] for row in roots["events"] for event in row]
     assert {"bub.anchor", "bub.handoff", "bub.summary"} <= set(events)
 

@@ -13,8 +13,8 @@ from harness.kernel import Kernel, shown_text, wait_for_requests
 from bub_nb.testing import OpenAICompatibleServer
 
 HANDOFF_AT = "auto_handoff/handoff_at"
-EARLY = f"A summarising handoff ({HANDOFF_AT}) was written before this turn"
-STOPPED = f"The summarising handoff ({HANDOFF_AT}) before this turn was interrupted"
+EARLY = f"A summarizing handoff ({HANDOFF_AT}) was written before this turn"
+STOPPED = f"The summarizing handoff ({HANDOFF_AT}) before this turn was interrupted"
 STREAMED = "Weekly means are smoother than the hourly ones, and the warmest week was the third one of May."
 BACKGROUND = "Background: the greenhouse sensors log temperature every minute to sensors.csv. " * 6
 
@@ -81,7 +81,7 @@ def test_an_interrupted_early_handoff_writes_no_anchor_and_the_next_run_hands_of
     cell = "%%bub\nPlot the temperature per hour."
     sent = kernel.send(cell)
     wait_for_requests(openai_server, asked + 1)
-    assert "Summarise the phase" in openai_server.requests[-1]["messages"][0]["content"]
+    assert "Summarize the phase" in openai_server.requests[-1]["messages"][0]["content"]
     kernel.interrupt()
     (reply,) = kernel.replies([sent])
     assert reply["status"] == "error" and reply["ename"] == "KeyboardInterrupt", reply
@@ -104,7 +104,7 @@ def test_an_interrupted_early_handoff_writes_no_anchor_and_the_next_run_hands_of
     assert kernel.tape.anchor_names().count(HANDOFF_AT) == 1
     assert openai_server.last_request["messages"][-1] == {"role": "user", "content": "Plot the temperature per hour."}
 
-    # Run All, and ■ while the first turn's handoff is summarised: Jupyter cancels the cells queued after it.
+    # Run All, and ■ while the first turn's handoff is summarized: Jupyter cancels the cells queued after it.
     cells = ["%config BubMagics.handoff_at = 0.05", cell, "%%bub\nAnd per day?"]
     asked, written = len(openai_server.requests), kernel.tape.last_id
     openai_server.reply(summary_of(kernel), delay=30)

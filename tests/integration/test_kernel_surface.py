@@ -181,7 +181,7 @@ def test_context_turn_and_diff_work_as_typed(kernel: Kernel, openai_server: Open
 
 
 def handoff_with_summary(kernel: Kernel, name: str) -> dict[str, Any]:
-    """Close the phase with a hand-written summary citing its first message, as a summarising handoff would."""
+    """Close the phase with a hand-written summary citing its first message, as a summarizing handoff would."""
     tape = kernel.tape
     last = tape.last_anchor()
     first = (last.id if last else 0) + 1

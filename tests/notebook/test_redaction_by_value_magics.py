@@ -40,7 +40,7 @@ def cli(*words: str) -> subprocess.CompletedProcess[str]:
 
 
 def paste_fork_and_preview(nb: Notebook, endpoint: Any) -> str:
-    """The token pasted in a cell, the tape forked to ``forkB`` and back, and a summarising preview quoting it."""
+    """The token pasted in a cell, the tape forked to ``forkB`` and back, and a summarizing preview quoting it."""
     endpoint.reply(f"Using {TOKEN} for the deploy.")
     nb.run(f"%%bub\nDeploy with my token {TOKEN}")
     first = nb.tape.name

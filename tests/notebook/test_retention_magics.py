@@ -25,7 +25,7 @@ def test_anchors_show_what_each_summary_kept_and_nothing_for_a_plain_handoff(nb:
     assert by_name["phase/1"] == expected
 
 
-def test_a_summarising_handoff_confirms_with_readable_text_and_linked_citations(nb: Notebook) -> None:
+def test_a_summarizing_handoff_confirms_with_readable_text_and_linked_citations(nb: Notebook) -> None:
     nb.run("%config BubMagics.model = 'offline'")
     nb.run('%%bub\nLoad data/sales.csv. We decided to keep the "odd" rows.')
     nb.run("%handoff phase/1 --summarize owner=ana")

@@ -77,10 +77,10 @@ def test_kernel_failing_summary_is_one_usage_error_and_writes_nothing(
     reply, _ = kernel.run("%%bub\nhi")
     assert reply["status"] == "ok", reply
     before = len(kernel.tape)
-    openai_server.fail(400, "the model cannot summarise today")
+    openai_server.fail(400, "the model cannot summarize today")
     reply, outputs = kernel.run("%handoff phase/2 --summarize")
     assert reply["status"] == "error" and reply["ename"] == "UsageError", reply
-    assert "cannot summarise today" in reply["evalue"] and "\n" not in reply["evalue"]
+    assert "cannot summarize today" in reply["evalue"] and "\n" not in reply["evalue"]
     assert not any("Traceback" in str(o) for o in outputs)
     assert len(kernel.tape) == before
     assert openai_server.pending == 0

@@ -270,7 +270,7 @@ def test_anchor_names_are_escaped_in_html(tmp_path: Path) -> None:
     assert "&lt;b onclick=&quot;x&quot;&gt;" in markup
 
 
-def summarised_tape(home: Path) -> tuple[Tape, list[int]]:
+def summarized_tape(home: Path) -> tuple[Tape, list[int]]:
     """The lesson tape closed with a handoff whose summary cites two of its entries, then one more turn."""
     tape = lesson_tape(home)
     phase = tape.find_anchor("phase/tools").id
@@ -283,7 +283,7 @@ def summarised_tape(home: Path) -> tuple[Tape, list[int]]:
 
 
 def test_the_strip_marks_the_entries_the_view_anchors_summary_cites(tmp_path: Path) -> None:
-    tape, cited = summarised_tape(tmp_path)
+    tape, cited = summarized_tape(tmp_path)
     context = ContextView(tape)
     assert ids_with(strip_cells(context.to_html()), "bub-cited") == cited
     assert ids_with(strip_cells(widget_html(context)), "bub-cited") == cited
@@ -309,7 +309,7 @@ def test_odd_sources_in_a_hand_written_state_mark_only_real_ids(tmp_path: Path) 
 
 
 def test_the_picker_offers_phases_and_shows_each_earlier_phase(tmp_path: Path) -> None:
-    tape, _ = summarised_tape(tmp_path)
+    tape, _ = summarized_tape(tmp_path)
     context = ContextView(tape)
     picker = find(context.widget, "bub-mode-picker")
     assert "phases" in [value for _, value in picker.options]
@@ -529,7 +529,7 @@ def test_the_strip_marks_what_the_view_anchors_summary_lost_with_a_tooltip_and_a
 def test_a_summary_shows_as_text_with_referenced_citations_in_the_context_view_and_the_timeline(
     tmp_path: Path,
 ) -> None:
-    tape, cited = summarised_tape(tmp_path)
+    tape, cited = summarized_tape(tmp_path)
     context = ContextView(tape)
     markup = context.to_html()
     anchor_row = Elements(markup).with_class("bub-message")[0]

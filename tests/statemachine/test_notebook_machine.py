@@ -122,7 +122,7 @@ class Reply:
 
 
 SUMMARY = Reply("The user asked for more", echo=1, summary=True)
-"""A summary a summarising request accepts (it cites the holder's entries), quoting what it was shown."""
+"""A summary a summarizing request accepts (it cites the holder's entries), quoting what it was shown."""
 
 
 def tool_calls() -> st.SearchStrategy[tuple[str, dict[str, Any]]]:

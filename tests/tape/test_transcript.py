@@ -59,8 +59,8 @@ class Links(HTMLParser):
             self.ids.add(found["id"] or "")
 
 
-def summarised(tmp_path: Path) -> Tape:
-    """A phase summarised with citations of a message, a run of entries, and a system prompt (no block of its own)."""
+def summarized(tmp_path: Path) -> Tape:
+    """A phase summarized with citations of a message, a run of entries, and a system prompt (no block of its own)."""
     tape = open_tape("cited", home=tmp_path)
     tape.ensure_bootstrap_anchor()
     system = tape.append_system("You are helpful.").id
@@ -86,7 +86,7 @@ def summarised(tmp_path: Path) -> Tape:
 
 
 def test_the_export_prints_each_summary_with_citations_linked_to_the_entries(tmp_path: Path) -> None:
-    tape = summarised(tmp_path)
+    tape = summarized(tmp_path)
     transcript = transcript_markdown(tape)
     anchor = tape.find_anchor("phase/2")
     state = anchor.state or {}
@@ -130,7 +130,7 @@ def test_a_citation_of_an_entry_not_on_the_tape_stays_plain_and_odd_states_still
 
 
 def test_anchors_list_sources_and_uncited_in_python_and_in_the_frame(tmp_path: Path) -> None:
-    tape = summarised(tmp_path)
+    tape = summarized(tmp_path)
     tape.handoff("plain", {"goal": "no summary"})
     summary, plain = tape.anchors()[-2:]
     assert summary.sources == tuple(summary.state["sources"])  # type: ignore[index]

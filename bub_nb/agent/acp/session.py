@@ -2,7 +2,7 @@
 
 Text goes out as agent message chunks, the turn's first at once and the rest as soon as the pipe is free; each
 tool call as a tool call and then its result, as the tape records it; ``python.run``'s consent as the client's
-permission request; after the turn a usage update, carrying a summarising handoff the turn wrote as
+permission request; after the turn a usage update, carrying a summarizing handoff the turn wrote as
 ``_meta.bub_nb.compaction``.
 """
 
@@ -229,7 +229,7 @@ class Session:
 
     async def after_turn(self, turn: Turn, before: int) -> None:
         """The usage update: tokens in the context now, the model's window, the session's cost where priced; a
-        summarising handoff the turn wrote rides along as the compaction it is."""
+        summarizing handoff the turn wrote rides along as the compaction it is."""
         s = sdk_schema()
         meta: dict[str, Any] = {}
         if compaction := _compaction(self.tape, before):
@@ -308,7 +308,7 @@ def _chunk(kind: str, text: str) -> Any:
 
 
 def _compaction(tape: Tape, before: int) -> dict[str, Any] | None:
-    """The last summarising handoff written since entry ``before``: its anchor and the summary it kept.
+    """The last summarizing handoff written since entry ``before``: its anchor and the summary it kept.
 
     The anchors are found in the tape's anchor index and only theirs are read: reading the turn's entries would
     decode the tape back to its last anchor, which is the whole tape for a session that never handed off."""

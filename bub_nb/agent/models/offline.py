@@ -9,7 +9,7 @@ offered: ``remember: <text>`` calls ``memory_save``, ``handoff <name>: <summary>
 (an MCP server's ``mcp.time.get_current_time``, say). A notebook variable named in backticks
 (``describe `df` ``) makes it call ``notebook_inspect``. When a tool's result comes back it reports
 that result: a description from ``notebook_inspect`` in full, any other result in one sentence.
-Asked to summarise a phase, it answers with the extractive summary (:mod:`.extractive`).
+Asked to summarize a phase, it answers with the extractive summary (:mod:`.extractive`).
 """
 
 from __future__ import annotations

@@ -1,1 +1,1 @@
-"""Summaries of a phase that cite the tape: the summariser, and the extractive summary the offline model writes."""
+"""Summaries of a phase that cite the tape: the summarizer, and the extractive summary the offline model writes."""

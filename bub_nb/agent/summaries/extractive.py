@@ -1,7 +1,7 @@
-"""The summarising request's wording, and the extractive summary: the offline model's, and everyone's fallback.
+"""The summarizing request's wording, and the extractive summary: the offline model's, and everyone's fallback.
 
-A summarising request sends the phase's entries one per line, each labelled with its id
-(``[#12] user: ...``), or, when a phase is summarised in parts, each part's summary labelled with
+A summarizing request sends the phase's entries one per line, each labelled with its id
+(``[#12] user: ...``), or, when a phase is summarized in parts, each part's summary labelled with
 its run of ids (``[#4-#40] part: ...``). The reply has a summary and, after a ``Next steps:``
 line, the next steps. The extractive summary quotes what the user asked, what was decided and
 the last answer, each with the citation of the entry it comes from, so every citation is valid.
@@ -32,7 +32,7 @@ from bub_nb.tape.events import CONTEXT_HANDOFF
 _LIST_MARK: Final = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s+")
 
 SUMMARY_INSTRUCTIONS: Final = (
-    "Summarise the phase of a conversation tape given below, for whoever continues the work.\n"
+    "Summarize the phase of a conversation tape given below, for whoever continues the work.\n"
     "Each line starts with the id of the entry it comes from, like [#12]. Cite the entries every sentence "
     "stands on as [#12] or [#12-#15], using only ids that appear below.\n"
     "Keep what the phase established, from every speaker: names, numbers, dates, decisions, plans, first "
@@ -40,7 +40,7 @@ SUMMARY_INSTRUCTIONS: Final = (
     "Answer in Markdown, briefly, in two sections: a line 'Summary:' then the summary (what was asked, "
     "what was decided, the last answer), and a line 'Next steps:' then the next steps (may be empty)."
 )
-"""The system message of every summarising request; its first line tells such a request apart."""
+"""The system message of every summarizing request; its first line tells such a request apart."""
 
 _ITEM: Final = re.compile(r"^\[#(\d+)(?:-#(\d+))?\] ([a-z_]+): ?(.*)$")
 _NEXT_STEPS: Final = re.compile(r"^[#*\s]*next\s+steps\s*\**\s*:\s*\**\s*", re.IGNORECASE | re.MULTILINE)
@@ -52,7 +52,7 @@ _PART_LINES: Final = 12
 
 @dataclass(frozen=True, slots=True)
 class Item:
-    """One labelled line of a summarising request: an entry (``first == last``) or a part's run of entries."""
+    """One labelled line of a summarizing request: an entry (``first == last``) or a part's run of entries."""
 
     first: int
     last: int
@@ -73,13 +73,13 @@ def clipped(item: Item, budget: int | None) -> Item:
 
 
 def is_summary_request(messages: list[dict[str, object]]) -> bool:
-    """Whether ``messages`` are a summarising request (their system message is :data:`SUMMARY_INSTRUCTIONS`)."""
+    """Whether ``messages`` are a summarizing request (their system message is :data:`SUMMARY_INSTRUCTIONS`)."""
     first = messages[0].get("content") if messages else None
     return isinstance(first, str) and first.startswith(SUMMARY_INSTRUCTIONS.splitlines()[0])
 
 
 def request_text(items: list[Item]) -> str:
-    """The user message of a summarising request: one labelled line per item."""
+    """The user message of a summarizing request: one labelled line per item."""
     return "\n".join(item.line() for item in items)
 
 
@@ -119,7 +119,7 @@ _CARRIED_LIMIT: Final = 12
 
 
 def _carried_summary(text: str) -> str:
-    """The summary an earlier anchor's state carried (its line reads ``name {state}``), or ``""``: a summarising
+    """The summary an earlier anchor's state carried (its line reads ``name {state}``), or ``""``: a summarizing
     handoff's ``summary``, or the summary another agent handed over (its citations already ``tape://`` addresses
     of the sender's entries)."""
     _, _, state_text = text.partition(" ")
@@ -198,7 +198,7 @@ def carried_into(summary: str, items: list[Item] | tuple[Item, ...]) -> str:
 def extractive_summary(items: list[Item]) -> tuple[str, str]:
     """Summary and next steps quoted from ``items``: deterministic, and every citation one of theirs.
 
-    Parts are summarised by their lines (keeping their citations, or citing the part). Entries by
+    Parts are summarized by their lines (keeping their citations, or citing the part). Entries by
     :func:`~bub_nb.agent.summaries.gist.gist`: their decisions, their artifacts and their words within a
     token budget, and last what the earlier anchor carried.
     """

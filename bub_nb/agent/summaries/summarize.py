@@ -1,9 +1,9 @@
-"""Summaries that cite the tape: a phase summarised by a model (in parts when it is too long), checked, as state.
+"""Summaries that cite the tape: a phase summarized by a model (in parts when it is too long), checked, as state.
 
 The phase being closed is the last phase anchor and the entries after it. The model gets them labelled with their
 ids and cites them; :func:`~bub_nb.tape.citations.check_citations` removes every citation outside the phase and
-counts it. A phase too long for the model's window is summarised in parts that each fit, then the parts' summaries
-are summarised together. The result is an anchor's state (see docs/concepts.md#summaries-that-cite) and the data
+counts it. A phase too long for the model's window is summarized in parts that each fit, then the parts' summaries
+are summarized together. The result is an anchor's state (see docs/concepts.md#summaries-that-cite) and the data
 of the ``summary`` event that records its cost.
 """
 
@@ -128,7 +128,7 @@ class _TooLong(Exception):
     """A request that does not fit the model's window (known ahead, or reported by the endpoint)."""
 
     def __str__(self) -> str:
-        return "the summarising request did not fit the model's context window"
+        return "the summarizing request did not fit the model's context window"
 
 
 @dataclass
@@ -170,7 +170,7 @@ class _Run:
         )
         return completion.text
 
-    async def summarise(self, items: list[Item], kind: str = "phase", depth: int = 0) -> tuple[str, int]:
+    async def summarize(self, items: list[Item], kind: str = "phase", depth: int = 0) -> tuple[str, int]:
         """The reply for ``items`` and how many parts it took; parts when they do not fit at once."""
         try:
             return await self.ask(items, kind), 1
@@ -183,13 +183,13 @@ class _Run:
             return await self.ask([clipped(items[0], self.budget())], kind), 1
         parts = []
         for group in self.groups(items):
-            reply, _ = await self.summarise(group, "part", depth + 1)
+            reply, _ = await self.summarize(group, "part", depth + 1)
             summary, steps = split_reply(reply)
             text = f"{summary}\nNext steps: {steps}" if steps else summary
             checked = check_citations(text, group[0].first, group[-1].last)
             self.removed += checked.removed
             parts.append(Item(group[0].first, group[-1].last, "part", checked.text))
-        text, _ = await self.summarise(parts, "combine", depth + 1)
+        text, _ = await self.summarize(parts, "combine", depth + 1)
         return text, len(parts)
 
     def groups(self, items: list[Item]) -> list[list[Item]]:
@@ -214,25 +214,25 @@ class _Run:
         return groups
 
 
-async def summarise_phase(model: Model, phase: Phase) -> Summary:
+async def summarize_phase(model: Model, phase: Phase) -> Summary:
     """The model's summary of ``phase``, its citations checked against the phase's range.
 
     Raises :class:`~bub_nb.errors.BubNbError` (a ``ModelError`` from the endpoint) when no summary
     could be had; nothing is written here either way.
     """
     if not phase.items:
-        raise BubNbError("There is nothing to summarise: the phase holds no entries")
+        raise BubNbError("There is nothing to summarize: the phase holds no entries")
     run = _Run(model, [])
     try:
-        text, parts = await run.summarise(list(phase.items))
+        text, parts = await run.summarize(list(phase.items))
     except _TooLong:
         raise BubNbError(
-            f"The summarising request does not fit the context window of {model.name!r}, even with "
+            f"The summarizing request does not fit the context window of {model.name!r}, even with "
             "one entry cut short; nothing was written: use a larger window"
         ) from None
     summary, next_steps = split_reply(text)
     if not summary:
-        raise BubNbError(f"Model {model.name!r} answered the summarising request with no summary")
+        raise BubNbError(f"Model {model.name!r} answered the summarizing request with no summary")
     # A carried claim cites where it was said, not the anchor it came through.
     summary, next_steps = (to_sources(part, phase.items) for part in (summary, next_steps))
     said = {item.first: item.text for item in phase.items if item.first == item.last}
@@ -244,7 +244,7 @@ async def summarise_phase(model: Model, phase: Phase) -> Summary:
     # A summary whose only citations are the other tapes' entries its carried lines name cites something too.
     if not checked.sources and not find_references(f"{checked.summary}\n{checked.next_steps}"):
         raise BubNbError(
-            f"Model {model.name!r} answered the summarising request with a summary that cites no entry of "
+            f"Model {model.name!r} answered the summarizing request with a summary that cites no entry of "
             f"#{phase.range[0]}-#{phase.range[1]} ({shorten(summary, 60, placeholder=' …')!r}); nothing was written"
         )
     return checked

@@ -8,7 +8,7 @@ from contextlib import contextmanager, nullcontext
 from typing import TYPE_CHECKING, Any
 
 from bub_nb.agent.eventloop import run_sync
-from bub_nb.agent.summaries.summarize import closing_phase, summarise_phase
+from bub_nb.agent.summaries.summarize import closing_phase, summarize_phase
 from bub_nb.agent.team.agent_handoff import (
     AgentHandoff,
     address_name,
@@ -171,7 +171,7 @@ class Team:
         """Hand the conversation from ``sender`` (default: the holder, else ``main``) to ``to``.
 
         ``transfer`` (the default) makes ``to`` the holder; ``share=True`` leaves both able to run. With
-        ``summarize`` the sender's model (or ``model``) summarises the phase it closes, citing its entries; the
+        ``summarize`` the sender's model (or ``model``) summarizes the phase it closes, citing its entries; the
         summary and next steps fill ``summary`` and ``next_steps`` unless given. Nothing is written unless all of
         it can be: unknown agents, an agent handing to itself, a bad state or citation are refused first.
         """
@@ -192,8 +192,8 @@ class Team:
             agent = self._agents.get(sender)
             chosen = model or (agent.model if agent is not None else None)
             if chosen is None:
-                raise AgentError(f"Summarising needs a model for {sender!r}: pass model=, or add it as an Agent")
-            made = run_sync(summarise_phase(chosen, closing_phase(sender_tape)))
+                raise AgentError(f"Summarizing needs a model for {sender!r}: pass model=, or add it as an Agent")
+            made = run_sync(summarize_phase(chosen, closing_phase(sender_tape)))
             args["summary"] = summary or made.summary
             args["next_steps"] = next_steps or made.next_steps or None
             before = (TapeEntry.event(SUMMARY, made.event_data(name), **dict(meta or {})),)

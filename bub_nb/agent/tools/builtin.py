@@ -48,7 +48,7 @@ def tape_handoff(
         name: Anchor name (e.g., 'phase-1').
         summary: Progress summary.
         next_steps: Next steps to take.
-        summarize: Have the model summarise the phase being closed, citing its entries as [#id].
+        summarize: Have the model summarize the phase being closed, citing its entries as [#id].
         to: Another agent's name: hand it the conversation (a specialist, say).
         reason: With to: why that agent is needed.
         share: With to: both agents may go on (default: the other agent takes the conversation over).

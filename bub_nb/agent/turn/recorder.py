@@ -249,7 +249,7 @@ class TurnRecorder:
             f"{left_view} entries left the view (they stay on the tape)"
         )
         if summary is not None:
-            self.add_usage(summary.usage)  # summarising is part of what the turn cost
+            self.add_usage(summary.usage)  # summarizing is part of what the turn cost
 
     def notice(self, text: str) -> None:
         """One line the user should see about something the turn did on its own (it writes nothing)."""

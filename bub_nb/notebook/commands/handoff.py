@@ -40,7 +40,7 @@ class HandoffCommands:
         self._cell_number = cell_number
 
     def handoff(self, args: argparse.Namespace) -> None:
-        """Write the anchor ``args.name`` (summarised by the model with ``--summarize``) and confirm it; with
+        """Write the anchor ``args.name`` (summarized by the model with ``--summarize``) and confirm it; with
         ``--preview`` show what would be written and write nothing, with ``--accept`` write that preview."""
         if not args.name:
             raise UsageError(f"%handoff needs an anchor NAME: {HANDOFF_USAGE}")

@@ -180,7 +180,7 @@ def measure(entries: Iterable[TapeEntry], prices: Mapping[str, Mapping[str, floa
 
 
 def _summary_calls(entry: TapeEntry) -> int:
-    """How many model calls the summarising of an overflow made inside a turn (its requests); 0 for other summaries,
+    """How many model calls the summarizing of an overflow made inside a turn (its requests); 0 for other summaries,
     which a handoff asked for outside any turn."""
     data = entry.payload.get("data")
     if not isinstance(data, dict) or data.get("anchor") != AUTO_HANDOFF_ANCHOR:

@@ -274,7 +274,7 @@ def phase_section(anchor: TapeEntry, targets: Container[int]) -> list[str]:
 
 
 def _about(state: dict[str, Any]) -> tuple[str, set[str]]:
-    """`` of [#3-#8] · by offline``: the summarised range and the model when the state says them soundly,
+    """`` of [#3-#8] · by offline``: the summarized range and the model when the state says them soundly,
     and the keys it told."""
     parts, told = [], set()
     span = _span(state)

@@ -212,7 +212,7 @@ def usage_frame(
 
 def costing_events(frame: pd.DataFrame, names: Any, events: Any) -> Any:
     """Which rows cost tokens, from which are events (``events``) and their ``names``: the ``run`` events, and
-    ``summary`` events outside a turn (a summarising handoff's model calls; one inside a turn, an auto-handoff's,
+    ``summary`` events outside a turn (a summarizing handoff's model calls; one inside a turn, an auto-handoff's,
     is already in that turn's usage)."""
     import numpy as np
 
