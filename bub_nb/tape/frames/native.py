@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from bub_nb.tape._lines import decode_record, replacing_bad_bytes, typed_fields
+from bub_nb.tape._lines import decode_record, gc_paused, replacing_bad_bytes, typed_fields
 from bub_nb.tape.entries import MEMORY_ANCHOR_PREFIX
 from bub_nb.tape.events import RETRACT, UNRETRACT, retracted_ids
 from bub_nb.tape.frames.columns import COLUMNS
@@ -530,7 +530,8 @@ def _tool_lists(tools: Any) -> np.ndarray:
     import pyarrow.compute as pc
 
     count = len(tools)
-    lists = np.fromiter(map(list, itertools.repeat((), count)), dtype=object, count=count)
+    with gc_paused():  # a list per row holds no cycle: a collection started among them would walk them all
+        lists = np.fromiter(map(list, itertools.repeat((), count)), dtype=object, count=count)
     calling = np.flatnonzero(pc.list_value_length(tools).fill_null(0).to_numpy(zero_copy_only=False))
     if len(calling):
         lists[calling] = np.fromiter(tools.take(calling).to_pylist(), dtype=object, count=len(calling))
