@@ -165,9 +165,21 @@ def shape_rows(shape: str, path: Path, runs: int) -> list[list[Any]]:
     return [
         [f"{shape}: plain reader, where the time goes", split, f"to_arrow build {ms(build_arrow)}", "", ""],
         [f"{shape}: to_frame(), native", ms(frame), f"{ms(pandas)} {read_json}", _ratio(frame, pandas), frame_target],
-        [f"{shape}: to_frame(), plain", ms(pure_frame), f"{ms(pandas_2)} {read_json}", _ratio(pure_frame, pandas_2)],
+        [
+            f"{shape}: to_frame(), plain",
+            ms(pure_frame),
+            f"{ms(pandas_2)} {read_json}",
+            _ratio(pure_frame, pandas_2),
+            "",
+        ],
         [f"{shape}: to_arrow(), native", ms(arrow), f"{ms(base)} {read_ndjson}", _ratio(arrow, base), arrow_target],
-        [f"{shape}: to_arrow(), plain", ms(pure_arrow), f"{ms(base_2)} {read_ndjson}", _ratio(pure_arrow, base_2)],
+        [
+            f"{shape}: to_arrow(), plain",
+            ms(pure_arrow),
+            f"{ms(base_2)} {read_ndjson}",
+            _ratio(pure_arrow, base_2),
+            "",
+        ],
         [
             f"{shape}: to_frame(), native, fresh process",
             ms(fresh_frame),

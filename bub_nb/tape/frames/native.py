@@ -5,8 +5,10 @@ derives columns in C++ without any. It reads here only what it can read exactly 
 other line is decoded by the plain reader itself:
 
 - Python splits the file at its line breaks (numpy, one pass) and leaves a torn last line out, as every reader of
-  a tape does; DuckDB gets the lines as one Arrow column, numbered, so each row it derives is known by its line
-  and the row count is checked against the line count.
+  a tape does; DuckDB gets the lines as one Arrow column over the file's own bytes (each line with its break,
+  which JSON reads as space), numbered, so each row it derives is known by its line.
+- Each line is parsed once into its five fields, its payload once more for the fields the columns derive from,
+  and its meta only when it is not ``{}``; the rest reads fragments of a few bytes.
 - A line goes to DuckDB only when it is UTF-8, valid JSON of the five fields' types (an integer ``id`` within 64
   bits, a text ``kind``, an object ``payload``, an object or no ``meta``, a text ``date`` of the usual ISO form)
   with no key given twice, and holds none of what DuckDB's JSON reader reads otherwise: ``NaN`` or ``Infinity``,
@@ -15,7 +17,9 @@ other line is decoded by the plain reader itself:
   is text, an anchor or event with a text name and no state or data, a tool result whose results are all text (no
   ``null`` among them: the plain reader writes it as ``null``, DuckDB's list would drop it).
   Any other line (tool calls, ``run`` events with usage, retractions, older lines with a ``timestamp``, bad bytes,
-  every hostile line) is decoded by the plain reader, and the rows are put back in file order.
+  every hostile line) is decoded by the plain reader, and the rows are put back in file order; each row's phase
+  and the retractions are then worked out over the whole table with numpy and Arrow, without a Python object
+  per row.
 - A tape with something no Arrow column of the plain reader's types holds (a run id or fork address that is not
   text) is read by the plain reader whole.
 
@@ -25,6 +29,7 @@ until the native one measures faster); without the ``duckdb`` package it is off.
 
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 from collections.abc import Iterator, Sequence
@@ -34,7 +39,8 @@ from typing import Any
 
 import numpy as np
 
-from bub_nb.tape._lines import decode_record, replacing_bad_bytes, typed_fields
+from bub_nb.tape._lines import decode_record, gc_paused, replacing_bad_bytes, typed_fields
+from bub_nb.tape.entries import MEMORY_ANCHOR_PREFIX
 from bub_nb.tape.events import RETRACT, UNRETRACT, retracted_ids
 from bub_nb.tape.frames.columns import COLUMNS
 from bub_nb.tape.stores.columns import FORKED_FROM, TAPE_NAME, Columns
@@ -47,23 +53,24 @@ _LINE_BREAK = 10
 _LOWEST_ID, _BEYOND_ID = 1, 2**63  # a tape's frame starts at id 1, as the plain reader's does
 
 # One row per line DuckDB reads exactly (``native``), with the columns derived from it; ``n`` is the line number.
+# The line is parsed once into its five fields, the payload once more for the fields the columns derive from, and
+# the meta (mostly ``{}``) once; each other call reads a fragment of a few bytes.
 _PARSE = r"""
-WITH fields AS MATERIALIZED (
+WITH fields AS (
     SELECT n, t, try(from_json(line, '{"id":"JSON","kind":"JSON","payload":"JSON","meta":"JSON","date":"JSON"}')) AS f
     FROM lines
     WHERE NOT regexp_matches(line, $suspect)
 ), typed AS (
     SELECT n, t, f.payload AS payload, coalesce(f.meta, '{}'::JSON) AS meta,
-           TRY_CAST(CAST(f.id AS VARCHAR) AS BIGINT) AS id, json_extract_string(f.kind, '$') AS kind,
-           json_extract_string(f.date, '$') AS date
+           CASE WHEN json_type(f.id) = 'UBIGINT' THEN TRY_CAST(CAST(f.id AS VARCHAR) AS BIGINT) END AS id,
+           json_extract_string(f.kind, '$') AS kind, json_extract_string(f.date, '$') AS date
     FROM fields
-    WHERE f IS NOT NULL AND regexp_full_match(f.id, '-?[0-9]+') AND starts_with(f.kind, '"')
-      AND starts_with(f.payload, '{') AND starts_with(f.date, '"')
+    WHERE starts_with(f.kind, '"') AND starts_with(f.payload, '{') AND starts_with(f.date, '"')
       AND (f.meta IS NULL OR starts_with(f.meta, '{'))
-), shaped AS MATERIALIZED (
+), shaped AS (
     SELECT *, from_json(payload, '{"role":"JSON","name":"JSON","content":"JSON","state":"JSON","data":"JSON",
                                    "results":"JSON","tool_calls":"JSON"}') AS p,
-           from_json(meta, '{"run_id":"JSON","forked_from":"JSON"}') AS m
+           CASE WHEN meta <> '{}' THEN from_json(meta, '{"run_id":"JSON","forked_from":"JSON"}') END AS m
     FROM typed
     WHERE id >= 1
       AND regexp_full_match(date, '\d{4}-\d\d-\d\dT([01]\d|2[0-3]):[0-5]\d:[0-5]\d(\.\d{1,6})?(Z|[+-]\d\d:\d\d)?')
@@ -94,11 +101,12 @@ WITH fields AS MATERIALIZED (
            END AS content
     FROM shaped
 )
-SELECT n, t, id, kind, date, payload, meta, role, own_name, content,
+SELECT n, t, id, kind, TRY_CAST(date AS TIMESTAMPTZ) AS date, role, own_name, content,
        CASE WHEN json_type(m.run_id) = 'VARCHAR' THEN json_extract_string(m.run_id, '$') END AS run_id,
        CASE WHEN json_type(m.forked_from) = 'VARCHAR' THEN json_extract_string(m.forked_from, '$') END AS forked_from,
-       (m.run_id IS NOT NULL AND NOT starts_with(m.run_id, '"'))
-           OR (m.forked_from IS NOT NULL AND NOT starts_with(m.forked_from, '"')) AS odd_meta
+       coalesce((m.run_id IS NOT NULL AND NOT starts_with(m.run_id, '"'))
+           OR (m.forked_from IS NOT NULL AND NOT starts_with(m.forked_from, '"')), false) AS odd_meta,
+       CAST(payload AS VARCHAR) AS payload, CAST(meta AS VARCHAR) AS meta
 FROM derived
 WHERE simple
 """
@@ -115,35 +123,6 @@ SUSPECT = "|".join(
 )
 _SUSPECT_LITERAL = "'" + SUSPECT.replace("'", "''") + "'"
 _DEEP = 200  # a line with more opening brackets than this may be nested past what the plain reader reads
-
-# The native rows and the plain reader's, in file order, with each row's phase: the last phase anchor at or
-# before it (a named anchor whose name is not empty and not a memory/ one).
-_ASSEMBLE = """
-WITH rows AS (
-    SELECT n, t, id, kind, TRY_CAST(date AS TIMESTAMPTZ) AS date, role, own_name, own_name AS name, content,
-           []::VARCHAR[] AS tools, run_id, forked_from, NULL::BIGINT AS prompt_tokens,
-           NULL::BIGINT AS completion_tokens, false AS bad_bytes, CAST(payload AS VARCHAR) AS payload,
-           CAST(meta AS VARCHAR) AS meta
-    FROM native
-    UNION ALL
-    SELECT n, t, id, kind, date, role, own_name, name, content, tools, run_id, forked_from, prompt_tokens,
-           completion_tokens, bad_bytes, payload, meta
-    FROM plain
-), marked AS (
-    SELECT *, CASE WHEN kind = 'anchor' AND own_name <> '' AND NOT starts_with(own_name, 'memory/')
-                   THEN n END AS start_line
-    FROM rows
-), phased AS (
-    SELECT *, last_value(start_line IGNORE NULLS)
-                  OVER (PARTITION BY t ORDER BY n ROWS UNBOUNDED PRECEDING) AS phase_line
-    FROM marked
-)
-SELECT r.n, r.t, r.id, r.kind, r.date, r.role, r.name, r.content, r.tools, a.own_name AS phase, a.id AS phase_id,
-       r.run_id, r.forked_from, r.prompt_tokens, r.completion_tokens, r.bad_bytes, r.payload, r.meta,
-       r.own_name
-FROM phased r LEFT JOIN marked a ON a.n = r.phase_line
-ORDER BY r.n
-"""
 
 
 def use_reader(reader: str | None) -> None:
@@ -235,17 +214,16 @@ def lines_table(parts: Sequence[bytes], names: Sequence[str], *, for_frame: bool
     breaks = np.flatnonzero(buffer == _LINE_BREAK)
     count = len(breaks)
     starts = np.empty(count, dtype=np.int64)
-    if count:
-        starts[0], starts[1:] = 0, breaks[:-1] + 1
+    starts[0], starts[1:] = 0, breaks[:-1] + 1
     firsts = np.cumsum([0] + [part.count(b"\n") for part in parts])[:-1]  # each tape's first line
     tape_of = np.searchsorted(firsts, np.arange(count), side="right").astype(np.int32) - 1
     good = _utf8_lines(data, len(data), breaks)
     good &= _shallow(buffer, starts, breaks)
     good &= _one_object(buffer, starts, breaks)
-    text = _lines_array(data, starts, breaks, good)
+    numbers = np.flatnonzero(good)
+    lines = _lines_array(data, breaks, None if len(numbers) == count else numbers)
     con = _connection()
-    numbers = np.flatnonzero(good).astype(np.int64)
-    con.register("lines", pa.table({"n": numbers, "t": tape_of[numbers], "line": text}))
+    con.register("lines", pa.table({"n": numbers, "t": tape_of[numbers], "line": lines}))
     try:
         native = _arrow(con.sql(_PARSE.replace("$suspect", _SUSPECT_LITERAL)))
     finally:
@@ -257,13 +235,7 @@ def lines_table(parts: Sequence[bytes], names: Sequence[str], *, for_frame: bool
     plain = _plain_rows(data, starts, breaks, np.flatnonzero(~taken), tape_of, for_frame=for_frame)
     if plain is None:
         return None
-    con.register("native", native)
-    con.register("plain", plain)
-    try:
-        table = _arrow(con.sql(_ASSEMBLE))
-    finally:
-        con.unregister("native")
-        con.unregister("plain")
+    table = _in_file_order(native.drop_columns(["odd_meta"]), plain)
     return _finish(table, names) if table.num_rows else None
 
 
@@ -310,27 +282,16 @@ def _utf8_lines(data: bytes, end: int, breaks: np.ndarray) -> np.ndarray:
     return good
 
 
-def _lines_array(data: bytes, starts: np.ndarray, breaks: np.ndarray, good: np.ndarray) -> Any:
-    """The UTF-8 lines as one Arrow string array, without their breaks: the bytes copied once, breaks taken out."""
+def _lines_array(data: bytes, breaks: np.ndarray, numbers: np.ndarray | None) -> Any:
+    """The lines ``numbers`` (``None``: every line) as one Arrow string array, each with its line break (JSON
+    allows the space after a value): every line over the file's own bytes without a copy, or the chosen ones
+    copied once."""
     import pyarrow as pa
 
-    buffer = np.frombuffer(data, dtype=np.uint8)
-    if good.all():
-        keep = np.ones(int(breaks[-1]) + 1 if len(breaks) else 0, dtype=bool)
-        keep[breaks] = False
-        body = buffer[: len(keep)][keep]
-        lengths = breaks - starts
-    else:
-        chosen_starts, chosen_breaks = starts[good], breaks[good]
-        lengths = chosen_breaks - chosen_starts
-        body = (
-            np.concatenate([buffer[s:b] for s, b in zip(chosen_starts, chosen_breaks, strict=True)])
-            if len(lengths)
-            else np.empty(0, dtype=np.uint8)
-        )
-    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    return pa.LargeStringArray.from_buffers(len(lengths), pa.py_buffer(offsets), pa.py_buffer(body.tobytes()))
+    offsets = np.empty(len(breaks) + 1, dtype=np.int64)
+    offsets[0], offsets[1:] = 0, breaks + 1
+    every = pa.LargeStringArray.from_buffers(len(breaks), pa.py_buffer(offsets), pa.py_buffer(data))
+    return every if numbers is None else every.take(pa.array(numbers))
 
 
 def _plain_rows(
@@ -411,9 +372,41 @@ def _dates(dates: Sequence[str]) -> Any:
     return pa.Array.from_pandas(moments.astype("datetime64[us, UTC]"))
 
 
+_ROW_COLUMNS = ("n", "t", "id", "kind", "date", "role", "own_name", "name", "content", "tools", "run_id",
+                "forked_from", "prompt_tokens", "completion_tokens", "bad_bytes", "payload", "meta")  # fmt: skip
+
+
+def _in_file_order(native: Any, plain: Any) -> Any:
+    """DuckDB's rows and the plain reader's as one table in the order of their lines; what DuckDB's rows do not
+    have (tool names, token counts, bad bytes) is theirs by construction: none, none, none."""
+    import pyarrow as pa
+
+    count = native.num_rows
+    large = pa.large_string()
+    no_tools = pa.ListArray.from_arrays(pa.array(np.zeros(count + 1, dtype=np.int32)), pa.array([], large))
+    built = {
+        **{name: native.column(name) for name in native.column_names},
+        "name": native.column("own_name"),
+        "tools": no_tools,
+        "prompt_tokens": pa.nulls(count, pa.int64()),
+        "completion_tokens": pa.nulls(count, pa.int64()),
+        "bad_bytes": pa.array(np.zeros(count, dtype=bool)),
+    }
+    schema = pa.schema(
+        [(name, plain.schema.field(name).type) for name in _ROW_COLUMNS],
+    ).set(_ROW_COLUMNS.index("tools"), pa.field("tools", pa.list_(large)))
+    schema = pa.schema([field.with_type(large) if pa.types.is_string(field.type) else field for field in schema])
+    table = pa.table([built[name] for name in _ROW_COLUMNS], names=list(_ROW_COLUMNS)).cast(schema)
+    if not plain.num_rows:
+        return table
+    table = pa.concat_tables([table, plain.select(list(_ROW_COLUMNS)).cast(schema)])
+    return table.take(pa.array(np.argsort(table.column("n").to_numpy(), kind="stable")))
+
+
 def _finish(table: Any, names: Sequence[str]) -> Any:
-    """The assembled rows as ``to_arrow()``'s table: its columns, types and order, ``retracted`` worked out per tape,
-    ``tape_name`` a dictionary of the tapes that have rows."""
+    """The rows in file order as ``to_arrow()``'s table: its columns, types and order, each row's phase (the last
+    phase anchor at or before it on its tape: a named anchor whose name is not empty and not a memory/ one),
+    ``retracted`` worked out per tape, ``tape_name`` a dictionary of the tapes that have rows."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -421,18 +414,29 @@ def _finish(table: Any, names: Sequence[str]) -> Any:
     ids = table.column("id").to_numpy()
     tapes = table.column("t").to_numpy()
     own = table.column("own_name")
+    kinds = table.column("kind")
+    starts_phase = pc.and_(
+        pc.equal(kinds, "anchor"),
+        pc.and_(pc.not_equal(own, ""), pc.invert(pc.starts_with(own, MEMORY_ANCHOR_PREFIX))),
+    )
+    rows = np.arange(count)
+    anchor_rows = np.maximum.accumulate(np.where(starts_phase.fill_null(False).to_numpy(), rows, -1))
+    first_rows = np.flatnonzero(np.r_[True, tapes[1:] != tapes[:-1]])  # each tape's first row
+    anchor_rows[anchor_rows < first_rows[np.searchsorted(first_rows, rows, side="right") - 1]] = -1
+    no_phase = anchor_rows < 0
+    phase_rows = pa.array(np.maximum(anchor_rows, 0), mask=no_phase)
     retracted = np.zeros(count, dtype=bool)
-    is_retraction = pc.and_(pc.equal(table.column("kind"), "event"), pc.is_in(own, pa.array([RETRACT, UNRETRACT])))
-    rows = np.flatnonzero(is_retraction.to_numpy(zero_copy_only=False))
-    if len(rows):
+    is_retraction = pc.and_(pc.equal(kinds, "event"), pc.is_in(own, pa.array([RETRACT, UNRETRACT])))
+    found_rows = np.flatnonzero(is_retraction.fill_null(False).to_numpy())
+    if len(found_rows):
         from bub_nb.tape.entries import TapeEntry
         from bub_nb.tape.frames.arrow import loads
 
-        payloads = table.column("payload").take(pa.array(rows)).to_pylist()
-        for tape in np.unique(tapes[rows]).tolist():
+        payloads = table.column("payload").take(pa.array(found_rows)).to_pylist()
+        for tape in np.unique(tapes[found_rows]).tolist():
             events = [
                 TapeEntry(int(ids[row]), "event", loads(text))
-                for row, text in zip(rows, payloads, strict=True)
+                for row, text in zip(found_rows, payloads, strict=True)
                 if tapes[row] == tape
             ]
             found = retracted_ids(events)
@@ -447,22 +451,22 @@ def _finish(table: Any, names: Sequence[str]) -> Any:
     built = {
         TAPE_NAME: tape_names,
         "id": table.column("id"),
-        "kind": table.column("kind").combine_chunks().dictionary_encode(),
+        "kind": kinds.cast(pa.string()).combine_chunks().dictionary_encode(),
         "date": table.column("date").cast(pa.timestamp("us", tz="UTC")),
-        "role": table.column("role").cast(large),
-        "name": table.column("name").cast(large),
-        "content": table.column("content").cast(large),
-        "tools": table.column("tools").cast(pa.list_(large)),
-        "phase": table.column("phase").cast(large),
-        "phase_id": table.column("phase_id"),
-        "run_id": table.column("run_id").cast(large),
-        FORKED_FROM: table.column("forked_from").cast(large),
+        "role": table.column("role"),
+        "name": table.column("name"),
+        "content": table.column("content"),
+        "tools": table.column("tools"),
+        "phase": own.take(phase_rows).cast(large),
+        "phase_id": pa.array(ids[np.maximum(anchor_rows, 0)], mask=no_phase, type=pa.int64()),
+        "run_id": table.column("run_id"),
+        FORKED_FROM: table.column("forked_from"),
         "prompt_tokens": table.column("prompt_tokens"),
         "completion_tokens": table.column("completion_tokens"),
         "retracted": pa.array(retracted),
         "bad_bytes": table.column("bad_bytes"),
-        "payload": table.column("payload").cast(large),
-        "meta": table.column("meta").cast(large),
+        "payload": table.column("payload"),
+        "meta": table.column("meta"),
     }
     return pa.table([built[column] for column in COLUMNS], names=list(COLUMNS))
 
@@ -491,7 +495,6 @@ def table_to_frame(table: Any) -> Any:
     kinds = table.column("kind").combine_chunks()
     categorical = pd.Categorical.from_codes(kinds.indices.to_numpy(), categories=kinds.dictionary.to_pylist())
     kind = pd.Series(categorical.reorder_categories(sorted(categorical.categories)), copy=False)
-    tools = table.column("tools")
     frame = pd.DataFrame(
         {
             TAPE_NAME: pd.Series(
@@ -503,7 +506,7 @@ def table_to_frame(table: Any) -> Any:
             "role": strings("role"),
             "name": strings("name"),
             "content": strings("content"),
-            "tools": tools.to_pylist() if tools.num_chunks else [],
+            "tools": _tool_lists(table.column("tools")),
             "phase": strings("phase"),
             "phase_id": integers("phase_id"),
             "run_id": strings("run_id"),
@@ -519,6 +522,20 @@ def table_to_frame(table: Any) -> Any:
         copy=False,
     )
     return frame
+
+
+def _tool_lists(tools: Any) -> np.ndarray:
+    """The ``tools`` column as the plain reader's frame holds it, a list per row: an empty one made in C for each
+    row that calls none (most rows), the names read from Arrow only for the rows that call some."""
+    import pyarrow.compute as pc
+
+    count = len(tools)
+    with gc_paused():  # a list per row holds no cycle: a collection started among them would walk them all
+        lists = np.fromiter(map(list, itertools.repeat((), count)), dtype=object, count=count)
+    calling = np.flatnonzero(pc.list_value_length(tools).fill_null(0).to_numpy(zero_copy_only=False))
+    if len(calling):
+        lists[calling] = np.fromiter(tools.take(calling).to_pylist(), dtype=object, count=len(calling))
+    return lists
 
 
 def native_table(store: Any, names: Sequence[str], *, for_frame: bool = False) -> Any | None:
