@@ -341,8 +341,8 @@ class NotebookMachine(RuleBasedStateMachine):
 
     @rule(plan=st.lists(st.builds(Reply, st.sampled_from(["fine.", *ODD_TEXTS])), max_size=2))
     def bub_fresh(self, plan: list[Reply]) -> None:
-        """``%%bub --fresh``, as a notebook run again from the top starts a turn over: its first request holds none
-        of the prompts before it (their markers), though every one of them stays on the tape."""
+        """``%%bub --fresh``, as a notebook run again from the top starts a turn over: its first request's history
+        holds none of the prompts before it (their markers), though every one of them stays on the tape."""
         self.script(plan)
         before = len(self.server.requests)
         prompt = self.marker()
@@ -352,7 +352,9 @@ class NotebookMachine(RuleBasedStateMachine):
         asked = [body for body in self.server.requests[before:] if prompt in texts_in(body)]
         check("fresh_turn_asked", bool(asked), f"the --fresh turn {prompt} sent no request")
         if asked:
-            text = texts_in(asked[0])
+            # The system prompt carries the memory zone, which a fresh run keeps (memory_save's markers); the
+            # history after it is what --fresh starts over.
+            text = texts_in([m for m in asked[0].get("messages") or [] if m.get("role") != "system"])
             carried = [m for m in earlier if m in text]
             check("fresh_turn_starts_clean", not carried, f"the first request after --fresh holds {carried[:5]}")
 
