@@ -24,8 +24,11 @@ def last_user_id(kernel: Kernel) -> int:
 
 
 def summary_of(kernel: Kernel) -> str:
-    """A summary the model could write of the current phase, citing its newest prompt."""
-    return f"Summary:\nThe user described the greenhouse sensors [#{last_user_id(kernel)}].\n\nNext steps:\nGo on."
+    """A summary the model could write of the current phase, citing its newest prompt for what that prompt says (a
+    citation stays only where the entry holds the claim)."""
+    last = kernel.tape.get(last_user_id(kernel))
+    said = str(last.payload["content"]).split(". ")[0].rstrip(".?")
+    return f"Summary:\nThe user said: {said} [#{last.id}].\n\nNext steps:\nGo on."
 
 
 def citing_what_comes(kernel: Kernel, ahead: int = 30) -> str:
@@ -33,7 +36,7 @@ def citing_what_comes(kernel: Kernel, ahead: int = 30) -> str:
     next ids, and the handoff keeps those that fall inside its phase (the others are removed, as for any model)."""
     last = kernel.tape.last_id
     cited = "".join(f"[#{i}]" for i in range(last - 8, last + ahead))
-    return f"Summary:\nThe user asked for the temperature plots {cited}.\n\nNext steps:\nGo on."
+    return f"Summary:\nPlot the temperature per hour, per day and per week {cited}.\n\nNext steps:\nGo on."
 
 
 def shown_by(kernel: Kernel, msg_id: str) -> str:
