@@ -83,7 +83,7 @@ def test_each_tape_reads_back_as_one_session_with_its_run_events_token_counts(
     openai_server.reply("5", usage=usage(60, 2))
     agent = Agent(tools_tape, model=model, tools=[add])
     agent.run("What is 2 + 3?")
-    openai_server.reply('{"summary": "added two numbers [#6]", "next_steps": "none"}', usage=usage(30, 9))
+    openai_server.reply('{"summary": "what is 2 + 3 [#6]", "next_steps": "none"}', usage=usage(30, 9))
     agent.handoff("phase/two", summarize=True)
     openai_server.reply("Nothing left to do.", usage=usage(20, 4))
     Agent(tools_tape, model=model).run("Anything else?")

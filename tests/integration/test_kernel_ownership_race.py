@@ -44,7 +44,7 @@ def test_two_kernels_handing_the_conversation_on_at_once_cannot_both_succeed(
     asked = next(entry.id for entry in main.read() if entry.payload.get("role") == "user")
     # Both summaries are answered only once both requests are in: each kernel has read the holder (nobody: main
     # sends) before either writes. Without the notebook's lock both would then write and both succeed.
-    openai_server.together([f"The user gave the sales [#{asked}]."] * 2)
+    openai_server.together([f"The March sales were 120, 95 and 130 [#{asked}]."] * 2)
     sent = [
         (first, first.send("%handoff race_k1 --to rev --summarize")),
         (second, second.send("%handoff race_k2 --to other --summarize")),
