@@ -25,7 +25,8 @@ class TurnOption:
     bub_help: str = ""
     agent: tuple[str, ...] = ()
     agent_help: str = ""
-    metavar: str | None = None
+    metavar: str | None = None  # how the magics' help names its value; None: argparse's (MODEL, TOOLS)
+    shown: str | None = None  # how %agent's usage names its value, as a hint of its form; None: the metavar
     type: Callable[[str], Any] | None = None  # how a flag's value is read; None: as typed
 
     @property
@@ -35,7 +36,7 @@ class TurnOption:
 
     def usage(self) -> str:
         """How ``%agent``'s usage shows it: ``[-m MODEL]``."""
-        return f"[{self.agent[0]} {self.metavar or self.name.upper()}]"
+        return f"[{self.agent[0]} {self.shown or self.metavar or self.name.upper()}]"
 
 
 TURN_OPTIONS = (
@@ -61,7 +62,7 @@ TURN_OPTIONS = (
         bub_help="comma-separated tools: builtin names, globs like memory.*, or notebook functions",
         agent=("--tools",),
         agent_help="its tools, as %%bub --tools takes them",
-        metavar="a,b",
+        shown="a,b",
     ),
     TurnOption(
         "context",
@@ -70,7 +71,7 @@ TURN_OPTIONS = (
         bub_help="view mode: last, full, phases, recall, last+recall, window:N, notebook or an anchor",
         agent=("--context",),
         agent_help="its view mode, as %%bub --context takes it",
-        metavar="MODE",
+        shown="MODE",
     ),
     TurnOption(
         "budget",
