@@ -82,6 +82,7 @@ TURN_OPTIONS = (
         type=int,
     ),
     TurnOption("max_steps", "max_steps"),
+    TurnOption("result_budget", "tool_budget"),
     TurnOption("handoff_at", "handoff_at"),
     TurnOption("embedding_model", "embedding_model"),
 )

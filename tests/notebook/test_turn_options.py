@@ -38,6 +38,7 @@ SAMPLES = {
     "context": Sample("full", "full", parse_mode("full")),
     "budget": Sample("5000", 5000, 5000),
     "max_steps": Sample("3", 3, 3),
+    "result_budget": Sample("500", 500, 500),
     "handoff_at": Sample("0.5", 0.5, 0.5),
     "embedding_model": Sample("text-embedding", "text-embedding", "text-embedding"),
 }
