@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from bub_nb.agent.team import Team
 from bub_nb.errors import AgentError
+from bub_nb.notebook.turn_options import AGENT_SETTINGS
 from bub_nb.tape.names import MAIN_AGENT, check_agent_name
 
 if TYPE_CHECKING:
@@ -24,7 +25,7 @@ class AgentSettings:
     context: str | None = None
 
 
-_SETTINGS = ("model", "instructions", "tools", "context")
+_SETTINGS = AGENT_SETTINGS  # what %agent sets, as the table of turn options says
 
 
 class NotebookAgents:
@@ -44,7 +45,7 @@ class NotebookAgents:
             raise AgentError(f"{MAIN_AGENT!r} is the notebook's unnamed agent; its settings are BubMagics'")
         earlier = self._settings.get(settings.name)
         if earlier is not None:
-            given = {key: getattr(settings, key) for key in ("model", "instructions", "tools", "context")}
+            given = {key: getattr(settings, key) for key in _SETTINGS}
             settings = replace(earlier, **{key: value for key, value in given.items() if value is not None})
         self._settings[settings.name] = settings
         return settings

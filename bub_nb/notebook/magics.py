@@ -33,6 +33,7 @@ from bub_nb.notebook.parsing.magic_line import parse_line, parser_of, split_line
 from bub_nb.notebook.recording import CellRecorder
 from bub_nb.notebook.session import NotebookSession
 from bub_nb.notebook.settings import MagicSettings
+from bub_nb.notebook.turn_options import agent_arguments, bub_arguments
 from bub_nb.notebook.usage_errors import one_line, usage_errors
 
 
@@ -118,12 +119,9 @@ class BubMagics(Magics, MagicSettings):
 
     @no_var_expand  # only bub_nb's own {name} interpolation applies: "$5" and "{"a": 1}" stay as typed
     @magic_arguments("bub")
-    @argument("-m", "--model", help="model for this turn, e.g. offline or openai:gpt-4o-mini")
-    @argument("--context", help="view mode: last, full, phases, recall, last+recall, window:N, notebook or an anchor")
+    @bub_arguments
     @argument("-o", "--output", metavar="VAR", help="store the answer in this variable; a failed turn clears it")
     @argument("--no-stream", action="store_true", help="show the answer only when it is complete")
-    @argument("--tools", help="comma-separated tools: builtin names, globs like memory.*, or notebook functions")
-    @argument("--budget", type=int, metavar="N", help="refuse a prompt estimated over N tokens; 0: no budget")
     @argument("--agent", metavar="NAME", help="run as this agent (see %%agent); default: the holder")
     @argument("--fresh", action="store_true", help="start this run clean: a handoff anchor before the turn")
     @argument("prompt", nargs="*", help="with %%bub, the prompt itself")
@@ -207,10 +205,7 @@ class BubMagics(Magics, MagicSettings):
 
     @magic_arguments("agent")
     @argument("name", nargs="?", help="the agent's name: a letter, then letters, digits, '_' or '-'")
-    @argument("-m", "--model", default=None, help="its model, e.g. offline or openai:gpt-4o-mini")
-    @argument("--instructions", default=None, help="what it is for, added to its system prompt")
-    @argument("--tools", default=None, help="its tools, as %%bub --tools takes them")
-    @argument("--context", default=None, help="its view mode, as %%bub --context takes it")
+    @agent_arguments
     @argument("--lanes", action="store_true", help="draw the agents as lanes, with the handoffs between them")
     @line_magic("agent")  # type: ignore[arg-type]  # IPython types only the bare form
     @usage_errors

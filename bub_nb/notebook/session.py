@@ -7,7 +7,7 @@ import difflib
 import fnmatch
 import os
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -113,6 +113,11 @@ class AgentOptions:
     result_budget: int | None
     handoff_at: float | None = None
     embedding_model: str = ""
+
+    def keywords(self) -> dict[str, Any]:
+        """The options as ``Agent`` takes them: every field is one of its keyword arguments, by the same name."""
+        values = {field.name: getattr(self, field.name) for field in fields(self)}
+        return {**values, "tools": list(self.tools)}
 
 
 class NotebookSession:
@@ -233,8 +238,10 @@ class NotebookSession:
         context: str | None = None,
         tools: str | None = None,
         budget: int | None = None,
+        instructions: str | None = None,
     ) -> AgentOptions:
-        """A cell's options over the settings; ``budget=0`` turns a configured budget off for that cell."""
+        """A cell's (or a named agent's) options over the settings; ``budget=0`` turns a configured budget off for
+        that cell, and ``instructions`` are added to ``system_prompt``."""
         settings = self._settings
         spec = tools or (settings.tools or None)
         mcp = self.mcp.tools(spec)
@@ -248,7 +255,7 @@ class NotebookSession:
             builtin_tools=builtins,
             max_steps=settings.max_steps,
             context=parse_mode(context or settings.context or "last"),
-            instructions=settings.system_prompt or None,
+            instructions=_joined(settings.system_prompt, instructions),
             budget=budget or None,
             result_budget=settings.tool_budget or None,
             handoff_at=getattr(settings, "handoff_at", 0.0) or None,
@@ -279,22 +286,19 @@ class NotebookSession:
         own = self.agents.get(name) if name else None
         if own is not None:
             model, context, tools = model or own.model, context or own.context, tools or own.tools
-        options = self.agent_options(model=model, context=context, tools=tools, budget=budget)
+        options = self.agent_options(
+            model=model,
+            context=context,
+            tools=tools,
+            budget=budget,
+            instructions=own.instructions if own is not None else None,
+        )
         agent = Agent(
             self.tape,
             name=None if name in (None, MAIN_AGENT) else name,
-            model=options.model,
-            tools=list(options.tools),
-            max_steps=options.max_steps,
-            context=options.context,
-            instructions=_joined(options.instructions, own.instructions if own is not None else None),
-            builtin_tools=options.builtin_tools,
             pipeline=default_pipeline(),
             meta={"cell": cell, "source": "notebook"} if cell is not None else {"source": "notebook"},
-            budget=options.budget,
-            result_budget=options.result_budget,
-            handoff_at=options.handoff_at,
-            embedding_model=options.embedding_model,
+            **options.keywords(),
         )
         if team is not None:
             team.add(agent)

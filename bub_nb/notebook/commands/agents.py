@@ -9,13 +9,12 @@ from IPython.core.error import UsageError
 
 from bub_nb.notebook.agents import AgentSettings
 from bub_nb.notebook.display import show
+from bub_nb.notebook.turn_options import AGENT_USAGE, TURN_OPTIONS
 
 if TYPE_CHECKING:
     from bub_nb.notebook.session import NotebookSession
 
 _SHOWN = 10  # handoffs the listing names, the newest
-
-AGENT_USAGE = "%agent NAME [-m MODEL] [--instructions TEXT] [--tools a,b] [--context MODE]"
 
 
 class AgentCommands:
@@ -40,7 +39,7 @@ class AgentCommands:
                 raise UsageError(f"{', '.join(given)} set an agent's settings and need its NAME: {AGENT_USAGE}")
             show(self.listing())
             return
-        settings = AgentSettings(args.name, **{key.lstrip("-"): value for key, value in _options(args).items()})
+        settings = AgentSettings(args.name, **{option.name: getattr(args, option.name) for option in _AGENT_OPTIONS})
         self._check(settings)
         team = self._session.team()
         defined = self._session.agents.record(team, settings, {"source": "notebook"})
@@ -86,5 +85,9 @@ class AgentCommands:
         return "\n".join(rows) + f"\n\n{who}{handoffs}"
 
 
+_AGENT_OPTIONS = [option for option in TURN_OPTIONS if option.agent]
+
+
 def _options(args: argparse.Namespace) -> dict[str, str | None]:
-    return {flag: getattr(args, flag[2:]) for flag in ("--model", "--instructions", "--tools", "--context")}
+    """The agent's settings the line gave, by the flag that gives each."""
+    return {option.flag: getattr(args, option.name) for option in _AGENT_OPTIONS}
