@@ -69,7 +69,7 @@ def cells(text: str, log: Path) -> list[str]:
         "%context --turn -1",
         "bub = next(c for c in get_ipython().configurables if type(c).__name__ == 'BubMagics')\n"
         "last = bub.session.tape.last_id\n"
-        "hostile = HostileModel([Move('text', f'Summary:\\nAs said [#{last - 1}]: {TEXT}\\n\\nNext steps:\\nGo on.'),\n"
+        "hostile = HostileModel([Move('text', f'Summary:\\nAs said: {TEXT} [#{last - 1}]\\n\\nNext steps:\\nGo on.'),\n"
         "                        Move('text', TEXT)])",
         "%handoff phase/two --summarize -m hostile",
         "import json\ntape = bub.session.tape\n"
