@@ -137,7 +137,8 @@ def test_a_failing_model_keeps_the_prompt_and_an_error_and_shows_one_line(
 def test_one_context_overflow_recovers_through_the_auto_handoff(nb: Notebook, server: OpenAICompatibleServer) -> None:
     nb.cell("%%bub\n" + "Some long background to the fault matrix. " * 40)
     asked = max(e.id for e in nb.tape.read(kinds=("message",)) if e.payload.get("role") == "user")
-    server.fail_context_length().reply(f"Summary:\nOne long prompt [#{asked}].").reply("Answered after the handoff.")
+    summary = f"Long background to the fault matrix [#{asked}]."  # what the cited prompt says
+    server.fail_context_length().reply(f"Summary:\n{summary}").reply("Answered after the handoff.")
     cell = nb.cell(f"%%bub -o answer\n{PROMPT}")
     assert cell.error is None and cell.err == ""
     assert nb.shell.user_ns["answer"] == "Answered after the handoff."
@@ -145,7 +146,7 @@ def test_one_context_overflow_recovers_through_the_auto_handoff(nb: Notebook, se
     expected = ["system", "message", "event", "anchor", "event", "event", "message", "message", "event"]
     assert kinds_of(turn) == expected
     assert turn[2].name == "summary" and turn[3].name == "auto_handoff/context_overflow"
-    assert turn[3].payload["state"]["summary"] == f"One long prompt [#{asked}]."
+    assert turn[3].payload["state"]["summary"] == summary
     assert turn[1].payload == {"role": "user", "content": PROMPT}
     assert turn[6].payload == {"role": "user", "content": PROMPT} and turn[6].meta.get("retry") is True
     assert server.last_request["messages"][-1] == {"role": "user", "content": PROMPT}
